@@ -1,0 +1,1561 @@
+/* daemon/daemon.c - pilotd: sockets, request handlers, agents, shutdown
+ *
+ * All work happens on the loop thread.  Messages are handled in bounded
+ * batches; after each batch flush() runs the scheduler, commits the one
+ * open transaction (group commit), and only then sends the replies and
+ * the work queued during the batch, so an acknowledged submission is
+ * always committed.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zmq.h>
+
+#include "daemon/daemon.h"
+#include "daemon/db.h"
+#include "daemon/launch.h"
+#include "daemon/sched.h"
+#include "daemon/slurmjob.h"
+#include "proto/log.h"
+#include "proto/mpjson.h"
+#include "proto/msg.h"
+#include "proto/pilotdir.h"
+#include "proto/query.h"
+#include "proto/state.h"
+#include "proto/zsock.h"
+#include "proto/zwatch.h"
+
+#define MAX_SUBMIT 100000      /* tasks in one submit request */
+#define MAX_ARGV 4096
+#define MAX_ARG_LEN (64 * 1024)
+#define KILL_GRACE 5.0         /* s between SIGTERM and SIGKILL */
+#define STOP_GRACE 15000       /* ms to wait for agents at shutdown */
+#define RESTART_DELAY 5000     /* ms before restarting the agents' step */
+#define MAX_RESTARTS 5
+
+/* A message to send after the batch's commit. */
+struct out {
+    struct out *next;
+    void *sock;
+    unsigned char rid[256];
+    size_t ridlen;
+    struct pl_wbuf w;
+    uint64_t seq;            /* the request answered, for an error reply */
+    uint64_t *undo;          /* tasks this reply acknowledges */
+    size_t nundo;
+};
+
+struct pl_daemon {
+    uv_loop_t *loop;
+    struct pl_daemon_config cfg;
+    char dir[PL_PATH_MAX];
+    char id[PL_ID_MAX];
+    char host[256];
+    char bindir[PL_PATH_MAX];
+    struct pl_db *db;
+    struct pl_sched *sched;
+    void *zctx;
+    void *csock, *asock;         /* ROUTERs: clients, agents */
+    struct pl_zwatch *czw, *azw;
+    char cep[256], aep[256];
+    uv_signal_t sigterm, sigint;
+    uv_timer_t tick, stop_timer, restart_timer;
+    struct pl_launch *launch;
+    int restarts;
+    struct out *outq, **outtail;
+    bool want_sched;
+    bool stopping, stopped;
+    int exit_code;
+    double started;
+    time_t end_time;
+    double end_time_checked;
+    long long count[PL_ST_COUNT];
+    long long total;
+    int handles;                 /* uv handles still to close */
+};
+
+static double now(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* ------------------------------------------------------------ out queue */
+
+static struct out *out_new(void *sock, const void *rid, size_t ridlen)
+{
+    struct out *o = calloc(1, sizeof(*o));
+
+    if (!o)
+        return NULL;
+    o->sock = sock;
+    if (ridlen > sizeof(o->rid))
+        ridlen = sizeof(o->rid);
+    memcpy(o->rid, rid, ridlen);
+    o->ridlen = ridlen;
+    return o;
+}
+
+static void out_push(struct pl_daemon *d, struct out *o)
+{
+    *d->outtail = o;
+    d->outtail = &o->next;
+}
+
+static void out_free(struct out *o)
+{
+    pl_wbuf_destroy(&o->w);
+    free(o->undo);
+    free(o);
+}
+
+static void reply_err(struct pl_daemon *d, const void *rid, size_t ridlen,
+                      uint64_t seq, int errnum, const char *text)
+{
+    struct out *o = out_new(d->csock, rid, ridlen);
+
+    if (!o)
+        return;
+    o->seq = seq;
+    pl_wbuf_reply(&o->w, seq, errnum ? errnum : EIO, text);
+    out_push(d, o);
+}
+
+static void reply_json(struct pl_daemon *d, const void *rid, size_t ridlen,
+                       uint64_t seq, json_t *data)
+{
+    struct out *o = out_new(d->csock, rid, ridlen);
+
+    if (!o)
+        goto done;
+    o->seq = seq;
+    pl_wbuf_reply(&o->w, seq, 0, NULL);
+    pl_mpjson_pack(&o->w.pk, data);
+    out_push(d, o);
+done:
+    json_decref(data);
+}
+
+static void count_move(struct pl_daemon *d, int from, int to)
+{
+    if (from > 0 && from < PL_ST_COUNT)
+        d->count[from]--;
+    if (to > 0 && to < PL_ST_COUNT)
+        d->count[to]++;
+}
+
+/* Forget the tasks of a reply whose commit failed: they were never
+ * stored, so they must not run. */
+static void undo_reply(struct pl_daemon *d, struct out *o, const char *why,
+                       int errnum)
+{
+    for (size_t i = 0; i < o->nundo; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, o->undo[i]);
+        if (t) {
+            count_move(d, t->state, 0);
+            d->total--;
+            pl_sched_task_remove(d->sched, t);
+        }
+    }
+    pl_wbuf_destroy(&o->w);
+    pl_wbuf_reply(&o->w, o->seq, errnum, why);
+}
+
+static void schedule(struct pl_daemon *d);
+
+/* End of a batch: schedule, commit, then send what the batch produced. */
+static void flush(struct pl_daemon *d)
+{
+    struct pl_error err;
+    struct out *o, *next;
+
+    if (d->want_sched && !d->stopping)
+        schedule(d);
+    if (pl_db_in_txn(d->db) && pl_db_commit(d->db, &err) < 0) {
+        int errnum = errno;
+        char why[200];
+        pl_log(LOG_ERR, "commit failed: %s", err.text);
+        snprintf(why, sizeof(why), "not stored: %s", err.text);
+        for (o = d->outq; o; o = o->next)
+            if (o->nundo)
+                undo_reply(d, o, why, errnum);
+    }
+    for (o = d->outq; o; o = next) {
+        next = o->next;
+        if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
+                          o->w.sb.size) < 0)
+            pl_log(LOG_WARNING, "send to %s: %s (message dropped)",
+                   o->sock == d->csock ? "client" : "agent",
+                   zmq_strerror(errno));
+        out_free(o);
+    }
+    d->outq = NULL;
+    d->outtail = &d->outq;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static char *json_strv(char *const *v)
+{
+    json_t *a = json_array();
+    char *s;
+
+    for (size_t i = 0; v && v[i]; i++)
+        json_array_append_new(a, json_string(v[i]));
+    s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return s;
+}
+
+static char **strv_json(const char *text)
+{
+    json_t *a;
+    char **v = NULL;
+    size_t i;
+    json_t *e;
+
+    if (!text || !(a = json_loads(text, 0, NULL)))
+        return NULL;
+    if (!json_is_array(a) || !(v = calloc(json_array_size(a) + 1, sizeof(*v))))
+        goto done;
+    json_array_foreach(a, i, e) {
+        if (!json_is_string(e) || !(v[i] = strdup(json_string_value(e)))) {
+            pl_strv_free(v);
+            v = NULL;
+            goto done;
+        }
+    }
+done:
+    json_decref(a);
+    return v;
+}
+
+/* Record a state change of 't' in the database and the counters. */
+static int change(struct pl_daemon *d, struct pl_dtask *t, int state,
+                  const struct pl_db_change *extra)
+{
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1 };
+    struct pl_error err;
+    char cores[1024], gpus[512];
+
+    if (extra)
+        c = *extra;
+    c.id = t->id;
+    c.state = state;
+    c.attempt = t->attempt;
+    if (!c.time)
+        c.time = now();
+    if (t->node && !c.node) {
+        c.node = t->node->name;
+        pl_node_cpu_str(t->node, t->core_idx, t->cores_per_rank, cores,
+                        sizeof(cores));
+        pl_node_gpu_str(t->node, t->gpu_idx, t->gpus_per_rank, gpus,
+                        sizeof(gpus));
+        c.cores = cores;
+        c.gpus = t->gpus_per_rank ? gpus : NULL;
+    }
+    count_move(d, t->state, state);
+    t->state = state;
+    if (pl_db_task_change(d->db, &c, &err) < 0) {
+        pl_log(LOG_ERR, "task %llu: %s", (unsigned long long)t->id, err.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* 't' reached a final state: record it and forget it. */
+static void finish(struct pl_daemon *d, struct pl_dtask *t, int state,
+                   const struct pl_db_change *extra)
+{
+    change(d, t, state, extra);
+    pl_log(LOG_INFO, "task %llu: %s", (unsigned long long)t->id,
+           pl_state_name(state));
+    pl_sched_task_remove(d->sched, t);
+    d->want_sched = true;
+}
+
+/* ------------------------------------------------------------ agents */
+
+static void send_agent(struct pl_daemon *d, struct pl_node *n, struct out *o)
+{
+    (void)n;
+    out_push(d, o);
+}
+
+static struct out *agent_out(struct pl_daemon *d, struct pl_node *n)
+{
+    return out_new(d->asock, n->rid, n->ridlen);
+}
+
+static void send_kill(struct pl_daemon *d, struct pl_dtask *t)
+{
+    struct out *o;
+
+    if (!t->node || !(o = agent_out(d, t->node)))
+        return;
+    pl_wbuf_init(&o->w, PL_MSG_KILL, 0, 3);
+    pl_w_kuint(&o->w.pk, "id", t->id);
+    pl_w_kuint(&o->w.pk, "attempt", t->attempt);
+    pl_w_kdouble(&o->w.pk, "grace", KILL_GRACE);
+    send_agent(d, t->node, o);
+}
+
+struct placed {
+    struct pl_dtask **t;
+    size_t n, cap;
+};
+
+static void place_cb(struct pl_dtask *t, struct pl_node *n, void *arg)
+{
+    struct placed *p = arg;
+    (void)n;
+
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        struct pl_dtask **nt = realloc(p->t, cap * sizeof(*nt));
+        if (!nt)
+            return; /* N.B. the task stays assigned; see below */
+        p->t = nt;
+        p->cap = cap;
+    }
+    p->t[p->n++] = t;
+}
+
+static void pack_run_task(struct pl_daemon *d, msgpack_packer *pk,
+                          struct pl_dtask *t)
+{
+    char out[PL_PATH_MAX + 64], err[PL_PATH_MAX + 64];
+    uint64_t cores[t->cores_per_rank + 1], gpus[t->gpus_per_rank + 1];
+    uint32_t nf = 7 + (t->env ? 1 : 0) + (t->cwd ? 1 : 0)
+                  + (t->timeout > 0 ? 1 : 0);
+
+    pl_path_task_log(d->dir, t->id, false, false, out, sizeof(out));
+    pl_path_task_log(d->dir, t->id, true, false, err, sizeof(err));
+    for (uint32_t i = 0; i < t->cores_per_rank; i++)
+        cores[i] = t->node->cpu[t->core_idx[i]];
+    for (uint32_t i = 0; i < t->gpus_per_rank; i++)
+        gpus[i] = t->gpu_idx[i];
+    msgpack_pack_map(pk, nf);
+    pl_w_kuint(pk, "id", t->id);
+    pl_w_kuint(pk, "attempt", t->attempt);
+    pl_w_kstrv(pk, "argv", t->argv);
+    if (t->env)
+        pl_w_kstrv(pk, "env", t->env);
+    if (t->cwd)
+        pl_w_kstr(pk, "cwd", t->cwd);
+    pl_w_kuintv(pk, "cores", cores, t->cores_per_rank);
+    pl_w_kuintv(pk, "gpus", gpus, t->gpus_per_rank);
+    pl_w_kstr(pk, "stdout", out);
+    pl_w_kstr(pk, "stderr", err);
+    if (t->timeout > 0)
+        pl_w_kdouble(pk, "timeout", t->timeout);
+}
+
+static void schedule(struct pl_daemon *d)
+{
+    struct placed p = { 0 };
+
+    d->want_sched = false;
+    pl_sched_run(d->sched, place_cb, &p);
+    for (size_t i = 0; i < p.n; i++)
+        change(d, p.t[i], PL_ST_ASSIGNED, NULL);
+    /* one run message per node, tasks in placement order */
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        uint32_t cnt = 0;
+        struct out *o;
+        for (size_t i = 0; i < p.n; i++)
+            if (p.t[i]->node == n)
+                cnt++;
+        if (cnt == 0 || !(o = agent_out(d, n)))
+            continue;
+        pl_wbuf_init(&o->w, PL_MSG_RUN, 0, 1);
+        pl_w_key(&o->w.pk, "tasks");
+        msgpack_pack_array(&o->w.pk, cnt);
+        for (size_t i = 0; i < p.n; i++)
+            if (p.t[i]->node == n)
+                pack_run_task(d, &o->w.pk, p.t[i]);
+        n->want = false; /* it pulls again if it still has room */
+        send_agent(d, n, o);
+        pl_log(LOG_DEBUG, "run %u tasks on %s", cnt, n->name);
+    }
+    free(p.t);
+}
+
+static void node_record(struct pl_daemon *d, struct pl_node *n,
+                        const char *state)
+{
+    char cores[4096], gpus[1024];
+    uint32_t idx[4096];
+    struct pl_error err;
+
+    for (uint32_t i = 0; i < n->ncores && i < 4096; i++)
+        idx[i] = i;
+    pl_node_cpu_str(n, idx, n->ncores < 4096 ? n->ncores : 4096, cores,
+                    sizeof(cores));
+    pl_node_gpu_str(n, idx, n->ngpus, gpus, sizeof(gpus));
+    if (pl_db_node_set(d->db, n->name, cores, gpus, state, now(), &err) < 0)
+        pl_log(LOG_ERR, "node %s: %s", n->name, err.text);
+}
+
+/* A task's agent is gone: run it again while it has retries left. */
+static void lost_task_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = "node-lost" };
+
+    if (t->cancel) {
+        c.reason = "canceled (node lost)";
+        finish(d, t, PL_ST_CANCELED, &c);
+    }
+    else if (t->attempt <= t->retries) {
+        int old = t->state;
+        pl_sched_requeue(d->sched, t, true);
+        t->state = old; /* for the counters */
+        change(d, t, PL_ST_QUEUED, &c);
+        d->want_sched = true;
+    }
+    else
+        finish(d, t, PL_ST_FAILED, &c);
+}
+
+static void node_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
+{
+    pl_log(LOG_WARNING, "agent on %s lost: %s", n->name, why);
+    n->state = PL_NODE_LOST;
+    n->want = false;
+    node_record(d, n, "lost");
+    pl_sched_node_tasks(d->sched, n, lost_task_cb, d);
+}
+
+static void send_welcome(struct pl_daemon *d, struct pl_node *n)
+{
+    struct out *o = agent_out(d, n);
+
+    if (!o)
+        return;
+    pl_wbuf_init(&o->w, PL_MSG_WELCOME, 0, 2);
+    pl_w_kstr(&o->w.pk, "node", n->name);
+    pl_w_kdouble(&o->w.pk, "heartbeat", d->cfg.heartbeat);
+    send_agent(d, n, o);
+}
+
+static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
+                           const struct pl_msg *m)
+{
+    struct pl_error err;
+    char *name = NULL;
+    char **gpus = NULL;
+    uint64_t *cpu = NULL, pid = 0;
+    uint32_t ncpu = 0;
+    struct pl_node *n;
+
+    if (pl_mp_str(m->body, "node", true, 63, &name, &err) < 0
+        || pl_mp_uint(m->body, "pid", false, INT32_MAX, &pid, &err) < 0
+        || pl_mp_uintv(m->body, "cores", true, 4096, 1 << 20, &cpu, &ncpu,
+                       &err) < 0
+        || pl_mp_strv(m->body, "gpus", false, 0, 64, 64, &gpus, &err) < 0) {
+        pl_log(LOG_WARNING, "bad register from an agent: %s", err.text);
+        goto done;
+    }
+    if (!name[0] || ncpu == 0 || ridlen > sizeof(n->rid)) {
+        pl_log(LOG_WARNING, "bad register from an agent: %s",
+               ncpu == 0 ? "no cores" : "bad node name");
+        goto done;
+    }
+    if (d->stopping)
+        goto done;
+    if ((n = pl_sched_node_find(d->sched, name))) {
+        /* the agent restarted: what it ran before is gone */
+        pl_sched_node_tasks(d->sched, n, lost_task_cb, d);
+        if (n->ncores != ncpu || n->ngpus != pl_strv_len(gpus)) {
+            pl_log(LOG_WARNING, "agent on %s came back with other resources "
+                   "(%u cores); keeping %u", name, ncpu, n->ncores);
+        }
+        pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu)", name,
+               (unsigned long long)pid);
+    }
+    else {
+        if (!(n = pl_node_new(name, cpu, ncpu, gpus))
+            || pl_sched_node_add(d->sched, n) < 0) {
+            pl_log_error("node %s", name);
+            pl_node_free(n);
+            goto done;
+        }
+        n->joined = now();
+        pl_log(LOG_NOTICE, "agent on %s joined: %u cores, %u gpus (pid %llu)",
+               name, ncpu, n->ngpus, (unsigned long long)pid);
+    }
+    memcpy(n->rid, rid, ridlen);
+    n->ridlen = ridlen;
+    n->state = PL_NODE_UP;
+    n->pid = (long)pid;
+    n->want = false;
+    n->last_seen = now();
+    node_record(d, n, "up");
+    send_welcome(d, n);
+done:
+    free(name);
+    free(cpu);
+    pl_strv_free(gpus);
+}
+
+static void agent_event(struct pl_daemon *d, struct pl_node *n,
+                        const msgpack_object *ev)
+{
+    struct pl_error err;
+    uint64_t id = 0, attempt = 0, maxrss = 0;
+    int64_t exit_code = -1, sig = -1;
+    double t_ev = 0;
+    char *state = NULL, *error = NULL;
+    struct pl_dtask *t;
+    int st;
+    int has_rss;
+    char why[64];
+
+    if (ev->type != MSGPACK_OBJECT_MAP
+        || pl_mp_uint(ev, "id", true, UINT64_MAX, &id, &err) < 0
+        || pl_mp_uint(ev, "attempt", true, UINT32_MAX, &attempt, &err) < 0
+        || pl_mp_str(ev, "state", true, 16, &state, &err) < 0
+        || pl_mp_double(ev, "time", false, &t_ev, &err) < 0
+        || pl_mp_int(ev, "exit_code", false, &exit_code, &err) < 0
+        || pl_mp_int(ev, "signal", false, &sig, &err) < 0
+        || (has_rss = pl_mp_uint(ev, "maxrss_kb", false, INT64_MAX, &maxrss,
+                                 &err)) < 0
+        || pl_mp_str(ev, "error", false, 1024, &error, &err) < 0) {
+        pl_log(LOG_WARNING, "agent %s: bad event: %s", n->name,
+               ev->type != MSGPACK_OBJECT_MAP ? "not a map" : err.text);
+        goto done;
+    }
+    st = pl_state_parse(state);
+    t = pl_sched_task_get(d->sched, id);
+    if (!t || t->node != n || t->attempt != attempt) {
+        pl_log(LOG_WARNING, "agent %s: event '%s' for task %llu attempt %llu "
+               "that is not running there (ignored)", n->name, state,
+               (unsigned long long)id, (unsigned long long)attempt);
+        goto done;
+    }
+    if (!isfinite(t_ev) || t_ev <= 0)
+        t_ev = now();
+    struct pl_db_change c = {
+        .time = t_ev,
+        .exit_code = exit_code >= INT32_MIN && exit_code <= INT32_MAX
+                         ? (int)exit_code : -1,
+        .signal = sig >= 0 && sig < 256 ? (int)sig : -1,
+        .maxrss_kb = has_rss == 1 ? (int64_t)maxrss : -1,
+        .reason = error,
+    };
+    switch (st) {
+    case PL_ST_RUNNING:
+        if (t->state == PL_ST_ASSIGNED)
+            change(d, t, PL_ST_RUNNING, &c);
+        break;
+    case PL_ST_DONE:
+    case PL_ST_FAILED:
+    case PL_ST_CANCELED:
+    case PL_ST_TIMEOUT:
+        if (st == PL_ST_CANCELED && !c.reason)
+            c.reason = "canceled";
+        if (st == PL_ST_TIMEOUT && !c.reason)
+            c.reason = "timeout";
+        if (st == PL_ST_FAILED && !c.reason) {
+            if (c.signal > 0)
+                snprintf(why, sizeof(why), "killed by signal %d", c.signal);
+            else
+                snprintf(why, sizeof(why), "exit code %d", c.exit_code);
+            c.reason = why;
+        }
+        finish(d, t, st, &c);
+        break;
+    default:
+        pl_log(LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
+               state);
+        break;
+    }
+done:
+    free(state);
+    free(error);
+}
+
+static void agent_events(struct pl_daemon *d, struct pl_node *n,
+                         const struct pl_msg *m)
+{
+    const msgpack_object *arr;
+    struct pl_error err;
+
+    if (pl_mp_array(m->body, "events", true, 1000000, &arr, &err) < 0) {
+        pl_log(LOG_WARNING, "agent %s: bad events: %s", n->name, err.text);
+        return;
+    }
+    for (uint32_t i = 0; i < arr->via.array.size; i++)
+        agent_event(d, n, &arr->via.array.ptr[i]);
+}
+
+static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
+{
+    struct pl_daemon *d = arg;
+    (void)zw;
+    (void)revents;
+
+    for (int i = 0; i < PL_ZBATCH; i++) {
+        zmq_msg_t rid, body;
+        struct pl_msg m;
+        struct pl_error err;
+        struct pl_node *n;
+
+        zmq_msg_init(&rid);
+        zmq_msg_init(&body);
+        if (pl_zsock_recv(d->asock, &rid, &body) < 0) {
+            int e = errno;
+            zmq_msg_close(&rid);
+            zmq_msg_close(&body);
+            if (e == EAGAIN)
+                break;
+            pl_log(LOG_WARNING, "agent socket: %s", zmq_strerror(e));
+            continue;
+        }
+        if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
+                          &err) < 0) {
+            pl_log(LOG_WARNING, "bad message on the agent socket: %s",
+                   err.text);
+            goto next;
+        }
+        n = pl_sched_node_by_rid(d->sched, zmq_msg_data(&rid),
+                                 zmq_msg_size(&rid));
+        if (m.type == PL_MSG_REGISTER)
+            agent_register(d, zmq_msg_data(&rid), zmq_msg_size(&rid), &m);
+        else if (!n)
+            pl_log(LOG_WARNING, "%s from an agent that did not register "
+                   "(ignored)", pl_msg_type_name(m.type));
+        else {
+            n->last_seen = now();
+            if (n->state == PL_NODE_LOST) {
+                pl_log(LOG_NOTICE, "agent on %s is back", n->name);
+                n->state = PL_NODE_UP;
+                node_record(d, n, "up");
+            }
+            switch (m.type) {
+            case PL_MSG_PULL:
+                n->want = true;
+                d->want_sched = true;
+                break;
+            case PL_MSG_EVENTS:
+                agent_events(d, n, &m);
+                break;
+            case PL_MSG_HEARTBEAT:
+                break;
+            default:
+                pl_log(LOG_WARNING, "agent %s sent unexpected %s", n->name,
+                       pl_msg_type_name(m.type));
+                break;
+            }
+        }
+        pl_msg_release(&m);
+    next:
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+    }
+    flush(d);
+}
+
+/* ------------------------------------------------------------ clients */
+
+struct req {
+    const void *rid;
+    size_t ridlen;
+    uint64_t seq;
+};
+
+struct spec {
+    char *name, *cwd;
+    char **argv, **env;
+    uint64_t ranks, cpr, gpr, retries;
+    double timeout;
+};
+
+static void spec_clear(struct spec *s)
+{
+    free(s->name);
+    free(s->cwd);
+    pl_strv_free(s->argv);
+    pl_strv_free(s->env);
+    memset(s, 0, sizeof(*s));
+}
+
+static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
+                      struct spec *s, struct pl_error *errp)
+{
+    uint32_t maxc, maxg;
+
+    memset(s, 0, sizeof(*s));
+    s->ranks = s->cpr = 1;
+    if (o->type != MSGPACK_OBJECT_MAP) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "a task spec must be a map");
+    }
+    if (pl_mp_strv(o, "argv", true, 1, MAX_ARGV, MAX_ARG_LEN, &s->argv,
+                   errp) < 0
+        || pl_mp_str(o, "name", false, 256, &s->name, errp) < 0
+        || pl_mp_str(o, "cwd", false, PL_PATH_MAX * 4, &s->cwd, errp) < 0
+        || pl_mp_strv(o, "env", false, 0, 4096, MAX_ARG_LEN, &s->env,
+                      errp) < 0
+        || pl_mp_uint(o, "ranks", false, 1 << 20, &s->ranks, errp) < 0
+        || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
+        || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
+        || pl_mp_uint(o, "retries", false, 100, &s->retries, errp) < 0
+        || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0)
+        goto error;
+    errno = EINVAL;
+    if (!s->argv[0][0]) {
+        pl_errprintf(errp, "the command is empty");
+        goto error;
+    }
+    if (s->ranks != 1) {
+        pl_errprintf(errp, "only single-rank tasks are supported so far "
+                     "(ranks %llu)", (unsigned long long)s->ranks);
+        goto error;
+    }
+    if (s->cpr == 0) {
+        pl_errprintf(errp, "cores_per_rank must be at least 1");
+        goto error;
+    }
+    if (!isfinite(s->timeout) || s->timeout < 0) {
+        pl_errprintf(errp, "timeout must be a positive number of seconds");
+        goto error;
+    }
+    for (size_t i = 0; s->env && s->env[i]; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        if (!eq || eq == s->env[i]) {
+            pl_errprintf(errp, "environment entry '%.40s' is not KEY=VALUE",
+                         s->env[i]);
+            goto error;
+        }
+    }
+    if (s->env && !s->env[0]) {
+        pl_strv_free(s->env);
+        s->env = NULL;
+    }
+    pl_sched_max(d->sched, &maxc, &maxg);
+    if (pl_sched_nnodes(d->sched) > 0) {
+        if (s->cpr > maxc) {
+            pl_errprintf(errp, "task needs %llu cores per rank but the "
+                         "largest node has %u", (unsigned long long)s->cpr,
+                         maxc);
+            goto error;
+        }
+        if (s->gpr > maxg) {
+            pl_errprintf(errp, "task needs %llu GPUs per rank but the "
+                         "largest node has %u", (unsigned long long)s->gpr,
+                         maxg);
+            goto error;
+        }
+    }
+    return 0;
+error:
+    spec_clear(s);
+    return -1;
+}
+
+static void h_submit(struct pl_daemon *d, const struct req *r,
+                     const struct pl_msg *m)
+{
+    const msgpack_object *arr;
+    struct pl_error err;
+    struct spec *specs = NULL;
+    uint32_t n = 0, i;
+    struct out *o = NULL;
+    double t_now = now();
+
+    if (d->stopping) {
+        reply_err(d, r->rid, r->ridlen, r->seq, ESHUTDOWN,
+                  "the pilot is shutting down");
+        return;
+    }
+    if (pl_mp_array(m->body, "tasks", true, MAX_SUBMIT, &arr, &err) < 0)
+        goto bad;
+    n = arr->via.array.size;
+    if (n == 0) {
+        errno = EINVAL;
+        pl_errprintf(&err, "no tasks in the request");
+        goto bad;
+    }
+    if (!(specs = calloc(n, sizeof(*specs))))
+        goto nomem;
+    /* check every spec before storing any: bad input changes nothing */
+    for (i = 0; i < n; i++) {
+        if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0) {
+            if (n > 1) {
+                struct pl_error e2;
+                pl_errprintf(&e2, "task %u: %s", i + 1, err.text);
+                err = e2;
+            }
+            goto bad;
+        }
+    }
+    if (!(o = out_new(d->csock, r->rid, r->ridlen))
+        || !(o->undo = calloc(n, sizeof(*o->undo))))
+        goto nomem;
+    o->seq = r->seq;
+    if (pl_db_savepoint(d->db, &err) < 0)
+        goto bad;
+    for (i = 0; i < n; i++) {
+        struct spec *s = &specs[i];
+        char *argv_json = json_strv(s->argv);
+        char *env_json = s->env ? json_strv(s->env) : NULL;
+        struct pl_db_spec ds = {
+            .name = s->name, .argv_json = argv_json, .env_json = env_json,
+            .cwd = s->cwd, .ranks = (uint32_t)s->ranks,
+            .cores_per_rank = (uint32_t)s->cpr,
+            .gpus_per_rank = (uint32_t)s->gpr,
+            .retries = (uint32_t)s->retries, .timeout = s->timeout,
+        };
+        uint64_t id;
+        int rc = argv_json ? pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now,
+                                               &id, &err)
+                           : -1;
+        free(argv_json);
+        free(env_json);
+        struct pl_dtask *t = NULL;
+        if (rc == 0)
+            t = pl_sched_task_add(d->sched, id, PL_ST_QUEUED, &s->argv,
+                                  &s->env, &s->cwd);
+        if (!t) {
+            /* undo this request's tasks: the whole submit fails */
+            int errnum = errno ? errno : EIO;
+            if (rc == 0)
+                pl_errprintf(&err, "out of memory");
+            pl_db_savepoint_end(d->db, false, NULL);
+            undo_reply(d, o, err.text, errnum);
+            out_push(d, o);
+            goto done;
+        }
+        t->cores_per_rank = (uint32_t)s->cpr;
+        t->gpus_per_rank = (uint32_t)s->gpr;
+        t->retries = (uint32_t)s->retries;
+        t->timeout = s->timeout;
+        d->count[PL_ST_QUEUED]++;
+        d->total++;
+        o->undo[o->nundo++] = id;
+    }
+    if (pl_db_savepoint_end(d->db, true, &err) < 0) {
+        int errnum = errno;
+        undo_reply(d, o, err.text, errnum);
+        out_push(d, o);
+        goto done;
+    }
+    pl_wbuf_reply(&o->w, r->seq, 0, NULL);
+    msgpack_pack_map(&o->w.pk, 1);
+    pl_w_kuintv(&o->w.pk, "ids", o->undo, (uint32_t)o->nundo);
+    out_push(d, o);
+    d->want_sched = true;
+    pl_log(LOG_INFO, "submitted %u tasks (%llu..%llu)", n,
+           (unsigned long long)o->undo[0],
+           (unsigned long long)o->undo[o->nundo - 1]);
+    goto done;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(&err, "out of memory");
+bad:
+    reply_err(d, r->rid, r->ridlen, r->seq, errno ? errno : EINVAL, err.text);
+    if (o)
+        out_free(o);
+done:
+    for (i = 0; specs && i < n; i++)
+        spec_clear(&specs[i]);
+    free(specs);
+}
+
+static void h_list(struct pl_daemon *d, const struct req *r,
+                   const struct pl_msg *m)
+{
+    struct pl_error err;
+    char *state = NULL;
+    uint64_t *ids = NULL, limit = 0;
+    uint32_t nids = 0;
+    json_t *res;
+
+    if (pl_mp_str(m->body, "state", false, 16, &state, &err) < 0
+        || pl_mp_uintv(m->body, "ids", false, 1000000, UINT64_MAX, &ids, &nids,
+                       &err) < 0
+        || pl_mp_uint(m->body, "limit", false, UINT64_MAX, &limit, &err) < 0)
+        goto bad;
+    if (state && pl_state_parse(state) < 0) {
+        errno = EINVAL;
+        pl_errprintf(&err, "unknown state '%s'", state);
+        goto bad;
+    }
+    if (!(res = pl_query_tasks(pl_db_handle(d->db), state, ids, nids, limit,
+                               &err)))
+        goto bad;
+    reply_json(d, r->rid, r->ridlen, r->seq, res);
+    goto done;
+bad:
+    reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
+done:
+    free(state);
+    free(ids);
+}
+
+static void h_show(struct pl_daemon *d, const struct req *r,
+                   const struct pl_msg *m)
+{
+    struct pl_error err;
+    uint64_t id;
+    json_t *res;
+
+    if (pl_mp_uint(m->body, "id", true, UINT64_MAX, &id, &err) < 0
+        || !(res = pl_query_task(pl_db_handle(d->db), id, &err))) {
+        reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
+        return;
+    }
+    reply_json(d, r->rid, r->ridlen, r->seq, res);
+}
+
+static void h_counts(struct pl_daemon *d, const struct req *r,
+                     const struct pl_msg *m)
+{
+    struct pl_error err;
+    uint64_t *ids = NULL;
+    uint32_t nids = 0;
+    json_t *res = NULL;
+
+    if (pl_mp_uintv(m->body, "ids", false, 1000000, UINT64_MAX, &ids, &nids,
+                    &err) < 0) {
+        reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
+        return;
+    }
+    if (nids > 0) {
+        if (!(res = pl_query_counts(pl_db_handle(d->db), ids, nids, &err))) {
+            reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
+            free(ids);
+            return;
+        }
+    }
+    else {
+        /* all tasks: from the counters, not a scan of the table */
+        res = json_object();
+        for (int s = 1; s < PL_ST_COUNT; s++)
+            json_object_set_new(res, pl_state_name(s),
+                                json_integer(d->count[s]));
+        json_object_set_new(res, "total", json_integer(d->total));
+        json_object_set_new(res, "unknown", json_array());
+    }
+    free(ids);
+    reply_json(d, r->rid, r->ridlen, r->seq, res);
+}
+
+static void h_cancel(struct pl_daemon *d, const struct req *r,
+                     const struct pl_msg *m)
+{
+    struct pl_error err;
+    uint64_t *ids = NULL;
+    uint32_t nids = 0;
+    json_t *canceled = NULL, *final = NULL, *res;
+
+    if (pl_mp_uintv(m->body, "ids", true, MAX_SUBMIT, UINT64_MAX, &ids, &nids,
+                    &err) < 0)
+        goto bad;
+    if (nids == 0) {
+        errno = EINVAL;
+        pl_errprintf(&err, "no task ids given");
+        goto bad;
+    }
+    /* all ids must exist before anything changes */
+    for (uint32_t i = 0; i < nids; i++) {
+        if (pl_sched_task_get(d->sched, ids[i]))
+            continue;
+        int st = pl_db_task_state(d->db, ids[i], &err);
+        if (st < 0)
+            goto bad;
+        if (st == 0) {
+            errno = ENOENT;
+            pl_errprintf(&err, "no task %llu", (unsigned long long)ids[i]);
+            goto bad;
+        }
+    }
+    canceled = json_array();
+    final = json_array();
+    for (uint32_t i = 0; i < nids; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, ids[i]);
+        if (!t) {
+            json_array_append_new(final, json_integer((json_int_t)ids[i]));
+            continue;
+        }
+        json_array_append_new(canceled, json_integer((json_int_t)ids[i]));
+        if (t->state == PL_ST_QUEUED || t->state == PL_ST_WAITING) {
+            struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                      .maxrss_kb = -1,
+                                      .reason = "canceled by user" };
+            pl_sched_dequeue(d->sched, t);
+            finish(d, t, PL_ST_CANCELED, &c);
+        }
+        else if (!t->cancel) {
+            t->cancel = true;
+            send_kill(d, t);
+        }
+    }
+    res = json_object();
+    json_object_set_new(res, "canceled", canceled);
+    json_object_set_new(res, "final", final);
+    reply_json(d, r->rid, r->ridlen, r->seq, res);
+    free(ids);
+    return;
+bad:
+    reply_err(d, r->rid, r->ridlen, r->seq, errno ? errno : EINVAL, err.text);
+    free(ids);
+}
+
+static void refresh_end_time(struct pl_daemon *d)
+{
+    struct pl_error err;
+    time_t end;
+
+    if (d->cfg.local || d->cfg.job <= 0 || now() - d->end_time_checked < 10)
+        return;
+    d->end_time_checked = now();
+    if (pl_slurmjob_end_time(d->cfg.job, &end, &err) < 0)
+        pl_log(LOG_WARNING, "%s", err.text);
+    else
+        d->end_time = end;
+}
+
+static void h_status(struct pl_daemon *d, const struct req *r,
+                     const struct pl_msg *m)
+{
+    json_t *s = json_object(), *nodes = json_array(), *tasks = json_object();
+    long long cb = 0, ct = 0, gb = 0, gt = 0, up = 0;
+    (void)m;
+
+    refresh_end_time(d);
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        const char *st = n->state == PL_NODE_UP     ? "up"
+                         : n->state == PL_NODE_LOST ? "lost"
+                                                    : "gone";
+        json_t *o = json_object();
+        json_t *gpus = json_array();
+        json_t *cores = json_array();
+        for (uint32_t i = 0; i < n->ncores; i++)
+            json_array_append_new(cores, json_integer((json_int_t)n->cpu[i]));
+        for (uint32_t i = 0; i < n->ngpus; i++)
+            json_array_append_new(gpus, json_string(n->gpu[i]));
+        json_object_set_new(o, "name", json_string(n->name));
+        json_object_set_new(o, "state", json_string(st));
+        json_object_set_new(o, "cores", cores);
+        json_object_set_new(o, "gpus", gpus);
+        json_object_set_new(o, "cores_busy",
+                            json_integer(n->ncores - n->free_cores));
+        json_object_set_new(o, "gpus_busy",
+                            json_integer(n->ngpus - n->free_gpus));
+        json_object_set_new(o, "running", json_integer(n->running));
+        json_object_set_new(o, "pid", json_integer(n->pid));
+        json_object_set_new(o, "last_seen", json_real(n->last_seen));
+        json_array_append_new(nodes, o);
+        if (n->state == PL_NODE_UP) {
+            up++;
+            ct += n->ncores;
+            cb += n->ncores - n->free_cores;
+            gt += n->ngpus;
+            gb += n->ngpus - n->free_gpus;
+        }
+    }
+    for (int st = 1; st < PL_ST_COUNT; st++)
+        json_object_set_new(tasks, pl_state_name(st),
+                            json_integer(d->count[st]));
+    json_object_set_new(tasks, "total", json_integer(d->total));
+    json_object_set_new(s, "pilot", json_string(d->id));
+    json_object_set_new(s, "mode", json_string(d->cfg.local ? "local"
+                                                            : "slurm"));
+    json_object_set_new(s, "state", json_string(d->stopping ? "stopping"
+                                                            : "running"));
+    json_object_set_new(s, "job", d->cfg.job > 0 ? json_integer(d->cfg.job)
+                                                 : json_null());
+    json_object_set_new(s, "host", json_string(d->host));
+    json_object_set_new(s, "pid", json_integer(getpid()));
+    json_object_set_new(s, "started", json_real(d->started));
+    json_object_set_new(s, "end_time", d->end_time > 0
+                                           ? json_integer(d->end_time)
+                                           : json_null());
+    json_object_set_new(s, "walltime_left",
+                        d->end_time > 0
+                            ? json_real(fmax(0, (double)d->end_time - now()))
+                            : json_null());
+    json_object_set_new(s, "agents_expected",
+                        json_integer(d->cfg.expected_agents));
+    json_object_set_new(s, "agents_up", json_integer(up));
+    json_object_set_new(s, "nodes", nodes);
+    json_t *c = json_object();
+    json_object_set_new(c, "busy", json_integer(cb));
+    json_object_set_new(c, "total", json_integer(ct));
+    json_object_set_new(s, "cores", c);
+    json_t *g = json_object();
+    json_object_set_new(g, "busy", json_integer(gb));
+    json_object_set_new(g, "total", json_integer(gt));
+    json_object_set_new(s, "gpus", g);
+    json_object_set_new(s, "tasks", tasks);
+    reply_json(d, r->rid, r->ridlen, r->seq, s);
+}
+
+static void begin_stop(struct pl_daemon *d, const char *why);
+
+static void h_shutdown(struct pl_daemon *d, const struct req *r,
+                       const struct pl_msg *m)
+{
+    (void)m;
+    reply_json(d, r->rid, r->ridlen, r->seq, json_object());
+    begin_stop(d, "shutdown requested");
+}
+
+static const struct {
+    int type;
+    void (*fn)(struct pl_daemon *d, const struct req *r,
+               const struct pl_msg *m);
+} htab[] = {
+    { PL_MSG_SUBMIT, h_submit },     { PL_MSG_LIST, h_list },
+    { PL_MSG_SHOW, h_show },         { PL_MSG_CANCEL, h_cancel },
+    { PL_MSG_STATUS, h_status },     { PL_MSG_SHUTDOWN, h_shutdown },
+    { PL_MSG_COUNTS, h_counts },     { 0, NULL },
+};
+
+static void client_cb(struct pl_zwatch *zw, int revents, void *arg)
+{
+    struct pl_daemon *d = arg;
+    (void)zw;
+    (void)revents;
+
+    for (int i = 0; i < PL_ZBATCH; i++) {
+        zmq_msg_t rid, body;
+        struct pl_msg m;
+        struct pl_error err;
+        int k;
+
+        zmq_msg_init(&rid);
+        zmq_msg_init(&body);
+        if (pl_zsock_recv(d->csock, &rid, &body) < 0) {
+            int e = errno;
+            zmq_msg_close(&rid);
+            zmq_msg_close(&body);
+            if (e == EAGAIN)
+                break;
+            continue; /* a malformed multipart message: dropped */
+        }
+        struct req r = { zmq_msg_data(&rid), zmq_msg_size(&rid), 0 };
+        if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
+                          &err) < 0) {
+            pl_log(LOG_INFO, "bad client message: %s", err.text);
+            reply_err(d, r.rid, r.ridlen, 0, EPROTO, err.text);
+            goto next;
+        }
+        r.seq = m.seq;
+        for (k = 0; htab[k].fn; k++)
+            if (htab[k].type == m.type)
+                break;
+        errno = 0;
+        if (htab[k].fn)
+            htab[k].fn(d, &r, &m);
+        else
+            reply_err(d, r.rid, r.ridlen, r.seq, EPROTO,
+                      "not a client request");
+        pl_msg_release(&m);
+    next:
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+    }
+    flush(d);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void close_cb(uv_handle_t *h)
+{
+    struct pl_daemon *d = h->data;
+
+    d->handles--;
+}
+
+static void stop_task_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1, .maxrss_kb = -1,
+                              .reason = "pilot down" };
+
+    if (t->state == PL_ST_ASSIGNED || t->state == PL_ST_RUNNING)
+        finish(d, t, PL_ST_CANCELED, &c);
+}
+
+static void finish_stop(struct pl_daemon *d)
+{
+    struct pl_error err;
+
+    if (d->stopped)
+        return;
+    d->stopped = true;
+    /* tasks whose agents did not report in time */
+    pl_sched_node_tasks(d->sched, NULL, stop_task_cb, d);
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        node_record(d, n, "down");
+    }
+    if (pl_db_commit(d->db, &err) < 0)
+        pl_log(LOG_ERR, "final commit: %s", err.text);
+    flush(d);
+    pl_endpoint_remove(d->dir);
+    pl_zwatch_free(d->czw);
+    pl_zwatch_free(d->azw);
+    d->czw = d->azw = NULL;
+    uv_close((uv_handle_t *)&d->sigterm, close_cb);
+    uv_close((uv_handle_t *)&d->sigint, close_cb);
+    uv_close((uv_handle_t *)&d->tick, close_cb);
+    uv_close((uv_handle_t *)&d->stop_timer, close_cb);
+    uv_close((uv_handle_t *)&d->restart_timer, close_cb);
+    pl_launch_free(d->launch);
+    d->launch = NULL;
+    pl_log(LOG_NOTICE, "pilot %s stopped", d->id);
+}
+
+static void stop_timer_cb(uv_timer_t *h)
+{
+    struct pl_daemon *d = h->data;
+
+    pl_log(LOG_WARNING, "agents did not finish within %d s; stopping anyway",
+           STOP_GRACE / 1000);
+    finish_stop(d);
+}
+
+static void begin_stop(struct pl_daemon *d, const char *why)
+{
+    if (d->stopping)
+        return;
+    d->stopping = true;
+    pl_log(LOG_NOTICE, "pilot %s stopping: %s", d->id, why);
+    uv_timer_stop(&d->restart_timer);
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        struct out *o;
+        if (n->state != PL_NODE_UP || !(o = agent_out(d, n)))
+            continue;
+        pl_wbuf_init(&o->w, PL_MSG_EXIT, 0, 0);
+        send_agent(d, n, o);
+    }
+    flush(d);
+    if (!d->launch || !pl_launch_running(d->launch)) {
+        /* nothing to wait for: the agents' process already ended */
+        uv_timer_start(&d->stop_timer, stop_timer_cb, 0, 0);
+        return;
+    }
+    uv_timer_start(&d->stop_timer, stop_timer_cb, STOP_GRACE, 0);
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+    struct pl_daemon *d = h->data;
+
+    begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void tick_cb(uv_timer_t *h)
+{
+    struct pl_daemon *d = h->data;
+    double t = now();
+
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        if (n->state == PL_NODE_UP && t - n->last_seen > d->cfg.lost_after) {
+            char why[64];
+            snprintf(why, sizeof(why), "silent for %.0f s", t - n->last_seen);
+            node_lost(d, n, why);
+        }
+    }
+    flush(d);
+}
+
+static int start_agents(struct pl_daemon *d, struct pl_error *errp);
+
+static void restart_cb(uv_timer_t *h)
+{
+    struct pl_daemon *d = h->data;
+    struct pl_error err;
+
+    if (d->stopping)
+        return;
+    if (start_agents(d, &err) < 0)
+        pl_log(LOG_ERR, "restart agents: %s", err.text);
+}
+
+static void launch_exit_cb(struct pl_launch *l, int64_t status, int signum,
+                           void *arg)
+{
+    struct pl_daemon *d = arg;
+    (void)l;
+
+    if (d->stopping) {
+        pl_log(LOG_NOTICE, "agents' process ended (status %lld, signal %d)",
+               (long long)status, signum);
+        uv_timer_stop(&d->stop_timer);
+        uv_timer_start(&d->stop_timer, stop_timer_cb, 0, 0);
+        return;
+    }
+    pl_log(LOG_WARNING, "agents' process ended unexpectedly (status %lld, "
+           "signal %d)", (long long)status, signum);
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        if (n->state == PL_NODE_UP)
+            node_lost(d, n, "agents' process ended");
+    }
+    flush(d);
+    if (d->restarts++ < MAX_RESTARTS) {
+        pl_log(LOG_NOTICE, "restarting the agents in %d s (%d of %d)",
+               RESTART_DELAY / 1000, d->restarts, MAX_RESTARTS);
+        uv_timer_start(&d->restart_timer, restart_cb, RESTART_DELAY, 0);
+    }
+    else
+        pl_log(LOG_ERR, "agents failed %d times; not restarting them",
+               d->restarts);
+}
+
+static int start_agents(struct pl_daemon *d, struct pl_error *errp)
+{
+    char agent[PL_PATH_MAX + 32], logpath[PL_PATH_MAX + 64];
+    char nodes[32], ntasks[32], cpus[48], gres[48];
+    const char *argv[32];
+    int n = 0;
+
+    snprintf(agent, sizeof(agent), "%s/pilot-agent", d->bindir);
+    if (!d->launch) {
+        if (d->cfg.local) {
+            snprintf(logpath, sizeof(logpath), "%s/logs/agent-local.log",
+                     d->dir);
+            argv[n++] = agent;
+            argv[n++] = "--local";
+            argv[n++] = "--connect";
+            argv[n++] = d->aep;
+            if (d->cfg.agent_cores) {
+                argv[n++] = "--cores";
+                argv[n++] = d->cfg.agent_cores;
+            }
+            argv[n] = NULL;
+        }
+        else {
+            const char *cpn = getenv("SLURM_CPUS_ON_NODE");
+            const char *gpn = getenv("SLURM_GPUS_ON_NODE");
+            snprintf(logpath, sizeof(logpath), "%s/logs/srun-agents.log",
+                     d->dir);
+            snprintf(nodes, sizeof(nodes), "--nodes=%d",
+                     d->cfg.expected_agents);
+            snprintf(ntasks, sizeof(ntasks), "--ntasks=%d",
+                     d->cfg.expected_agents);
+            argv[n++] = "srun";
+            argv[n++] = "--overlap";
+            argv[n++] = nodes;
+            argv[n++] = ntasks;
+            argv[n++] = "--ntasks-per-node=1";
+            argv[n++] = "--kill-on-bad-exit=0";
+            argv[n++] = "--cpu-bind=none";
+            argv[n++] = "--mem=0";
+            argv[n++] = "--job-name=pilot-agents";
+            if (cpn && atoi(cpn) > 0) {
+                /* the agent's affinity mask must cover the whole node */
+                snprintf(cpus, sizeof(cpus), "--cpus-per-task=%d", atoi(cpn));
+                argv[n++] = cpus;
+            }
+            if (gpn && atoi(gpn) > 0) {
+                snprintf(gres, sizeof(gres), "--gres=gpu:%d", atoi(gpn));
+                argv[n++] = gres;
+            }
+            argv[n++] = agent;
+            argv[n++] = "--connect";
+            argv[n++] = d->aep;
+            argv[n] = NULL;
+        }
+        if (!(d->launch = pl_launch_new(d->loop, (char *const *)argv, logpath,
+                                        launch_exit_cb, d, errp)))
+            return -1;
+    }
+    return pl_launch_start(d->launch, errp);
+}
+
+static int init_counts(struct pl_daemon *d, struct pl_error *errp)
+{
+    json_t *c = pl_query_counts(pl_db_handle(d->db), NULL, 0, errp);
+
+    if (!c)
+        return -1;
+    for (int s = 1; s < PL_ST_COUNT; s++)
+        d->count[s] = json_integer_value(json_object_get(c, pl_state_name(s)));
+    d->total = json_integer_value(json_object_get(c, "total"));
+    json_decref(c);
+    return 0;
+}
+
+/* Rebuild the queue from the database (a restarted pilotd, or --resume):
+ * tasks that were on agents of an earlier daemon go back to the queue. */
+static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
+                   uint32_t attempts, void *arg)
+{
+    struct pl_daemon *d = arg;
+    char **argv = strv_json(s->argv_json);
+    char **env = s->env_json ? strv_json(s->env_json) : NULL;
+    char *cwd = s->cwd ? strdup(s->cwd) : NULL;
+    struct pl_dtask *t;
+
+    if (!argv)
+        return 0; /* cannot happen: submit stored a valid array */
+    if (!(t = pl_sched_task_add(d->sched, id, PL_ST_QUEUED, &argv, &env,
+                                &cwd))) {
+        pl_strv_free(argv);
+        pl_strv_free(env);
+        free(cwd);
+        return -1;
+    }
+    t->cores_per_rank = s->cores_per_rank;
+    t->gpus_per_rank = s->gpus_per_rank;
+    t->retries = s->retries;
+    t->timeout = s->timeout;
+    t->attempt = attempts;
+    if (state != PL_ST_QUEUED) {
+        struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1,
+                                  .reason = "requeued at pilot start" };
+        t->state = state;
+        change(d, t, PL_ST_QUEUED, &c);
+        t->state = PL_ST_QUEUED;
+    }
+    return 0;
+}
+
+struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
+                                const struct pl_daemon_config *cfg,
+                                struct pl_error *errp)
+{
+    struct pl_daemon *d;
+    char dbpath[PL_PATH_MAX + 16];
+    struct pl_endpoint ep = { 0 };
+
+    if (!(d = calloc(1, sizeof(*d)))) {
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    d->loop = loop;
+    d->cfg = *cfg;
+    snprintf(d->dir, sizeof(d->dir), "%s", cfg->dir);
+    snprintf(d->id, sizeof(d->id), "%s", cfg->id);
+    snprintf(d->bindir, sizeof(d->bindir), "%s", cfg->bindir);
+    d->cfg.dir = d->dir;
+    d->cfg.id = d->id;
+    d->cfg.bindir = d->bindir;
+    d->cfg.agent_cores = NULL;
+    d->outtail = &d->outq;
+    d->started = now();
+    gethostname(d->host, sizeof(d->host));
+    d->host[sizeof(d->host) - 1] = '\0';
+    d->exit_code = 1;
+
+    uv_signal_init(loop, &d->sigterm);
+    uv_signal_init(loop, &d->sigint);
+    uv_timer_init(loop, &d->tick);
+    uv_timer_init(loop, &d->stop_timer);
+    uv_timer_init(loop, &d->restart_timer);
+    d->sigterm.data = d->sigint.data = d->tick.data = d->stop_timer.data =
+        d->restart_timer.data = d;
+    d->handles = 5;
+
+    pl_path_db(d->dir, dbpath, sizeof(dbpath));
+    if (!(d->db = pl_db_open(dbpath, errp))
+        || !(d->sched = pl_sched_new()))
+        goto error;
+    if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
+        || pl_db_load_live(d->db, load_cb, d, errp) < 0
+        || pl_db_commit(d->db, errp) < 0
+        || init_counts(d, errp) < 0)
+        goto error;
+    if (!(d->zctx = zmq_ctx_new())) {
+        pl_errprintf(errp, "zmq_ctx_new: %s", zmq_strerror(errno));
+        goto error;
+    }
+    if (!(d->csock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
+        || !(d->asock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
+        || pl_zsock_bind_any(d->csock, cfg->bind_addr, d->cep, sizeof(d->cep),
+                             errp) < 0
+        || pl_zsock_bind_any(d->asock, cfg->bind_addr, d->aep, sizeof(d->aep),
+                             errp) < 0)
+        goto error;
+    if (!(d->czw = pl_zwatch_new(loop, d->csock, ZMQ_POLLIN, client_cb, d))
+        || !(d->azw = pl_zwatch_new(loop, d->asock, ZMQ_POLLIN, agent_cb, d))
+        || pl_zwatch_start(d->czw) < 0 || pl_zwatch_start(d->azw) < 0) {
+        pl_errprintf(errp, "watch sockets: %s", strerror(errno));
+        goto error;
+    }
+    uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
+    uv_signal_start(&d->sigint, signal_cb, SIGINT);
+    uv_timer_start(&d->tick, tick_cb, 1000, 1000);
+    refresh_end_time(d);
+    if (start_agents(d, errp) < 0)
+        goto error;
+    snprintf(ep.client, sizeof(ep.client), "%s", d->cep);
+    snprintf(ep.agent, sizeof(ep.agent), "%s", d->aep);
+    snprintf(ep.host, sizeof(ep.host), "%s", d->host);
+    ep.pid = (long)getpid();
+    ep.job = cfg->job;
+    if (pl_endpoint_write(d->dir, &ep, errp) < 0)
+        goto error;
+    pl_log(LOG_NOTICE, "pilot %s up: clients %s, agents %s, %lld tasks "
+           "(%zu queued), expecting %d agents", d->id, d->cep, d->aep,
+           d->total, pl_sched_queued(d->sched), cfg->expected_agents);
+    return d;
+error:
+    if (d->launch) {
+        pl_launch_free(d->launch);
+        d->launch = NULL;
+    }
+    d->stopping = d->stopped = true;
+    pl_zwatch_free(d->czw);
+    pl_zwatch_free(d->azw);
+    d->czw = d->azw = NULL;
+    uv_close((uv_handle_t *)&d->sigterm, close_cb);
+    uv_close((uv_handle_t *)&d->sigint, close_cb);
+    uv_close((uv_handle_t *)&d->tick, close_cb);
+    uv_close((uv_handle_t *)&d->stop_timer, close_cb);
+    uv_close((uv_handle_t *)&d->restart_timer, close_cb);
+    uv_run(loop, UV_RUN_DEFAULT);
+    pl_daemon_free(d);
+    return NULL;
+}
+
+int pl_daemon_exit_code(const struct pl_daemon *d)
+{
+    return d->stopped ? 0 : 1;
+}
+
+void pl_daemon_free(struct pl_daemon *d)
+{
+    if (!d)
+        return;
+    int saved = errno;
+    struct out *o, *next;
+    for (o = d->outq; o; o = next) {
+        next = o->next;
+        out_free(o);
+    }
+    if (d->csock)
+        zmq_close(d->csock);
+    if (d->asock)
+        zmq_close(d->asock);
+    if (d->zctx)
+        zmq_ctx_term(d->zctx);
+    pl_sched_free(d->sched);
+    pl_db_close(d->db);
+    free(d);
+    errno = saved;
+}

@@ -1,0 +1,36 @@
+/* daemon/daemon.h - pilotd: sockets, request handlers, agents, shutdown */
+#ifndef PL_DAEMON_DAEMON_H
+#define PL_DAEMON_DAEMON_H
+
+#include <stdbool.h>
+
+#include <uv.h>
+
+#include "proto/error.h"
+
+struct pl_daemon_config {
+    const char *dir;         /* the pilot directory */
+    const char *id;          /* pilot id ("p3") */
+    bool local;              /* one local agent, no Slurm */
+    long job;                /* Slurm job id, 0 when local */
+    int expected_agents;
+    const char *bindir;      /* where pilot-agent is */
+    const char *bind_addr;   /* this node's address */
+    double heartbeat;        /* s between agent heartbeats */
+    double lost_after;       /* s of silence before an agent is lost */
+    const char *agent_cores; /* local mode: --cores for the agent, or NULL */
+};
+
+struct pl_daemon;
+
+/* Open the state, bind the sockets, publish the endpoint, start the
+ * agents.  NULL with errp set. */
+struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
+                                const struct pl_daemon_config *cfg,
+                                struct pl_error *errp);
+/* After uv_run() returned: free everything.  NULL is ok. */
+void pl_daemon_free(struct pl_daemon *d);
+/* 0 after a clean shutdown, else 1. */
+int pl_daemon_exit_code(const struct pl_daemon *d);
+
+#endif /* !PL_DAEMON_DAEMON_H */

@@ -1,0 +1,91 @@
+/* daemon/db.h - SQLite state: tasks, events, nodes (pilotd is the only writer) */
+#ifndef PL_DAEMON_DB_H
+#define PL_DAEMON_DB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "proto/error.h"
+
+struct pl_db;
+
+/* What a state change records besides the state itself.  Fields that are
+ * NULL or negative are left as they are in the task row. */
+struct pl_db_change {
+    uint64_t id;
+    int state;           /* enum pl_state */
+    uint32_t attempt;
+    double time;
+    const char *node;    /* where it is placed / ran */
+    const char *cores;   /* "0,1" */
+    const char *gpus;    /* "2,3" (Slurm GPU ids) */
+    const char *reason;  /* why it failed / was canceled */
+    int exit_code;       /* -1: none */
+    int signal;          /* -1: none */
+    int64_t maxrss_kb;   /* -1: none */
+};
+
+/* A task as submitted, for pl_db_task_insert(). */
+struct pl_db_spec {
+    const char *name;
+    const char *argv_json; /* JSON array of strings */
+    const char *env_json;  /* JSON array or NULL */
+    const char *cwd;
+    uint32_t ranks, cores_per_rank, gpus_per_rank, retries;
+    double timeout;
+};
+
+/* Open (creating if needed) the database at 'path': WAL journal,
+ * synchronous=NORMAL (a commit survives a crash of pilotd; only a power
+ * loss may lose the last commits), schema, quick_check.  NULL + errp. */
+struct pl_db *pl_db_open(const char *path, struct pl_error *errp);
+void pl_db_close(struct pl_db *db);
+
+/* Borrowed: for read queries (proto/query.h) on the writer connection. */
+sqlite3 *pl_db_handle(struct pl_db *db);
+
+/* Writes open a transaction if none is open; pl_db_commit() ends it (group
+ * commit: the daemon commits once per batch of messages).  A failed
+ * commit rolls back: the caller must then treat the batch as not done. */
+int pl_db_commit(struct pl_db *db, struct pl_error *errp);
+void pl_db_rollback(struct pl_db *db);
+int pl_db_in_txn(const struct pl_db *db);
+
+/* A savepoint inside the open transaction, so that one request's writes
+ * can be undone without losing the rest of the batch.  _end releases it
+ * ('keep') or rolls back to it and releases it. */
+int pl_db_savepoint(struct pl_db *db, struct pl_error *errp);
+int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp);
+
+/* Insert a task in 'state' (queued) with its first event; *id gets the
+ * new id.  Returns 0 or -1 (errp). */
+int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
+                      double now, uint64_t *id, struct pl_error *errp);
+
+/* Record a state change: update the row, add the event. */
+int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
+                      struct pl_error *errp);
+
+/* Insert or update a node row. */
+int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
+                   const char *gpus, const char *state, double now,
+                   struct pl_error *errp);
+
+/* meta key/value. get: *val is a new string or NULL if absent. */
+int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
+                   struct pl_error *errp);
+
+/* Call 'cb' for each task not in a final state, oldest first, with the
+ * columns needed to rebuild the queue. */
+typedef int (*pl_db_live_f)(uint64_t id, int state, const struct pl_db_spec *s,
+                            uint32_t attempts, void *arg);
+int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
+                    struct pl_error *errp);
+
+/* The state of task 'id' (enum pl_state), 0 if there is no such task, or
+ * -1 on error (errp). */
+int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp);
+
+#endif /* !PL_DAEMON_DB_H */

@@ -1,0 +1,166 @@
+/* daemon/main.c - pilotd: options, the pilot directory, the loop */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "daemon/daemon.h"
+#include "daemon/slurmjob.h"
+#include "proto/log.h"
+#include "proto/pilotdir.h"
+#include "proto/zsock.h"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+        "Usage: pilotd [--dir DIR] [--local] [options]\n"
+        "The pilot daemon: owns a pilot's state and runs its tasks on the\n"
+        "agents.  Started by 'pilot up' or by scripts/pilot.sbatch.\n"
+        "\n"
+        "  --dir DIR          pilot directory (default: a new one under\n"
+        "                     $PILOT_HOME/pilots, or ~/.pilot/pilots)\n"
+        "  --local            run one agent on this machine, no Slurm\n"
+        "  --cores LIST       local mode: CPU ids for the agent (0,1)\n"
+        "  --heartbeat S      seconds between agent heartbeats (2)\n"
+        "  --lost-after S     seconds of agent silence before it is lost (30)\n"
+        "  --log-level L      err, warning, notice, info, debug (notice;\n"
+        "                     env PILOT_LOG_LEVEL)\n"
+        "  --foreground-log   log to stderr instead of DIR/logs/pilotd.log\n"
+        "  -h, --help\n");
+}
+
+static double parse_secs(const char *s, const char *opt)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || *end || !(v > 0) || v > 86400)
+        pl_fatal(2, "%s: '%s' is not a number of seconds", opt, s);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "dir", required_argument, NULL, 'd' },
+        { "local", no_argument, NULL, 'l' },
+        { "cores", required_argument, NULL, 'c' },
+        { "heartbeat", required_argument, NULL, 'b' },
+        { "lost-after", required_argument, NULL, 'L' },
+        { "log-level", required_argument, NULL, 'v' },
+        { "foreground-log", no_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct pl_daemon_config cfg = { .heartbeat = 2, .lost_after = 30 };
+    char dir[PL_PATH_MAX] = "", home[PL_PATH_MAX], id[PL_ID_MAX];
+    char exe[PL_PATH_MAX], addr[64], logpath[PL_PATH_MAX + 32];
+    const char *level = getenv("PILOT_LOG_LEVEL");
+    struct pl_error err;
+    struct pl_info info;
+    bool fg_log = false;
+    uv_loop_t loop;
+    int c, rc;
+
+    pl_log_init("pilotd", NULL, NULL);
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': snprintf(dir, sizeof(dir), "%s", optarg); break;
+        case 'l': cfg.local = true; break;
+        case 'c': cfg.agent_cores = optarg; break;
+        case 'b': cfg.heartbeat = parse_secs(optarg, "--heartbeat"); break;
+        case 'L': cfg.lost_after = parse_secs(optarg, "--lost-after"); break;
+        case 'v': level = optarg; break;
+        case 'f': fg_log = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc)
+        pl_fatal(2, "unexpected argument '%s' (try --help)", argv[optind]);
+    if (level && (pl_log_level = pl_log_level_parse(level)) < 0)
+        pl_fatal(2, "bad log level '%s'", level);
+
+    const char *jobenv = getenv("SLURM_JOB_ID");
+    if (!cfg.local && !jobenv)
+        pl_fatal(2, "not inside a Slurm job (no SLURM_JOB_ID): use --local "
+                    "or start me with sbatch");
+    cfg.job = cfg.local ? 0 : strtol(jobenv, NULL, 10);
+
+    if (!dir[0]) {
+        /* started by a user's own batch script: make a new pilot */
+        if (pl_home(home, sizeof(home), &err) < 0
+            || pl_pilotdir_create(home, id, sizeof(id), dir, sizeof(dir),
+                                  &err) < 0)
+            pl_fatal(1, "%s", err.text);
+        memset(&info, 0, sizeof(info));
+        snprintf(info.id, sizeof(info.id), "%s", id);
+        snprintf(info.mode, sizeof(info.mode), "%s",
+                 cfg.local ? "local" : "slurm");
+        info.job = cfg.job;
+        info.created = (double)time(NULL);
+        if (pl_info_write(dir, &info, &err) < 0)
+            pl_fatal(1, "%s", err.text);
+    }
+    if (pl_info_read(dir, &info, &err) < 0)
+        pl_fatal(1, "%s is not a pilot directory: %s", dir, err.text);
+    if (!cfg.local && info.job != cfg.job) {
+        info.job = cfg.job;
+        if (pl_info_write(dir, &info, &err) < 0)
+            pl_fatal(1, "%s", err.text);
+    }
+    cfg.dir = dir;
+    cfg.id = info.id;
+
+    if (cfg.local) {
+        cfg.expected_agents = 1;
+        snprintf(addr, sizeof(addr), "127.0.0.1");
+    }
+    else {
+        const char *nl = getenv("SLURM_JOB_NODELIST");
+        int nn = nl ? pl_slurmjob_hostlist_count(nl, &err) : -1;
+        if (nn <= 0) {
+            const char *nnenv = getenv("SLURM_JOB_NUM_NODES");
+            nn = nnenv ? atoi(nnenv) : 0;
+        }
+        if (nn <= 0)
+            pl_fatal(1, "cannot tell how many nodes the job has");
+        cfg.expected_agents = nn;
+        if (pl_host_addr(NULL, addr, sizeof(addr), &err) < 0)
+            pl_fatal(1, "%s", err.text);
+    }
+    cfg.bind_addr = addr;
+
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        pl_fatal(1, "readlink /proc/self/exe: %s", strerror(errno));
+    exe[n] = '\0';
+    cfg.bindir = dirname(exe);
+
+    if (!fg_log) {
+        snprintf(logpath, sizeof(logpath), "%s/logs/pilotd.log", dir);
+        if (pl_log_init("pilotd", NULL, logpath) < 0)
+            pl_fatal(1, "cannot open %s: %s", logpath, strerror(errno));
+    }
+    uv_loop_init(&loop);
+    struct pl_daemon *d = pl_daemon_new(&loop, &cfg, &err);
+    if (!d) {
+        pl_log(LOG_ERR, "%s", err.text);
+        uv_loop_close(&loop);
+        pl_fatal(1, "%s", err.text);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    rc = pl_daemon_exit_code(d);
+    pl_daemon_free(d);
+    if (uv_loop_close(&loop) != 0)
+        pl_log(LOG_WARNING, "loop closed with handles still open");
+    return rc;
+}

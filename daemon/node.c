@@ -1,0 +1,115 @@
+/* daemon/node.c - one agent's node: its cores and GPUs, and who holds them */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/node.h"
+#include "proto/msg.h"
+
+struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
+                            uint32_t ncpu, char *const *gpus)
+{
+    struct pl_node *n;
+
+    if (!(n = calloc(1, sizeof(*n))))
+        return NULL;
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    n->ncores = ncpu;
+    n->ngpus = (uint32_t)pl_strv_len(gpus);
+    if (!(n->cpu = calloc(ncpu + 1, sizeof(*n->cpu)))
+        || !(n->core_task = calloc(ncpu + 1, sizeof(*n->core_task)))
+        || !(n->gpu_task = calloc(n->ngpus + 1, sizeof(*n->gpu_task)))
+        || !(n->gpu = gpus ? pl_strv_dup(gpus) : calloc(1, sizeof(char *))))
+        goto error;
+    if (ncpu)
+        memcpy(n->cpu, cpu, ncpu * sizeof(*cpu));
+    n->free_cores = ncpu;
+    n->free_gpus = n->ngpus;
+    n->state = PL_NODE_UP;
+    return n;
+error:
+    pl_node_free(n);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void pl_node_free(struct pl_node *n)
+{
+    if (!n)
+        return;
+    int saved = errno;
+    free(n->cpu);
+    free(n->core_task);
+    free(n->gpu_task);
+    pl_strv_free(n->gpu);
+    free(n);
+    errno = saved;
+}
+
+int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
+                  uint32_t ngpus, uint32_t *core_idx, uint32_t *gpu_idx)
+{
+    uint32_t k = 0;
+
+    if (ncores > n->free_cores || ngpus > n->free_gpus) {
+        errno = EAGAIN;
+        return -1;
+    }
+    for (uint32_t i = 0; i < n->ncores && k < ncores; i++)
+        if (!n->core_task[i])
+            core_idx[k++] = i;
+    k = 0;
+    for (uint32_t i = 0; i < n->ngpus && k < ngpus; i++)
+        if (!n->gpu_task[i])
+            gpu_idx[k++] = i;
+    for (uint32_t i = 0; i < ncores; i++)
+        n->core_task[core_idx[i]] = id;
+    for (uint32_t i = 0; i < ngpus; i++)
+        n->gpu_task[gpu_idx[i]] = id;
+    n->free_cores -= ncores;
+    n->free_gpus -= ngpus;
+    n->running++;
+    return 0;
+}
+
+void pl_node_release(struct pl_node *n, uint64_t id, const uint32_t *core_idx,
+                     uint32_t ncores, const uint32_t *gpu_idx, uint32_t ngpus)
+{
+    for (uint32_t i = 0; i < ncores; i++) {
+        if (core_idx[i] < n->ncores && n->core_task[core_idx[i]] == id) {
+            n->core_task[core_idx[i]] = 0;
+            n->free_cores++;
+        }
+    }
+    for (uint32_t i = 0; i < ngpus; i++) {
+        if (gpu_idx[i] < n->ngpus && n->gpu_task[gpu_idx[i]] == id) {
+            n->gpu_task[gpu_idx[i]] = 0;
+            n->free_gpus++;
+        }
+    }
+    if (n->running > 0)
+        n->running--;
+}
+
+void pl_node_cpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
+                     char *buf, size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < k && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%llu", i ? "," : "",
+                                (unsigned long long)n->cpu[idx[i]]);
+}
+
+void pl_node_gpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
+                     char *buf, size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < k && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "",
+                                n->gpu[idx[i]]);
+}

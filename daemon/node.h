@@ -1,0 +1,55 @@
+/* daemon/node.h - one agent's node: its cores and GPUs, and who holds them */
+#ifndef PL_DAEMON_NODE_H
+#define PL_DAEMON_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pl_node_state {
+    PL_NODE_UP = 1,
+    PL_NODE_LOST,  /* silent past the heartbeat timeout */
+    PL_NODE_GONE,  /* said goodbye (pilot going down) */
+};
+
+struct pl_node {
+    char name[64];
+    unsigned char rid[256]; /* ZeroMQ routing id of its agent */
+    size_t ridlen;
+    int state;
+    long pid;
+    uint32_t ncores;
+    uint64_t *cpu;          /* CPU ids, as the agent registered them */
+    uint64_t *core_task;    /* task holding each core, 0 = free */
+    uint32_t ngpus;
+    char **gpu;             /* GPU ids (SLURM_STEP_GPUS), NULL-terminated */
+    uint64_t *gpu_task;
+    uint32_t free_cores, free_gpus;
+    uint32_t running;       /* tasks placed here and not yet ended */
+    bool want;              /* the agent pulled and got nothing since */
+    double joined, last_seen;
+};
+
+/* A node named 'name' with 'ncpu' CPU ids and GPU ids 'gpus' (copied;
+ * may be NULL).  NULL with errno on failure. */
+struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
+                            uint32_t ncpu, char *const *gpus);
+void pl_node_free(struct pl_node *n);
+
+/* Take 'ncores' free cores and 'ngpus' free GPUs for task 'id'; their
+ * indexes go to core_idx[] and gpu_idx[].  Lowest indexes first.
+ * Returns 0, or -1 (EAGAIN) leaving everything as it was. */
+int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
+                  uint32_t ngpus, uint32_t *core_idx, uint32_t *gpu_idx);
+
+/* Give back what pl_node_alloc() took for 'id'. */
+void pl_node_release(struct pl_node *n, uint64_t id, const uint32_t *core_idx,
+                     uint32_t ncores, const uint32_t *gpu_idx, uint32_t ngpus);
+
+/* "3,4" of the CPU ids (or GPU ids) at the given indexes, into 'buf'. */
+void pl_node_cpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
+                     char *buf, size_t len);
+void pl_node_gpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
+                     char *buf, size_t len);
+
+#endif /* !PL_DAEMON_NODE_H */

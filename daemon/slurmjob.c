@@ -1,0 +1,57 @@
+/* daemon/slurmjob.c - facts about the pilot's own Slurm job (libslurm) */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <slurm/slurm.h>
+
+#include "daemon/slurmjob.h"
+
+static void init_once(void)
+{
+    static int done;
+
+    if (!done) {
+        slurm_init(NULL); /* 22.05+: before any other libslurm call */
+        done = 1;
+    }
+}
+
+int pl_slurmjob_end_time(long job, time_t *end, struct pl_error *errp)
+{
+    job_info_msg_t *msg = NULL;
+
+    init_once();
+    if (slurm_load_job(&msg, (uint32_t)job, SHOW_DETAIL) != SLURM_SUCCESS) {
+        errno = EIO;
+        return pl_errprintf(errp, "slurm_load_job %ld: %s", job,
+                            slurm_strerror(slurm_get_errno()));
+    }
+    if (msg->record_count < 1) {
+        slurm_free_job_info_msg(msg);
+        errno = ENOENT;
+        return pl_errprintf(errp, "Slurm job %ld not found", job);
+    }
+    *end = msg->job_array[0].end_time;
+    slurm_free_job_info_msg(msg);
+    return 0;
+}
+
+int pl_slurmjob_hostlist_count(const char *hostlist, struct pl_error *errp)
+{
+    hostlist_t hl;
+    char *h;
+    int n = 0;
+
+    init_once();
+    if (!(hl = slurm_hostlist_create(hostlist))) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "bad Slurm hostlist '%s'", hostlist);
+    }
+    while ((h = slurm_hostlist_shift(hl))) {
+        n++;
+        free(h);
+    }
+    slurm_hostlist_destroy(hl);
+    return n;
+}

@@ -1,0 +1,16 @@
+/* daemon/slurmjob.h - facts about the pilot's own Slurm job (libslurm) */
+#ifndef PL_DAEMON_SLURMJOB_H
+#define PL_DAEMON_SLURMJOB_H
+
+#include <time.h>
+
+#include "proto/error.h"
+
+/* The job's end time (its walltime limit).  0 or -1 with errp. */
+int pl_slurmjob_end_time(long job, time_t *end, struct pl_error *errp);
+
+/* Number of hosts in a Slurm hostlist expression ("n[1-3],n7" -> 4), or
+ * -1 with errp. */
+int pl_slurmjob_hostlist_count(const char *hostlist, struct pl_error *errp);
+
+#endif /* !PL_DAEMON_SLURMJOB_H */

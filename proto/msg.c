@@ -1,0 +1,456 @@
+/* proto/msg.c - wire messages: envelope, types, checked field access */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/msg.h"
+
+const char *pl_msg_type_name(int type)
+{
+    switch (type) {
+    case PL_MSG_REPLY: return "reply";
+    case PL_MSG_SUBMIT: return "submit";
+    case PL_MSG_LIST: return "list";
+    case PL_MSG_SHOW: return "show";
+    case PL_MSG_CANCEL: return "cancel";
+    case PL_MSG_STATUS: return "status";
+    case PL_MSG_SHUTDOWN: return "shutdown";
+    case PL_MSG_COUNTS: return "counts";
+    case PL_MSG_WELCOME: return "welcome";
+    case PL_MSG_RUN: return "run";
+    case PL_MSG_KILL: return "kill";
+    case PL_MSG_EXIT: return "exit";
+    case PL_MSG_REGISTER: return "register";
+    case PL_MSG_PULL: return "pull";
+    case PL_MSG_EVENTS: return "events";
+    case PL_MSG_HEARTBEAT: return "heartbeat";
+    }
+    return "unknown";
+}
+
+__attribute__((format(printf, 2, 3)))
+static int proto_err(struct pl_error *errp, const char *fmt, ...)
+{
+    if (errp) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
+        va_end(ap);
+    }
+    errno = EPROTO;
+    return -1;
+}
+
+int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
+                  struct pl_error *errp)
+{
+    size_t off = 0;
+    const msgpack_object *a;
+
+    memset(m, 0, sizeof(*m));
+    msgpack_unpacked_init(&m->up);
+    if (len == 0 || len > PL_MSG_MAX) {
+        proto_err(errp, "message size out of range");
+        goto error;
+    }
+    if (msgpack_unpack_next(&m->up, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+        proto_err(errp, "malformed message");
+        goto error;
+    }
+    if (off != len) {
+        proto_err(errp, "trailing bytes after message");
+        goto error;
+    }
+    if (m->up.data.type != MSGPACK_OBJECT_ARRAY
+        || m->up.data.via.array.size != 4) {
+        proto_err(errp, "message is not a 4-element array");
+        goto error;
+    }
+    a = m->up.data.via.array.ptr;
+    if (a[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER
+        || a[0].via.u64 != PL_PROTO_VERSION) {
+        proto_err(errp, "protocol version mismatch (want %d)", PL_PROTO_VERSION);
+        goto error;
+    }
+    if (a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER
+        || a[1].via.u64 > 1000
+        || !strcmp(pl_msg_type_name((int)a[1].via.u64), "unknown")) {
+        proto_err(errp, "unknown message type");
+        goto error;
+    }
+    if (a[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        proto_err(errp, "bad sequence number");
+        goto error;
+    }
+    if (a[3].type != MSGPACK_OBJECT_MAP) {
+        proto_err(errp, "message body is not a map");
+        goto error;
+    }
+    for (uint32_t i = 0; i < a[3].via.map.size; i++) {
+        if (a[3].via.map.ptr[i].key.type != MSGPACK_OBJECT_STR) {
+            proto_err(errp, "message body key is not a string");
+            goto error;
+        }
+    }
+    m->type = (int)a[1].via.u64;
+    m->seq = a[2].via.u64;
+    m->body = &a[3];
+    return 0;
+error:
+    msgpack_unpacked_destroy(&m->up);
+    memset(m, 0, sizeof(*m));
+    errno = EPROTO;
+    return -1;
+}
+
+void pl_msg_release(struct pl_msg *m)
+{
+    if (m && m->body) {
+        int saved = errno;
+        msgpack_unpacked_destroy(&m->up);
+        m->body = NULL;
+        errno = saved;
+    }
+}
+
+const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key)
+{
+    size_t klen = strlen(key);
+
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen
+            && !memcmp(k->via.str.ptr, key, klen))
+            return &map->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
+/* Look up 'key': 1 and *o set, 0 if absent or nil and optional, -1. */
+static int lookup(const msgpack_object *map, const char *key, bool required,
+                  const msgpack_object **o, struct pl_error *errp)
+{
+    *o = pl_mp_get(map, key);
+    if (!*o || (*o)->type == MSGPACK_OBJECT_NIL) {
+        if (required)
+            return proto_err(errp, "missing field '%s'", key);
+        return 0;
+    }
+    return 1;
+}
+
+int pl_mp_uint(const msgpack_object *map, const char *key, bool required,
+               uint64_t max, uint64_t *v, struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > max)
+        return proto_err(errp, "field '%s': not an integer in range", key);
+    *v = o->via.u64;
+    return 1;
+}
+
+int pl_mp_int(const msgpack_object *map, const char *key, bool required,
+              int64_t *v, struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        *v = o->via.i64;
+    else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER
+             && o->via.u64 <= INT64_MAX)
+        *v = (int64_t)o->via.u64;
+    else
+        return proto_err(errp, "field '%s': not an integer", key);
+    return 1;
+}
+
+int pl_mp_double(const msgpack_object *map, const char *key, bool required,
+                 double *v, struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
+        *v = o->via.f64;
+    else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        *v = (double)o->via.u64;
+    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        *v = (double)o->via.i64;
+    else
+        return proto_err(errp, "field '%s': not a number", key);
+    return 1;
+}
+
+int pl_mp_bool(const msgpack_object *map, const char *key, bool required,
+               bool *v, struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type != MSGPACK_OBJECT_BOOLEAN)
+        return proto_err(errp, "field '%s': not a boolean", key);
+    *v = o->via.boolean;
+    return 1;
+}
+
+char *pl_mp_strdup(const msgpack_object *o, size_t maxlen)
+{
+    char *s;
+
+    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size > maxlen
+        || memchr(o->via.str.ptr, '\0', o->via.str.size)) {
+        errno = EPROTO;
+        return NULL;
+    }
+    if (!(s = malloc(o->via.str.size + 1)))
+        return NULL;
+    memcpy(s, o->via.str.ptr, o->via.str.size);
+    s[o->via.str.size] = '\0';
+    return s;
+}
+
+int pl_mp_str(const msgpack_object *map, const char *key, bool required,
+              size_t maxlen, char **s, struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+    char *copy;
+
+    if (rc <= 0)
+        return rc;
+    if (!(copy = pl_mp_strdup(o, maxlen))) {
+        if (errno == EPROTO)
+            return proto_err(errp, "field '%s': not a valid string", key);
+        return pl_errprintf(errp, "out of memory");
+    }
+    *s = copy;
+    return 1;
+}
+
+int pl_mp_array(const msgpack_object *map, const char *key, bool required,
+                uint32_t maxn, const msgpack_object **arr,
+                struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > maxn)
+        return proto_err(errp, "field '%s': not an array of allowed size",
+                         key);
+    *arr = o;
+    return 1;
+}
+
+int pl_mp_map(const msgpack_object *map, const char *key, bool required,
+              const msgpack_object **out, struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return proto_err(errp, "field '%s': not a map", key);
+    *out = o;
+    return 1;
+}
+
+int pl_mp_strv(const msgpack_object *map, const char *key, bool required,
+               uint32_t minn, uint32_t maxn, size_t maxlen, char ***v,
+               struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    char **out;
+    int rc = pl_mp_array(map, key, required, maxn, &arr, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (arr->via.array.size < minn)
+        return proto_err(errp, "field '%s': too few elements", key);
+    if (!(out = calloc(arr->via.array.size + 1, sizeof(*out))))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        if (!(out[i] = pl_mp_strdup(&arr->via.array.ptr[i], maxlen))) {
+            pl_strv_free(out);
+            return proto_err(errp, "field '%s': bad string element", key);
+        }
+    }
+    *v = out;
+    return 1;
+}
+
+int pl_mp_uintv(const msgpack_object *map, const char *key, bool required,
+                uint32_t maxn, uint64_t max, uint64_t **v, uint32_t *n,
+                struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    uint64_t *out;
+    int rc = pl_mp_array(map, key, required, maxn, &arr, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (!(out = calloc(arr->via.array.size + 1, sizeof(*out))))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER || e->via.u64 > max) {
+            free(out);
+            return proto_err(errp, "field '%s': bad integer element", key);
+        }
+        out[i] = e->via.u64;
+    }
+    *v = out;
+    *n = arr->via.array.size;
+    return 1;
+}
+
+void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq, uint32_t nfields)
+{
+    msgpack_sbuffer_init(&w->sb);
+    msgpack_packer_init(&w->pk, &w->sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&w->pk, 4);
+    msgpack_pack_uint32(&w->pk, PL_PROTO_VERSION);
+    msgpack_pack_uint32(&w->pk, (uint32_t)type);
+    msgpack_pack_uint64(&w->pk, seq);
+    msgpack_pack_map(&w->pk, nfields);
+}
+
+void pl_wbuf_destroy(struct pl_wbuf *w)
+{
+    msgpack_sbuffer_destroy(&w->sb);
+}
+
+void pl_w_str(msgpack_packer *pk, const char *s)
+{
+    if (!s) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    size_t len = strlen(s);
+    msgpack_pack_str(pk, len);
+    msgpack_pack_str_body(pk, s, len);
+}
+
+void pl_w_key(msgpack_packer *pk, const char *key)
+{
+    pl_w_str(pk, key);
+}
+
+void pl_w_kstr(msgpack_packer *pk, const char *key, const char *val)
+{
+    pl_w_str(pk, key);
+    pl_w_str(pk, val);
+}
+
+void pl_w_kuint(msgpack_packer *pk, const char *key, uint64_t val)
+{
+    pl_w_str(pk, key);
+    msgpack_pack_uint64(pk, val);
+}
+
+void pl_w_kint(msgpack_packer *pk, const char *key, int64_t val)
+{
+    pl_w_str(pk, key);
+    msgpack_pack_int64(pk, val);
+}
+
+void pl_w_kdouble(msgpack_packer *pk, const char *key, double val)
+{
+    pl_w_str(pk, key);
+    msgpack_pack_double(pk, val);
+}
+
+void pl_w_kbool(msgpack_packer *pk, const char *key, bool val)
+{
+    pl_w_str(pk, key);
+    if (val)
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+}
+
+void pl_w_kstrv(msgpack_packer *pk, const char *key, char *const *v)
+{
+    size_t n = pl_strv_len(v);
+
+    pl_w_str(pk, key);
+    msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        pl_w_str(pk, v[i]);
+}
+
+void pl_w_kuintv(msgpack_packer *pk, const char *key, const uint64_t *v,
+                 uint32_t n)
+{
+    pl_w_str(pk, key);
+    msgpack_pack_array(pk, n);
+    for (uint32_t i = 0; i < n; i++)
+        msgpack_pack_uint64(pk, v[i]);
+}
+
+void pl_wbuf_reply(struct pl_wbuf *w, uint64_t seq, int errnum,
+                   const char *text)
+{
+    pl_wbuf_init(w, PL_MSG_REPLY, seq, errnum ? 3 : 2);
+    pl_w_kint(&w->pk, "errno", errnum);
+    if (errnum) {
+        pl_w_kstr(&w->pk, "error", text ? text : strerror(errnum));
+        pl_w_key(&w->pk, "data");
+        msgpack_pack_nil(&w->pk);
+    }
+    else
+        pl_w_key(&w->pk, "data"); /* the caller packs the value */
+}
+
+void pl_strv_free(char **v)
+{
+    if (v) {
+        int saved = errno;
+        for (char **p = v; *p; p++)
+            free(*p);
+        free(v);
+        errno = saved;
+    }
+}
+
+size_t pl_strv_len(char *const *v)
+{
+    size_t n = 0;
+
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+char **pl_strv_dup(char *const *v)
+{
+    size_t n = pl_strv_len(v);
+    char **out = calloc(n + 1, sizeof(*out));
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!(out[i] = strdup(v[i]))) {
+            pl_strv_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}

@@ -1,0 +1,134 @@
+/* proto/msg.h - wire messages: envelope, types, checked field access */
+#ifndef PL_PROTO_MSG_H
+#define PL_PROTO_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "proto/error.h"
+
+/* Every message is a msgpack array [version, type, seq, body] where body
+ * is a map with string keys.  See docs/protocol.md.
+ * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
+#define PL_PROTO_VERSION 1
+
+/* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
+#define PL_MSG_MAX (64 * 1024 * 1024)
+
+enum pl_msg_type {
+    PL_MSG_REPLY = 1, /* any request's answer: errno, error, data */
+
+    /* client -> daemon */
+    PL_MSG_SUBMIT = 101,
+    PL_MSG_LIST = 102,
+    PL_MSG_SHOW = 103,
+    PL_MSG_CANCEL = 104,
+    PL_MSG_STATUS = 105,
+    PL_MSG_SHUTDOWN = 106,
+    PL_MSG_COUNTS = 107,
+
+    /* daemon -> agent */
+    PL_MSG_WELCOME = 201,
+    PL_MSG_RUN = 202,
+    PL_MSG_KILL = 203,
+    PL_MSG_EXIT = 204,
+
+    /* agent -> daemon */
+    PL_MSG_REGISTER = 301,
+    PL_MSG_PULL = 302,
+    PL_MSG_EVENTS = 303,
+    PL_MSG_HEARTBEAT = 304,
+};
+
+/* Name of a type for logs ("submit"), or "unknown". */
+const char *pl_msg_type_name(int type);
+
+/* A received message.  The unpacked zone owns every object inside. */
+struct pl_msg {
+    int type;
+    uint64_t seq;
+    const msgpack_object *body; /* a map; borrowed from 'up' */
+    msgpack_unpacked up;
+};
+
+/* Decode and check the envelope of 'len' bytes at 'buf': version, a known
+ * type, a seq, a map body whose keys are all strings.  On success 'm'
+ * must be released with pl_msg_release(); on failure there is nothing
+ * to release.  Returns 0, or -1 with errp set (errno EPROTO). */
+int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
+                  struct pl_error *errp);
+void pl_msg_release(struct pl_msg *m);
+
+/* Checked field access on a map.  Each returns 1 if the key is present
+ * with the right type, 0 if absent (and not 'required'), or -1 with errp
+ * set (EPROTO) if it has the wrong type, is out of range, or is missing
+ * and required.  Outputs are left alone unless 1 is returned. */
+int pl_mp_uint(const msgpack_object *map, const char *key, bool required,
+               uint64_t max, uint64_t *v, struct pl_error *errp);
+int pl_mp_int(const msgpack_object *map, const char *key, bool required,
+              int64_t *v, struct pl_error *errp);
+int pl_mp_double(const msgpack_object *map, const char *key, bool required,
+                 double *v, struct pl_error *errp);
+int pl_mp_bool(const msgpack_object *map, const char *key, bool required,
+               bool *v, struct pl_error *errp);
+/* A string without NUL bytes of at most 'maxlen' bytes; *s is a new
+ * NUL-terminated copy the caller owns. */
+int pl_mp_str(const msgpack_object *map, const char *key, bool required,
+              size_t maxlen, char **s, struct pl_error *errp);
+/* An array of at most 'maxn' elements; *arr is borrowed. */
+int pl_mp_array(const msgpack_object *map, const char *key, bool required,
+                uint32_t maxn, const msgpack_object **arr,
+                struct pl_error *errp);
+/* A map; *out is borrowed. */
+int pl_mp_map(const msgpack_object *map, const char *key, bool required,
+              const msgpack_object **out, struct pl_error *errp);
+/* An array of strings as a new NULL-terminated vector the caller frees
+ * with pl_strv_free(). 'minn' elements at least. */
+int pl_mp_strv(const msgpack_object *map, const char *key, bool required,
+               uint32_t minn, uint32_t maxn, size_t maxlen, char ***v,
+               struct pl_error *errp);
+/* An array of unsigned integers <= 'max' as a new array (free()). */
+int pl_mp_uintv(const msgpack_object *map, const char *key, bool required,
+                uint32_t maxn, uint64_t max, uint64_t **v, uint32_t *n,
+                struct pl_error *errp);
+/* The value of 'key' in 'map', or NULL.  Borrowed. */
+const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key);
+/* A copy of a msgpack string object (no NUL bytes), or NULL (EPROTO). */
+char *pl_mp_strdup(const msgpack_object *o, size_t maxlen);
+
+/* Building a message: pl_wbuf_init() packs the envelope and a map header
+ * of 'nfields' entries; the caller then packs exactly that many key/value
+ * pairs with the helpers below.  The buffer is owned by 'w'. */
+struct pl_wbuf {
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+};
+
+void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq, uint32_t nfields);
+void pl_wbuf_destroy(struct pl_wbuf *w);
+void pl_w_str(msgpack_packer *pk, const char *s); /* NULL packs nil */
+void pl_w_key(msgpack_packer *pk, const char *key);
+void pl_w_kstr(msgpack_packer *pk, const char *key, const char *val);
+void pl_w_kuint(msgpack_packer *pk, const char *key, uint64_t val);
+void pl_w_kint(msgpack_packer *pk, const char *key, int64_t val);
+void pl_w_kdouble(msgpack_packer *pk, const char *key, double val);
+void pl_w_kbool(msgpack_packer *pk, const char *key, bool val);
+void pl_w_kstrv(msgpack_packer *pk, const char *key, char *const *v);
+void pl_w_kuintv(msgpack_packer *pk, const char *key, const uint64_t *v,
+                 uint32_t n);
+
+/* A reply to request 'seq': errno 0 and 'data' packed by the caller after
+ * this call (exactly one object), or an error (errnum != 0) with 'text'
+ * and nil data. */
+void pl_wbuf_reply(struct pl_wbuf *w, uint64_t seq, int errnum,
+                   const char *text);
+
+/* NULL-terminated string vectors. */
+void pl_strv_free(char **v);
+char **pl_strv_dup(char *const *v);
+size_t pl_strv_len(char *const *v);
+
+#endif /* !PL_PROTO_MSG_H */

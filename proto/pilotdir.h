@@ -1,0 +1,70 @@
+/* proto/pilotdir.h - the pilot directory: ids, info and endpoint files */
+#ifndef PL_PROTO_PILOTDIR_H
+#define PL_PROTO_PILOTDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/error.h"
+
+#define PL_PATH_MAX 1024
+#define PL_ID_MAX 32
+
+/* What pilotd publishes once its sockets are bound ("endpoint" file,
+ * removed on a clean exit). */
+struct pl_endpoint {
+    char client[256]; /* tcp://ADDR:PORT for the CLI */
+    char agent[256];  /* tcp://ADDR:PORT for the agents */
+    char host[256];   /* where pilotd runs */
+    long pid;
+    long job;         /* Slurm job id, 0 for a local pilot */
+};
+
+/* What the creator of a pilot records ("info" file). */
+struct pl_info {
+    char id[PL_ID_MAX];
+    char mode[16];    /* "slurm" or "local" */
+    long job;         /* Slurm job id once known, else 0 */
+    long nodes;       /* nodes asked for */
+    double created;   /* seconds since the epoch */
+};
+
+/* $PILOT_HOME, else $HOME/.pilot, created 0700 if missing. */
+int pl_home(char *buf, size_t len, struct pl_error *errp);
+
+/* Create HOME/pilots/<id> (0700) with a fresh id ("p1", "p2", ...) and
+ * its logs/ and tasks/ subdirectories. */
+int pl_pilotdir_create(const char *home, char *id, size_t idlen, char *dir,
+                       size_t dirlen, struct pl_error *errp);
+
+/* HOME/pilots/ID into 'dir'; -1 (ENOENT, errp) if it does not exist or
+ * 'id' is not a valid pilot id. */
+int pl_pilotdir_path(const char *home, const char *id, char *dir,
+                     size_t dirlen, struct pl_error *errp);
+
+/* Ids of all pilots under HOME, newest first, as a NULL-terminated
+ * vector the caller frees with pl_strv_free(). */
+char **pl_pilotdir_list(const char *home, struct pl_error *errp);
+
+/* Atomic write (temporary file + rename, mode 0600) and read of the
+ * endpoint and info files.  Read gives -1 with errno ENOENT if absent. */
+int pl_endpoint_write(const char *dir, const struct pl_endpoint *ep,
+                      struct pl_error *errp);
+int pl_endpoint_read(const char *dir, struct pl_endpoint *ep,
+                     struct pl_error *errp);
+int pl_endpoint_remove(const char *dir);
+int pl_info_write(const char *dir, const struct pl_info *in,
+                  struct pl_error *errp);
+int pl_info_read(const char *dir, struct pl_info *in, struct pl_error *errp);
+
+/* Paths inside a pilot directory. */
+void pl_path_db(const char *dir, char *buf, size_t len);
+/* tasks/<id/1000>/<id>.out or .err; the bucket keeps directories small.
+ * 'mkdirs' creates the bucket directory. */
+int pl_path_task_log(const char *dir, unsigned long long id, bool err,
+                     bool mkdirs, char *buf, size_t len);
+
+/* mkdir -p with 'mode' for each created level. */
+int pl_mkdirs(const char *path, unsigned mode);
+
+#endif /* !PL_PROTO_PILOTDIR_H */

@@ -1,0 +1,301 @@
+/* proto/query.c - read-only queries of a pilot's state, as JSON values */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/query.h"
+#include "proto/state.h"
+
+#define TASK_COLS                                                              \
+    "id, name, argv, cwd, ranks, cores_per_rank, gpus_per_rank, timeout, "    \
+    "retries, state, reason, node, cores, gpus, attempts, exit_code, "        \
+    "signal, submit_time, start_time, end_time, maxrss_kb"
+
+static int db_err(sqlite3 *db, struct pl_error *errp, const char *what)
+{
+    pl_errprintf(errp, "%s: %s", what, sqlite3_errmsg(db));
+    errno = EIO;
+    return -1;
+}
+
+sqlite3 *pl_query_open(const char *path, struct pl_error *errp)
+{
+    sqlite3 *db = NULL;
+
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        pl_errprintf(errp, "cannot open %s: %s", path,
+                     db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        errno = EIO;
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+json_t *pl_query_intlist(const char *s)
+{
+    json_t *a = json_array();
+
+    while (a && s && *s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s)
+            break;
+        json_array_append_new(a, json_integer(v));
+        s = *end == ',' ? end + 1 : end;
+    }
+    return a;
+}
+
+static json_t *col_json(sqlite3_stmt *st, int i)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+        return json_integer(sqlite3_column_int64(st, i));
+    case SQLITE_FLOAT:
+        return json_real(sqlite3_column_double(st, i));
+    case SQLITE_TEXT:
+        return json_string((const char *)sqlite3_column_text(st, i));
+    default:
+        return json_null();
+    }
+}
+
+static json_t *task_row(sqlite3_stmt *st)
+{
+    json_t *t = json_object();
+    int n = sqlite3_column_count(st);
+
+    if (!t)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        const char *name = sqlite3_column_name(st, i);
+        json_t *v;
+        if (!strcmp(name, "argv")) {
+            const char *text = (const char *)sqlite3_column_text(st, i);
+            v = text ? json_loads(text, 0, NULL) : NULL;
+            if (!v)
+                v = json_array();
+        }
+        else if (!strcmp(name, "cores") || !strcmp(name, "gpus"))
+            v = pl_query_intlist((const char *)sqlite3_column_text(st, i));
+        else
+            v = col_json(st, i);
+        json_object_set_new(t, name, v);
+    }
+    /* derived: wall time of the last attempt */
+    if (sqlite3_column_type(st, 18) != SQLITE_NULL) {
+        double start = sqlite3_column_double(st, 18);
+        double end = sqlite3_column_type(st, 19) != SQLITE_NULL
+                         ? sqlite3_column_double(st, 19)
+                         : -1;
+        json_object_set_new(t, "wall", end >= 0 ? json_real(end - start)
+                                                : json_null());
+    }
+    else
+        json_object_set_new(t, "wall", json_null());
+    return t;
+}
+
+json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
+                       size_t nids, uint64_t limit, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *arr = json_array();
+    int rc;
+
+    if (!arr)
+        goto nomem;
+    if (nids > 0) {
+        const char *sql = state
+            ? "SELECT " TASK_COLS " FROM tasks WHERE id = ?1 AND state = ?2"
+            : "SELECT " TASK_COLS " FROM tasks WHERE id = ?1";
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            goto dberr;
+        for (size_t i = 0; i < nids; i++) {
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[i]);
+            if (state)
+                sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
+            if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                json_array_append_new(arr, task_row(st));
+            else if (rc != SQLITE_DONE)
+                goto dberr;
+            if (limit && json_array_size(arr) >= limit)
+                break;
+        }
+    }
+    else {
+        const char *sql = state
+            ? "SELECT " TASK_COLS " FROM tasks WHERE state = ?1 ORDER BY id "
+              "LIMIT ?2"
+            : "SELECT " TASK_COLS " FROM tasks ORDER BY id LIMIT ?2";
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            goto dberr;
+        if (state)
+            sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            json_array_append_new(arr, task_row(st));
+        if (rc != SQLITE_DONE)
+            goto dberr;
+    }
+    sqlite3_finalize(st);
+    return arr;
+dberr:
+    db_err(db, errp, "list tasks");
+    sqlite3_finalize(st);
+    json_decref(arr);
+    return NULL;
+nomem:
+    pl_errprintf(errp, "out of memory");
+    errno = ENOMEM;
+    return NULL;
+}
+
+json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *t = NULL, *ev = NULL;
+    int rc;
+
+    if (sqlite3_prepare_v2(db, "SELECT " TASK_COLS ", env FROM tasks "
+                               "WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if ((rc = sqlite3_step(st)) == SQLITE_DONE) {
+        sqlite3_finalize(st);
+        errno = ENOENT;
+        pl_errprintf(errp, "no task %llu", (unsigned long long)id);
+        return NULL;
+    }
+    if (rc != SQLITE_ROW)
+        goto dberr;
+    t = task_row(st);
+    json_t *env = json_object_get(t, "env");
+    if (json_is_string(env)) {
+        json_t *parsed = json_loads(json_string_value(env), 0, NULL);
+        json_object_set_new(t, "env", parsed ? parsed : json_null());
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT time, state, attempt, node, cores, "
+                               "gpus, detail FROM events WHERE task = ?1 "
+                               "ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    ev = json_array();
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *e = json_object();
+        json_object_set_new(e, "time", col_json(st, 0));
+        json_object_set_new(e, "state", col_json(st, 1));
+        json_object_set_new(e, "attempt", col_json(st, 2));
+        json_object_set_new(e, "node", col_json(st, 3));
+        json_object_set_new(e, "cores",
+            pl_query_intlist((const char *)sqlite3_column_text(st, 4)));
+        json_object_set_new(e, "gpus",
+            pl_query_intlist((const char *)sqlite3_column_text(st, 5)));
+        json_object_set_new(e, "detail", col_json(st, 6));
+        json_array_append_new(ev, e);
+    }
+    if (rc != SQLITE_DONE)
+        goto dberr;
+    json_object_set_new(t, "events", ev);
+    sqlite3_finalize(st);
+    return t;
+dberr:
+    db_err(db, errp, "show task");
+    sqlite3_finalize(st);
+    json_decref(t);
+    json_decref(ev);
+    return NULL;
+}
+
+json_t *pl_query_counts(sqlite3 *db, const uint64_t *ids, size_t nids,
+                        struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *c = json_object(), *unknown = json_array();
+    long long count[PL_ST_COUNT] = { 0 };
+    long long total = 0;
+    int rc;
+
+    if (nids > 0) {
+        if (sqlite3_prepare_v2(db, "SELECT state FROM tasks WHERE id = ?1",
+                               -1, &st, NULL) != SQLITE_OK)
+            goto dberr;
+        for (size_t i = 0; i < nids; i++) {
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[i]);
+            if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int s = pl_state_parse((const char *)sqlite3_column_text(st, 0));
+                if (s > 0)
+                    count[s]++;
+                total++;
+            }
+            else if (rc == SQLITE_DONE)
+                json_array_append_new(unknown, json_integer((json_int_t)ids[i]));
+            else
+                goto dberr;
+        }
+    }
+    else {
+        if (sqlite3_prepare_v2(db, "SELECT state, count(*) FROM tasks "
+                                   "GROUP BY state", -1, &st, NULL) != SQLITE_OK)
+            goto dberr;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int s = pl_state_parse((const char *)sqlite3_column_text(st, 0));
+            if (s > 0)
+                count[s] += sqlite3_column_int64(st, 1);
+            total += sqlite3_column_int64(st, 1);
+        }
+        if (rc != SQLITE_DONE)
+            goto dberr;
+    }
+    sqlite3_finalize(st);
+    for (int s = 1; s < PL_ST_COUNT; s++)
+        json_object_set_new(c, pl_state_name(s), json_integer(count[s]));
+    json_object_set_new(c, "total", json_integer(total));
+    json_object_set_new(c, "unknown", unknown);
+    return c;
+dberr:
+    db_err(db, errp, "count tasks");
+    sqlite3_finalize(st);
+    json_decref(c);
+    json_decref(unknown);
+    return NULL;
+}
+
+json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *arr = json_array();
+    int rc;
+
+    if (sqlite3_prepare_v2(db, "SELECT name, cores, gpus, state, joined, "
+                               "last_seen FROM nodes ORDER BY name",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *n = json_object();
+        json_object_set_new(n, "name", col_json(st, 0));
+        json_object_set_new(n, "cores",
+            pl_query_intlist((const char *)sqlite3_column_text(st, 1)));
+        json_object_set_new(n, "gpus",
+            pl_query_intlist((const char *)sqlite3_column_text(st, 2)));
+        json_object_set_new(n, "state", col_json(st, 3));
+        json_object_set_new(n, "joined", col_json(st, 4));
+        json_object_set_new(n, "last_seen", col_json(st, 5));
+        json_array_append_new(arr, n);
+    }
+    if (rc != SQLITE_DONE)
+        goto dberr;
+    sqlite3_finalize(st);
+    return arr;
+dberr:
+    db_err(db, errp, "list nodes");
+    sqlite3_finalize(st);
+    json_decref(arr);
+    return NULL;
+}

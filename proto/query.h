@@ -1,0 +1,40 @@
+/* proto/query.h - read-only queries of a pilot's state, as JSON values
+ *
+ * pilotd answers list/show/counts with these on its own connection; the
+ * CLI runs the same queries on a read-only connection when the pilot is
+ * down, so the two never disagree on what a task looks like. */
+#ifndef PL_PROTO_QUERY_H
+#define PL_PROTO_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "proto/error.h"
+
+/* Open the state database at 'path' read-only.  NULL with errp set. */
+sqlite3 *pl_query_open(const char *path, struct pl_error *errp);
+
+/* Tasks as an array of objects, oldest first.  'state' (may be NULL)
+ * filters by state name; 'ids' (nids > 0) selects tasks (unknown ids are
+ * skipped); 'limit' 0 means all. */
+json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
+                       size_t nids, uint64_t limit, struct pl_error *errp);
+
+/* One task with its events; NULL with errno ENOENT if unknown. */
+json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp);
+
+/* {"total": N, "<state>": N ..., "unknown": [ids]} over 'ids', or over
+ * all tasks when nids is 0. */
+json_t *pl_query_counts(sqlite3 *db, const uint64_t *ids, size_t nids,
+                        struct pl_error *errp);
+
+/* The node table as an array of objects. */
+json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp);
+
+/* "1,2,3" -> [1,2,3] (new reference); NULL or "" -> []. */
+json_t *pl_query_intlist(const char *s);
+
+#endif /* !PL_PROTO_QUERY_H */

@@ -1,0 +1,167 @@
+/* proto/rpc.c - a client's request/reply calls to pilotd over a DEALER */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+#include <zmq.h>
+
+#include "proto/rpc.h"
+#include "proto/zsock.h"
+#include "proto/zwatch.h"
+
+struct pl_rpc {
+    uv_loop_t loop;
+    void *ctx;
+    void *sock;
+    struct pl_zwatch *zw;
+    uv_timer_t timer;
+    uint64_t seq;
+    char endpoint[256];
+    /* state of the call in progress */
+    uint64_t want_seq;
+    struct pl_msg *reply;
+    int done;     /* 1 got reply, -1 timed out */
+    struct pl_error err;
+};
+
+static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
+{
+    struct pl_rpc *r = arg;
+    (void)zw;
+    (void)revents;
+
+    for (int i = 0; i < PL_ZBATCH && !r->done; i++) {
+        zmq_msg_t body;
+        struct pl_msg m;
+        zmq_msg_init(&body);
+        if (pl_zsock_recv(r->sock, NULL, &body) < 0) {
+            zmq_msg_close(&body);
+            if (errno == EAGAIN)
+                break;
+            continue;
+        }
+        if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
+                          &r->err) == 0) {
+            if (m.type == PL_MSG_REPLY && m.seq == r->want_seq) {
+                *r->reply = m;
+                r->done = 1;
+            }
+            else
+                pl_msg_release(&m); /* a late reply to an old request */
+        }
+        zmq_msg_close(&body);
+    }
+    if (r->done)
+        uv_stop(&r->loop);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    struct pl_rpc *r = t->data;
+
+    r->done = -1;
+    uv_stop(&r->loop);
+}
+
+struct pl_rpc *pl_rpc_new(const char *endpoint, struct pl_error *errp)
+{
+    struct pl_rpc *r;
+
+    if (!(r = calloc(1, sizeof(*r)))) {
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    uv_loop_init(&r->loop);
+    uv_timer_init(&r->loop, &r->timer);
+    r->timer.data = r;
+    snprintf(r->endpoint, sizeof(r->endpoint), "%s", endpoint);
+    if (!(r->ctx = zmq_ctx_new())) {
+        pl_errprintf(errp, "zmq_ctx_new: %s", zmq_strerror(errno));
+        goto error;
+    }
+    if (!(r->sock = pl_zsock_new(r->ctx, ZMQ_DEALER, errp)))
+        goto error;
+    if (zmq_connect(r->sock, endpoint) < 0) {
+        pl_errprintf(errp, "connect %s: %s", endpoint, zmq_strerror(errno));
+        goto error;
+    }
+    if (!(r->zw = pl_zwatch_new(&r->loop, r->sock, ZMQ_POLLIN, recv_cb, r))
+        || pl_zwatch_start(r->zw) < 0) {
+        pl_errprintf(errp, "watch socket: %s", strerror(errno));
+        goto error;
+    }
+    return r;
+error:
+    pl_rpc_free(r);
+    return NULL;
+}
+
+void pl_rpc_free(struct pl_rpc *r)
+{
+    if (!r)
+        return;
+    int saved = errno;
+    int linger = 0;
+    pl_zwatch_free(r->zw);
+    uv_close((uv_handle_t *)&r->timer, NULL);
+    uv_run(&r->loop, UV_RUN_DEFAULT); /* runs the close callbacks */
+    uv_loop_close(&r->loop);
+    if (r->sock) {
+        /* a request nobody answered must not hold up the exit */
+        zmq_setsockopt(r->sock, ZMQ_LINGER, &linger, sizeof(linger));
+        zmq_close(r->sock);
+    }
+    if (r->ctx)
+        zmq_ctx_term(r->ctx);
+    free(r);
+    errno = saved;
+}
+
+uint64_t pl_rpc_seq(struct pl_rpc *r)
+{
+    return ++r->seq;
+}
+
+int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
+                struct pl_msg *reply, const msgpack_object **data,
+                struct pl_error *errp)
+{
+    int64_t errnum = 0;
+    char *text = NULL;
+
+    r->want_seq = r->seq;
+    r->reply = reply;
+    r->done = 0;
+    if (pl_zsock_send(r->sock, NULL, 0, w->sb.data, w->sb.size) < 0)
+        return pl_errprintf(errp, "send to pilotd: %s", zmq_strerror(errno));
+    uv_timer_start(&r->timer, timer_cb, (uint64_t)timeout_ms, 0);
+    while (!r->done)
+        uv_run(&r->loop, UV_RUN_DEFAULT);
+    uv_timer_stop(&r->timer);
+    if (r->done < 0) {
+        errno = ETIMEDOUT;
+        return pl_errprintf(errp, "pilotd at %s did not answer within %.1f s",
+                            r->endpoint, timeout_ms / 1000.0);
+    }
+    if (pl_mp_int(reply->body, "errno", true, &errnum, errp) < 0)
+        goto error;
+    if (errnum != 0) {
+        if (pl_mp_str(reply->body, "error", false, 4096, &text, errp) < 0)
+            goto error;
+        pl_errprintf(errp, "%s", text ? text : strerror((int)errnum));
+        free(text);
+        pl_msg_release(reply);
+        errno = errnum > 0 && errnum < 4096 ? (int)errnum : EIO;
+        return -1;
+    }
+    if (!(*data = pl_mp_get(reply->body, "data"))) {
+        pl_errprintf(errp, "reply without data");
+        errno = EPROTO;
+        goto error;
+    }
+    return 0;
+error:
+    pl_msg_release(reply);
+    return -1;
+}

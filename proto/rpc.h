@@ -1,0 +1,29 @@
+/* proto/rpc.h - a client's request/reply calls to pilotd over a DEALER */
+#ifndef PL_PROTO_RPC_H
+#define PL_PROTO_RPC_H
+
+#include <stdint.h>
+
+#include "proto/error.h"
+#include "proto/msg.h"
+
+struct pl_rpc;
+
+/* Connect to pilotd's client endpoint.  The process's one libuv loop is
+ * owned by the rpc object.  Returns NULL with errp set. */
+struct pl_rpc *pl_rpc_new(const char *endpoint, struct pl_error *errp);
+void pl_rpc_free(struct pl_rpc *r);
+
+/* The sequence number to build the next request with. */
+uint64_t pl_rpc_seq(struct pl_rpc *r);
+
+/* Send the request in 'w' and wait up to 'timeout_ms' for its reply.
+ * On success 'reply' holds the reply (pl_msg_release() it) and *data is
+ * its data object (borrowed from 'reply').  On failure returns -1 with
+ * errno and errp: ETIMEDOUT if pilotd did not answer, or the errno and
+ * text pilotd replied with. */
+int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
+                struct pl_msg *reply, const msgpack_object **data,
+                struct pl_error *errp);
+
+#endif /* !PL_PROTO_RPC_H */

@@ -1,0 +1,54 @@
+/* proto/schema.h - the SQLite schema of a pilot's state (docs/state.md) */
+#ifndef PL_PROTO_SCHEMA_H
+#define PL_PROTO_SCHEMA_H
+
+/* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
+#define PL_SCHEMA_VERSION 1
+
+#define PL_SCHEMA_SQL                                                          \
+    "CREATE TABLE IF NOT EXISTS meta ("                                        \
+    "  key TEXT PRIMARY KEY, value TEXT);"                                     \
+    "CREATE TABLE IF NOT EXISTS tasks ("                                       \
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"                                  \
+    "  name TEXT,"                                                             \
+    "  argv TEXT NOT NULL,"       /* JSON array of strings */                  \
+    "  env TEXT,"                 /* JSON array of KEY=VALUE, or NULL */       \
+    "  cwd TEXT,"                                                              \
+    "  ranks INTEGER NOT NULL DEFAULT 1,"                                      \
+    "  cores_per_rank INTEGER NOT NULL DEFAULT 1,"                             \
+    "  gpus_per_rank INTEGER NOT NULL DEFAULT 0,"                              \
+    "  timeout REAL,"                                                          \
+    "  retries INTEGER NOT NULL DEFAULT 0,"                                    \
+    "  state TEXT NOT NULL,"                                                   \
+    "  reason TEXT,"                                                           \
+    "  node TEXT,"                /* where the last attempt ran */             \
+    "  cores TEXT,"               /* its CPU ids, "0,1" */                     \
+    "  gpus TEXT,"                /* its GPU ids (SLURM_STEP_GPUS) */          \
+    "  attempts INTEGER NOT NULL DEFAULT 0,"                                   \
+    "  exit_code INTEGER,"                                                     \
+    "  signal INTEGER,"                                                        \
+    "  submit_time REAL NOT NULL,"                                             \
+    "  start_time REAL,"                                                       \
+    "  end_time REAL,"                                                         \
+    "  maxrss_kb INTEGER);"                                                    \
+    "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
+    "CREATE TABLE IF NOT EXISTS events ("                                      \
+    "  id INTEGER PRIMARY KEY,"                                                \
+    "  task INTEGER NOT NULL,"                                                 \
+    "  time REAL NOT NULL,"                                                    \
+    "  state TEXT NOT NULL,"                                                   \
+    "  attempt INTEGER,"                                                       \
+    "  node TEXT,"                                                             \
+    "  cores TEXT,"                                                            \
+    "  gpus TEXT,"                                                             \
+    "  detail TEXT);"                                                          \
+    "CREATE INDEX IF NOT EXISTS events_task ON events(task);"                  \
+    "CREATE TABLE IF NOT EXISTS nodes ("                                       \
+    "  name TEXT PRIMARY KEY,"                                                 \
+    "  cores TEXT,"               /* CPU ids "0,1,2,3" */                      \
+    "  gpus TEXT,"                /* GPU ids */                                \
+    "  state TEXT NOT NULL,"      /* up, lost, down */                         \
+    "  joined REAL,"                                                           \
+    "  last_seen REAL);"
+
+#endif /* !PL_PROTO_SCHEMA_H */

@@ -1,0 +1,25 @@
+/* proto/state.h - task states and their names */
+#ifndef PL_PROTO_STATE_H
+#define PL_PROTO_STATE_H
+
+#include <stdbool.h>
+
+enum pl_state {
+    PL_ST_WAITING = 1, /* dependencies not met (issue 6) */
+    PL_ST_QUEUED,
+    PL_ST_ASSIGNED,    /* sent to an agent, not yet started */
+    PL_ST_RUNNING,
+    PL_ST_DONE,
+    PL_ST_FAILED,
+    PL_ST_CANCELED,
+    PL_ST_TIMEOUT,
+};
+#define PL_ST_COUNT 9 /* one past the last */
+
+/* "queued", ... or NULL for a bad value. */
+const char *pl_state_name(int st);
+/* The state named 's', or -1. */
+int pl_state_parse(const char *s);
+bool pl_state_final(int st);
+
+#endif /* !PL_PROTO_STATE_H */

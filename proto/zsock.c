@@ -1,0 +1,135 @@
+/* proto/zsock.c - ZeroMQ socket set-up, framing and endpoints */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/msg.h"
+#include "proto/zsock.h"
+
+void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
+{
+    void *s;
+    int linger = 2000;       /* ms: enough to flush a final reply */
+    int hwm = 1000000;       /* messages: a burst of submissions or events */
+    int64_t maxmsg = PL_MSG_MAX;
+    int one = 1;
+
+    if (!(s = zmq_socket(ctx, type))) {
+        pl_errprintf(errp, "zmq_socket: %s", zmq_strerror(errno));
+        return NULL;
+    }
+    if (zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger)) < 0
+        || zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0
+        || zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm)) < 0
+        || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) < 0
+        || (type == ZMQ_ROUTER
+            && zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0)) {
+        pl_errprintf(errp, "zmq_setsockopt: %s", zmq_strerror(errno));
+        int saved = errno;
+        zmq_close(s);
+        errno = saved;
+        return NULL;
+    }
+    return s;
+}
+
+int pl_zsock_bind_any(void *sock, const char *addr, char *ep, size_t eplen,
+                      struct pl_error *errp)
+{
+    char want[128];
+    size_t len = eplen;
+
+    snprintf(want, sizeof(want), "tcp://%s:*", addr);
+    if (zmq_bind(sock, want) < 0)
+        return pl_errprintf(errp, "bind %s: %s", want, zmq_strerror(errno));
+    if (zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, ep, &len) < 0)
+        return pl_errprintf(errp, "ZMQ_LAST_ENDPOINT: %s",
+                            zmq_strerror(errno));
+    return 0;
+}
+
+int pl_zsock_send(void *sock, const void *id, size_t idlen, const void *buf,
+                  size_t len)
+{
+    if (id && zmq_send(sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return -1;
+    if (zmq_send(sock, buf, len, ZMQ_DONTWAIT) < 0)
+        return -1;
+    return 0;
+}
+
+static int more(void *sock)
+{
+    int m = 0;
+    size_t len = sizeof(m);
+
+    if (zmq_getsockopt(sock, ZMQ_RCVMORE, &m, &len) < 0)
+        return 0;
+    return m;
+}
+
+int pl_zsock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body)
+{
+    int frames = 0;
+
+    if (id) {
+        if (zmq_msg_recv(id, sock, ZMQ_DONTWAIT) < 0)
+            return -1;
+        frames++;
+        if (!more(sock)) {
+            errno = EPROTO;
+            return -1;
+        }
+    }
+    /* N.B. after the first frame the rest of a message is already here:
+     * ZeroMQ delivers multipart messages atomically. */
+    if (zmq_msg_recv(body, sock, id ? 0 : ZMQ_DONTWAIT) < 0)
+        return -1;
+    frames++;
+    if (more(sock)) {
+        zmq_msg_t junk;
+        zmq_msg_init(&junk);
+        do {
+            if (zmq_msg_recv(&junk, sock, 0) < 0)
+                break;
+        } while (more(sock));
+        zmq_msg_close(&junk);
+        errno = EPROTO;
+        return -1;
+    }
+    return 0;
+}
+
+int pl_host_addr(const char *host, char *addr, size_t len,
+                 struct pl_error *errp)
+{
+    char name[256];
+    struct addrinfo hints = { .ai_family = AF_INET,
+                              .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    int rc;
+
+    if (!host) {
+        if (gethostname(name, sizeof(name)) < 0)
+            return pl_errprintf(errp, "gethostname: %s", strerror(errno));
+        name[sizeof(name) - 1] = '\0';
+        host = name;
+    }
+    if ((rc = getaddrinfo(host, NULL, &hints, &res)) != 0) {
+        errno = EHOSTUNREACH;
+        return pl_errprintf(errp, "cannot resolve %s: %s", host,
+                            gai_strerror(rc));
+    }
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)res->ai_addr;
+    if (!inet_ntop(AF_INET, &sin->sin_addr, addr, (socklen_t)len)) {
+        freeaddrinfo(res);
+        return pl_errprintf(errp, "inet_ntop: %s", strerror(errno));
+    }
+    freeaddrinfo(res);
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* proto/zsock.h - ZeroMQ socket set-up, framing and endpoints */
+#ifndef PL_PROTO_ZSOCK_H
+#define PL_PROTO_ZSOCK_H
+
+#include <stddef.h>
+
+#include <zmq.h>
+
+#include "proto/error.h"
+
+/* A new socket of 'type' with our options: ZMQ_LINGER, ZMQ_MAXMSGSIZE
+ * (PL_MSG_MAX), high-water marks sized for bursts; ROUTERs get
+ * ZMQ_ROUTER_MANDATORY.  Returns NULL with errp set. */
+void *pl_zsock_new(void *ctx, int type, struct pl_error *errp);
+
+/* Bind 'sock' to tcp://ADDR:* (an ephemeral port on ADDR, never 0.0.0.0)
+ * and store the resulting endpoint in 'ep'.  Returns 0 or -1 (errp). */
+int pl_zsock_bind_any(void *sock, const char *addr, char *ep, size_t eplen,
+                      struct pl_error *errp);
+
+/* Send 'len' bytes, preceded by a routing-id frame when 'id' is not NULL
+ * (ROUTER).  Never blocks: -1 with errno EAGAIN or EHOSTUNREACH. */
+int pl_zsock_send(void *sock, const void *id, size_t idlen, const void *buf,
+                  size_t len);
+
+/* Receive one message: on a ROUTER 'id' (may be NULL for a DEALER) gets
+ * the routing id; 'body' gets the single payload frame.  Messages with
+ * a different frame count are read whole and dropped (EPROTO).  Both
+ * zmq_msg_t must be initialised by the caller and closed afterwards.
+ * Returns 0, or -1 with errno (EAGAIN when nothing is queued). */
+int pl_zsock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body);
+
+/* The IPv4 address 'host' resolves to, for binding on a node's address.
+ * NULL 'host' means this host's name.  Returns 0 or -1 (errp). */
+int pl_host_addr(const char *host, char *addr, size_t len,
+                 struct pl_error *errp);
+
+#endif /* !PL_PROTO_ZSOCK_H */

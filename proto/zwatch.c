@@ -1,0 +1,148 @@
+/* proto/zwatch.c - a ZeroMQ socket inside the libuv loop, edge-trigger safe
+ *
+ * ZMQ_FD is edge-triggered and only says that ZMQ_EVENTS may have changed;
+ * a send or recv anywhere on the loop thread can consume the edge.  So we
+ * re-read ZMQ_EVENTS before every block (prepare) and after every wake-up
+ * (check), and keep an idle handle running while events are pending so the
+ * loop does not sleep on an fd that will not fire again.  The poll handle
+ * stays on from start to stop: toggling it costs epoll_ctl() calls.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <zmq.h>
+
+#include "proto/zwatch.h"
+
+struct pl_zwatch {
+    uv_poll_t poll;       /* on ZMQ_FD, no-op callback: only wakes the loop */
+    uv_prepare_t prepare; /* before blocking: re-read ZMQ_EVENTS */
+    uv_check_t check;     /* after waking: re-read, then call the user */
+    uv_idle_t idle;       /* active while events pending => no sleep */
+    void *zsock;
+    int events;
+    int closing;          /* handles whose close callback is still due */
+    int started;
+    pl_zwatch_f cb;
+    void *arg;
+};
+
+int pl_zsock_events(void *zsock)
+{
+    int ev = 0;
+    size_t len = sizeof(ev);
+
+    if (zmq_getsockopt(zsock, ZMQ_EVENTS, &ev, &len) < 0)
+        return ZMQ_POLLIN | ZMQ_POLLOUT;
+    return ev;
+}
+
+static void noop_poll_cb(uv_poll_t *h, int status, int events)
+{
+    (void)h;
+    (void)status;
+    (void)events;
+}
+
+static void noop_idle_cb(uv_idle_t *h)
+{
+    (void)h;
+}
+
+static void prepare_cb(uv_prepare_t *h)
+{
+    struct pl_zwatch *zw = h->data;
+
+    if (pl_zsock_events(zw->zsock) & zw->events)
+        uv_idle_start(&zw->idle, noop_idle_cb);
+}
+
+static void check_cb(uv_check_t *h)
+{
+    struct pl_zwatch *zw = h->data;
+    int revents;
+
+    uv_idle_stop(&zw->idle);
+    if ((revents = pl_zsock_events(zw->zsock) & zw->events))
+        zw->cb(zw, revents, zw->arg); /* may stop or free zw */
+}
+
+struct pl_zwatch *pl_zwatch_new(uv_loop_t *loop, void *zsock, int events,
+                                pl_zwatch_f cb, void *arg)
+{
+    struct pl_zwatch *zw;
+    uv_os_sock_t fd;
+    size_t len = sizeof(fd);
+    int rc;
+
+    if (zmq_getsockopt(zsock, ZMQ_FD, &fd, &len) < 0)
+        return NULL;
+    if (!(zw = calloc(1, sizeof(*zw))))
+        return NULL;
+    zw->zsock = zsock;
+    zw->events = events;
+    zw->cb = cb;
+    zw->arg = arg;
+    if ((rc = uv_poll_init_socket(loop, &zw->poll, fd)) < 0) {
+        free(zw);
+        errno = -rc;
+        return NULL;
+    }
+    uv_prepare_init(loop, &zw->prepare);
+    uv_check_init(loop, &zw->check);
+    uv_idle_init(loop, &zw->idle);
+    zw->poll.data = zw->prepare.data = zw->check.data = zw->idle.data = zw;
+    return zw;
+}
+
+int pl_zwatch_start(struct pl_zwatch *zw)
+{
+    int rc;
+
+    if (zw->started)
+        return 0;
+    if ((rc = uv_poll_start(&zw->poll, UV_READABLE, noop_poll_cb)) < 0) {
+        errno = -rc;
+        return -1;
+    }
+    uv_prepare_start(&zw->prepare, prepare_cb);
+    uv_check_start(&zw->check, check_cb);
+    zw->started = 1;
+    return 0;
+}
+
+void pl_zwatch_stop(struct pl_zwatch *zw)
+{
+    uv_poll_stop(&zw->poll);
+    uv_prepare_stop(&zw->prepare);
+    uv_check_stop(&zw->check);
+    uv_idle_stop(&zw->idle);
+    zw->started = 0;
+}
+
+void pl_zwatch_set_events(struct pl_zwatch *zw, int events)
+{
+    zw->events = events;
+}
+
+static void close_cb(uv_handle_t *h)
+{
+    struct pl_zwatch *zw = h->data;
+
+    if (--zw->closing == 0)
+        free(zw);
+}
+
+void pl_zwatch_free(struct pl_zwatch *zw)
+{
+    if (!zw || zw->closing)
+        return;
+    int saved = errno;
+    pl_zwatch_stop(zw);
+    zw->closing = 4;
+    uv_close((uv_handle_t *)&zw->poll, close_cb);
+    uv_close((uv_handle_t *)&zw->prepare, close_cb);
+    uv_close((uv_handle_t *)&zw->check, close_cb);
+    uv_close((uv_handle_t *)&zw->idle, close_cb);
+    errno = saved;
+}
