@@ -368,8 +368,10 @@ static void schedule(struct pl_daemon *d)
 
     d->want_sched = false;
     pl_sched_run(d->sched, place_cb, &p);
-    for (size_t i = 0; i < p.n; i++)
+    for (size_t i = 0; i < p.n; i++) {
+        p.t[i]->state = PL_ST_QUEUED; /* what the counters last saw */
         change(d, p.t[i], PL_ST_ASSIGNED, NULL);
+    }
     /* one run message per node, tasks in placement order */
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
@@ -1229,8 +1231,9 @@ static void stop_timer_cb(uv_timer_t *h)
 {
     struct pl_daemon *d = h->data;
 
-    pl_log(LOG_WARNING, "agents did not finish within %d s; stopping anyway",
-           STOP_GRACE / 1000);
+    if (d->launch && pl_launch_running(d->launch))
+        pl_log(LOG_WARNING, "agents did not finish within %d s; stopping "
+               "anyway", STOP_GRACE / 1000);
     finish_stop(d);
 }
 

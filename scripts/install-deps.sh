@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh - install what pilot needs to build, test and run its dev cluster
+#
+# Usage (as root, Debian 12):
+#   scripts/install-deps.sh             everything: build, cluster, MPI and test packages
+#   scripts/install-deps.sh --minimal   the same without python3-torch (large, ~1 min to
+#                                       install); the torch tests then fail, they never skip
+#
+# Idempotent. When every package is already installed it only asks dpkg and
+# returns (tens of milliseconds, no root needed); otherwise it runs one
+# `apt-get update` and one `apt-get install` for the missing packages.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+
+minimal=0
+for arg in "$@"; do
+    case $arg in
+    --minimal) minimal=1 ;;
+    -h | --help)
+        sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "install-deps: unknown argument '$arg' (usage: $0 [--minimal])" >&2
+        exit 2
+        ;;
+    esac
+done
+
+# One group per line of output. Package names are Debian 12 (bookworm) ones.
+groups=(build cluster mpi tests)
+declare -A pkgs=(
+    [build]="gcc make pkg-config libzmq3-dev libuv1-dev libmsgpack-dev libjansson-dev
+             libsqlite3-dev sqlite3 libslurm-dev"
+    [cluster]="slurm-wlm slurmctld slurmd slurm-client munge iproute2 util-linux procps"
+    [mpi]="libopenmpi-dev openmpi-bin libpmix-dev"
+    # python3 is Debian's /usr/bin/python3, the one python3-torch installs into;
+    # clang is for the fuzzers (libFuzzer).
+    [tests]="python3 clang"
+)
+[[ $minimal == 1 ]] || pkgs[tests]+=" python3-torch"
+
+# One dpkg-query for all packages (each call costs about 30 ms): "name status"
+# lines, none for a package dpkg has never heard of.
+declare -A status
+# shellcheck disable=SC2048,SC2086  # split the lists into package names
+while read -r name st; do
+    status[$name]=$st
+done < <(dpkg-query -W -f='${Package} ${Status}\n' ${pkgs[*]} 2>/dev/null || true)
+
+missing=()
+for g in "${groups[@]}"; do
+    read -r -d '' -a group <<<"${pkgs[$g]}" || true
+    group_missing=()
+    for p in "${group[@]}"; do
+        [[ ${status[$p]:-} == "install ok installed" ]] || group_missing+=("$p")
+    done
+    note=""
+    [[ $g != tests || $minimal == 0 ]] || note=" (--minimal: python3-torch skipped)"
+    if [[ ${#group_missing[@]} -eq 0 ]]; then
+        echo "install-deps: $g: all ${#group[@]} packages installed$note"
+    else
+        echo "install-deps: $g: will install ${group_missing[*]}$note"
+        missing+=("${group_missing[@]}")
+    fi
+done
+
+[[ ${#missing[@]} -gt 0 ]] || exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: must run as root to install ${missing[*]}" >&2
+    exit 1
+fi
+t0=$(date +%s)
+echo "install-deps: apt-get update"
+apt-get -o DPkg::Lock::Timeout=900 update -q >/dev/null
+echo "install-deps: apt-get install ${#missing[@]} packages"
+apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${missing[@]}" \
+    >/dev/null
+echo "install-deps: done in $(($(date +%s) - t0)) s"
