@@ -314,6 +314,10 @@ int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
     sqlite3_bind_double(st, 11, c->time);
     if (step(db, ST_CHANGE, errp) < 0)
         return -1;
+    if (sqlite3_changes(db->h) == 0) {
+        errno = ENOENT;
+        return pl_errprintf(errp, "no task %llu", (unsigned long long)c->id);
+    }
     return event(db, c->id, c->time, c->state, c->attempt, c->node, c->cores,
                  c->gpus, c->reason, errp);
 }

@@ -11,8 +11,9 @@
 
 struct pl_db;
 
-/* What a state change records besides the state itself.  Fields that are
- * NULL or negative are left as they are in the task row. */
+/* What a state change records besides the state itself.  node, cores,
+ * gpus, exit_code, signal and maxrss_kb are left as they are in the task
+ * row when NULL or negative; 'reason' is always written (NULL clears it). */
 struct pl_db_change {
     uint64_t id;
     int state;           /* enum pl_state */
@@ -64,7 +65,8 @@ int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp);
 int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
                       double now, uint64_t *id, struct pl_error *errp);
 
-/* Record a state change: update the row, add the event. */
+/* Record a state change: update the row, add the event.  ENOENT if
+ * there is no such task. */
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
                       struct pl_error *errp);
 

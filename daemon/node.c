@@ -76,19 +76,23 @@ int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
 void pl_node_release(struct pl_node *n, uint64_t id, const uint32_t *core_idx,
                      uint32_t ncores, const uint32_t *gpu_idx, uint32_t ngpus)
 {
+    bool held = false;
+
     for (uint32_t i = 0; i < ncores; i++) {
         if (core_idx[i] < n->ncores && n->core_task[core_idx[i]] == id) {
             n->core_task[core_idx[i]] = 0;
             n->free_cores++;
+            held = true;
         }
     }
     for (uint32_t i = 0; i < ngpus; i++) {
         if (gpu_idx[i] < n->ngpus && n->gpu_task[gpu_idx[i]] == id) {
             n->gpu_task[gpu_idx[i]] = 0;
             n->free_gpus++;
+            held = true;
         }
     }
-    if (n->running > 0)
+    if (held && n->running > 0)
         n->running--;
 }
 

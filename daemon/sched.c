@@ -65,6 +65,10 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
 {
     struct pl_dtask *t;
 
+    if (id == 0 || id > PL_SCHED_ID_MAX) {
+        errno = EOVERFLOW;
+        return NULL;
+    }
     if (id >= s->cap) {
         size_t ncap = s->cap ? s->cap : 1024;
         while (ncap <= id)
@@ -93,6 +97,7 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
     s->tab[id] = t;
     if (state == PL_ST_QUEUED) {
         TAILQ_INSERT_TAIL(&s->queue, t, qent);
+        t->inq = true;
         s->nqueued++;
     }
     return t;
@@ -114,8 +119,9 @@ static void release(struct pl_dtask *t)
 
 void pl_sched_dequeue(struct pl_sched *s, struct pl_dtask *t)
 {
-    if (t->state == PL_ST_QUEUED) {
+    if (t->inq) {
         TAILQ_REMOVE(&s->queue, t, qent);
+        t->inq = false;
         s->nqueued--;
     }
 }
@@ -131,10 +137,11 @@ void pl_sched_task_remove(struct pl_sched *s, struct pl_dtask *t)
 void pl_sched_requeue(struct pl_sched *s, struct pl_dtask *t, bool head)
 {
     release(t);
-    if (t->state == PL_ST_QUEUED)
-        return;
     t->state = PL_ST_QUEUED;
     t->cancel = false;
+    if (t->inq)
+        return;
+    t->inq = true;
     if (head)
         TAILQ_INSERT_HEAD(&s->queue, t, qent);
     else
@@ -255,6 +262,7 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             continue;
         }
         TAILQ_REMOVE(&s->queue, t, qent);
+        t->inq = false;
         s->nqueued--;
         t->node = n;
         t->state = PL_ST_ASSIGNED;

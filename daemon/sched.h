@@ -2,7 +2,8 @@
  *
  * Policy (issue 2): FIFO with backfill.  Each pass walks the queue from
  * its head and places every task that fits on a node whose agent asked
- * for work, lowest free cores first.  A task that fits nowhere now is
+ * for work, rotating over the nodes (first fit from the node after the
+ * last one used), lowest free core ids first on that node.  A task that fits nowhere now is
  * skipped, so small tasks behind it may run (no reservation yet). */
 #ifndef PL_DAEMON_SCHED_H
 #define PL_DAEMON_SCHED_H
@@ -29,6 +30,7 @@ struct pl_dtask {
     uint32_t *core_idx;        /* owned, cores_per_rank entries */
     uint32_t *gpu_idx;         /* owned, gpus_per_rank entries */
     bool cancel;               /* cancel asked while on an agent */
+    bool inq;                  /* linked in the queue (qent valid) */
     TAILQ_ENTRY(pl_dtask) qent; /* in the queue while queued */
 };
 
@@ -38,7 +40,10 @@ struct pl_sched *pl_sched_new(void);
 void pl_sched_free(struct pl_sched *s);
 
 /* A new task (argv/env/cwd are taken over: on success the task owns them
- * and the pointers are set to NULL).  Queued tasks join the queue tail. */
+ * and the pointers are set to NULL).  Queued tasks join the queue tail.
+ * NULL with errno: EEXIST (id taken), EOVERFLOW (id above PL_SCHED_ID_MAX),
+ * ENOMEM. */
+#define PL_SCHED_ID_MAX (UINT64_C(1) << 40)
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
                                    char ***argv, char ***env, char **cwd);
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
@@ -48,7 +53,8 @@ void pl_sched_task_remove(struct pl_sched *s, struct pl_dtask *t);
 /* Back to the queue (its node's resources are released). 'head' puts it
  * first. */
 void pl_sched_requeue(struct pl_sched *s, struct pl_dtask *t, bool head);
-/* Out of the queue, e.g. canceled while queued. */
+/* Out of the queue, e.g. canceled while queued (the state is left for
+ * the caller to set). */
 void pl_sched_dequeue(struct pl_sched *s, struct pl_dtask *t);
 size_t pl_sched_queued(const struct pl_sched *s);
 

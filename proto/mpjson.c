@@ -25,7 +25,9 @@ json_t *pl_mpjson_to_json(const msgpack_object *o)
     case MSGPACK_OBJECT_FLOAT64:
         return json_real(o->via.f64);
     case MSGPACK_OBJECT_STR:
-        return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
+        /* N.B. msgpack-c may give an empty string a NULL ptr */
+        return json_stringn_nocheck(o->via.str.size ? o->via.str.ptr : "",
+                                    o->via.str.size);
     case MSGPACK_OBJECT_ARRAY:
         if (!(j = json_array()))
             goto nomem;
@@ -41,11 +43,15 @@ json_t *pl_mpjson_to_json(const msgpack_object *o)
         for (uint32_t i = 0; i < o->via.map.size; i++) {
             const msgpack_object_kv *kv = &o->via.map.ptr[i];
             json_t *v;
-            if (kv->key.type != MSGPACK_OBJECT_STR)
+            if (kv->key.type != MSGPACK_OBJECT_STR
+                || (kv->key.via.str.size
+                    && memchr(kv->key.via.str.ptr, '\0', kv->key.via.str.size)))
                 goto proto;
             if (!(v = pl_mpjson_to_json(&kv->val)))
                 goto fail;
-            if (json_object_setn_new_nocheck(j, kv->key.via.str.ptr,
+            if (json_object_setn_new_nocheck(j, kv->key.via.str.size
+                                                    ? kv->key.via.str.ptr
+                                                    : "",
                                              kv->key.via.str.size, v) < 0)
                 goto fail;
         }
@@ -77,7 +83,7 @@ void pl_mpjson_pack(msgpack_packer *pk, const json_t *j)
     case JSON_OBJECT:
         msgpack_pack_map(pk, json_object_size(j));
         json_object_foreach((json_t *)j, key, v) {
-            pl_w_str(pk, key);
+            pl_w_str(pk, key); /* no NULs: pl_mpjson_to_json() refuses them */
             pl_mpjson_pack(pk, v);
         }
         break;

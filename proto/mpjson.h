@@ -5,8 +5,8 @@
 #include <jansson.h>
 #include <msgpack.h>
 
-/* A new JSON value for 'o' (maps must have string keys; bin and ext are
- * refused).  Returns NULL with errno EPROTO or ENOMEM. */
+/* A new JSON value for 'o' (maps must have string keys without NUL
+ * bytes; bin and ext are refused).  Returns NULL with errno EPROTO or ENOMEM. */
 json_t *pl_mpjson_to_json(const msgpack_object *o);
 
 /* Pack JSON value 'j' (borrowed) with 'pk'. */

@@ -43,6 +43,86 @@ static int proto_err(struct pl_error *errp, const char *fmt, ...)
     return -1;
 }
 
+static uint64_t be(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+
+    for (size_t i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* msgpack-c allocates room for every element an array or map header
+ * claims before it reads them (msgpack/msgpack-c#1013): 5 bytes can ask
+ * for 100 GiB.  So walk the headers first and refuse a message whose
+ * element counts exceed the bytes left (every element takes at least one
+ * byte), or that ends early.  Returns 0 or -1. */
+static int precheck(const unsigned char *p, size_t len)
+{
+    size_t off = 0;
+    uint64_t pending = 1; /* objects still to read */
+
+    while (pending > 0) {
+        uint64_t n = 0, skip = 0;
+        size_t hdr = 0;   /* length bytes after the type byte */
+        int mult = 1;     /* 2 for maps: keys and values */
+        unsigned char c;
+
+        if (off >= len)
+            return -1;
+        c = p[off++];
+        pending--;
+        if (c <= 0x7f || c >= 0xe0)
+            continue;
+        if (c <= 0x8f) {
+            n = 2 * (uint64_t)(c & 0x0f);
+        }
+        else if (c <= 0x9f)
+            n = c & 0x0f;
+        else if (c <= 0xbf)
+            skip = c & 0x1f;
+        else {
+            switch (c) {
+            case 0xc0: case 0xc2: case 0xc3: break;
+            case 0xc4: case 0xd9: hdr = 1; break;        /* bin8, str8 */
+            case 0xc5: case 0xda: hdr = 2; break;        /* bin16, str16 */
+            case 0xc6: case 0xdb: hdr = 4; break;        /* bin32, str32 */
+            case 0xc7: hdr = 1; skip = 1; break;         /* ext8 + type */
+            case 0xc8: hdr = 2; skip = 1; break;
+            case 0xc9: hdr = 4; skip = 1; break;
+            case 0xcc: case 0xd0: skip = 1; break;
+            case 0xcd: case 0xd1: skip = 2; break;
+            case 0xca: case 0xce: case 0xd2: skip = 4; break;
+            case 0xcb: case 0xcf: case 0xd3: skip = 8; break;
+            case 0xd4: skip = 2; break;                  /* fixext1..16 */
+            case 0xd5: skip = 3; break;
+            case 0xd6: skip = 5; break;
+            case 0xd7: skip = 9; break;
+            case 0xd8: skip = 17; break;
+            case 0xdc: hdr = 2; mult = 0; break;         /* array16 */
+            case 0xdd: hdr = 4; mult = 0; break;         /* array32 */
+            case 0xde: hdr = 2; mult = -2; break;        /* map16 */
+            case 0xdf: hdr = 4; mult = -2; break;        /* map32 */
+            default: return -1;                          /* 0xc1 */
+            }
+            if (hdr > len - off)
+                return -1;
+            if (mult <= 0) /* the header holds a count, not a length */
+                n = be(p + off, hdr) * (uint64_t)(mult ? 2 : 1);
+            else
+                skip += be(p + off, hdr);
+            off += hdr;
+        }
+        if (n > len - off || pending + n > len - off)
+            return -1;
+        pending += n;
+        if (skip > len - off)
+            return -1;
+        off += skip;
+    }
+    return 0;
+}
+
 int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
                   struct pl_error *errp)
 {
@@ -55,7 +135,9 @@ int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
         proto_err(errp, "message size out of range");
         goto error;
     }
-    if (msgpack_unpack_next(&m->up, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+    if (precheck(buf, len) < 0
+        || msgpack_unpack_next(&m->up, buf, len, &off)
+               != MSGPACK_UNPACK_SUCCESS) {
         proto_err(errp, "malformed message");
         goto error;
     }
@@ -111,6 +193,8 @@ void pl_msg_release(struct pl_msg *m)
         int saved = errno;
         msgpack_unpacked_destroy(&m->up);
         m->body = NULL;
+        free(m->own);
+        m->own = NULL;
         errno = saved;
     }
 }

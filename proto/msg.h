@@ -46,12 +46,16 @@ enum pl_msg_type {
 /* Name of a type for logs ("submit"), or "unknown". */
 const char *pl_msg_type_name(int type);
 
-/* A received message.  The unpacked zone owns every object inside. */
+/* A received message.  The unpacked zone owns the objects, but strings
+ * point into the buffer that was decoded (msgpack-c does not copy them):
+ * N.B. that buffer must outlive the message, or be handed to it in 'own'
+ * (freed by pl_msg_release()). */
 struct pl_msg {
     int type;
     uint64_t seq;
     const msgpack_object *body; /* a map; borrowed from 'up' */
     msgpack_unpacked up;
+    void *own;                  /* malloc'd buffer released with it */
 };
 
 /* Decode and check the envelope of 'len' bytes at 'buf': version, a known

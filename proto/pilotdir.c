@@ -12,6 +12,24 @@
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
 
+/* mkdir that accepts an existing directory, and only a directory. */
+static int mkdir1(const char *path, unsigned mode)
+{
+    struct stat st;
+
+    if (mkdir(path, mode) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -1;
+    if (stat(path, &st) < 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
 int pl_mkdirs(const char *path, unsigned mode)
 {
     char buf[PL_PATH_MAX];
@@ -26,13 +44,11 @@ int pl_mkdirs(const char *path, unsigned mode)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        if (mkdir1(buf, mode) < 0)
             return -1;
         *p = '/';
     }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
+    return mkdir1(buf, mode);
 }
 
 int pl_home(char *buf, size_t len, struct pl_error *errp)
@@ -102,8 +118,15 @@ int pl_pilotdir_create(const char *home, char *id, size_t idlen, char *dir,
                             strerror(errno));
     if (!(ids = pl_pilotdir_list(home, errp)))
         return -1;
-    if (ids[0])
-        next = strtol(ids[0] + 1, NULL, 10) + 1;
+    if (ids[0]) {
+        next = strtol(ids[0] + 1, NULL, 10);
+        if (next >= 1000000000L) {
+            pl_strv_free(ids);
+            errno = EOVERFLOW;
+            return pl_errprintf(errp, "too many pilots under %s", base);
+        }
+        next++;
+    }
     pl_strv_free(ids);
     /* mkdir is the atomic claim: two concurrent 'pilot up' never share */
     for (int tries = 0; tries < 1000; tries++, next++) {

@@ -37,8 +37,8 @@ int pl_home(char *buf, size_t len, struct pl_error *errp);
 int pl_pilotdir_create(const char *home, char *id, size_t idlen, char *dir,
                        size_t dirlen, struct pl_error *errp);
 
-/* HOME/pilots/ID into 'dir'; -1 (ENOENT, errp) if it does not exist or
- * 'id' is not a valid pilot id. */
+/* HOME/pilots/ID into 'dir'; -1 with errp and errno ENOENT if it does
+ * not exist, EINVAL if 'id' is not a valid pilot id. */
 int pl_pilotdir_path(const char *home, const char *id, char *dir,
                      size_t dirlen, struct pl_error *errp);
 

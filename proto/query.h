@@ -17,9 +17,9 @@
 /* Open the state database at 'path' read-only.  NULL with errp set. */
 sqlite3 *pl_query_open(const char *path, struct pl_error *errp);
 
-/* Tasks as an array of objects, oldest first.  'state' (may be NULL)
- * filters by state name; 'ids' (nids > 0) selects tasks (unknown ids are
- * skipped); 'limit' 0 means all. */
+/* Tasks as an array of objects: oldest first, or in the order of 'ids'
+ * when given (nids > 0; unknown ids are skipped).  'state' (may be NULL)
+ * filters by state name; 'limit' 0 means all. */
 json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
                        size_t nids, uint64_t limit, struct pl_error *errp);
 

@@ -41,8 +41,18 @@ static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
                 break;
             continue;
         }
-        if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
-                          &r->err) == 0) {
+        /* the reply outlives the ZeroMQ message: decode a copy it owns */
+        size_t len = zmq_msg_size(&body);
+        void *copy = malloc(len ? len : 1);
+        if (!copy) {
+            zmq_msg_close(&body);
+            continue;
+        }
+        memcpy(copy, zmq_msg_data(&body), len);
+        if (pl_msg_decode(copy, len, &m, &r->err) < 0)
+            free(copy);
+        else {
+            m.own = copy;
             if (m.type == PL_MSG_REPLY && m.seq == r->want_seq) {
                 *r->reply = m;
                 r->done = 1;

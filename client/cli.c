@@ -1,0 +1,238 @@
+/* client/cli.c - the pilot CLI: global options, usage errors, numbers */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "client/slurm.h"
+#include "proto/msg.h"
+
+#define DEFAULT_TIMEOUT_MS 10000
+
+int pl_cli_init(struct pl_cli *cli, struct pl_error *errp)
+{
+    const char *s;
+
+    memset(cli, 0, sizeof(*cli));
+    cli->timeout_ms = DEFAULT_TIMEOUT_MS;
+    if ((s = getenv("PILOT_ID")) && *s)
+        cli->pilot = s;
+    if ((s = getenv("PILOT_TIMEOUT")) && *s) {
+        double secs;
+        if (pl_cli_parse_secs("PILOT_TIMEOUT", s, &secs, errp) < 0)
+            return -1;
+        if (secs <= 0 || secs > 86400) {
+            errno = EINVAL;
+            return pl_errprintf(errp, "PILOT_TIMEOUT: '%s' is not between "
+                                "0 and 86400 seconds", s);
+        }
+        cli->timeout_ms = (int)ceil(secs * 1000);
+    }
+    return 0;
+}
+
+void pl_cli_fini(struct pl_cli *cli)
+{
+    pl_slurm_free(cli->slurm);
+    cli->slurm = NULL;
+}
+
+struct pl_slurm *pl_cli_slurm(struct pl_cli *cli, struct pl_error *errp)
+{
+    if (!cli->slurm)
+        cli->slurm = pl_slurm_new(errp);
+    return cli->slurm;
+}
+
+static void vmsg(const char *kind, const char *cmd, const char *fmt,
+                 va_list ap)
+{
+    char text[1024];
+
+    vsnprintf(text, sizeof(text), fmt, ap);
+    fprintf(stderr, "pilot: %s%s%s%s\n", kind, cmd ? cmd : "", cmd ? ": " : "",
+            text);
+}
+
+int pl_cli_usage(const struct pl_cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vmsg("error: ", cli->cmd, fmt, ap);
+    va_end(ap);
+    if (cli->cmd)
+        fprintf(stderr, "try 'pilot %s --help'\n", cli->cmd);
+    else
+        fprintf(stderr, "try 'pilot --help'\n");
+    return PL_EXIT_USAGE;
+}
+
+int pl_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vmsg("error: ", NULL, fmt, ap);
+    va_end(ap);
+    return PL_EXIT_ERROR;
+}
+
+void pl_cli_note(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vmsg("note: ", NULL, fmt, ap);
+    va_end(ap);
+}
+
+void pl_cli_say(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
+               int *exitp)
+{
+    const char *bad = argv[optind - 1];
+
+    switch (c) {
+    case PL_OPT_PILOT:
+        cli->pilot = optarg;
+        return 1;
+    case PL_OPT_JSON:
+        cli->json = true;
+        return 1;
+    case 'h':
+        fputs(help, stdout);
+        *exitp = PL_EXIT_OK;
+        return -1;
+    case PL_OPT_VERSION:
+        printf("pilot %s (protocol %d)\n", PL_CLI_VERSION, PL_PROTO_VERSION);
+        *exitp = PL_EXIT_OK;
+        return -1;
+    case '?':
+        /* N.B. getopt leaves optopt 0 for an unknown long option */
+        if (optopt && strncmp(bad, "--", 2) != 0)
+            *exitp = pl_cli_usage(cli, "unknown option '-%c'", optopt);
+        else
+            *exitp = pl_cli_usage(cli, "unknown option '%s'", bad);
+        return -1;
+    case ':':
+        if (strncmp(bad, "--", 2) == 0)
+            *exitp = pl_cli_usage(cli, "option '%s' needs a value", bad);
+        else
+            *exitp = pl_cli_usage(cli, "option '-%c' needs a value", optopt);
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+int pl_cli_parse_uint(const char *what, const char *s, uint64_t min,
+                      uint64_t max, uint64_t *v, struct pl_error *errp)
+{
+    char *end;
+    uintmax_t n;
+
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        goto bad;
+    n = strtoumax(s, &end, 10);
+    if (errno || *end)
+        goto bad;
+    if (n < min || n > max) {
+        errno = ERANGE;
+        if (max == UINT64_MAX)
+            return pl_errprintf(errp, "%s: '%s' is below %" PRIu64, what, s,
+                                min);
+        return pl_errprintf(errp, "%s: '%s' is not between %" PRIu64
+                            " and %" PRIu64, what, s, min, max);
+    }
+    *v = n;
+    return 0;
+bad:
+    errno = EINVAL;
+    if (min > 0)
+        return pl_errprintf(errp, "%s: '%s' is not a positive integer", what,
+                            s);
+    return pl_errprintf(errp, "%s: '%s' is not a non-negative integer",
+                        what, s);
+}
+
+int pl_cli_parse_secs(const char *what, const char *s, double *v,
+                      struct pl_error *errp)
+{
+    char *end;
+    double x, unit = 1;
+
+    errno = 0;
+    if ((*s < '0' || *s > '9') && *s != '.')
+        goto bad;
+    x = strtod(s, &end);
+    if (errno || end == s)
+        goto bad;
+    if (*end && !end[1]) {
+        switch (*end) {
+        case 's':
+            unit = 1;
+            break;
+        case 'm':
+            unit = 60;
+            break;
+        case 'h':
+            unit = 3600;
+            break;
+        case 'd':
+            unit = 86400;
+            break;
+        default:
+            goto bad;
+        }
+    }
+    else if (*end)
+        goto bad;
+    x *= unit;
+    if (!isfinite(x) || x > 1e9)
+        goto bad;
+    *v = x;
+    return 0;
+bad:
+    errno = EINVAL;
+    return pl_errprintf(errp, "%s: '%s' is not a duration (seconds, or a "
+                        "number with s, m, h or d)", what, s);
+}
+
+int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp)
+{
+    return pl_cli_parse_uint("task id", s, 1, INT64_MAX, id, errp);
+}
+
+int pl_cli_parse_ids(int argc, char **argv, uint64_t **ids,
+                     struct pl_error *errp)
+{
+    uint64_t *v;
+
+    if (!(v = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*v)))) {
+        pl_errprintf(errp, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < argc; i++)
+        if (pl_cli_parse_id(argv[i], &v[i], errp) < 0)
+            goto error;
+    *ids = v;
+    return 0;
+error:
+    free(v);
+    return -1;
+}

@@ -1,0 +1,108 @@
+/* client/cli.h - the pilot CLI: global options, usage errors, commands */
+#ifndef PL_CLIENT_CLI_H
+#define PL_CLIENT_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/error.h"
+
+#define PL_CLI_VERSION "0.1.0"
+
+/* Exit codes of every command ('wait' adds its own, see cmd_wait.c). */
+enum pl_exit {
+    PL_EXIT_OK = 0,
+    PL_EXIT_ERROR = 1, /* "pilot: error: ..." on stderr */
+    PL_EXIT_USAGE = 2, /* the same, plus "try 'pilot CMD --help'" */
+};
+
+/* Long-option values shared by all commands (above any char value). */
+enum pl_cli_opt {
+    PL_OPT_PILOT = 0x100,
+    PL_OPT_JSON,
+    PL_OPT_VERSION,
+    PL_OPT_CMD, /* first value free for a command's own long options */
+};
+
+/* The options every command accepts; end a command's longopts with
+ * PL_CLI_COMMON_OPTS, { 0 } */
+#define PL_CLI_COMMON_OPTS                                                     \
+    { "pilot", required_argument, NULL, PL_OPT_PILOT },                        \
+    { "json", no_argument, NULL, PL_OPT_JSON },                                \
+    { "help", no_argument, NULL, 'h' },                                        \
+    { "version", no_argument, NULL, PL_OPT_VERSION }
+
+struct pl_slurm;
+
+/* What one invocation knows: global options and lazily made helpers. */
+struct pl_cli {
+    const char *cmd;         /* the subcommand's name, or NULL */
+    const char *pilot;       /* --pilot or $PILOT_ID; NULL: find it */
+    bool json;               /* --json */
+    int timeout_ms;          /* one request's limit ($PILOT_TIMEOUT) */
+    struct pl_slurm *slurm;  /* created on first use by pl_cli_slurm() */
+};
+
+/* Fill 'cli' from the environment.  -1 with errp set if PILOT_TIMEOUT
+ * is not a positive number of seconds. */
+int pl_cli_init(struct pl_cli *cli, struct pl_error *errp);
+void pl_cli_fini(struct pl_cli *cli);
+
+/* The libslurm session, started on first use (slurm_init() reads the
+ * Slurm configuration, so it must not run for local pilots).  Borrowed;
+ * NULL with errp set. */
+struct pl_slurm *pl_cli_slurm(struct pl_cli *cli, struct pl_error *errp);
+
+/* Handle an option every command shares ('c' from getopt_long()), and
+ * the errors getopt reports ('?', ':').  'help' is the command's help
+ * text.  Returns 1 if handled, 0 if 'c' is the command's own, or -1 if
+ * the command must return *exitp (help or version printed: 0; bad
+ * option: usage error printed, 2). */
+int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
+               int *exitp);
+
+/* Print "pilot: error: CMD: MSG" and "try 'pilot CMD --help'" on stderr.
+ * Returns PL_EXIT_USAGE. */
+int pl_cli_usage(const struct pl_cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Print "pilot: error: MSG" on stderr.  Returns PL_EXIT_ERROR. */
+int pl_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "pilot: note: MSG" on stderr: something the person should know
+ * about the output (it is not live, a task has not started). */
+void pl_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "MSG" on stderr: progress a person reads, not data. */
+void pl_cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Number arguments.  Each returns 0, or -1 with errp set to a message
+ * naming 'what' (the option).  pl_cli_parse_uint: a decimal integer in
+ * [min, max].  pl_cli_parse_secs: seconds >= 0, as "90", "1.5", "90s",
+ * "10m", "2h".  pl_cli_parse_id: a task id (a positive integer). */
+int pl_cli_parse_uint(const char *what, const char *s, uint64_t min,
+                      uint64_t max, uint64_t *v, struct pl_error *errp);
+int pl_cli_parse_secs(const char *what, const char *s, double *v,
+                      struct pl_error *errp);
+int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);
+
+/* Parse task ids argv[0..argc-1] into a new array (free()).  Returns
+ * 0, or -1 with errp set (a bad id, or ENOMEM). */
+int pl_cli_parse_ids(int argc, char **argv, uint64_t **ids,
+                     struct pl_error *errp);
+
+/* The commands: argv[0] is the command's name; each returns an exit
+ * code. */
+int pl_cmd_up(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_show(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_status(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_down(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv);
+
+#endif /* !PL_CLIENT_CLI_H */

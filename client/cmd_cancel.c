@@ -1,0 +1,73 @@
+/* client/cmd_cancel.c - pilot cancel: stop tasks, queued or running */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "client/cli.h"
+#include "client/conn.h"
+#include "client/output.h"
+#include "proto/msg.h"
+
+static const char help[] =
+    "usage: pilot cancel ID...\n"
+    "\n"
+    "Cancel tasks.  A queued task never starts; a running one's whole\n"
+    "process group gets SIGTERM, then SIGKILL.  Tasks that have already\n"
+    "ended are left as they are.  If any ID is unknown, nothing is\n"
+    "canceled.\n"
+    "\n"
+    "options:\n"
+    "  --pilot ID   the pilot the tasks belong to\n"
+    "  --json       print {\"canceled\": [IDS], \"final\": [IDS]}\n"
+    "  -h, --help   this help\n"
+    "\n"
+    "example:\n"
+    "  pilot cancel 12 13\n";
+
+int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = { PL_CLI_COMMON_OPTS, { 0 } };
+    struct pl_error err;
+    struct pl_conn *conn = NULL;
+    json_t *body = NULL, *reply = NULL;
+    uint64_t *ids = NULL;
+    int c, rc;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+        if (pl_cli_opt(cli, c, argv, help, &rc) < 0)
+            return rc;
+    if (optind >= argc)
+        return pl_cli_usage(cli, "no task ids given");
+    if (argc - optind > 100000)
+        return pl_cli_usage(cli, "more than 100000 ids at once");
+    if (pl_cli_parse_ids(argc - optind, argv + optind, &ids, &err) < 0)
+        return pl_cli_usage(cli, "%s", err.text);
+    rc = PL_EXIT_ERROR;
+    if (!(body = json_pack("{s:o}", "ids",
+                           pl_conn_idlist(ids, (size_t)(argc - optind))))) {
+        pl_cli_error("out of memory");
+        goto done;
+    }
+    if (!(conn = pl_conn_open(cli, PL_CONN_WRITE, &err))
+        || !(reply = pl_conn_request(conn, PL_MSG_CANCEL, body, &err))) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (cli->json)
+        pl_out_json(reply);
+    else {
+        size_t nc = json_array_size(json_object_get(reply, "canceled"));
+        size_t nf = json_array_size(json_object_get(reply, "final"));
+        printf("canceled %zu task%s", nc, nc == 1 ? "" : "s");
+        if (nf > 0)
+            printf(" (%zu %s already finished)", nf, nf == 1 ? "was" : "were");
+        putchar('\n');
+    }
+    rc = PL_EXIT_OK;
+done:
+    json_decref(reply);
+    json_decref(body);
+    pl_conn_free(conn);
+    free(ids);
+    return rc;
+}

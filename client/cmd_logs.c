@@ -1,0 +1,203 @@
+/* client/cmd_logs.c - pilot logs: a task's captured output */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+#include "client/conn.h"
+#include "client/output.h"
+#include "proto/pilotdir.h"
+#include "proto/state.h"
+
+static const char help[] =
+    "usage: pilot logs [--stderr] [-f] ID\n"
+    "\n"
+    "Print what task ID wrote to its stdout (or stderr), from the file in\n"
+    "the pilot directory that holds it (see 'pilot show ID').\n"
+    "\n"
+    "options:\n"
+    "  --stderr       the task's stderr instead\n"
+    "  -f, --follow   keep printing what it writes until it ends\n"
+    "  --pilot ID     the pilot the task belongs to\n"
+    "  -h, --help     this help\n"
+    "\n"
+    "example:\n"
+    "  pilot logs -f 17\n";
+
+enum {
+    OPT_STDERR = PL_OPT_CMD,
+};
+
+#define POLL_NS 200000000L /* 0.2 s between looks while following */
+
+/* The task's state, or -1 with errp set; *ran: it has started once. */
+static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
+                      struct pl_error *errp)
+{
+    json_t *tasks = pl_conn_list(conn, NULL, &id, 1, 0, errp);
+    const json_t *t;
+    const char *s;
+    int st;
+
+    if (!tasks)
+        return -1;
+    t = json_array_get(tasks, 0);
+    s = pl_out_jstr(t, "state");
+    st = s ? pl_state_parse(s) : -1;
+    *ran = json_is_number(json_object_get(t, "start_time"));
+    json_decref(tasks);
+    if (st < 0) {
+        errno = ENOENT;
+        return pl_errprintf(errp, "no task %llu", (unsigned long long)id);
+    }
+    return st;
+}
+
+/* Copy what 'fd' has from '*off' on to stdout.  A file that shrank (the
+ * task ran again) is read from its start.  0 or -1 (errno). */
+static int drain(int fd, off_t *off)
+{
+    char buf[65536];
+    struct stat st;
+    ssize_t n;
+
+    if (fstat(fd, &st) == 0 && st.st_size < *off) {
+        *off = 0;
+        if (lseek(fd, 0, SEEK_SET) < 0)
+            return -1;
+    }
+    while ((n = read(fd, buf, sizeof(buf))) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+            return -1;
+        *off += n;
+    }
+    return fflush(stdout) == EOF ? -1 : 0;
+}
+
+static void sleep_poll(void)
+{
+    struct timespec ts = { 0, POLL_NS };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Print the file at 'path' and, with 'follow', what is added to it
+ * until the task has ended.  Returns an exit code. */
+static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
+                     const char *path, bool follow)
+{
+    unsigned long long uid = (unsigned long long)id;
+    struct pl_error err;
+    off_t off = 0;
+    int fd = -1, rc = PL_EXIT_ERROR;
+    bool said = false;
+
+    for (;;) {
+        if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0
+            && errno != ENOENT) {
+            pl_cli_error("cannot read %s: %s", path, strerror(errno));
+            goto done;
+        }
+        if (fd >= 0 && drain(fd, &off) < 0) {
+            pl_cli_error("cannot copy %s: %s", path, strerror(errno));
+            goto done;
+        }
+        if (fd < 0 && !said) {
+            if (pl_state_final(st) && !ran)
+                pl_cli_note("task %llu never started (it is %s)", uid,
+                            pl_state_name(st));
+            else if (!ran && follow && conn->rpc)
+                pl_cli_note("task %llu has not started yet: waiting", uid);
+            else if (!ran)
+                pl_cli_note("task %llu has not started", uid);
+            else if (!follow || pl_state_final(st))
+                pl_cli_note("task %llu has no output file %s", uid, path);
+            said = !ran || !follow || pl_state_final(st);
+        }
+        if (!follow || pl_state_final(st))
+            break;
+        if (!conn->rpc) {
+            pl_cli_note("pilot %s is not running: task %llu will write no "
+                        "more", conn->pilot.id, uid);
+            break;
+        }
+        sleep_poll();
+        /* the state first: once it is final, one more drain has it all */
+        if ((st = task_state(conn, id, &ran, &err)) < 0) {
+            if (pl_conn_recheck(conn) && conn->db
+                && (st = task_state(conn, id, &ran, &err)) >= 0)
+                continue;
+            pl_cli_error("%s", err.text);
+            goto done;
+        }
+    }
+    rc = PL_EXIT_OK;
+done:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "stderr", no_argument, NULL, OPT_STDERR },
+        { "follow", no_argument, NULL, 'f' },
+        PL_CLI_COMMON_OPTS,
+        { 0 },
+    };
+    struct pl_error err;
+    struct pl_conn *conn = NULL;
+    char path[PL_PATH_MAX + 64];
+    bool use_err = false, follow = false;
+    uint64_t id;
+    bool ran;
+    int c, r, st, rc;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hf", opts, NULL)) != -1) {
+        if ((r = pl_cli_opt(cli, c, argv, help, &rc)) < 0)
+            return rc;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case OPT_STDERR:
+            use_err = true;
+            break;
+        case 'f':
+            follow = true;
+            break;
+        }
+    }
+    if (optind >= argc)
+        return pl_cli_usage(cli, "no task id given");
+    if (optind + 1 < argc)
+        return pl_cli_usage(cli, "one task id at a time");
+    if (pl_cli_parse_id(argv[optind], &id, &err) < 0)
+        return pl_cli_usage(cli, "%s", err.text);
+    rc = PL_EXIT_ERROR;
+    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
+        || (st = task_state(conn, id, &ran, &err)) < 0) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (pl_path_task_log(conn->pilot.dir, id, use_err, false, path,
+                         sizeof(path)) < 0) {
+        pl_cli_error("task %llu: log path too long", (unsigned long long)id);
+        goto done;
+    }
+    rc = print_log(conn, id, st, ran, path, follow);
+done:
+    pl_conn_free(conn);
+    return rc;
+}

@@ -1,0 +1,167 @@
+/* client/cmd_ls.c - pilot ls: the tasks, as a table or JSON */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+#include "client/conn.h"
+#include "client/output.h"
+#include "proto/state.h"
+
+static const char help[] =
+    "usage: pilot ls [--state STATE] [--limit N] [--json] [ID...]\n"
+    "\n"
+    "List the pilot's tasks, oldest first: ID NAME STATE NODE EXIT WALL\n"
+    "COMMAND.  WALL is the last attempt's run time (so far, if it runs).\n"
+    "EXIT is the exit code, or the signal that ended the task (sig9).\n"
+    "On a pilot that is down, lists its last recorded state.\n"
+    "\n"
+    "options:\n"
+    "  --state STATE   only tasks in STATE: waiting, queued, assigned,\n"
+    "                  running, done, failed, canceled, timeout\n"
+    "  --limit N       at most N tasks\n"
+    "  --pilot ID      the pilot to ask\n"
+    "  --json          print the task objects as a JSON array\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "example:\n"
+    "  pilot ls --state failed\n";
+
+enum {
+    OPT_STATE = PL_OPT_CMD,
+    OPT_LIMIT,
+};
+
+static void states_list(char *buf, size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (int s = 1; s < PL_ST_COUNT && off < len; s++) {
+        int n = snprintf(buf + off, len - off, "%s%s", s > 1 ? ", " : "",
+                         pl_state_name(s));
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+}
+
+/* One table row for task 't'. */
+static int add_row(struct pl_out_table *tab, const json_t *t, double now)
+{
+    char id[24], exitc[24], wall[32];
+    char *cmd;
+    double start = pl_out_jreal(t, "start_time", NAN);
+    double w = pl_out_jreal(t, "wall", NAN);
+    const char *state = pl_out_jstr(t, "state");
+    long long sig = pl_out_jint(t, "signal", 0);
+    long long code = pl_out_jint(t, "exit_code", -1);
+    int rc;
+
+    snprintf(id, sizeof(id), "%lld", pl_out_jint(t, "id", 0));
+    if (sig > 0)
+        snprintf(exitc, sizeof(exitc), "sig%lld", sig);
+    else if (json_is_integer(json_object_get(t, "exit_code")))
+        snprintf(exitc, sizeof(exitc), "%lld", code);
+    else
+        snprintf(exitc, sizeof(exitc), "-");
+    if (isnan(w) && state && !strcmp(state, "running") && !isnan(start))
+        w = now - start;
+    pl_out_duration(w, wall, sizeof(wall));
+    if (!(cmd = pl_out_argv(json_object_get(t, "argv"))))
+        return -1;
+    const char *cells[] = {
+        id, pl_out_jstr(t, "name"), state, pl_out_jstr(t, "node"),
+        exitc, wall, cmd,
+    };
+    rc = pl_out_table_add(tab, cells);
+    free(cmd);
+    return rc;
+}
+
+static int print_table(const json_t *tasks)
+{
+    static const char *headers[] = { "ID", "NAME", "STATE", "NODE",
+                                     "EXIT", "WALL", "COMMAND" };
+    struct pl_out_table *tab;
+    const json_t *t;
+    double now = pl_out_now();
+    int width = pl_out_term_width(STDOUT_FILENO);
+    size_t i;
+
+    if (!(tab = pl_out_table_new(7, headers)))
+        return -1;
+    json_array_foreach(tasks, i, t) {
+        if (add_row(tab, t, now) < 0) {
+            pl_out_table_free(tab);
+            return -1;
+        }
+    }
+    pl_out_table_print(tab, stdout, width > PL_OUT_WIDTH ? width
+                                                         : PL_OUT_WIDTH);
+    pl_out_table_free(tab);
+    return 0;
+}
+
+int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "state", required_argument, NULL, OPT_STATE },
+        { "limit", required_argument, NULL, OPT_LIMIT },
+        PL_CLI_COMMON_OPTS,
+        { 0 },
+    };
+    struct pl_error err;
+    struct pl_conn *conn = NULL;
+    const char *state = NULL;
+    uint64_t limit = 0, *ids = NULL;
+    json_t *tasks = NULL;
+    char names[160];
+    int c, r, rc;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if ((r = pl_cli_opt(cli, c, argv, help, &rc)) < 0)
+            return rc;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case OPT_STATE:
+            if (pl_state_parse(optarg) < 0) {
+                states_list(names, sizeof(names));
+                return pl_cli_usage(cli, "--state: '%s' is not a task state "
+                                    "(%s)", optarg, names);
+            }
+            state = optarg;
+            break;
+        case OPT_LIMIT:
+            if (pl_cli_parse_uint("--limit", optarg, 1, UINT32_MAX, &limit,
+                                  &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        }
+    }
+    if (pl_cli_parse_ids(argc - optind, argv + optind, &ids, &err) < 0)
+        return pl_cli_usage(cli, "%s", err.text);
+    rc = PL_EXIT_ERROR;
+    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
+        || !(tasks = pl_conn_list(conn, state, ids, (size_t)(argc - optind),
+                                  limit, &err))) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (cli->json)
+        pl_out_json(tasks);
+    else if (print_table(tasks) < 0) {
+        pl_cli_error("out of memory");
+        goto done;
+    }
+    rc = PL_EXIT_OK;
+done:
+    json_decref(tasks);
+    pl_conn_free(conn);
+    free(ids);
+    return rc;
+}

@@ -1,0 +1,196 @@
+/* client/cmd_show.c - pilot show: one task, its spec, state and events */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "client/conn.h"
+#include "client/output.h"
+
+static const char help[] =
+    "usage: pilot show [--json] ID\n"
+    "\n"
+    "Show task ID: its spec, state (and why), node, cores and GPUs,\n"
+    "attempts, exit code or signal, times, peak memory, the files that\n"
+    "hold its output, and every state change it went through (times\n"
+    "relative to its submission).  On a pilot that is down, shows its\n"
+    "last recorded state.\n"
+    "\n"
+    "options:\n"
+    "  --pilot ID   the pilot to ask\n"
+    "  --json       print the task object as JSON\n"
+    "  -h, --help   this help\n"
+    "\n"
+    "example:\n"
+    "  pilot show 12\n";
+
+#define KEY "%-12s "
+
+static void line(const char *key, const char *val)
+{
+    printf(KEY "%s\n", key, val && *val ? val : "-");
+}
+
+static void time_line(const char *key, double t, double since)
+{
+    char ts[48], d[32];
+
+    if (isnan(t)) {
+        line(key, NULL);
+        return;
+    }
+    pl_out_time(t, true, ts, sizeof(ts));
+    if (isnan(since))
+        printf(KEY "%s\n", key, ts);
+    else
+        printf(KEY "%s (+%s)\n", key, ts, pl_out_duration(t - since, d,
+                                                          sizeof(d)));
+}
+
+static void print_events(const json_t *events, double submit)
+{
+    const json_t *e;
+    size_t i;
+
+    if (!json_is_array(events) || json_array_size(events) == 0)
+        return;
+    printf("events:\n");
+    json_array_foreach(events, i, e) {
+        char rel[32], cores[128], gpus[128];
+        double t = pl_out_jreal(e, "time", NAN);
+        const char *node = pl_out_jstr(e, "node");
+        const char *detail = pl_out_jstr(e, "detail");
+        long long attempt = pl_out_jint(e, "attempt", 0);
+
+        if (isnan(submit) || isnan(t))
+            snprintf(rel, sizeof(rel), "-");
+        else
+            snprintf(rel, sizeof(rel), "+%.3fs", t - submit);
+        printf("  %-10s %s", rel, pl_out_jstr(e, "state")
+                                      ? pl_out_jstr(e, "state") : "?");
+        if (attempt > 0)
+            printf(", attempt %lld", attempt);
+        if (node)
+            printf(", on %s", node);
+        if (json_array_size(json_object_get(e, "cores")) > 0)
+            printf(", cores %s", pl_out_intlist(json_object_get(e, "cores"),
+                                                cores, sizeof(cores)));
+        if (json_array_size(json_object_get(e, "gpus")) > 0)
+            printf(", gpus %s", pl_out_intlist(json_object_get(e, "gpus"),
+                                               gpus, sizeof(gpus)));
+        if (detail && *detail)
+            printf(": %s", detail);
+        putchar('\n');
+    }
+}
+
+static void print_task(const struct pl_conn *conn, const json_t *t)
+{
+    char buf[PL_PATH_MAX + 64], d[32];
+    const char *state = pl_out_jstr(t, "state");
+    const char *reason = pl_out_jstr(t, "reason");
+    double submit = pl_out_jreal(t, "submit_time", NAN);
+    double start = pl_out_jreal(t, "start_time", NAN);
+    double end = pl_out_jreal(t, "end_time", NAN);
+    double timeout = pl_out_jreal(t, "timeout", 0);
+    long long id = pl_out_jint(t, "id", 0);
+    long long sig = pl_out_jint(t, "signal", 0);
+    const json_t *env = json_object_get(t, "env");
+    char *cmd;
+
+    printf(KEY "%lld\n", "id:", id);
+    line("name:", pl_out_jstr(t, "name"));
+    if (reason && *reason && (!state || strcmp(reason, state)))
+        printf(KEY "%s (%s)\n", "state:", state ? state : "?", reason);
+    else
+        line("state:", state);
+    cmd = pl_out_argv(json_object_get(t, "argv"));
+    line("command:", cmd);
+    free(cmd);
+    line("cwd:", pl_out_jstr(t, "cwd"));
+    printf(KEY "%lld x %lld cores, %lld gpus\n", "ranks:",
+           pl_out_jint(t, "ranks", 1), pl_out_jint(t, "cores_per_rank", 1),
+           pl_out_jint(t, "gpus_per_rank", 0));
+    line("timeout:", timeout > 0 ? pl_out_duration(timeout, d, sizeof(d))
+                                 : "none");
+    printf(KEY "%lld\n", "retries:", pl_out_jint(t, "retries", 0));
+    line("node:", pl_out_jstr(t, "node"));
+    line("cores:", pl_out_intlist(json_object_get(t, "cores"), buf,
+                                  sizeof(buf)));
+    line("gpus:", pl_out_intlist(json_object_get(t, "gpus"), buf,
+                                 sizeof(buf)));
+    printf(KEY "%lld\n", "attempts:", pl_out_jint(t, "attempts", 0));
+    if (sig > 0) {
+        const char *name = sigabbrev_np((int)sig);
+        printf(KEY "%lld (SIG%s)\n", "signal:", sig, name ? name : "?");
+    }
+    else if (json_is_integer(json_object_get(t, "exit_code")))
+        printf(KEY "%lld\n", "exit code:", pl_out_jint(t, "exit_code", 0));
+    else
+        line("exit code:", NULL);
+    time_line("submitted:", submit, NAN);
+    time_line("started:", start, submit);
+    time_line("ended:", end, isnan(start) ? submit : start);
+    if (!isnan(start)) {
+        double w = pl_out_jreal(t, "wall", NAN);
+        bool so_far = isnan(w) && isnan(end);
+        if (so_far)
+            w = pl_out_now() - start;
+        printf(KEY "%s%s\n", "wall:", pl_out_duration(w, d, sizeof(d)),
+               so_far ? " so far" : "");
+    }
+    long long rss = pl_out_jint(t, "maxrss_kb", -1);
+    line("max rss:", rss >= 0 ? pl_out_kib(rss, buf, sizeof(buf)) : NULL);
+    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, false,
+                         false, buf, sizeof(buf)) == 0)
+        line("stdout:", buf);
+    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, true,
+                         false, buf, sizeof(buf)) == 0)
+        line("stderr:", buf);
+    if (json_array_size(env) > 0) {
+        const json_t *v;
+        size_t i;
+        json_array_foreach(env, i, v)
+            line(i == 0 ? "env:" : "", json_string_value(v));
+    }
+    print_events(json_object_get(t, "events"), submit);
+}
+
+int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = { PL_CLI_COMMON_OPTS, { 0 } };
+    struct pl_error err;
+    struct pl_conn *conn = NULL;
+    json_t *task = NULL;
+    uint64_t id;
+    int c, rc;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+        if (pl_cli_opt(cli, c, argv, help, &rc) < 0)
+            return rc;
+    if (optind >= argc)
+        return pl_cli_usage(cli, "no task id given");
+    if (optind + 1 < argc)
+        return pl_cli_usage(cli, "one task id at a time ('pilot ls ID...' "
+                            "lists several)");
+    if (pl_cli_parse_id(argv[optind], &id, &err) < 0)
+        return pl_cli_usage(cli, "%s", err.text);
+    rc = PL_EXIT_ERROR;
+    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
+        || !(task = pl_conn_show(conn, id, &err))) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (cli->json)
+        pl_out_json(task);
+    else
+        print_task(conn, task);
+    rc = PL_EXIT_OK;
+done:
+    json_decref(task);
+    pl_conn_free(conn);
+    return rc;
+}

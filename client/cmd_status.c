@@ -1,0 +1,156 @@
+/* client/cmd_status.c - pilot status: nodes, slots, tasks, walltime */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+#include "client/conn.h"
+#include "client/output.h"
+
+static const char help[] =
+    "usage: pilot status [--json]\n"
+    "\n"
+    "Show the pilot: its id, Slurm job and host, whether it runs, the\n"
+    "walltime left, its nodes and agents (up or lost), cores and GPUs\n"
+    "busy, and its tasks by state.  On a pilot that is down, shows what\n"
+    "it last recorded.\n"
+    "\n"
+    "options:\n"
+    "  --pilot ID   the pilot to show\n"
+    "  --json       print the status object as JSON\n"
+    "  -h, --help   this help\n"
+    "\n"
+    "example:\n"
+    "  pilot status\n";
+
+/* "pilot p3 (slurm job 42 on n1) running, walltime left 27m12s" */
+static void print_head(const struct pl_conn *conn, const json_t *s)
+{
+    const char *mode = pl_out_jstr(s, "mode");
+    const char *host = pl_out_jstr(s, "host");
+    const char *state = pl_out_jstr(s, "state");
+    const char *id = pl_out_jstr(s, "pilot");
+    long long job = pl_out_jint(s, "job", 0);
+    double left = pl_out_jreal(s, "walltime_left", NAN);
+    char d[32];
+
+    if (!mode)
+        mode = conn->pilot.info.mode;
+    printf("pilot %s (", id ? id : conn->pilot.id);
+    if (job > 0)
+        printf("%s job %lld", mode, job);
+    else
+        printf("%s", mode);
+    if (host)
+        printf(" on %s", host);
+    if (!state)
+        state = "running";
+    printf(") %s", state);
+    if (!isnan(left) && !strcmp(state, "running"))
+        printf(", walltime left %s", pl_out_duration(left, d, sizeof(d)));
+    putchar('\n');
+}
+
+static void print_nodes(const json_t *nodes)
+{
+    static const char *headers[] = { "NODE", "STATE", "CORES", "GPUS",
+                                     "RUNNING" };
+    struct pl_out_table *tab;
+    const json_t *n;
+    size_t i;
+
+    if (json_array_size(nodes) == 0)
+        return;
+    if (!(tab = pl_out_table_new(5, headers)))
+        return;
+    json_array_foreach(nodes, i, n) {
+        char cores[48], gpus[48], running[24];
+        snprintf(cores, sizeof(cores), "%lld/%lld",
+                 pl_out_jcount(n, "cores_busy"), pl_out_jcount(n, "cores"));
+        snprintf(gpus, sizeof(gpus), "%lld/%lld",
+                 pl_out_jcount(n, "gpus_busy"), pl_out_jcount(n, "gpus"));
+        snprintf(running, sizeof(running), "%lld",
+                 pl_out_jcount(n, "running"));
+        const char *cells[] = { pl_out_jstr(n, "name"), pl_out_jstr(n, "state"),
+                                cores, gpus, running };
+        if (pl_out_table_add(tab, cells) < 0)
+            break;
+    }
+    pl_out_table_print(tab, stdout, PL_OUT_WIDTH);
+    pl_out_table_free(tab);
+}
+
+static void print_status(const struct pl_conn *conn, const json_t *s)
+{
+    static const char *extra[] = { "waiting", "assigned", "timeout" };
+    const json_t *nodes = json_object_get(s, "nodes");
+    const json_t *tasks = json_object_get(s, "tasks");
+    const json_t *cores = json_object_get(s, "cores");
+    const json_t *gpus = json_object_get(s, "gpus");
+    long long up = 0, lost = 0, expected = pl_out_jint(s, "agents_expected",
+                                                       0);
+    const json_t *n;
+    char buf[64];
+    size_t i;
+
+    print_head(conn, s);
+    json_array_foreach(nodes, i, n) {
+        const char *st = pl_out_jstr(n, "state");
+        if (st && !strcmp(st, "up"))
+            up++;
+        else if (st && !strcmp(st, "lost"))
+            lost++;
+    }
+    snprintf(buf, sizeof(buf), "nodes: %lld up, %lld lost", up, lost);
+    if (expected > up + lost)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                 " (of %lld)", expected);
+    int pad = 26 - (int)strlen(buf);
+    printf("%s%*s cores: %lld/%lld busy   gpus: %lld/%lld busy\n", buf,
+           pad > 1 ? pad : 1, "",
+           pl_out_jint(cores, "busy", 0), pl_out_jint(cores, "total", 0),
+           pl_out_jint(gpus, "busy", 0), pl_out_jint(gpus, "total", 0));
+    printf("tasks: %lld queued, %lld running, %lld done, %lld failed, "
+           "%lld canceled", pl_out_jint(tasks, "queued", 0),
+           pl_out_jint(tasks, "running", 0), pl_out_jint(tasks, "done", 0),
+           pl_out_jint(tasks, "failed", 0), pl_out_jint(tasks, "canceled", 0));
+    for (i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+        long long k = pl_out_jint(tasks, extra[i], 0);
+        if (k)
+            printf(", %lld %s", k, extra[i]);
+    }
+    putchar('\n');
+    print_nodes(nodes);
+}
+
+int pl_cmd_status(struct pl_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = { PL_CLI_COMMON_OPTS, { 0 } };
+    struct pl_error err;
+    struct pl_conn *conn = NULL;
+    json_t *status = NULL;
+    int c, rc;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+        if (pl_cli_opt(cli, c, argv, help, &rc) < 0)
+            return rc;
+    if (optind < argc)
+        return pl_cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+    rc = PL_EXIT_ERROR;
+    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
+        || !(status = pl_conn_status(conn, &err))) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (cli->json)
+        pl_out_json(status);
+    else
+        print_status(conn, status);
+    rc = PL_EXIT_OK;
+done:
+    json_decref(status);
+    pl_conn_free(conn);
+    return rc;
+}

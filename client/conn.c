@@ -1,0 +1,536 @@
+/* client/conn.c - the pilot a command talks to: pilotd, or its state DB */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/conn.h"
+#include "client/output.h"
+#include "proto/mpjson.h"
+#include "proto/msg.h"
+#include "proto/query.h"
+
+/* How many pilots without an endpoint to ask Slurm about when looking
+ * for one that is still starting (each costs a call to slurmctld). */
+#define STARTING_SCAN 16
+
+static int nomem(struct pl_error *errp)
+{
+    errno = ENOMEM;
+    return pl_errprintf(errp, "out of memory");
+}
+
+/* "p1, p3" from the ids in 'v' (n of them, newest first) */
+static void join_ids(char **v, size_t n, char *buf, size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && off < len; i++) {
+        int k = snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+                         v[n - 1 - i]);
+        if (k < 0)
+            break;
+        off += (size_t)k;
+    }
+}
+
+static bool has_db(const char *home, const char *id)
+{
+    char dir[PL_PATH_MAX + 64], path[PL_PATH_MAX + 80];
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "%s/pilots/%s", home, id);
+    pl_path_db(dir, path, sizeof(path));
+    return stat(path, &st) == 0;
+}
+
+/* Pilots still starting among those with no endpoint file, newest first,
+ * into 'found' (borrowed from 'ids').  Returns how many. */
+static size_t scan_starting(struct pl_cli *cli, const char *home,
+                            char **ids, char **found, size_t max,
+                            struct pl_pilot *first)
+{
+    size_t n = 0, asked = 0;
+
+    for (size_t i = 0; ids[i] && asked < STARTING_SCAN && n < max; i++) {
+        struct pl_pilot p;
+        if (pl_pilot_has_endpoint(home, ids[i]))
+            continue;
+        asked++;
+        if (pl_pilot_load(cli, home, ids[i], &p, NULL) < 0
+            || p.state != PL_PILOT_STARTING)
+            continue;
+        if (n == 0)
+            *first = p;
+        found[n++] = ids[i];
+    }
+    return n;
+}
+
+static int not_running(const struct pl_pilot *p, struct pl_error *errp)
+{
+    errno = ENOTCONN;
+    switch (p->state) {
+    case PL_PILOT_STARTING:
+        return pl_errprintf(errp, "pilot %s is not up yet: %s", p->id,
+                            p->why);
+    case PL_PILOT_STALE:
+        return pl_errprintf(errp, "pilot %s is stale: %s; its final state "
+                            "stays readable with --pilot %s", p->id, p->why,
+                            p->id);
+    default:
+        return pl_errprintf(errp, "pilot %s is down; its final state stays "
+                            "readable with --pilot %s", p->id, p->id);
+    }
+}
+
+int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
+                 struct pl_error *errp)
+{
+    char home[PL_PATH_MAX];
+    char **ids = NULL;
+    char *running[8], *stale[8];
+    char list[200];
+    size_t n = 0, nstale = 0;
+    struct pl_pilot first_stale;
+
+    if (pl_home(home, sizeof(home), errp) < 0)
+        return -1;
+    if (cli->pilot)
+        return pl_pilot_load(cli, home, cli->pilot, p, errp);
+    if (!(ids = pl_pilotdir_list(home, errp)))
+        return -1;
+    for (size_t i = 0; ids[i]; i++) {
+        struct pl_pilot q;
+        if (!pl_pilot_has_endpoint(home, ids[i])
+            || pl_pilot_load(cli, home, ids[i], &q, NULL) < 0)
+            continue;
+        if (q.state == PL_PILOT_STALE && nstale < 8) {
+            if (nstale == 0)
+                first_stale = q;
+            stale[nstale++] = ids[i];
+        }
+        if (q.state != PL_PILOT_RUNNING)
+            continue;
+        if (n == 0)
+            *p = q;
+        if (n < sizeof(running) / sizeof(running[0]))
+            running[n] = ids[i];
+        n++;
+    }
+    if (n == 1)
+        goto done;
+    if (n > 1) {
+        join_ids(running, n < 8 ? n : 8, list, sizeof(list));
+        errno = EEXIST;
+        pl_errprintf(errp, "several pilots are running (%s%s): choose one "
+                     "with --pilot ID or PILOT_ID", list, n > 8 ? ", ..." : "");
+        goto error;
+    }
+    if (need == PL_CONN_READ && ids[0]) {
+        /* the last state of the newest pilot that has one */
+        size_t i = 0;
+        while (ids[i + 1] && !has_db(home, ids[i]))
+            i++;
+        if (!has_db(home, ids[i]))
+            i = 0;
+        if (pl_pilot_load(cli, home, ids[i], p, errp) < 0)
+            goto error;
+        goto done;
+    }
+    if (need == PL_CONN_WRITE || need == PL_CONN_STOP) {
+        char *starting[8];
+        size_t ns = scan_starting(cli, home, ids, starting, 8, p);
+        if (ns == 1 && need == PL_CONN_STOP)
+            goto done;
+        if (ns == 0 && nstale == 1 && need == PL_CONN_STOP) {
+            *p = first_stale; /* its endpoint is all there is to clear */
+            goto done;
+        }
+        if (ns == 0 && nstale > 1 && need == PL_CONN_STOP) {
+            join_ids(stale, nstale, list, sizeof(list));
+            errno = EEXIST;
+            pl_errprintf(errp, "no pilot running, several are stale (%s): "
+                         "choose one with --pilot ID or PILOT_ID", list);
+            goto error;
+        }
+        if (ns > 0) {
+            join_ids(starting, ns, list, sizeof(list));
+            errno = ENOTCONN;
+            if (ns == 1)
+                pl_errprintf(errp, "no pilot running yet: %s is starting "
+                             "(%s)", starting[0], p->why);
+            else if (need == PL_CONN_STOP)
+                pl_errprintf(errp, "several pilots are starting (%s): "
+                             "choose one with --pilot ID or PILOT_ID", list);
+            else
+                pl_errprintf(errp, "no pilot running yet: %s are starting",
+                             list);
+            goto error;
+        }
+    }
+    if (need == PL_CONN_WRITE && nstale > 0) {
+        /* the newest stale one is the one its user most likely means */
+        not_running(&first_stale, errp);
+        goto error;
+    }
+    errno = ENOENT;
+    pl_errprintf(errp, "no pilot running (start one with 'pilot up')");
+error:
+    pl_strv_free(ids);
+    return -1;
+done:
+    pl_strv_free(ids);
+    return 0;
+}
+
+/* Open the pilot's state database for reading, and say why. */
+static int open_db(struct pl_conn *c, struct pl_error *errp)
+{
+    struct pl_pilot *p = &c->pilot;
+    char path[PL_PATH_MAX + 16];
+    char log[PL_PATH_MAX + 64];
+    struct stat st;
+
+    pl_path_db(p->dir, path, sizeof(path));
+    if (stat(path, &st) < 0) {
+        errno = ENOENT;
+        if (p->state == PL_PILOT_STARTING)
+            return pl_errprintf(errp, "pilot %s has no state yet: %s", p->id,
+                                p->why);
+        pl_pilot_log_path(p, log, sizeof(log));
+        return pl_errprintf(errp, "pilot %s has no state: it never started "
+                            "(see %s)", p->id, log);
+    }
+    if (!(c->db = pl_query_open(path, errp)))
+        return -1;
+    switch (p->state) {
+    case PL_PILOT_STARTING:
+        pl_cli_note("pilot %s is starting (%s): showing its state so far",
+                    p->id, p->why);
+        break;
+    case PL_PILOT_STALE:
+        pl_cli_note("pilot %s is not running (%s): showing its last "
+                    "recorded state", p->id, p->why);
+        break;
+    default:
+        pl_cli_note("pilot %s is down: showing its last recorded state",
+                    p->id);
+        break;
+    }
+    return 0;
+}
+
+struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
+                             struct pl_error *errp)
+{
+    struct pl_conn *c;
+
+    if (!(c = calloc(1, sizeof(*c)))) {
+        nomem(errp);
+        return NULL;
+    }
+    c->cli = cli;
+    c->timeout_ms = cli->timeout_ms;
+    if (pl_conn_find(cli, need, &c->pilot, errp) < 0)
+        goto error;
+    if (c->pilot.state == PL_PILOT_RUNNING) {
+        if (!(c->rpc = pl_rpc_new(c->pilot.ep.client, errp)))
+            goto error;
+        return c;
+    }
+    if (need == PL_CONN_WRITE) {
+        not_running(&c->pilot, errp);
+        goto error;
+    }
+    if (need == PL_CONN_READ && open_db(c, errp) < 0)
+        goto error;
+    return c;
+error:
+    pl_conn_free(c);
+    return NULL;
+}
+
+struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
+                               struct pl_error *errp)
+{
+    struct pl_conn *c;
+
+    if (!(c = calloc(1, sizeof(*c)))) {
+        nomem(errp);
+        return NULL;
+    }
+    c->cli = cli;
+    c->timeout_ms = cli->timeout_ms;
+    c->pilot = *p;
+    if (!(c->rpc = pl_rpc_new(p->ep.client, errp))) {
+        pl_conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void pl_conn_free(struct pl_conn *c)
+{
+    if (!c)
+        return;
+    int saved = errno;
+    pl_rpc_free(c->rpc);
+    sqlite3_close(c->db);
+    free(c);
+    errno = saved;
+}
+
+bool pl_conn_recheck(struct pl_conn *c)
+{
+    struct pl_error err;
+
+    if (!c->rpc)
+        return false;
+    pl_pilot_probe(c->cli, &c->pilot);
+    if (c->pilot.state == PL_PILOT_RUNNING)
+        return false;
+    pl_rpc_free(c->rpc);
+    c->rpc = NULL;
+    if (open_db(c, &err) < 0)
+        pl_cli_note("%s", err.text); /* requests now say it is down */
+    return true;
+}
+
+json_t *pl_conn_request(struct pl_conn *c, int type, const json_t *body,
+                        struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    struct pl_msg reply;
+    const msgpack_object *data;
+    const char *key;
+    json_t *v, *out;
+
+    if (!c->rpc) {
+        not_running(&c->pilot, errp);
+        return NULL;
+    }
+    pl_wbuf_init(&w, type, pl_rpc_seq(c->rpc),
+                 body ? (uint32_t)json_object_size(body) : 0);
+    if (body) {
+        json_object_foreach((json_t *)body, key, v) {
+            pl_w_key(&w.pk, key);
+            pl_mpjson_pack(&w.pk, v);
+        }
+    }
+    if (pl_rpc_call(c->rpc, &w, c->timeout_ms, &reply, &data, errp)
+        < 0) {
+        pl_wbuf_destroy(&w);
+        return NULL;
+    }
+    pl_wbuf_destroy(&w);
+    if (!(out = pl_mpjson_to_json(data)))
+        pl_errprintf(errp, "pilotd sent a reply that is not valid JSON data");
+    pl_msg_release(&reply);
+    return out;
+}
+
+json_t *pl_conn_idlist(const uint64_t *ids, size_t nids)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < nids; i++)
+        json_array_append_new(a, json_integer((json_int_t)ids[i]));
+    return a;
+}
+
+json_t *pl_conn_list(struct pl_conn *c, const char *state,
+                     const uint64_t *ids, size_t nids, uint64_t limit,
+                     struct pl_error *errp)
+{
+    json_t *body, *out;
+
+    if (c->db)
+        return pl_query_tasks(c->db, state, ids, nids, limit, errp);
+    if (!(body = json_object()))
+        goto nomem;
+    if (state)
+        json_object_set_new(body, "state", json_string(state));
+    if (nids)
+        json_object_set_new(body, "ids", pl_conn_idlist(ids, nids));
+    if (limit)
+        json_object_set_new(body, "limit", json_integer((json_int_t)limit));
+    out = pl_conn_request(c, PL_MSG_LIST, body, errp);
+    json_decref(body);
+    if (out && !json_is_array(out)) {
+        json_decref(out);
+        errno = EPROTO;
+        pl_errprintf(errp, "pilotd answered list with something else than "
+                     "an array");
+        return NULL;
+    }
+    return out;
+nomem:
+    nomem(errp);
+    return NULL;
+}
+
+json_t *pl_conn_show(struct pl_conn *c, uint64_t id, struct pl_error *errp)
+{
+    json_t *body, *out;
+
+    if (c->db)
+        return pl_query_task(c->db, id, errp);
+    if (!(body = json_pack("{s:I}", "id", (json_int_t)id))) {
+        nomem(errp);
+        return NULL;
+    }
+    out = pl_conn_request(c, PL_MSG_SHOW, body, errp);
+    json_decref(body);
+    if (out && !json_is_object(out)) {
+        json_decref(out);
+        errno = EPROTO;
+        pl_errprintf(errp, "pilotd answered show with something else than "
+                     "an object");
+        return NULL;
+    }
+    return out;
+}
+
+json_t *pl_conn_counts(struct pl_conn *c, const uint64_t *ids, size_t nids,
+                       struct pl_error *errp)
+{
+    json_t *body, *out;
+
+    if (c->db)
+        return pl_query_counts(c->db, ids, nids, errp);
+    if (!(body = json_object())) {
+        nomem(errp);
+        return NULL;
+    }
+    if (nids)
+        json_object_set_new(body, "ids", pl_conn_idlist(ids, nids));
+    out = pl_conn_request(c, PL_MSG_COUNTS, body, errp);
+    json_decref(body);
+    if (out && !json_is_object(out)) {
+        json_decref(out);
+        errno = EPROTO;
+        pl_errprintf(errp, "pilotd answered counts with something else than "
+                     "an object");
+        return NULL;
+    }
+    return out;
+}
+
+/* Per node: running tasks and the cores and GPUs they hold, as the
+ * database last recorded them. */
+static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)
+{
+    static const char *busy_states[] = { "assigned", "running" };
+    json_t *n;
+    size_t i;
+
+    json_array_foreach(nodes, i, n) {
+        json_object_set_new(n, "cores_busy", json_integer(0));
+        json_object_set_new(n, "gpus_busy", json_integer(0));
+        json_object_set_new(n, "running", json_integer(0));
+    }
+    for (size_t s = 0; s < 2; s++) {
+        json_t *tasks = pl_query_tasks(db, busy_states[s], NULL, 0, 0, errp);
+        json_t *t;
+        size_t j;
+        if (!tasks)
+            return -1;
+        json_array_foreach(tasks, j, t) {
+            const char *node = json_string_value(json_object_get(t, "node"));
+            if (!node)
+                continue;
+            json_array_foreach(nodes, i, n) {
+                const char *name = json_string_value(json_object_get(n,
+                                                                     "name"));
+                if (!name || strcmp(name, node))
+                    continue;
+                json_int_t c = pl_out_jint(n, "cores_busy", 0);
+                json_int_t g = pl_out_jint(n, "gpus_busy", 0);
+                json_int_t r = pl_out_jint(n, "running", 0);
+                c += (json_int_t)json_array_size(json_object_get(t, "cores"));
+                g += (json_int_t)json_array_size(json_object_get(t, "gpus"));
+                json_object_set_new(n, "cores_busy", json_integer(c));
+                json_object_set_new(n, "gpus_busy", json_integer(g));
+                json_object_set_new(n, "running", json_integer(r + 1));
+                break;
+            }
+        }
+        json_decref(tasks);
+    }
+    return 0;
+}
+
+/* The status object built from the database, for a pilot that does not
+ * answer. */
+static json_t *db_status(struct pl_conn *c, struct pl_error *errp)
+{
+    const struct pl_pilot *p = &c->pilot;
+    json_t *st = NULL, *nodes = NULL, *counts = NULL, *n;
+    json_int_t cores = 0, cores_busy = 0, gpus = 0, gpus_busy = 0;
+    long job = p->info.job ? p->info.job : p->ep.job;
+    size_t i;
+
+    if (!(nodes = pl_query_nodes(c->db, errp))
+        || !(counts = pl_query_counts(c->db, NULL, 0, errp))
+        || add_busy(c->db, nodes, errp) < 0)
+        goto error;
+    json_array_foreach(nodes, i, n) {
+        /* the node table keeps CPU and GPU ids; the status object counts */
+        json_int_t nc = (json_int_t)json_array_size(json_object_get(n,
+                                                                    "cores"));
+        json_int_t ng = (json_int_t)json_array_size(json_object_get(n,
+                                                                    "gpus"));
+        json_object_set_new(n, "cores", json_integer(nc));
+        json_object_set_new(n, "gpus", json_integer(ng));
+        json_object_del(n, "joined");
+        cores += nc;
+        gpus += ng;
+        cores_busy += json_integer_value(json_object_get(n, "cores_busy"));
+        gpus_busy += json_integer_value(json_object_get(n, "gpus_busy"));
+    }
+    const char *host = p->has_ep && p->ep.host[0] ? p->ep.host
+                       : p->has_job && p->job.host[0] ? p->job.host
+                                                      : NULL;
+    st = json_pack("{s:s, s:s, s:I, s:s?, s:f, s:o, s:n, s:I, s:O, "
+                   "s:{s:I, s:I}, s:{s:I, s:I}, s:O, s:s}",
+                   "pilot", p->id, "mode", p->info.mode,
+                   "job", (json_int_t)job, "host", host,
+                   "started", p->info.created,
+                   "end_time", p->has_job && p->job.end_time
+                                   ? json_real((double)p->job.end_time)
+                                   : json_null(),
+                   "walltime_left", "agents_expected",
+                   (json_int_t)(p->info.nodes ? p->info.nodes : 1),
+                   "nodes", nodes,
+                   "cores", "busy", cores_busy, "total", cores,
+                   "gpus", "busy", gpus_busy, "total", gpus,
+                   "tasks", counts,
+                   "state", pl_pilot_state_name(p->state));
+    if (!st)
+        nomem(errp);
+error:
+    json_decref(nodes);
+    json_decref(counts);
+    return st;
+}
+
+json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp)
+{
+    json_t *out;
+
+    if (c->db)
+        return db_status(c, errp);
+    out = pl_conn_request(c, PL_MSG_STATUS, NULL, errp);
+    if (out && !json_is_object(out)) {
+        json_decref(out);
+        errno = EPROTO;
+        pl_errprintf(errp, "pilotd answered status with something else than "
+                     "an object");
+        return NULL;
+    }
+    return out;
+}

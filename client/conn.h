@@ -1,0 +1,89 @@
+/* client/conn.h - the pilot a command talks to: pilotd, or its state DB
+ *
+ * A command asks for tasks, counts or the status the same way whether
+ * the pilot runs (a request to pilotd) or not (the same proto/query.c
+ * query on its state database, read-only): both give JSON of the shape
+ * docs/protocol.md describes, and the command renders that. */
+#ifndef PL_CLIENT_CONN_H
+#define PL_CLIENT_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "client/cli.h"
+#include "client/pilot.h"
+#include "proto/error.h"
+#include "proto/rpc.h"
+
+/* What a command needs of the pilot. */
+enum pl_conn_need {
+    PL_CONN_READ = 1, /* a running pilot, else the last recorded state of
+                         the chosen (or newest) one */
+    PL_CONN_WRITE,    /* a running pilot */
+    PL_CONN_STOP,     /* one to stop: running, else one still starting */
+};
+
+struct pl_conn {
+    struct pl_cli *cli;     /* borrowed */
+    struct pl_pilot pilot;  /* read-only for callers */
+    struct pl_rpc *rpc;     /* pilotd, when the pilot runs */
+    sqlite3 *db;            /* else its state, read-only */
+    int timeout_ms;         /* a request's limit (cli->timeout_ms) */
+};
+
+/* Choose the pilot: --pilot/PILOT_ID, else the one running pilot (see
+ * 'need' for what happens when none runs).  Fills 'p'.  Returns 0, or -1
+ * with errp set ("no pilot running (start one with 'pilot up')",
+ * "several pilots are running (p1, p3): ..."). */
+int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
+                 struct pl_error *errp);
+
+/* Find the pilot and connect to it: to pilotd when it runs; for
+ * PL_CONN_READ on a pilot that does not, open its state database and
+ * print a note saying so on stderr.  For PL_CONN_WRITE a pilot that does
+ * not run is an error ("pilot p2 is stale: ...").  For PL_CONN_STOP
+ * nothing is opened unless the pilot runs.  NULL with errp set. */
+struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
+                             struct pl_error *errp);
+void pl_conn_free(struct pl_conn *c);
+
+/* Connect to the pilotd of pilot 'p' (copied), whose endpoint has been
+ * read, whatever its state: for 'pilot up', which waits for it.  NULL
+ * with errp set. */
+struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
+                               struct pl_error *errp);
+
+/* After a request failed: look at the pilot again and, if it no longer
+ * runs, close the connection, open its state database and say so on
+ * stderr.  Returns true if it switched. */
+bool pl_conn_recheck(struct pl_conn *c);
+
+/* Send request 'type' with the fields of JSON object 'body' (borrowed;
+ * NULL: none) to pilotd and return its reply data as a new JSON value.
+ * NULL with errno and errp set: ENOTCONN if the pilot does not run,
+ * ETIMEDOUT if pilotd did not answer, or what pilotd replied. */
+json_t *pl_conn_request(struct pl_conn *c, int type, const json_t *body,
+                        struct pl_error *errp);
+
+/* The reads, from pilotd or the database, as new JSON values.  NULL
+ * with errno and errp set (ENOENT from show: "no task 12").
+ * list: 'state' and 'ids' may be NULL/0, 'limit' 0 for all; show: the
+ * task with its events; counts: over 'ids', or all tasks if nids is 0;
+ * status: the status object (from the database: what it recorded, with
+ * "state" saying why the pilot does not answer). */
+json_t *pl_conn_list(struct pl_conn *c, const char *state,
+                     const uint64_t *ids, size_t nids, uint64_t limit,
+                     struct pl_error *errp);
+json_t *pl_conn_show(struct pl_conn *c, uint64_t id, struct pl_error *errp);
+json_t *pl_conn_counts(struct pl_conn *c, const uint64_t *ids, size_t nids,
+                       struct pl_error *errp);
+json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp);
+
+/* The task ids in 'ids' as a new JSON array. */
+json_t *pl_conn_idlist(const uint64_t *ids, size_t nids);
+
+#endif /* !PL_CLIENT_CONN_H */

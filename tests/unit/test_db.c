@@ -1,0 +1,531 @@
+/* tests/unit/test_db.c - SQLite state (daemon/db.h) and its queries
+ * (proto/query.h) over one real database file */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "daemon/db.h"
+#include "proto/query.h"
+#include "proto/state.h"
+#include "tests/unit/tap.h"
+
+static char tmp[64];
+
+/* The first column of the first row of 'sql' as text ("" if none). */
+static void scalar(sqlite3 *h, const char *sql, char *buf, size_t len)
+{
+    sqlite3_stmt *st;
+
+    buf[0] = '\0';
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
+        return;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
+static long long count(sqlite3 *h, const char *sql)
+{
+    char buf[32];
+
+    scalar(h, sql, buf, sizeof(buf));
+    return buf[0] ? atoll(buf) : -1;
+}
+
+static uint64_t insert(struct pl_db *db, const char *name, uint32_t cores,
+                       double now)
+{
+    struct pl_db_spec s = {
+        .name = name,
+        .argv_json = "[\"sleep\", \"1\"]",
+        .env_json = "[\"A=1\", \"B=two\"]",
+        .cwd = "/work",
+        .ranks = 1,
+        .cores_per_rank = cores,
+        .gpus_per_rank = 0,
+        .retries = 2,
+        .timeout = 30.5,
+    };
+    struct pl_error e;
+    uint64_t id = 0;
+
+    if (pl_db_task_insert(db, &s, PL_ST_QUEUED, now, &id, &e) < 0)
+        diag("insert: %s", e.text);
+    return id;
+}
+
+static int change(struct pl_db *db, uint64_t id, int state, uint32_t attempt,
+                  double time, const char *node, const char *cores,
+                  const char *reason, int exit_code, int sig, int64_t rss)
+{
+    struct pl_db_change c = {
+        .id = id, .state = state, .attempt = attempt, .time = time,
+        .node = node, .cores = cores, .reason = reason,
+        .exit_code = exit_code, .signal = sig, .maxrss_kb = rss,
+    };
+    struct pl_error e;
+
+    if (pl_db_task_change(db, &c, &e) < 0) {
+        diag("change: %s", e.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* What pl_db_load_live() reported. */
+struct live {
+    int n;
+    uint64_t id[16];
+    int state[16];
+    uint32_t attempts[16];
+    char name[16][16];
+    char argv[16][64];
+    char env[16][64];
+    char cwd[16][16];
+    uint32_t ranks[16], cpr[16], gpr[16], retries[16];
+    double timeout[16];
+    int fail_at; /* return -1 at this call (1-based), 0 never */
+};
+
+static int live_cb(uint64_t id, int state, const struct pl_db_spec *s,
+                   uint32_t attempts, void *arg)
+{
+    struct live *l = arg;
+    int i = l->n;
+
+    if (l->fail_at && i + 1 == l->fail_at) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (i >= 16)
+        return 0;
+    l->id[i] = id;
+    l->state[i] = state;
+    l->attempts[i] = attempts;
+    snprintf(l->name[i], sizeof(l->name[i]), "%s", s->name ? s->name : "");
+    snprintf(l->argv[i], sizeof(l->argv[i]), "%s",
+             s->argv_json ? s->argv_json : "");
+    snprintf(l->env[i], sizeof(l->env[i]), "%s",
+             s->env_json ? s->env_json : "");
+    snprintf(l->cwd[i], sizeof(l->cwd[i]), "%s", s->cwd ? s->cwd : "");
+    l->ranks[i] = s->ranks;
+    l->cpr[i] = s->cores_per_rank;
+    l->gpr[i] = s->gpus_per_rank;
+    l->retries[i] = s->retries;
+    l->timeout[i] = s->timeout;
+    l->n++;
+    return 0;
+}
+
+static json_t *find_id(json_t *arr, json_int_t id)
+{
+    size_t i;
+    json_t *t;
+
+    json_array_foreach(arr, i, t)
+        if (json_integer_value(json_object_get(t, "id")) == id)
+            return t;
+    return NULL;
+}
+
+static bool ids_are(json_t *arr, const json_int_t *ids, size_t n)
+{
+    if (!json_is_array(arr) || json_array_size(arr) != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (json_integer_value(json_object_get(json_array_get(arr, i), "id"))
+            != ids[i])
+            return false;
+    return true;
+}
+
+static json_int_t jint(json_t *o, const char *key)
+{
+    return json_integer_value(json_object_get(o, key));
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "(null)";
+}
+
+int main(void)
+{
+    char path[128], buf[64];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    sqlite3 *h;
+
+    plan(102);
+    snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
+    if (!mkdtemp(tmp)) {
+        diag("mkdtemp: %s", strerror(errno));
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/state.db", tmp);
+
+    /* open */
+    db = pl_db_open(path, &e);
+    if (!ok(db != NULL, "pl_db_open creates %s", path)) {
+        diag("%s", e.text);
+        return 1;
+    }
+    h = pl_db_handle(db);
+    scalar(h, "PRAGMA journal_mode", buf, sizeof(buf));
+    is_str(buf, "wal", "journal_mode is WAL");
+    is(count(h, "PRAGMA synchronous"), 1, "synchronous is NORMAL");
+    is(count(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                "name IN ('tasks', 'events', 'nodes', 'meta')"),
+       4, "tables tasks, events, nodes, meta");
+    scalar(h, "SELECT value FROM meta WHERE key = 'schema'", buf, sizeof(buf));
+    is_str(buf, "1", "meta schema = 1");
+    is(pl_db_in_txn(db), 0, "no transaction open after open");
+
+    /* reader on the same file, as the CLI opens it */
+    sqlite3 *q = pl_query_open(path, &e);
+    ok(q != NULL, "pl_query_open read-only");
+    char *msg = NULL;
+    ok(sqlite3_exec(q, "INSERT INTO meta VALUES ('x', 'y')", NULL, NULL, &msg)
+           == SQLITE_READONLY,
+       "... writes through it are refused");
+    sqlite3_free(msg);
+
+    /* insert, group commit */
+    uint64_t id[8] = { 0 };
+    for (int i = 1; i <= 5; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "t%d", i);
+        id[i] = insert(db, name, (uint32_t)i, 100.0 + i);
+    }
+    ok(id[1] == 1 && id[5] == 5, "ids 1..5");
+    is(pl_db_in_txn(db), 1, "writes opened a transaction");
+    is(count(q, "SELECT count(*) FROM tasks"), 0,
+       "a reader does not see the open transaction");
+    json_t *c = pl_query_counts(h, NULL, 0, &e);
+    is(jint(c, "total"), 5, "the writer's own connection sees it");
+    json_decref(c);
+    is(pl_db_commit(db, &e), 0, "commit");
+    is(pl_db_in_txn(db), 0, "... transaction closed");
+    is(count(q, "SELECT count(*) FROM tasks"), 5, "the reader sees 5 tasks");
+    is(count(q, "SELECT count(*) FROM events"), 5, "... and 5 events");
+    is(pl_db_commit(db, &e), 0, "commit with nothing open");
+
+    /* state changes */
+    is(pl_db_task_state(db, 1, &e), PL_ST_QUEUED, "task 1 queued");
+    is(pl_db_task_state(db, 99, &e), 0, "task 99 unknown: 0");
+    int rc = 0;
+    rc |= change(db, 1, PL_ST_ASSIGNED, 1, 110, "n1", "0,1", NULL, -1, -1, -1);
+    rc |= change(db, 1, PL_ST_RUNNING, 1, 111, NULL, NULL, NULL, -1, -1, -1);
+    rc |= change(db, 1, PL_ST_DONE, 1, 116, NULL, NULL, NULL, 0, -1, 2048);
+    rc |= change(db, 2, PL_ST_ASSIGNED, 1, 110, "n2", "3", NULL, -1, -1, -1);
+    rc |= change(db, 2, PL_ST_RUNNING, 1, 112, NULL, NULL, NULL, -1, -1, -1);
+    rc |= change(db, 2, PL_ST_FAILED, 1, 113, NULL, NULL, "exit code 3", 3, -1,
+                 -1);
+    rc |= change(db, 3, PL_ST_CANCELED, 0, 114, NULL, NULL, "canceled by user",
+                 -1, -1, -1);
+    rc |= change(db, 4, PL_ST_ASSIGNED, 1, 115, "n1", "2,3", NULL, -1, -1, -1);
+    rc |= change(db, 4, PL_ST_RUNNING, 1, 116, NULL, NULL, NULL, -1, -1, -1);
+    is(rc, 0, "9 state changes");
+    is(pl_db_task_state(db, 1, &e), PL_ST_DONE, "task 1 done");
+    is(pl_db_task_state(db, 2, &e), PL_ST_FAILED, "task 2 failed");
+    is(pl_db_task_state(db, 3, &e), PL_ST_CANCELED, "task 3 canceled");
+    is(pl_db_task_state(db, 4, &e), PL_ST_RUNNING, "task 4 running");
+    is(pl_db_commit(db, &e), 0, "commit");
+    is(count(h, "SELECT count(*) FROM events WHERE task = 1"), 4,
+       "task 1 has 4 events");
+
+    /* savepoints */
+    is(pl_db_savepoint(db, &e), 0, "savepoint (opens the transaction)");
+    is(pl_db_in_txn(db), 1, "... in a transaction");
+    change(db, 5, PL_ST_CANCELED, 0, 120, NULL, NULL, "x", -1, -1, -1);
+    is(pl_db_task_state(db, 5, &e), PL_ST_CANCELED, "inside: task 5 canceled");
+    is(pl_db_savepoint_end(db, false, &e), 0, "savepoint rolled back");
+    is(pl_db_task_state(db, 5, &e), PL_ST_QUEUED, "... task 5 queued again");
+    is(count(h, "SELECT count(*) FROM events WHERE task = 5"), 1,
+       "... its event is gone");
+    is(pl_db_in_txn(db), 1, "... the transaction is still open");
+
+    id[6] = insert(db, "t6", 1, 130); /* before the next savepoint */
+    is(pl_db_savepoint(db, &e), 0, "savepoint");
+    id[7] = insert(db, "t7", 1, 131);
+    is(pl_db_savepoint_end(db, true, &e), 0, "savepoint kept");
+    is(pl_db_savepoint(db, &e), 0, "savepoint");
+    change(db, 6, PL_ST_CANCELED, 0, 132, NULL, NULL, "x", -1, -1, -1);
+    uint64_t gone = insert(db, "gone", 1, 133);
+    is(pl_db_savepoint_end(db, false, &e), 0, "savepoint rolled back");
+    is(pl_db_commit(db, &e), 0, "commit");
+    ok(id[6] == 6 && id[7] == 7, "tasks 6 and 7 inserted");
+    is(pl_db_task_state(db, 6, &e), PL_ST_QUEUED,
+       "write before the rolled-back savepoint kept (6 queued)");
+    is(pl_db_task_state(db, 7, &e), PL_ST_QUEUED,
+       "write in the kept savepoint committed (7 queued)");
+    is(pl_db_task_state(db, gone, &e), 0,
+       "insert in the rolled-back savepoint gone");
+
+    /* rollback and an uncommitted close */
+    uint64_t r = insert(db, "rolled", 1, 140);
+    pl_db_rollback(db);
+    is(pl_db_in_txn(db), 0, "rollback closes the transaction");
+    is(pl_db_task_state(db, r, &e), 0, "... the insert is gone");
+    pl_db_rollback(db); /* nothing open: harmless */
+
+    /* a constraint error fails one statement, not the batch */
+    struct pl_db_spec bad = { .name = "bad", .argv_json = NULL };
+    uint64_t bid = 0;
+    errno = 0;
+    e.text[0] = '\0';
+    ok(pl_db_task_insert(db, &bad, PL_ST_QUEUED, 160, &bid, &e) == -1
+           && errno == EINVAL && e.text[0],
+       "insert without argv: -1, EINVAL: %s", e.text);
+    ok(bid == 0 && pl_db_in_txn(db) == 1,
+       "... no id, the transaction stays open");
+
+    /* nodes */
+    is(pl_db_node_set(db, "n1", "0,1,2,3", "0,1", "up", 100, &e), 0,
+       "node n1 up");
+    is(pl_db_node_set(db, "n0", "0,1", NULL, "up", 101, &e), 0, "node n0 up");
+    is(pl_db_node_set(db, "n1", NULL, NULL, "lost", 200, &e), 0,
+       "node n1 lost (cores, gpus unchanged)");
+    is(pl_db_meta_set(db, "pilot", "p7", &e), 0, "meta pilot = p7");
+    is(pl_db_commit(db, &e), 0, "commit");
+
+    uint64_t lost = insert(db, "lost", 1, 150); /* never committed */
+    pl_db_close(db);
+    db = pl_db_open(path, &e);
+    ok(db != NULL, "reopen");
+    h = pl_db_handle(db);
+    is(pl_db_task_state(db, lost, &e), 0,
+       "an insert not committed before close is gone");
+    scalar(h, "SELECT value FROM meta WHERE key = 'pilot'", buf, sizeof(buf));
+    is_str(buf, "p7", "meta survives reopen");
+
+    /* the live tasks */
+    struct live l = { 0 };
+    is(pl_db_load_live(db, live_cb, &l, &e), 0, "pl_db_load_live");
+    ok(l.n == 4 && l.id[0] == 4 && l.id[1] == 5 && l.id[2] == 6
+           && l.id[3] == 7,
+       "live tasks 4, 5, 6, 7, oldest first (%d)", l.n);
+    ok(l.state[0] == PL_ST_RUNNING && l.state[1] == PL_ST_QUEUED,
+       "... with their states");
+    is(l.attempts[0], 1, "... task 4: 1 attempt");
+    ok(!strcmp(l.name[0], "t4") && !strcmp(l.argv[0], "[\"sleep\", \"1\"]")
+           && !strcmp(l.env[0], "[\"A=1\", \"B=two\"]")
+           && !strcmp(l.cwd[0], "/work"),
+       "... task 4: name, argv, env, cwd");
+    ok(l.ranks[0] == 1 && l.cpr[0] == 4 && l.gpr[0] == 0 && l.retries[0] == 2
+           && l.timeout[0] == 30.5,
+       "... task 4: ranks 1, cores 4, gpus 0, retries 2, timeout 30.5");
+    struct live l2 = { .fail_at = 2 };
+    e.text[0] = '\0';
+    ok(pl_db_load_live(db, live_cb, &l2, &e) == -1 && l2.n == 1 && e.text[0],
+       "a failing callback stops the load: %s", e.text);
+
+    /* queries, on the reader */
+    json_t *all = pl_query_tasks(q, NULL, NULL, 0, 0, &e);
+    const json_int_t ids7[] = { 1, 2, 3, 4, 5, 6, 7 };
+    ok(ids_are(all, ids7, 7), "pl_query_tasks: all 7, oldest first");
+    json_t *t1 = find_id(all, 1), *t2 = find_id(all, 2), *t4 = find_id(all, 4);
+    is_str(jstr(t1, "state"), "done", "task 1 state done");
+    is_str(jstr(t1, "node"), "n1", "task 1 node n1");
+    json_t *want = json_pack("[ii]", 0, 1);
+    ok(json_equal(json_object_get(t1, "cores"), want), "task 1 cores [0, 1]");
+    json_decref(want);
+    want = json_pack("[ss]", "sleep", "1");
+    ok(json_equal(json_object_get(t1, "argv"), want),
+       "task 1 argv [\"sleep\", \"1\"]");
+    json_decref(want);
+    ok(json_is_integer(json_object_get(t1, "exit_code"))
+           && jint(t1, "exit_code") == 0 && jint(t1, "maxrss_kb") == 2048
+           && jint(t1, "attempts") == 1,
+       "task 1 exit_code 0, maxrss 2048, 1 attempt");
+    ok(json_real_value(json_object_get(t1, "wall")) == 5.0,
+       "task 1 wall 5 s (running 111 -> done 116)");
+    ok(json_real_value(json_object_get(t1, "submit_time")) == 101.0
+           && json_real_value(json_object_get(t1, "end_time")) == 116.0,
+       "task 1 submit and end times");
+    ok(jint(t2, "exit_code") == 3 && !strcmp(jstr(t2, "reason"), "exit code 3")
+           && json_is_null(json_object_get(t2, "signal")),
+       "task 2 failed: exit 3, reason, no signal");
+    ok(json_is_null(json_object_get(t4, "wall"))
+           && json_is_null(json_object_get(t4, "end_time"))
+           && json_real_value(json_object_get(t4, "start_time")) == 116.0,
+       "task 4 running: start time, no end, no wall");
+    ok(json_real_value(json_object_get(t4, "timeout")) == 30.5
+           && jint(t4, "cores_per_rank") == 4 && jint(t4, "retries") == 2,
+       "task 4 spec: timeout, cores_per_rank, retries");
+    json_decref(all);
+
+    json_t *qd = pl_query_tasks(q, "queued", NULL, 0, 0, &e);
+    const json_int_t ids567[] = { 5, 6, 7 };
+    ok(ids_are(qd, ids567, 3), "state filter queued: 5, 6, 7");
+    json_decref(qd);
+    qd = pl_query_tasks(q, "queued", NULL, 0, 2, &e);
+    ok(ids_are(qd, ids567, 2), "state filter queued, limit 2: 5, 6");
+    json_decref(qd);
+    qd = pl_query_tasks(q, NULL, NULL, 0, 1, &e);
+    ok(ids_are(qd, ids7, 1), "limit 1: task 1");
+    json_decref(qd);
+    qd = pl_query_tasks(q, "timeout", NULL, 0, 0, &e);
+    ok(json_is_array(qd) && json_array_size(qd) == 0, "no timeout task: []");
+    json_decref(qd);
+
+    const uint64_t sel[] = { 2, 4, 99, 6 };
+    const json_int_t ids246[] = { 2, 4, 6 };
+    qd = pl_query_tasks(q, NULL, sel, 4, 0, &e);
+    ok(ids_are(qd, ids246, 3), "ids 2, 4, 99, 6: 2, 4, 6 (99 skipped)");
+    json_decref(qd);
+    qd = pl_query_tasks(q, "queued", sel, 4, 0, &e);
+    const json_int_t ids6[] = { 6 };
+    ok(ids_are(qd, ids6, 1), "ids with state queued: 6");
+    json_decref(qd);
+    qd = pl_query_tasks(q, NULL, sel, 4, 2, &e);
+    ok(ids_are(qd, ids246, 2), "ids with limit 2: 2, 4");
+    json_decref(qd);
+    const uint64_t rev[] = { 3, 1 };
+    const json_int_t ids31[] = { 3, 1 };
+    qd = pl_query_tasks(q, NULL, rev, 2, 0, &e);
+    if (!ok(ids_are(qd, ids31, 2),
+            "ids 3, 1: in the order given, as query.h says"))
+        diag("got ids %lld, %lld",
+             (long long)jint(json_array_get(qd, 0), "id"),
+             (long long)jint(json_array_get(qd, 1), "id"));
+    json_decref(qd);
+
+    /* one task with its events */
+    json_t *t = pl_query_task(q, 1, &e);
+    json_t *ev = json_object_get(t, "events");
+    ok(t && json_array_size(ev) == 4, "pl_query_task 1: 4 events");
+    const char *states[] = { "queued", "assigned", "running", "done" };
+    bool seq = true;
+    for (size_t i = 0; i < 4 && seq; i++)
+        seq = !strcmp(jstr(json_array_get(ev, i), "state"), states[i]);
+    ok(seq, "... queued, assigned, running, done");
+    json_t *e1 = json_array_get(ev, 1);
+    want = json_pack("[ii]", 0, 1);
+    ok(!strcmp(jstr(e1, "node"), "n1") && jint(e1, "attempt") == 1
+           && json_equal(json_object_get(e1, "cores"), want)
+           && json_real_value(json_object_get(e1, "time")) == 110.0,
+       "... assigned event: node n1, attempt 1, cores [0, 1], time 110");
+    json_decref(want);
+    want = json_pack("[ss]", "A=1", "B=two");
+    ok(json_equal(json_object_get(t, "env"), want), "... env parsed");
+    json_decref(want);
+    json_decref(t);
+    t = pl_query_task(q, 2, &e);
+    ev = json_object_get(t, "events");
+    ok(!strcmp(jstr(json_array_get(ev, 3), "detail"), "exit code 3"),
+       "task 2: the failed event's detail is the reason");
+    json_decref(t);
+    errno = 0;
+    ok(pl_query_task(q, 99, &e) == NULL && errno == ENOENT,
+       "pl_query_task 99: ENOENT");
+
+    /* counts */
+    c = pl_query_counts(q, NULL, 0, &e);
+    ok(c && jint(c, "total") == 7 && jint(c, "done") == 1
+           && jint(c, "failed") == 1 && jint(c, "canceled") == 1
+           && jint(c, "running") == 1 && jint(c, "queued") == 3
+           && jint(c, "assigned") == 0 && jint(c, "timeout") == 0
+           && jint(c, "waiting") == 0,
+       "counts: 7 = 1 done + 1 failed + 1 canceled + 1 running + 3 queued");
+    ok(json_is_array(json_object_get(c, "unknown"))
+           && json_array_size(json_object_get(c, "unknown")) == 0,
+       "... unknown []");
+    json_decref(c);
+    const uint64_t cid[] = { 1, 2, 99, 100, 5 };
+    c = pl_query_counts(q, cid, 5, &e);
+    want = json_pack("[ii]", 99, 100);
+    ok(c && jint(c, "total") == 3 && jint(c, "done") == 1
+           && jint(c, "failed") == 1 && jint(c, "queued") == 1
+           && jint(c, "running") == 0,
+       "counts of 1, 2, 99, 100, 5: total 3 (done, failed, queued)");
+    ok(json_equal(json_object_get(c, "unknown"), want),
+       "... unknown [99, 100]");
+    json_decref(want);
+    json_decref(c);
+    const uint64_t none[] = { 42 };
+    c = pl_query_counts(q, none, 1, &e);
+    ok(c && jint(c, "total") == 0 && jint(c, "queued") == 0
+           && json_array_size(json_object_get(c, "unknown")) == 1,
+       "counts of an unknown id only: total 0, unknown [42]");
+    json_decref(c);
+
+    /* nodes */
+    json_t *nodes = pl_query_nodes(q, &e);
+    json_t *n0 = json_array_get(nodes, 0), *n1 = json_array_get(nodes, 1);
+    ok(json_array_size(nodes) == 2 && !strcmp(jstr(n0, "name"), "n0")
+           && !strcmp(jstr(n1, "name"), "n1"),
+       "pl_query_nodes: n0, n1 (by name)");
+    want = json_pack("[iiii]", 0, 1, 2, 3);
+    json_t *want_g = json_pack("[ii]", 0, 1);
+    ok(json_equal(json_object_get(n1, "cores"), want)
+           && json_equal(json_object_get(n1, "gpus"), want_g),
+       "n1 cores [0..3], gpus [0, 1] kept through the update");
+    json_decref(want);
+    json_decref(want_g);
+    ok(!strcmp(jstr(n1, "state"), "lost")
+           && json_real_value(json_object_get(n1, "joined")) == 100.0
+           && json_real_value(json_object_get(n1, "last_seen")) == 200.0,
+       "n1 lost, joined 100, last seen 200");
+    ok(json_is_array(json_object_get(n0, "gpus"))
+           && json_array_size(json_object_get(n0, "gpus")) == 0,
+       "n0 without GPUs: gpus []");
+    json_decref(nodes);
+
+    /* intlist */
+    json_t *il = pl_query_intlist("1,2,30");
+    want = json_pack("[iii]", 1, 2, 30);
+    ok(json_equal(il, want), "pl_query_intlist 1,2,30");
+    json_decref(il);
+    json_decref(want);
+    il = pl_query_intlist(NULL);
+    ok(json_is_array(il) && json_array_size(il) == 0, "pl_query_intlist NULL");
+    json_decref(il);
+    il = pl_query_intlist("");
+    ok(json_is_array(il) && json_array_size(il) == 0, "pl_query_intlist ''");
+    json_decref(il);
+
+    /* errors */
+    char nopath[128];
+    snprintf(nopath, sizeof(nopath), "%s/none/state.db", tmp);
+    e.text[0] = '\0';
+    ok(pl_query_open(nopath, &e) == NULL && e.text[0],
+       "pl_query_open of a missing file fails: %s", e.text);
+    e.text[0] = '\0';
+    ok(pl_db_open(nopath, &e) == NULL && e.text[0],
+       "pl_db_open in a missing directory fails: %s", e.text);
+    snprintf(nopath, sizeof(nopath), "%s/junk.db", tmp);
+    FILE *fp = fopen(nopath, "w");
+    for (int i = 0; i < 512; i++)
+        fputs("this is not a database ", fp);
+    fclose(fp);
+    e.text[0] = '\0';
+    ok(pl_db_open(nopath, &e) == NULL && e.text[0],
+       "pl_db_open of a file that is not a database fails: %s", e.text);
+
+    sqlite3_close(q);
+    pl_db_close(db);
+    pl_db_close(NULL);
+
+    /* clean up */
+    DIR *d = opendir(tmp);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char p[320];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", tmp, de->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    ok(rmdir(tmp) == 0, "temporary directory removed");
+    return done_testing();
+}
