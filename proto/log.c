@@ -21,7 +21,7 @@ int pl_log_init(const char *ident, const char *node, const char *path)
     snprintf(logcfg.ident, sizeof(logcfg.ident), "%s", ident);
     snprintf(logcfg.node, sizeof(logcfg.node), "%s", node ? node : "");
     if (path) {
-        FILE *fp = fopen(path, "a");
+        FILE *fp = fopen(path, "ae"); /* not inherited by tasks */
         if (!fp)
             return -1;
         setvbuf(fp, NULL, _IOLBF, 0);

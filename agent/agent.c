@@ -1,0 +1,942 @@
+/* agent/agent.c - the agent: its link to pilotd, and the tasks it runs
+ *
+ * One DEALER to pilotd, watched by pl_zwatch on the agent's one loop.
+ * REGISTER (again every 2 s until WELCOME), then PULL when cores are free
+ * and we have not pulled since the last RUN; RUN spawns tasks, KILL and
+ * EXIT stop them.  State changes are collected during a loop iteration
+ * and leave as one EVENTS message from a zero-timeout timer, followed by
+ * a PULL if one is due (so pilotd frees the cores before it answers).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "agent/agent.h"
+#include "agent/bind_cpu.h"
+#include "agent/bind_cuda.h"
+#include "agent/env.h"
+#include "agent/task.h"
+#include "proto/log.h"
+#include "proto/msg.h"
+#include "proto/state.h"
+#include "proto/zsock.h"
+#include "proto/zwatch.h"
+
+extern char **environ;
+
+#define REGISTER_MS 2000     /* REGISTER again until WELCOME */
+#define EXIT_GRACE 5.0       /* s from SIGTERM to SIGKILL on EXIT */
+#define EXIT_WAIT_MS 5000    /* after the grace, give up on the tasks */
+#define HEARTBEAT_MAX 3600.0 /* s: a longer period is a bad WELCOME */
+#define KILL_GRACE_MAX 1e6   /* s */
+#define RUN_MAX 100000       /* tasks in one RUN */
+
+/* A state change, waiting to go out in the next EVENTS message. */
+struct event {
+    uint64_t id;
+    uint64_t attempt;
+    int state;
+    double time;       /* seconds since the epoch */
+    int pid;           /* 0: none */
+    int exit_code;     /* -1: none */
+    int signal;        /* -1: none */
+    long maxrss_kb;    /* -1: unknown */
+    char *error;       /* NULL, or owned */
+};
+
+/* A message that got EAGAIN, sent again on POLLOUT. */
+struct outmsg {
+    struct outmsg *next;
+    char *data;        /* malloc()ed, as msgpack_sbuffer_release() gives */
+    size_t size;
+};
+
+struct pl_agent {
+    /* N.B. 'sigchld' must stay before 'loop': libuv calls the SIGCHLD
+     * watchers of a loop in order of address, and ours must run before
+     * the loop's own (loop->child_watcher, which reaps the children) to
+     * read their rusage.  See the N.B. at pl_task_rusage_poll(). */
+    uv_signal_t sigchld;
+    uv_loop_t loop;
+    uv_timer_t flush;      /* zero timeout: the iteration's events leave */
+    uv_timer_t reg;        /* REGISTER again until WELCOME */
+    uv_timer_t heartbeat;
+    uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
+    void *zctx;
+    void *zsock;
+    struct pl_zwatch *zw;
+    char endpoint[256];
+    char node[256];        /* as pilotd calls us (WELCOME), else ours */
+    struct pl_resources *res;
+    struct pl_bind_cpu *cpu;
+    struct pl_bind_cuda *cuda;
+    int devnull;           /* the tasks' stdin */
+    uint64_t seq;          /* of the next message we send */
+    struct pl_task **running;  /* spawned, not exited */
+    size_t nrunning;
+    size_t cap_running;
+    struct pl_task **dead;     /* exited: freed from the flush timer */
+    size_t ndead;
+    size_t cap_dead;
+    struct event *events;
+    size_t nevents;
+    size_t cap_events;
+    struct outmsg *outq;       /* FIFO of unsent messages */
+    struct outmsg **outq_tail;
+    size_t noutq;
+    bool sigchld_ok;       /* 'sigchld' initialised: close it */
+    bool welcomed;
+    bool pulled;           /* sent PULL since the last RUN */
+    bool exiting;
+    bool finished;         /* uv_stop() called */
+};
+
+_Static_assert(offsetof(struct pl_agent, sigchld)
+                   < offsetof(struct pl_agent, loop),
+               "our SIGCHLD watcher must sit below the loop's");
+
+static double now_epoch(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* 'v' (an array of '*cap' elements of 'size' bytes) grown to hold at least
+ * 'n' + 1, or NULL (ENOMEM; 'v' is unchanged). */
+static void *grow(void *v, size_t *cap, size_t n, size_t size)
+{
+    size_t ncap = *cap ? *cap : 16;
+
+    if (n + 1 <= *cap)
+        return v;
+    while (ncap < n + 1)
+        ncap *= 2;
+    if (!(v = realloc(v, ncap * size)))
+        return NULL;
+    *cap = ncap;
+    return v;
+}
+
+/* ---- sending ---- */
+
+static void want_pollout(struct pl_agent *a, bool on)
+{
+    pl_zwatch_set_events(a->zw, on ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN);
+}
+
+/* Send the message built in 'w' (destroyed here), or queue it if the
+ * socket would block: messages leave in order. */
+static void send_wbuf(struct pl_agent *a, struct pl_wbuf *w, int type)
+{
+    struct outmsg *m;
+
+    if (!a->outq
+        && pl_zsock_send(a->zsock, NULL, 0, w->sb.data, w->sb.size) == 0) {
+        pl_log(LOG_DEBUG, "sent %s (%zu bytes)", pl_msg_type_name(type),
+               w->sb.size);
+        pl_wbuf_destroy(w);
+        return;
+    }
+    if (a->outq || errno == EAGAIN || errno == EINTR) {
+        if (!(m = calloc(1, sizeof(*m)))) {
+            pl_log(LOG_WARNING, "%s dropped: out of memory",
+                   pl_msg_type_name(type));
+            pl_wbuf_destroy(w);
+            return;
+        }
+        m->size = w->sb.size;
+        m->data = msgpack_sbuffer_release(&w->sb);
+        *a->outq_tail = m;
+        a->outq_tail = &m->next;
+        a->noutq++;
+        want_pollout(a, true);
+        pl_log(LOG_DEBUG, "%s queued (%zu waiting)", pl_msg_type_name(type),
+               a->noutq);
+        return;
+    }
+    pl_log(LOG_WARNING, "send %s: %s", pl_msg_type_name(type),
+           zmq_strerror(errno));
+    pl_wbuf_destroy(w);
+}
+
+/* Send what waits in the queue, until the socket would block again. */
+static void drain_outq(struct pl_agent *a)
+{
+    struct outmsg *m;
+
+    while ((m = a->outq)) {
+        if (pl_zsock_send(a->zsock, NULL, 0, m->data, m->size) < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return;
+            pl_log(LOG_WARNING, "send: %s", zmq_strerror(errno));
+        }
+        a->outq = m->next;
+        if (!a->outq)
+            a->outq_tail = &a->outq;
+        a->noutq--;
+        free(m->data);
+        free(m);
+    }
+    want_pollout(a, false);
+}
+
+static void send_register(struct pl_agent *a)
+{
+    struct pl_wbuf w;
+    const uint64_t *cores;
+    uint32_t ncores;
+
+    cores = pl_resources_cores(a->res, &ncores);
+    pl_wbuf_init(&w, PL_MSG_REGISTER, a->seq++, 5);
+    pl_w_kstr(&w.pk, "node", pl_resources_node(a->res));
+    pl_w_kuint(&w.pk, "pid", (uint64_t)getpid());
+    pl_w_kuintv(&w.pk, "cores", cores, ncores);
+    pl_w_kstrv(&w.pk, "gpus", pl_resources_gpu_ids(a->res));
+    pl_w_key(&w.pk, "running");
+    msgpack_pack_array(&w.pk, (uint32_t)a->nrunning);
+    for (size_t i = 0; i < a->nrunning; i++) {
+        const struct pl_task_spec *s = pl_task_spec(a->running[i]);
+        msgpack_pack_map(&w.pk, 2);
+        pl_w_kuint(&w.pk, "id", s->id);
+        pl_w_kuint(&w.pk, "attempt", s->attempt);
+    }
+    send_wbuf(a, &w, PL_MSG_REGISTER);
+}
+
+static void send_pull(struct pl_agent *a)
+{
+    struct pl_wbuf w;
+
+    pl_wbuf_init(&w, PL_MSG_PULL, a->seq++, 2);
+    pl_w_kuint(&w.pk, "free_cores", pl_resources_free_cores(a->res));
+    pl_w_kuint(&w.pk, "free_gpus", pl_resources_free_gpus(a->res));
+    send_wbuf(a, &w, PL_MSG_PULL);
+    a->pulled = true;
+}
+
+static void send_events(struct pl_agent *a)
+{
+    struct pl_wbuf w;
+
+    if (a->nevents == 0)
+        return;
+    pl_wbuf_init(&w, PL_MSG_EVENTS, a->seq++, 1);
+    pl_w_key(&w.pk, "events");
+    msgpack_pack_array(&w.pk, (uint32_t)a->nevents);
+    for (size_t i = 0; i < a->nevents; i++) {
+        struct event *e = &a->events[i];
+        uint32_t n = 4 + (e->pid > 0) + (e->exit_code >= 0)
+                     + (e->signal >= 0) + (e->maxrss_kb >= 0)
+                     + (e->error != NULL);
+        msgpack_pack_map(&w.pk, n);
+        pl_w_kuint(&w.pk, "id", e->id);
+        pl_w_kuint(&w.pk, "attempt", e->attempt);
+        pl_w_kstr(&w.pk, "state", pl_state_name(e->state));
+        pl_w_kdouble(&w.pk, "time", e->time);
+        if (e->pid > 0)
+            pl_w_kuint(&w.pk, "pid", (uint64_t)e->pid);
+        if (e->exit_code >= 0)
+            pl_w_kint(&w.pk, "exit_code", e->exit_code);
+        if (e->signal >= 0)
+            pl_w_kint(&w.pk, "signal", e->signal);
+        if (e->maxrss_kb >= 0)
+            pl_w_kuint(&w.pk, "maxrss_kb", (uint64_t)e->maxrss_kb);
+        if (e->error)
+            pl_w_kstr(&w.pk, "error", e->error);
+        free(e->error);
+    }
+    a->nevents = 0;
+    send_wbuf(a, &w, PL_MSG_EVENTS);
+}
+
+/* ---- events and the flush timer ---- */
+
+static void flush_cb(uv_timer_t *h);
+
+/* Make sure the flush timer runs at the start of the next iteration. */
+static void kick(struct pl_agent *a)
+{
+    if (!a->finished && !uv_is_active((uv_handle_t *)&a->flush))
+        uv_timer_start(&a->flush, flush_cb, 0, 0);
+}
+
+/* A new event for the next EVENTS message, or NULL (logged: it is lost). */
+static struct event *event_add(struct pl_agent *a, uint64_t id,
+                               uint64_t attempt, int state)
+{
+    struct event *e;
+
+    if (!(e = grow(a->events, &a->cap_events, a->nevents, sizeof(*e)))) {
+        pl_log(LOG_WARNING, "task %llu: event '%s' lost: out of memory",
+               (unsigned long long)id, pl_state_name(state));
+        return NULL;
+    }
+    a->events = e;
+    e = &a->events[a->nevents++];
+    memset(e, 0, sizeof(*e));
+    e->id = id;
+    e->attempt = attempt;
+    e->state = state;
+    e->time = now_epoch();
+    e->exit_code = -1;
+    e->signal = -1;
+    e->maxrss_kb = -1;
+    kick(a);
+    return e;
+}
+
+/* A failure of a task that never ran. */
+static void event_failed(struct pl_agent *a, uint64_t id, uint64_t attempt,
+                         const char *error)
+{
+    struct event *e = event_add(a, id, attempt, PL_ST_FAILED);
+
+    if (e)
+        e->error = strdup(error);
+}
+
+/* The event for 't' in its current state. */
+static void event_task(struct pl_agent *a, const struct pl_task *t)
+{
+    const struct pl_task_spec *s = pl_task_spec(t);
+    struct event *e = event_add(a, s->id, s->attempt, pl_task_state(t));
+
+    if (!e)
+        return;
+    if (pl_task_running(t)) {
+        e->pid = pl_task_pid(t);
+        return;
+    }
+    e->exit_code = pl_task_exit_code(t);
+    if (pl_task_pid(t) > 0)
+        e->signal = pl_task_signal(t);
+    e->maxrss_kb = pl_task_maxrss_kb(t);
+    if (pl_task_error(t))
+        e->error = strdup(pl_task_error(t));
+}
+
+static void maybe_pull(struct pl_agent *a)
+{
+    if (a->welcomed && !a->pulled && !a->exiting
+        && pl_resources_free_cores(a->res) > 0)
+        send_pull(a);
+}
+
+static void finish(struct pl_agent *a)
+{
+    uv_timer_stop(&a->flush);
+    uv_timer_stop(&a->reg);
+    uv_timer_stop(&a->heartbeat);
+    uv_timer_stop(&a->deadline);
+    pl_zwatch_stop(a->zw);
+    a->finished = true;
+    uv_stop(&a->loop);
+    pl_log(LOG_NOTICE, "stopped");
+}
+
+static void flush_cb(uv_timer_t *h)
+{
+    struct pl_agent *a = h->data;
+
+    for (size_t i = 0; i < a->ndead; i++)
+        pl_task_free(a->dead[i]);
+    a->ndead = 0;
+    send_events(a);
+    maybe_pull(a);
+    if (a->exiting && a->nrunning == 0 && !a->outq)
+        finish(a);
+}
+
+/* ---- tasks ---- */
+
+static struct pl_task *find_task(struct pl_agent *a, uint64_t id)
+{
+    for (size_t i = 0; i < a->nrunning; i++)
+        if (pl_task_spec(a->running[i])->id == id)
+            return a->running[i];
+    return NULL;
+}
+
+static void task_exit_cb(struct pl_task *t, void *arg)
+{
+    struct pl_agent *a = arg;
+    const struct pl_task_spec *s = pl_task_spec(t);
+    char rss[32] = "";
+
+    pl_resources_release(a->res, s->cores, s->ncores, s->gpus, s->ngpus);
+    if (pl_task_maxrss_kb(t) >= 0)
+        snprintf(rss, sizeof(rss), ", maxrss %ld kB", pl_task_maxrss_kb(t));
+    if (pl_task_signal(t))
+        pl_log(LOG_INFO, "task %llu: %s (signal %d, %.3f s%s)",
+               (unsigned long long)s->id, pl_state_name(pl_task_state(t)),
+               pl_task_signal(t), pl_task_runtime(t), rss);
+    else
+        pl_log(LOG_INFO, "task %llu: %s (exit %d, %.3f s%s)",
+               (unsigned long long)s->id, pl_state_name(pl_task_state(t)),
+               pl_task_exit_code(t), pl_task_runtime(t), rss);
+    event_task(a, t);
+    for (size_t i = 0; i < a->nrunning; i++) {
+        if (a->running[i] == t) {
+            a->running[i] = a->running[--a->nrunning];
+            break;
+        }
+    }
+    /* N.B. not freed here, inside its own callback: the flush timer does
+     * it.  'dead' has room: see make_room(). */
+    a->dead[a->ndead++] = t;
+    kick(a);
+}
+
+/* The environment of the task of 's' (docs/protocol.md), or NULL. */
+static struct pl_env *task_env(struct pl_agent *a,
+                               const struct pl_task_spec *s,
+                               struct pl_error *errp)
+{
+    struct pl_env *env;
+
+    if (!(env = pl_env_new(environ))) {
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    for (char **e = s->env; e && *e; e++)
+        if (pl_env_put(env, *e) < 0)
+            goto nomem;
+    if (pl_env_setf(env, "PILOT_TASK_ID", "%llu",
+                    (unsigned long long)s->id) < 0
+        || pl_env_set(env, "PILOT_RANK", "0") < 0
+        || pl_env_set(env, "PILOT_SIZE", "1") < 0
+        || pl_env_set(env, "PILOT_LOCAL_RANK", "0") < 0
+        || pl_env_set(env, "PILOT_NODE", a->node) < 0
+        || pl_env_set(env, "PILOT_NODELIST", a->node) < 0)
+        goto nomem;
+    if (pl_bind_cpu_env(a->cpu, s, env, errp) < 0
+        || pl_bind_cuda_env(a->cuda, s, env, errp) < 0)
+        goto error;
+    return env;
+nomem:
+    pl_errprintf(errp, "out of memory");
+error:
+    pl_env_free(env);
+    return NULL;
+}
+
+/* Room for one more task in 'running', and in 'dead' for all of them:
+ * exits move tasks from one to the other, so ndead + nrunning never
+ * exceeds what 'dead' was sized for at the last spawn. */
+static int make_room(struct pl_agent *a)
+{
+    struct pl_task **v;
+
+    if (!(v = grow(a->running, &a->cap_running, a->nrunning, sizeof(*v))))
+        return -1;
+    a->running = v;
+    if (!(v = grow(a->dead, &a->cap_dead, a->nrunning + a->ndead,
+                   sizeof(*v))))
+        return -1;
+    a->dead = v;
+    return 0;
+}
+
+/* Bind and spawn; returns 0 or -1 with errp set. */
+static int spawn(struct pl_agent *a, struct pl_task *t, struct pl_env *env,
+                 struct pl_error *errp)
+{
+    const struct pl_task_spec *s = pl_task_spec(t);
+    int rc;
+
+    if (pl_bind_cpu_enter(a->cpu, s, errp) < 0)
+        return -1;
+    if (pl_bind_cuda_enter(a->cuda, s, errp) < 0) {
+        pl_bind_cpu_leave(a->cpu);
+        return -1;
+    }
+    rc = pl_task_start(t, pl_env_vector(env), a->devnull, errp);
+    pl_bind_cuda_leave(a->cuda);
+    pl_bind_cpu_leave(a->cpu);
+    return rc;
+}
+
+/* Run one entry of a RUN message.  Whatever goes wrong, a task with a
+ * valid id gets an event. */
+static void run_one(struct pl_agent *a, const msgpack_object *o)
+{
+    struct pl_task_spec spec;
+    struct pl_error err;
+    struct pl_env *env = NULL;
+    struct pl_task *t = NULL;
+    bool have_id;
+    char cores[128];
+
+    if (pl_task_spec_decode(o, &spec, &have_id, &err) < 0) {
+        if (have_id) {
+            pl_log(LOG_WARNING, "task %llu: bad run entry: %s",
+                   (unsigned long long)spec.id, err.text);
+            event_failed(a, spec.id, spec.attempt, err.text);
+        }
+        else
+            pl_log(LOG_WARNING, "run: bad task entry: %s", err.text);
+        goto done;
+    }
+    if (a->exiting) {
+        pl_log(LOG_WARNING, "task %llu: not started: shutting down",
+               (unsigned long long)spec.id);
+        event_failed(a, spec.id, spec.attempt, "agent is shutting down");
+        goto done;
+    }
+    if ((t = find_task(a, spec.id))) {
+        /* The same attempt again: it runs, its events will come.  Another
+         * attempt: refuse it rather than leave pilotd waiting for it. */
+        uint64_t old = pl_task_spec(t)->attempt;
+        t = NULL;
+        pl_log(LOG_WARNING, "task %llu: attempt %llu still running here: "
+               "run of attempt %llu %s", (unsigned long long)spec.id,
+               (unsigned long long)old, (unsigned long long)spec.attempt,
+               old == spec.attempt ? "ignored" : "refused");
+        if (old != spec.attempt) {
+            pl_errprintf(&err, "attempt %llu of this task is still running "
+                         "on this node", (unsigned long long)old);
+            event_failed(a, spec.id, spec.attempt, err.text);
+        }
+        goto done;
+    }
+    if (pl_resources_claim(a->res, spec.cores, spec.ncores, spec.gpus,
+                           spec.ngpus, &err) < 0) {
+        pl_log(LOG_WARNING, "task %llu: %s", (unsigned long long)spec.id,
+               err.text);
+        event_failed(a, spec.id, spec.attempt, err.text);
+        goto done;
+    }
+    if (!(env = task_env(a, &spec, &err)) || make_room(a) < 0
+        || !(t = pl_task_new(&a->loop, &spec, task_exit_cb, a))) {
+        if (env)
+            pl_errprintf(&err, "out of memory");
+        pl_log(LOG_WARNING, "task %llu: %s", (unsigned long long)spec.id,
+               err.text);
+        pl_resources_release(a->res, spec.cores, spec.ncores, spec.gpus,
+                             spec.ngpus);
+        event_failed(a, spec.id, spec.attempt, err.text);
+        goto done;
+    }
+    const struct pl_task_spec *s = pl_task_spec(t);
+    pl_idlist_format(cores, sizeof(cores), s->cores, s->ncores);
+    if (spawn(a, t, env, &err) < 0) {
+        pl_log(LOG_WARNING, "task %llu: %s", (unsigned long long)s->id,
+               err.text);
+        pl_resources_release(a->res, s->cores, s->ncores, s->gpus, s->ngpus);
+        if (pl_task_state(t) == PL_ST_FAILED)
+            event_task(a, t);
+        else
+            event_failed(a, s->id, s->attempt, err.text);
+        pl_task_free(t);
+        goto done;
+    }
+    a->running[a->nrunning++] = t;
+    pl_log(LOG_INFO, "task %llu: spawned pid %d on cores %s",
+           (unsigned long long)s->id, pl_task_pid(t), cores);
+    event_task(a, t);
+done:
+    pl_env_free(env);
+    pl_task_spec_release(&spec);
+}
+
+/* ---- messages from pilotd ---- */
+
+static void heartbeat_cb(uv_timer_t *h)
+{
+    struct pl_agent *a = h->data;
+    struct pl_wbuf w;
+
+    pl_wbuf_init(&w, PL_MSG_HEARTBEAT, a->seq++, 0);
+    send_wbuf(a, &w, PL_MSG_HEARTBEAT);
+}
+
+static void reg_cb(uv_timer_t *h)
+{
+    struct pl_agent *a = h->data;
+
+    pl_log(LOG_DEBUG, "no welcome yet: register again");
+    send_register(a);
+}
+
+static int welcome_cb(struct pl_agent *a, const struct pl_msg *m,
+                      struct pl_error *errp)
+{
+    char *node = NULL;
+    double hb;
+
+    if (pl_mp_str(m->body, "node", true, sizeof(a->node) - 1, &node, errp)
+            < 0
+        || pl_mp_double(m->body, "heartbeat", true, &hb, errp) < 0)
+        goto error;
+    if (!*node || !isfinite(hb) || hb <= 0 || hb > HEARTBEAT_MAX) {
+        errno = EPROTO;
+        pl_errprintf(errp, "welcome: bad node or heartbeat");
+        goto error;
+    }
+    if (strcmp(node, a->node)) {
+        pl_log(LOG_NOTICE, "pilotd calls this node %s", node);
+        snprintf(a->node, sizeof(a->node), "%s", node);
+        pl_log_init("pilot-agent", a->node, NULL);
+    }
+    uint64_t ms = (uint64_t)ceil(hb * 1000.0);
+    uv_timer_stop(&a->reg);
+    uv_timer_start(&a->heartbeat, heartbeat_cb, ms, ms);
+    pl_log(LOG_NOTICE, "registered (heartbeat %.3g s, %zu cores, %zu gpus)",
+           hb, pl_resources_free_cores(a->res),
+           pl_resources_free_gpus(a->res));
+    a->welcomed = true;
+    a->pulled = false; /* a new (or restarted) pilotd: ask again */
+    kick(a);
+    free(node);
+    return 0;
+error:
+    free(node);
+    return -1;
+}
+
+static int run_cb(struct pl_agent *a, const struct pl_msg *m,
+                  struct pl_error *errp)
+{
+    const msgpack_object *tasks;
+
+    if (pl_mp_array(m->body, "tasks", true, RUN_MAX, &tasks, errp) < 0)
+        return -1;
+    pl_log(LOG_DEBUG, "run: %u tasks", tasks->via.array.size);
+    a->pulled = false;
+    for (uint32_t i = 0; i < tasks->via.array.size; i++)
+        run_one(a, &tasks->via.array.ptr[i]);
+    kick(a);
+    return 0;
+}
+
+static int kill_cb(struct pl_agent *a, const struct pl_msg *m,
+                   struct pl_error *errp)
+{
+    uint64_t id;
+    uint64_t attempt;
+    double grace;
+    struct pl_task *t;
+
+    if (pl_mp_uint(m->body, "id", true, UINT64_MAX, &id, errp) < 0
+        || pl_mp_uint(m->body, "attempt", true, UINT32_MAX, &attempt, errp)
+               < 0
+        || pl_mp_double(m->body, "grace", true, &grace, errp) < 0)
+        return -1;
+    if (!isfinite(grace) || grace < 0 || grace > KILL_GRACE_MAX) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "kill: grace out of range");
+    }
+    if (!(t = find_task(a, id)) || pl_task_spec(t)->attempt != attempt) {
+        pl_log(LOG_DEBUG, "kill: task %llu attempt %llu is not running here",
+               (unsigned long long)id, (unsigned long long)attempt);
+        return 0;
+    }
+    pl_log(LOG_INFO, "task %llu: kill (grace %.3g s)", (unsigned long long)id,
+           grace);
+    pl_task_kill(t, PL_ST_CANCELED, grace);
+    return 0;
+}
+
+static int exit_msg_cb(struct pl_agent *a, const struct pl_msg *m,
+                       struct pl_error *errp)
+{
+    (void)m;
+    (void)errp;
+    pl_agent_shutdown(a, "exit message");
+    return 0;
+}
+
+static int reply_cb(struct pl_agent *a, const struct pl_msg *m,
+                    struct pl_error *errp)
+{
+    int64_t errnum = 0;
+    char *text = NULL;
+
+    (void)a;
+    if (pl_mp_int(m->body, "errno", true, &errnum, errp) < 0
+        || pl_mp_str(m->body, "error", false, 1024, &text, errp) < 0)
+        return -1;
+    if (errnum)
+        pl_log(LOG_WARNING, "pilotd refused message %llu: %s",
+               (unsigned long long)m->seq, text ? text : strerror((int)errnum));
+    free(text);
+    return 0;
+}
+
+static const struct {
+    int type;
+    int (*cb)(struct pl_agent *a, const struct pl_msg *m,
+              struct pl_error *errp);
+} handlers[] = {
+    { PL_MSG_WELCOME, welcome_cb },
+    { PL_MSG_RUN, run_cb },
+    { PL_MSG_KILL, kill_cb },
+    { PL_MSG_EXIT, exit_msg_cb },
+    { PL_MSG_REPLY, reply_cb },
+    { 0, NULL },
+};
+
+static void dispatch(struct pl_agent *a, const void *buf, size_t len)
+{
+    struct pl_msg m;
+    struct pl_error err;
+    int i;
+
+    if (pl_msg_decode(buf, len, &m, &err) < 0) {
+        pl_log(LOG_WARNING, "dropped a message: %s", err.text);
+        return;
+    }
+    pl_log(LOG_DEBUG, "received %s (seq %llu, %zu bytes)",
+           pl_msg_type_name(m.type), (unsigned long long)m.seq, len);
+    for (i = 0; handlers[i].cb; i++)
+        if (handlers[i].type == m.type)
+            break;
+    if (!handlers[i].cb)
+        pl_log(LOG_WARNING, "dropped a %s message: not for an agent",
+               pl_msg_type_name(m.type));
+    else if (handlers[i].cb(a, &m, &err) < 0)
+        pl_log(LOG_WARNING, "dropped a %s message: %s",
+               pl_msg_type_name(m.type), err.text);
+    pl_msg_release(&m);
+}
+
+static void zsock_cb(struct pl_zwatch *zw, int revents, void *arg)
+{
+    struct pl_agent *a = arg;
+
+    (void)zw;
+    if (revents & ZMQ_POLLOUT)
+        drain_outq(a);
+    if (!(revents & ZMQ_POLLIN))
+        return;
+    for (int i = 0; i < PL_ZBATCH; i++) {
+        zmq_msg_t body;
+        zmq_msg_init(&body);
+        if (pl_zsock_recv(a->zsock, NULL, &body) < 0) {
+            int e = errno;
+            zmq_msg_close(&body);
+            if (e == EAGAIN || e == EINTR)
+                break;
+            pl_log(LOG_WARNING, "recv: %s", zmq_strerror(e));
+            continue;
+        }
+        dispatch(a, zmq_msg_data(&body), zmq_msg_size(&body));
+        zmq_msg_close(&body);
+    }
+}
+
+/* ---- signals, shutdown ---- */
+
+static void sigchld_cb(uv_signal_t *h, int signum)
+{
+    struct pl_agent *a = h->data;
+
+    (void)signum;
+    for (size_t i = 0; i < a->nrunning; i++)
+        pl_task_rusage_poll(a->running[i]);
+}
+
+static void deadline_cb(uv_timer_t *h)
+{
+    struct pl_agent *a = h->data;
+
+    if (a->nrunning)
+        pl_log(LOG_WARNING, "%zu tasks still running after SIGKILL: "
+               "giving up on them", a->nrunning);
+    for (size_t i = 0; i < a->nrunning; i++) {
+        const struct pl_task_spec *s = pl_task_spec(a->running[i]);
+        struct event *e = event_add(a, s->id, s->attempt, PL_ST_CANCELED);
+        if (e)
+            e->error = strdup("did not exit after SIGKILL");
+    }
+    send_events(a);
+    if (a->outq)
+        pl_log(LOG_WARNING, "%zu messages to pilotd not sent", a->noutq);
+    finish(a);
+}
+
+void pl_agent_shutdown(struct pl_agent *a, const char *why)
+{
+    /* N.B. idempotent, with no "second signal means SIGKILL now": with
+     * --local, PR_SET_PDEATHSIG sends SIGTERM once for every thread of
+     * the dying pilotd that we get reparented to (ZeroMQ's threads too),
+     * so several arrive within microseconds.  The deadline bounds the
+     * wait instead. */
+    if (a->exiting || a->finished) {
+        pl_log(LOG_DEBUG, "%s: already shutting down", why);
+        return;
+    }
+    a->exiting = true;
+    pl_log(LOG_NOTICE, "shutting down (%s): stopping %zu tasks", why,
+           a->nrunning);
+    uv_timer_stop(&a->reg);
+    for (size_t i = 0; i < a->nrunning; i++)
+        pl_task_kill(a->running[i], PL_ST_CANCELED, EXIT_GRACE);
+    uv_timer_start(&a->deadline, deadline_cb,
+                   (uint64_t)(EXIT_GRACE * 1000) + EXIT_WAIT_MS, 0);
+    kick(a);
+}
+
+/* ---- life cycle ---- */
+
+uv_loop_t *pl_agent_loop(struct pl_agent *a)
+{
+    return &a->loop;
+}
+
+struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
+                              struct pl_error *errp)
+{
+    struct pl_agent *a;
+    int rc;
+
+    if (strlen(endpoint) >= sizeof(((struct pl_agent *)0)->endpoint)) {
+        errno = EINVAL;
+        pl_errprintf(errp, "endpoint too long");
+        return NULL;
+    }
+    if (!(a = calloc(1, sizeof(*a)))) {
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    a->devnull = -1;
+    a->outq_tail = &a->outq;
+    if ((rc = uv_loop_init(&a->loop)) < 0) {
+        pl_errprintf(errp, "uv_loop_init: %s", uv_strerror(rc));
+        free(a);
+        errno = -rc;
+        return NULL;
+    }
+    a->res = *resp;
+    snprintf(a->endpoint, sizeof(a->endpoint), "%s", endpoint);
+    snprintf(a->node, sizeof(a->node), "%s", pl_resources_node(a->res));
+    uv_timer_init(&a->loop, &a->flush);
+    uv_timer_init(&a->loop, &a->reg);
+    uv_timer_init(&a->loop, &a->heartbeat);
+    uv_timer_init(&a->loop, &a->deadline);
+    a->flush.data = a->reg.data = a->heartbeat.data = a->deadline.data = a;
+    a->sigchld.data = a;
+    if ((rc = uv_signal_init(&a->loop, &a->sigchld)) == 0) {
+        a->sigchld_ok = true;
+        rc = uv_signal_start(&a->sigchld, sigchld_cb, SIGCHLD);
+    }
+    if (rc < 0) {
+        errno = -rc;
+        pl_errprintf(errp, "SIGCHLD watcher: %s", uv_strerror(rc));
+        goto error;
+    }
+    if ((a->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        pl_errprintf(errp, "/dev/null: %s", strerror(errno));
+        goto error;
+    }
+    if (!(a->cpu = pl_bind_cpu_new(a->res, errp))
+        || !(a->cuda = pl_bind_cuda_new(a->res, errp)))
+        goto error;
+    if (!(a->zctx = zmq_ctx_new())) {
+        pl_errprintf(errp, "zmq_ctx_new: %s", zmq_strerror(errno));
+        goto error;
+    }
+    if (!(a->zsock = pl_zsock_new(a->zctx, ZMQ_DEALER, errp)))
+        goto error;
+    if (!(a->zw = pl_zwatch_new(&a->loop, a->zsock, ZMQ_POLLIN, zsock_cb,
+                                a))) {
+        pl_errprintf(errp, "zwatch: %s", strerror(errno));
+        goto error;
+    }
+    *resp = NULL;
+    return a;
+error:
+    a->res = NULL; /* still the caller's */
+    pl_agent_free(a);
+    return NULL;
+}
+
+int pl_agent_start(struct pl_agent *a, struct pl_error *errp)
+{
+    uint32_t ncores;
+
+    if (zmq_connect(a->zsock, a->endpoint) < 0)
+        return pl_errprintf(errp, "connect %s: %s", a->endpoint,
+                            zmq_strerror(errno));
+    if (pl_zwatch_start(a->zw) < 0)
+        return pl_errprintf(errp, "zwatch: %s", strerror(errno));
+    (void)pl_resources_cores(a->res, &ncores);
+    pl_log(LOG_NOTICE, "started: pid %d, %u cores, %zu gpus, pilotd at %s",
+           (int)getpid(), ncores, pl_resources_ngpus(a->res), a->endpoint);
+    send_register(a);
+    uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+    return 0;
+}
+
+static void walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    pl_log(LOG_ERR, "handle still open: %s%s", uv_handle_type_name(h->type),
+           uv_is_closing(h) ? " (closing)" : "");
+}
+
+static void close_handle(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+void pl_agent_free(struct pl_agent *a)
+{
+    if (!a)
+        return;
+    int saved = errno;
+    int rc;
+
+    for (size_t i = 0; i < a->nrunning; i++)
+        pl_task_free(a->running[i]);
+    for (size_t i = 0; i < a->ndead; i++)
+        pl_task_free(a->dead[i]);
+    pl_zwatch_free(a->zw);
+    close_handle((uv_handle_t *)&a->flush);
+    close_handle((uv_handle_t *)&a->reg);
+    close_handle((uv_handle_t *)&a->heartbeat);
+    close_handle((uv_handle_t *)&a->deadline);
+    if (a->sigchld_ok)
+        close_handle((uv_handle_t *)&a->sigchld);
+    /* Close callbacks run at the end of one iteration; a few are plenty. */
+    for (int i = 0; i < 8 && uv_run(&a->loop, UV_RUN_NOWAIT); i++)
+        ;
+    if ((rc = uv_loop_close(&a->loop)) < 0) {
+        pl_log(LOG_ERR, "uv_loop_close: %s", uv_strerror(rc));
+        uv_walk(&a->loop, walk_cb, NULL);
+    }
+    if (a->zsock)
+        zmq_close(a->zsock); /* lingers to deliver the last EVENTS */
+    if (a->zctx)
+        zmq_ctx_term(a->zctx);
+    for (size_t i = 0; i < a->nevents; i++)
+        free(a->events[i].error);
+    free(a->events);
+    while (a->outq) {
+        struct outmsg *m = a->outq;
+        a->outq = m->next;
+        free(m->data);
+        free(m);
+    }
+    if (a->devnull >= 0)
+        close(a->devnull);
+    pl_bind_cuda_free(a->cuda);
+    pl_bind_cpu_free(a->cpu);
+    pl_resources_free(a->res);
+    free(a->running);
+    free(a->dead);
+    free(a);
+    errno = saved;
+}

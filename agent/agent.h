@@ -1,0 +1,38 @@
+/* agent/agent.h - the agent: its link to pilotd, and the tasks it runs */
+#ifndef PL_AGENT_AGENT_H
+#define PL_AGENT_AGENT_H
+
+#include <uv.h>
+
+#include "agent/resources.h"
+#include "proto/error.h"
+
+struct pl_agent;
+
+/* An agent offering 'res' (moved in: *resp is set to NULL on success),
+ * to connect to pilotd at 'endpoint' (tcp://ADDR:PORT).  The agent embeds
+ * the process's one libuv loop (pl_agent_loop()).  Returns NULL with
+ * errp set; then the caller still owns *resp. */
+struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
+                              struct pl_error *errp);
+
+/* Close every handle of the agent, run the loop until their close
+ * callbacks are done, close the loop, then the socket (which lingers to
+ * flush what was sent) and the ZeroMQ context.  Handles that others
+ * started on the loop must be closed first.  NULL is ok. */
+void pl_agent_free(struct pl_agent *a);
+
+/* Borrowed: the loop, valid until pl_agent_free(a). */
+uv_loop_t *pl_agent_loop(struct pl_agent *a);
+
+/* Connect, send REGISTER (again every 2 s until WELCOME) and start
+ * watching the socket.  Returns 0, or -1 with errp set. */
+int pl_agent_start(struct pl_agent *a, struct pl_error *errp);
+
+/* Stop every task (SIGTERM, SIGKILL after a grace), report them, then
+ * stop the loop (uv_stop()), so that uv_run() returns; tasks that outlive
+ * SIGKILL by 5 s are reported canceled and left.  Later calls do nothing.
+ * 'why' names the cause in the log. */
+void pl_agent_shutdown(struct pl_agent *a, const char *why);
+
+#endif /* !PL_AGENT_AGENT_H */

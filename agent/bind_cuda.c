@@ -1,0 +1,106 @@
+/* agent/bind_cuda.c - bind a task to its GPUs (CUDA_VISIBLE_DEVICES)
+ *
+ * A GPU is told apart by its Slurm id (SLURM_STEP_GPUS) and addressed by
+ * its entry in the agent's own CUDA_VISIBLE_DEVICES: with device cgroups
+ * Slurm renumbers a step's GPUs from 0, so the ids are not CUDA ordinals.
+ * The task gets those entries, which the CUDA runtime resolves the same
+ * way for it as for us.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/bind_cuda.h"
+
+struct pl_bind_cuda {
+    const struct pl_resources *r;
+};
+
+struct pl_bind_cuda *pl_bind_cuda_new(const struct pl_resources *r,
+                                      struct pl_error *errp)
+{
+    struct pl_bind_cuda *b;
+
+    if (!(b = calloc(1, sizeof(*b)))) {
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    b->r = r;
+    return b;
+}
+
+void pl_bind_cuda_free(struct pl_bind_cuda *b)
+{
+    if (b) {
+        int saved = errno;
+        free(b);
+        errno = saved;
+    }
+}
+
+/* "a,b,c" from name(r, pos) for each of the task's positions, or NULL
+ * (ENOMEM).  The caller frees it. */
+static char *join(const struct pl_resources *r, const struct pl_task_spec *s,
+                  const char *(*name)(const struct pl_resources *, size_t))
+{
+    size_t len = 1;
+    char *buf;
+    char *p;
+
+    for (uint32_t i = 0; i < s->ngpus; i++)
+        len += strlen(name(r, s->gpus[i])) + 1;
+    if (!(p = buf = malloc(len)))
+        return NULL;
+    *p = '\0';
+    for (uint32_t i = 0; i < s->ngpus; i++) {
+        const char *n = name(r, s->gpus[i]);
+        size_t nlen = strlen(n);
+        if (i)
+            *p++ = ',';
+        memcpy(p, n, nlen + 1);
+        p += nlen;
+    }
+    return buf;
+}
+
+int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_task_spec *s,
+                     struct pl_env *env, struct pl_error *errp)
+{
+    char *visible = NULL;
+    char *ids = NULL;
+
+    for (uint32_t i = 0; i < s->ngpus; i++) {
+        if (s->gpus[i] >= pl_resources_ngpus(b->r)) {
+            errno = EINVAL;
+            return pl_errprintf(errp, "GPU position %llu out of range",
+                                (unsigned long long)s->gpus[i]);
+        }
+    }
+    if (!(visible = join(b->r, s, pl_resources_gpu_visible))
+        || !(ids = join(b->r, s, pl_resources_gpu_id))
+        || pl_env_set(env, "CUDA_VISIBLE_DEVICES", visible) < 0
+        || pl_env_set(env, "PILOT_GPUS", ids) < 0)
+        goto error;
+    free(visible);
+    free(ids);
+    return 0;
+error:
+    free(visible);
+    free(ids);
+    errno = ENOMEM;
+    return pl_errprintf(errp, "out of memory");
+}
+
+int pl_bind_cuda_enter(struct pl_bind_cuda *b, const struct pl_task_spec *s,
+                       struct pl_error *errp)
+{
+    (void)b;
+    (void)s;
+    (void)errp;
+    return 0;
+}
+
+void pl_bind_cuda_leave(struct pl_bind_cuda *b)
+{
+    (void)b;
+}

@@ -1,0 +1,35 @@
+/* agent/env.h - a task's environment: a copy of ours, with overrides */
+#ifndef PL_AGENT_ENV_H
+#define PL_AGENT_ENV_H
+
+#include <stddef.h>
+
+struct pl_env;
+
+/* A copy of 'base' (a NULL-terminated "KEY=VALUE" vector, borrowed; NULL
+ * means empty).  Entries without '=' are dropped.  Returns NULL (ENOMEM). */
+struct pl_env *pl_env_new(char *const *base);
+
+/* NULL is ok; preserves errno. */
+void pl_env_free(struct pl_env *e);
+
+/* Add "KEY=VALUE" (copied), replacing any entry for KEY.
+ * Returns 0, or -1 with errno EINVAL (no '=', or an empty key) or ENOMEM. */
+int pl_env_put(struct pl_env *e, const char *kv);
+
+/* Set KEY to VALUE (copied), replacing any entry.  Returns 0 or -1 (errno
+ * EINVAL for an empty key or one holding '=', ENOMEM). */
+int pl_env_set(struct pl_env *e, const char *key, const char *val);
+
+/* Like pl_env_set() with a printf-formatted value. */
+int pl_env_setf(struct pl_env *e, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The value of KEY, or NULL.  Borrowed: valid until 'e' changes. */
+const char *pl_env_get(const struct pl_env *e, const char *key);
+
+/* The NULL-terminated vector for execve().  Borrowed: owned by 'e', valid
+ * until 'e' changes or is freed. */
+char **pl_env_vector(struct pl_env *e);
+
+#endif /* !PL_AGENT_ENV_H */

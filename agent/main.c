@@ -1,0 +1,180 @@
+/* agent/main.c - pilot-agent: options, signals, the loop */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/resources.h"
+#include "proto/error.h"
+#include "proto/log.h"
+
+static const char usage[] =
+    "Usage: pilot-agent --connect tcp://ADDR:PORT [OPTIONS]\n"
+    "Run pilot tasks on this node for pilotd.\n"
+    "\n"
+    "  --connect EP       pilotd's agent endpoint (required)\n"
+    "  --node NAME        node name (default: $SLURMD_NODENAME, else the\n"
+    "                     host name)\n"
+    "  --cores LIST       CPU ids to offer, like 0,1,2 or 0-3 (default: the\n"
+    "                     CPUs of this process's affinity mask)\n"
+    "  --local            exit when the parent process (pilotd) exits\n"
+    "  --log FILE         log to FILE instead of stderr\n"
+    "  --log-level LEVEL  err, warning, notice (default), info or debug\n"
+    "  --help             show this help\n";
+
+struct opts {
+    const char *connect;
+    const char *node;
+    const char *cores;
+    const char *log;
+    bool local;
+};
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        { "connect", required_argument, NULL, 'c' },
+        { "node", required_argument, NULL, 'n' },
+        { "cores", required_argument, NULL, 'C' },
+        { "local", no_argument, NULL, 'L' },
+        { "log", required_argument, NULL, 'l' },
+        { "log-level", required_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    int level;
+    uint64_t *cores;
+    uint32_t ncores;
+    struct pl_error err;
+
+    memset(o, 0, sizeof(*o));
+    opterr = 0; /* one line of our own instead of getopt's */
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            o->connect = optarg;
+            break;
+        case 'n':
+            if (!*optarg || strlen(optarg) > 255)
+                pl_fatal(2, "--node: want 1 to 255 characters");
+            o->node = optarg;
+            break;
+        case 'C':
+            if (pl_cpulist_parse(optarg, &cores, &ncores, &err) < 0)
+                pl_fatal(2, "--cores: %s", err.text);
+            free(cores);
+            if (ncores == 0)
+                pl_fatal(2, "--cores: empty list");
+            o->cores = optarg;
+            break;
+        case 'L':
+            o->local = true;
+            break;
+        case 'l':
+            o->log = optarg;
+            break;
+        case 'v':
+            if ((level = pl_log_level_parse(optarg)) < 0)
+                pl_fatal(2, "--log-level: unknown level '%s'", optarg);
+            pl_log_level = level;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        case ':':
+            pl_fatal(2, "%s needs a value (see --help)", argv[optind - 1]);
+        default:
+            if (optopt)
+                pl_fatal(2, "unknown option '-%c' (see --help)", optopt);
+            pl_fatal(2, "unknown option '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        pl_fatal(2, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!o->connect)
+        pl_fatal(2, "--connect is required (see --help)");
+}
+
+/* Make 'path' our stderr.  N.B. rather than pl_log_init(path): its FILE
+ * is not close-on-exec and would leak into every task, while fd 2 is
+ * replaced in each task by the task's own stderr.  ASan and libc
+ * messages land in the log this way too. */
+static void log_to(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        pl_fatal(1, "--log %s: %s", path, strerror(errno));
+    if (fd != STDERR_FILENO) {
+        if (dup2(fd, STDERR_FILENO) < 0)
+            pl_fatal(1, "--log %s: %s", path, strerror(errno));
+        close(fd);
+    }
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+    pl_agent_shutdown(h->data, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct pl_error err;
+    struct pl_resources *res;
+    struct pl_agent *a;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    const char *node;
+    int rc;
+
+    pl_log_init("pilot-agent", NULL, NULL);
+    parse_opts(argc, argv, &o);
+    if (o.local && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+        pl_fatal(1, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+    if (o.log)
+        log_to(o.log);
+
+    if (!(node = o.node))
+        node = getenv("SLURMD_NODENAME");
+    struct pl_resources_spec spec = {
+        .node = node,
+        .cores = o.cores,
+        .step_gpus = getenv("SLURM_STEP_GPUS"),
+        .job_gpus = getenv("SLURM_JOB_GPUS"),
+        .cuda_visible = getenv("CUDA_VISIBLE_DEVICES"),
+    };
+    if (!(res = pl_resources_new(&spec, &err)))
+        pl_fatal(1, "%s", err.text);
+    pl_log_init("pilot-agent", pl_resources_node(res), NULL);
+    if (!(a = pl_agent_new(o.connect, &res, &err))) {
+        pl_resources_free(res);
+        pl_fatal(1, "%s", err.text);
+    }
+    uv_signal_init(pl_agent_loop(a), &sigterm);
+    uv_signal_init(pl_agent_loop(a), &sigint);
+    sigterm.data = sigint.data = a;
+    if ((rc = uv_signal_start(&sigterm, signal_cb, SIGTERM)) < 0
+        || (rc = uv_signal_start(&sigint, signal_cb, SIGINT)) < 0)
+        pl_errprintf(&err, "signal watcher: %s", uv_strerror(rc));
+    if (rc < 0 || pl_agent_start(a, &err) < 0) {
+        pl_log(LOG_ERR, "%s", err.text);
+        uv_close((uv_handle_t *)&sigterm, NULL);
+        uv_close((uv_handle_t *)&sigint, NULL);
+        pl_agent_free(a);
+        return 1;
+    }
+    uv_run(pl_agent_loop(a), UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&sigterm, NULL);
+    uv_close((uv_handle_t *)&sigint, NULL);
+    pl_agent_free(a);
+    return 0;
+}

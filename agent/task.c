@@ -1,0 +1,404 @@
+/* agent/task.c - one launched process: spawn, kill, exit, resource use */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/resources.h"
+#include "agent/task.h"
+#include "proto/msg.h"
+#include "proto/pilotdir.h"
+#include "proto/state.h"
+
+/* Limits on a RUN entry, as for a submitted task (docs/protocol.md). */
+#define ARGV_MAX 4096
+#define ARG_LEN (64 * 1024)
+#define ENV_MAX 4096
+#define ENV_LEN (128 * 1024)  /* MAX_ARG_STRLEN: execve() takes no more */
+#define PATH_LEN 4096
+#define CORES_MAX 4096
+#define GPUS_MAX 1024
+#define TIMEOUT_MAX 1e7       /* s (115 days): keeps the ms in a uint64 */
+
+/* SIGTERM to SIGKILL when a timeout fires. */
+#define TIMEOUT_GRACE 5.0
+
+struct pl_task {
+    uv_process_t proc;
+    uv_timer_t timer;       /* the timeout, then SIGKILL after the grace */
+    uv_loop_t *loop;
+    struct pl_task_spec spec;
+    pl_task_exit_f cb;
+    void *arg;
+    int state;              /* PL_ST_ASSIGNED, PL_ST_RUNNING, then final */
+    int reason;             /* 0, or why we are killing it */
+    int termed;             /* SIGTERM sent */
+    int killed;             /* SIGKILL sent */
+    int spawned;            /* uv_spawn() was called: 'proc' needs closing */
+    int closing;            /* handles whose close callback is still due */
+    int pid;
+    int exit_code;
+    int signal;
+    long maxrss_kb;
+    uint64_t t_start;       /* uv_hrtime() at spawn and at exit */
+    uint64_t t_end;
+    int has_error;
+    struct pl_error error;
+};
+
+void pl_task_spec_release(struct pl_task_spec *spec)
+{
+    int saved = errno;
+
+    pl_strv_free(spec->argv);
+    pl_strv_free(spec->env);
+    free(spec->cwd);
+    free(spec->cores);
+    free(spec->gpus);
+    free(spec->out);
+    free(spec->err);
+    memset(spec, 0, sizeof(*spec));
+    errno = saved;
+}
+
+static int bad(struct pl_error *errp, const char *what)
+{
+    errno = EPROTO;
+    return pl_errprintf(errp, "%s", what);
+}
+
+int pl_task_spec_decode(const msgpack_object *o, struct pl_task_spec *spec,
+                        bool *have_id, struct pl_error *errp)
+{
+    memset(spec, 0, sizeof(*spec));
+    *have_id = false;
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return bad(errp, "task entry is not a map");
+    for (uint32_t i = 0; i < o->via.map.size; i++)
+        if (o->via.map.ptr[i].key.type != MSGPACK_OBJECT_STR)
+            return bad(errp, "task entry key is not a string");
+    if (pl_mp_uint(o, "id", true, UINT64_MAX, &spec->id, errp) < 0
+        || pl_mp_uint(o, "attempt", true, UINT32_MAX, &spec->attempt, errp)
+               < 0)
+        return -1;
+    *have_id = true;
+    if (pl_mp_strv(o, "argv", true, 1, ARGV_MAX, ARG_LEN, &spec->argv, errp)
+            < 0
+        || pl_mp_strv(o, "env", false, 0, ENV_MAX, ENV_LEN, &spec->env, errp)
+               < 0
+        || pl_mp_str(o, "cwd", false, PATH_LEN, &spec->cwd, errp) < 0
+        || pl_mp_uintv(o, "cores", true, CORES_MAX, PL_CPU_MAX - 1,
+                       &spec->cores, &spec->ncores, errp) < 0
+        || pl_mp_uintv(o, "gpus", false, GPUS_MAX, UINT32_MAX, &spec->gpus,
+                       &spec->ngpus, errp) < 0
+        || pl_mp_str(o, "stdout", true, PATH_LEN, &spec->out, errp) < 0
+        || pl_mp_str(o, "stderr", true, PATH_LEN, &spec->err, errp) < 0
+        || pl_mp_double(o, "timeout", false, &spec->timeout, errp) < 0)
+        return -1;
+    for (char **e = spec->env; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e)
+            return bad(errp, "field 'env': want KEY=VALUE entries");
+    }
+    if (spec->cwd && !*spec->cwd)
+        return bad(errp, "field 'cwd': empty");
+    if (spec->ncores == 0)
+        return bad(errp, "field 'cores': empty");
+    if (!*spec->out || !*spec->err)
+        return bad(errp, "field 'stdout' or 'stderr': empty path");
+    if (!isfinite(spec->timeout) || spec->timeout < 0
+        || spec->timeout > TIMEOUT_MAX)
+        return bad(errp, "field 'timeout': out of range");
+    return 0;
+}
+
+struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_task_spec *spec,
+                            pl_task_exit_f cb, void *arg)
+{
+    struct pl_task *t;
+
+    if (!(t = calloc(1, sizeof(*t))))
+        return NULL;
+    t->loop = loop;
+    t->spec = *spec;
+    memset(spec, 0, sizeof(*spec));
+    t->cb = cb;
+    t->arg = arg;
+    t->state = PL_ST_ASSIGNED;
+    t->exit_code = -1;
+    t->maxrss_kb = -1;
+    uv_timer_init(loop, &t->timer);
+    t->timer.data = t;
+    t->proc.data = t;
+    return t;
+}
+
+static void close_cb(uv_handle_t *h)
+{
+    struct pl_task *t = h->data;
+
+    if (--t->closing == 0) {
+        pl_task_spec_release(&t->spec);
+        free(t);
+    }
+}
+
+void pl_task_free(struct pl_task *t)
+{
+    if (!t || t->closing)
+        return;
+    int saved = errno;
+    t->closing = 1 + (t->spawned ? 1 : 0);
+    uv_close((uv_handle_t *)&t->timer, close_cb);
+    if (t->spawned)
+        uv_close((uv_handle_t *)&t->proc, close_cb);
+    errno = saved;
+}
+
+static uint64_t seconds_to_ms(double s)
+{
+    return s <= 0 ? 0 : (uint64_t)ceil(s * 1000.0);
+}
+
+/* Signal the task's process group: the task leads it (UV_PROCESS_DETACHED
+ * makes the child call setsid()), and its children are in it unless they
+ * moved away. */
+static void signal_group(struct pl_task *t, int sig)
+{
+    if (t->pid > 0)
+        (void)kill(-t->pid, sig);
+}
+
+static void timer_cb(uv_timer_t *h)
+{
+    struct pl_task *t = h->data;
+
+    if (!t->termed)
+        pl_task_kill(t, PL_ST_TIMEOUT, TIMEOUT_GRACE);
+    else if (!t->killed) {
+        signal_group(t, SIGKILL);
+        t->killed = 1;
+    }
+}
+
+void pl_task_kill(struct pl_task *t, int reason, double grace)
+{
+    uint64_t ms = seconds_to_ms(grace);
+
+    if (t->state != PL_ST_RUNNING)
+        return;
+    if (!t->reason)
+        t->reason = reason;
+    if (t->killed)
+        return;
+    if (ms == 0) {
+        uv_timer_stop(&t->timer);
+        signal_group(t, SIGKILL);
+        t->killed = 1;
+    }
+    else if (!t->termed) {
+        signal_group(t, SIGTERM);
+        t->termed = 1;
+        uv_timer_start(&t->timer, timer_cb, ms, 0);
+    }
+    else if (uv_timer_get_due_in(&t->timer) > ms)
+        uv_timer_start(&t->timer, timer_cb, ms, 0);
+}
+
+/* N.B. Per-task max RSS.  libuv reaps children itself, in the SIGCHLD
+ * watcher embedded in the loop (loop->child_watcher, whose callback calls
+ * waitpid(pid, WNOHANG) for each uv_process_t) and hands exit_cb only the
+ * status: the rusage is gone.  Two facts get it back:
+ *  - libuv 1.44 keeps all uv_signal_t in one red-black tree ordered by
+ *    (signum, one-shot flag, loop address, handle address), see
+ *    uv__signal_compare() in src/unix/signal.c, and its signal handler
+ *    writes one message per watcher into the loop's pipe in that order;
+ *    so a SIGCHLD watcher of ours on the same loop at a LOWER address
+ *    than loop->child_watcher is called first (struct pl_agent declares
+ *    it just before its embedded uv_loop_t);
+ *  - the raw waitid() system call fills a struct rusage (its 5th
+ *    argument, which glibc's wrapper does not expose) even with WNOWAIT,
+ *    which leaves the zombie in place for libuv to reap.
+ * If a child exits between our call and libuv's, the SIGCHLD it raises
+ * comes after the zombie is gone: that task reports no maxrss_kb. */
+void pl_task_rusage_poll(struct pl_task *t)
+{
+    siginfo_t info;
+    struct rusage ru;
+
+    if (t->state != PL_ST_RUNNING || t->maxrss_kb >= 0 || t->pid <= 0)
+        return;
+    memset(&info, 0, sizeof(info));
+    memset(&ru, 0, sizeof(ru));
+    if (syscall(SYS_waitid, P_PID, (id_t)t->pid, &info,
+                WEXITED | WNOHANG | WNOWAIT, &ru) == 0
+        && info.si_pid == t->pid)
+        t->maxrss_kb = ru.ru_maxrss; /* kB on Linux */
+}
+
+static void exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+    struct pl_task *t = p->data;
+
+    t->t_end = uv_hrtime();
+    uv_timer_stop(&t->timer);
+    t->signal = sig;
+    t->exit_code = sig ? 128 + sig : (int)status;
+    if (t->reason) {
+        t->state = t->reason;
+        /* Leave nothing of a killed task behind.  N.B. the leader is
+         * reaped, but its pid stays reserved as long as its group has
+         * members, so this cannot hit a stranger's group unless the
+         * group is already empty and the pid reused within this call. */
+        signal_group(t, SIGKILL);
+    }
+    else
+        t->state = (status == 0 && sig == 0) ? PL_ST_DONE : PL_ST_FAILED;
+    t->cb(t, t->arg);
+}
+
+/* Open an output file, creating its directory (0700) if missing. */
+static int open_output(const char *path)
+{
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    int fd;
+
+    if ((fd = open(path, flags, 0600)) >= 0 || errno != ENOENT)
+        return fd;
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return -1;
+    char *dir = strndup(path, (size_t)(slash - path));
+    if (!dir)
+        return -1;
+    int rc = pl_mkdirs(dir, 0700);
+    int saved = errno;
+    free(dir);
+    if (rc < 0) {
+        errno = saved;
+        return -1;
+    }
+    return open(path, flags, 0600);
+}
+
+/* Record a start failure; returns -1 with errno 'errnum'. */
+static int start_failed(struct pl_task *t, int errnum, struct pl_error *errp)
+{
+    t->state = PL_ST_FAILED;
+    t->has_error = 1;
+    if (errp)
+        *errp = t->error;
+    errno = errnum;
+    return -1;
+}
+
+int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
+                  struct pl_error *errp)
+{
+    uv_stdio_container_t stdio[3];
+    uv_process_options_t o;
+    int out = -1;
+    int err = -1;
+    int rc;
+
+    if ((out = open_output(t->spec.out)) < 0) {
+        rc = errno;
+        pl_errprintf(&t->error, "stdout %s: %s", t->spec.out, strerror(rc));
+        return start_failed(t, rc, errp);
+    }
+    if (!strcmp(t->spec.err, t->spec.out))
+        err = out;
+    else if ((err = open_output(t->spec.err)) < 0) {
+        rc = errno;
+        close(out);
+        pl_errprintf(&t->error, "stderr %s: %s", t->spec.err, strerror(rc));
+        return start_failed(t, rc, errp);
+    }
+    memset(&o, 0, sizeof(o));
+    stdio[0].flags = UV_INHERIT_FD;
+    stdio[0].data.fd = stdin_fd;
+    stdio[1].flags = UV_INHERIT_FD;
+    stdio[1].data.fd = out;
+    stdio[2].flags = UV_INHERIT_FD;
+    stdio[2].data.fd = err;
+    o.exit_cb = exit_cb;
+    o.file = t->spec.argv[0];
+    o.args = t->spec.argv;
+    o.env = env;
+    o.cwd = t->spec.cwd;
+    o.flags = UV_PROCESS_DETACHED; /* setsid(): the task leads its group */
+    o.stdio_count = 3;
+    o.stdio = stdio;
+    t->spawned = 1;   /* uv_spawn() inits the handle even when it fails */
+    rc = uv_spawn(t->loop, &t->proc, &o);
+    t->proc.data = t;
+    close(out);
+    if (err != out)
+        close(err);
+    if (rc < 0) {
+        t->exit_code = 127; /* what a shell says for a command it can't run */
+        pl_errprintf(&t->error, "spawn: %s", uv_strerror(rc));
+        return start_failed(t, -rc, errp);
+    }
+    t->pid = t->proc.pid;
+    t->state = PL_ST_RUNNING;
+    t->t_start = uv_hrtime();
+    if (t->spec.timeout > 0)
+        uv_timer_start(&t->timer, timer_cb, seconds_to_ms(t->spec.timeout),
+                       0);
+    return 0;
+}
+
+const struct pl_task_spec *pl_task_spec(const struct pl_task *t)
+{
+    return &t->spec;
+}
+
+bool pl_task_running(const struct pl_task *t)
+{
+    return t->state == PL_ST_RUNNING;
+}
+
+int pl_task_state(const struct pl_task *t)
+{
+    return t->state;
+}
+
+int pl_task_pid(const struct pl_task *t)
+{
+    return t->pid;
+}
+
+int pl_task_exit_code(const struct pl_task *t)
+{
+    return t->exit_code;
+}
+
+int pl_task_signal(const struct pl_task *t)
+{
+    return t->signal;
+}
+
+long pl_task_maxrss_kb(const struct pl_task *t)
+{
+    return t->maxrss_kb;
+}
+
+const char *pl_task_error(const struct pl_task *t)
+{
+    return t->has_error ? t->error.text : NULL;
+}
+
+double pl_task_runtime(const struct pl_task *t)
+{
+    if (!t->t_start)
+        return 0;
+    return (double)((t->t_end ? t->t_end : uv_hrtime()) - t->t_start) / 1e9;
+}
