@@ -400,13 +400,14 @@ static void node_record(struct pl_daemon *d, struct pl_node *n,
 {
     char cores[4096], gpus[1024];
     uint32_t idx[4096];
+    uint32_t nc = n->ncores < 4096 ? n->ncores : 4096;
+    uint32_t ng = n->ngpus < 4096 ? n->ngpus : 4096;
     struct pl_error err;
 
-    for (uint32_t i = 0; i < n->ncores && i < 4096; i++)
+    for (uint32_t i = 0; i < 4096; i++)
         idx[i] = i;
-    pl_node_cpu_str(n, idx, n->ncores < 4096 ? n->ncores : 4096, cores,
-                    sizeof(cores));
-    pl_node_gpu_str(n, idx, n->ngpus, gpus, sizeof(gpus));
+    pl_node_cpu_str(n, idx, nc, cores, sizeof(cores));
+    pl_node_gpu_str(n, idx, ng, gpus, sizeof(gpus));
     if (pl_db_node_set(d->db, n->name, cores, gpus, state, now(), &err) < 0)
         pl_log(LOG_ERR, "node %s: %s", n->name, err.text);
 }
