@@ -51,20 +51,22 @@ static long job_of(const struct pl_pilot *p)
     return p->info.job ? p->info.job : p->ep.job;
 }
 
-/* Whether anything of the pilot still runs: its endpoint, its local
- * pilotd, its Slurm job. */
+/* Whether anything of the pilot still runs: its local pilotd, its Slurm
+ * job.  An endpoint file alone does not count: a pilotd that crashed
+ * leaves it behind. */
 static bool still_up(struct pl_cli *cli, const struct pl_pilot *p, long pid)
 {
     struct pl_slurm *s;
     struct pl_slurm_job j;
 
-    if (pl_pilot_has_endpoint(p->home, p->id) || pid_alive(pid))
+    if (pid_alive(pid))
         return true;
     if (job_of(p) <= 0 || strcmp(p->info.mode, "slurm"))
         return false;
     if (!(s = pl_cli_slurm(cli, NULL)) || pl_slurm_job(s, job_of(p), &j,
                                                        NULL) < 0)
-        return false; /* nobody to ask: the endpoint is gone, good enough */
+        /* Slurm cannot tell: trust the endpoint pilotd removes on exit */
+        return pl_pilot_has_endpoint(p->home, p->id);
     return pl_slurm_job_alive(&j);
 }
 
@@ -168,6 +170,12 @@ static int stop(struct pl_cli *cli, struct pl_conn *conn)
         snprintf(both, sizeof(both), "pilotd did not exit in %.0f s: %s",
                  STOP_WAIT, how);
         say_down(cli, p, both);
+        return PL_EXIT_OK;
+    }
+    if (pl_endpoint_remove(p->dir) == 0) {
+        /* gone, but it did not clean up after itself: it crashed */
+        say_down(cli, p, "pilotd exited without removing its endpoint; "
+                         "see its logs/");
         return PL_EXIT_OK;
     }
     say_down(cli, p, NULL);

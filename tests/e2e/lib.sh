@@ -1,0 +1,407 @@
+# tests/e2e/lib.sh - shared helpers of the end-to-end tests (sourced)
+#
+# Each test is an executable bash script printing TAP:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   plan 3
+#   pilot_up 4 || abort "no pilot"
+#   capture pilot submit -- hostname
+#   is "$RC" 0 "submit exits 0"
+#   ...
+#
+# What this file gives a test:
+#   WORK          its own directory, /tmp/pilot-e2e-<test>.XXXXXX (kept on
+#                 failure, removed on success)
+#   PILOT_HOME    $WORK/home (exported)
+#   PY            /usr/bin/python3 (Debian's: for JSON, never jq)
+#   REPO          the repository root
+#   plan N; ok DESC CMD...; nok DESC CMD...; is GOT WANT DESC;
+#   like GOT REGEX DESC; unlike GOT REGEX DESC; pass DESC; fail DESC;
+#   diag MSG...; abort MSG (give up: the missing points count as failed)
+#   capture CMD...        run CMD, set OUT, ERR (text) and RC
+#   run_timeout SECS CMD... timeout(1), with a KILL 5 s later
+#   wait_for SECS CMD...  retry CMD every 0.2 s until it succeeds
+#   json EXPR             evaluate a Python expression on 'j', the JSON
+#                         document read from stdin; prints the result
+#   one_error_line [REGEX] check that ERR is one "pilot: error: ..." line
+#   pilot_up N            Slurm pilot of N nodes; sets PILOT_UP_ID and
+#                         PILOT_UP_SECS
+#   pilot_up_local        local pilot; sets PILOT_UP_ID, PILOT_UP_SECS
+#   pilot_dir ID          $PILOT_HOME/pilots/ID
+#   job_end JOBID         "STATE EXITCODE" once a Slurm job has ended
+#   cleanup_job JOBID     scancel JOBID when the test ends
+# On exit: 'pilot down' for every pilot under $PILOT_HOME, scancel of
+# their Slurm jobs, SIGKILL for any process left with our PILOT_HOME in
+# its environment, and on failure the tail of every pilot log.
+
+set -u
+
+_tap_planned=0
+_tap_n=0
+_tap_failed=0
+_cleanup_jobs=()
+
+if [[ -z ${PILOT_BIN:-} ]]; then
+    echo "1..0 # PILOT_BIN is not set (run through 'make check')"
+    echo "pilot e2e: PILOT_BIN is not set" >&2
+    exit 1
+fi
+for _b in pilot pilotd pilot-agent; do
+    if [[ ! -x $PILOT_BIN/$_b ]]; then
+        echo "1..0 # $PILOT_BIN/$_b is missing (run 'make')"
+        echo "pilot e2e: $PILOT_BIN/$_b is missing" >&2
+        exit 1
+    fi
+done
+export PILOT_BIN
+export PATH=$PILOT_BIN:$PATH
+unset PILOT_ID PILOT_TIMEOUT
+
+PY=/usr/bin/python3
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TEST_NAME=$(basename "$0" .sh)
+WORK=$(mktemp -d "/tmp/pilot-e2e-$TEST_NAME.XXXXXX") || exit 1
+export PILOT_HOME=$WORK/home
+mkdir -p "$PILOT_HOME"
+
+# --- TAP -------------------------------------------------------------
+
+plan() {
+    _tap_planned=$1
+    echo "1..$1"
+}
+
+# diag MSG...: each argument on its own line(s), as TAP comments
+diag() {
+    local arg line
+    for arg in "$@"; do
+        while IFS= read -r line; do
+            echo "# $line"
+        done <<<"$arg"
+    done
+}
+
+pass() {
+    _tap_n=$((_tap_n + 1))
+    echo "ok $_tap_n - $1"
+}
+
+fail() {
+    _tap_n=$((_tap_n + 1))
+    _tap_failed=$((_tap_failed + 1))
+    echo "not ok $_tap_n - $1"
+    # where, for the person reading prove's output
+    local i line=?
+    for ((i = 1; i < ${#BASH_SOURCE[@]}; i++)); do
+        if [[ ${BASH_SOURCE[i]} == "$0" ]]; then
+            line=${BASH_LINENO[i - 1]}
+            break
+        fi
+    done
+    echo "#   failed: $1 ($0 line $line)" >&2
+    return 1
+}
+
+# ok DESC CMD...: passes if CMD exits 0
+ok() {
+    local desc=$1
+    shift
+    if "$@"; then
+        pass "$desc"
+    else
+        local rc=$?
+        fail "$desc"
+        diag "  command: $*" "  exit status: $rc"
+        return 1
+    fi
+}
+
+# nok DESC CMD...: passes if CMD exits non-zero
+nok() {
+    local desc=$1
+    shift
+    if "$@"; then
+        fail "$desc"
+        diag "  command unexpectedly succeeded: $*"
+        return 1
+    fi
+    pass "$desc"
+}
+
+# is GOT WANT DESC
+is() {
+    if [[ "$1" == "$2" ]]; then
+        pass "$3"
+    else
+        fail "$3"
+        diag "       got: '$1'" "  expected: '$2'"
+        [[ -n ${ERR:-} ]] && diag "  last stderr: $ERR"
+        return 1
+    fi
+}
+
+# like GOT REGEX DESC (bash ERE)
+like() {
+    if [[ "$1" =~ $2 ]]; then
+        pass "$3"
+    else
+        fail "$3"
+        diag "       got: '$1'" "  expected to match: /$2/"
+        return 1
+    fi
+}
+
+unlike() {
+    if [[ "$1" =~ $2 ]]; then
+        fail "$3"
+        diag "       got: '$1'" "  expected not to match: /$2/"
+        return 1
+    fi
+    pass "$3"
+}
+
+# abort MSG: stop the test here (the plan is not met, so prove reports it)
+abort() {
+    _tap_failed=$((_tap_failed + 1))
+    diag "ABORT: $*"
+    echo "pilot e2e: $TEST_NAME: abort: $*" >&2
+    exit 1
+}
+
+# --- running commands ------------------------------------------------
+
+# run_timeout SECS CMD...
+run_timeout() {
+    local secs=$1
+    shift
+    timeout -k 5 "$secs" "$@"
+}
+
+# capture CMD...: OUT = stdout, ERR = stderr (text, last newline removed),
+# RC = exit status.  The command runs with a limit of $CAPTURE_TIMEOUT
+# seconds (default 120).
+capture() {
+    local o=$WORK/.capture.out e=$WORK/.capture.err
+    RC=0
+    run_timeout "${CAPTURE_TIMEOUT:-120}" "$@" >"$o" 2>"$e" || RC=$?
+    OUT=$(<"$o")
+    ERR=$(<"$e")
+    return 0
+}
+
+# wait_for SECS CMD...: run CMD until it succeeds; 1 if it never did
+wait_for() {
+    local secs=$1
+    shift
+    local end=$((SECONDS + secs))
+    while :; do
+        if "$@"; then
+            return 0
+        fi
+        ((SECONDS >= end)) && return 1
+        sleep 0.2
+    done
+}
+
+# json EXPR: read JSON from stdin into 'j', print EXPR (lists and dicts as
+# JSON, None as 'null', True/False as 'true'/'false').  Exits 1 if stdin
+# is not JSON or EXPR raises.
+json() {
+    "$PY" -c '
+import json, sys
+try:
+    j = json.load(sys.stdin)
+except Exception as e:
+    print("json: not JSON: %s" % e, file=sys.stderr)
+    sys.exit(1)
+try:
+    v = eval(sys.argv[1])
+except Exception as e:
+    print("json: %s: %r" % (sys.argv[1], e), file=sys.stderr)
+    sys.exit(1)
+if isinstance(v, (list, dict)) or v is None or isinstance(v, bool):
+    print(json.dumps(v))
+else:
+    print(v)
+' "$1"
+}
+
+# one_error_line DESC [REGEX] [RC]: after capture: RC (default 1), stdout empty, stderr one
+# line "pilot: error: ..." matching REGEX
+one_error_line() {
+    local desc=$1 re=${2:-.} want=${3:-1}
+    local nl
+    nl=$(printf '%s' "$ERR" | grep -c '')
+    if [[ $RC == "$want" && -z $OUT && $nl == 1 && $ERR == "pilot: error: "*
+          && $ERR =~ $re ]]; then
+        pass "$desc"
+    else
+        fail "$desc"
+        diag "  exit status: $RC (expected $want)" "  stdout: '$OUT'" \
+             "  stderr ($nl lines): '$ERR'" "  expected one line matching /$re/"
+        return 1
+    fi
+}
+
+# usage_error DESC [REGEX]: after capture: RC 2, stdout empty, stderr starts
+# with "pilot: error: " (and matches REGEX)
+usage_error() {
+    local desc=$1 re=${2:-.}
+    if [[ $RC == 2 && -z $OUT && $ERR == "pilot: error: "* && $ERR =~ $re ]]
+    then
+        pass "$desc"
+    else
+        fail "$desc"
+        diag "  exit status: $RC (expected 2)" "  stdout: '$OUT'" \
+             "  stderr: '$ERR'" "  expected to match /$re/"
+        return 1
+    fi
+}
+
+# --- pilots ----------------------------------------------------------
+
+pilot_dir() {
+    echo "$PILOT_HOME/pilots/$1"
+}
+
+# seconds since the epoch, with fractions
+now() {
+    date +%s.%N
+}
+
+elapsed() {
+    "$PY" -c 'import sys; print("%.2f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$1" "$2"
+}
+
+# pilot_up N: start a Slurm pilot of N nodes and wait until its agents are
+# registered.  Sets PILOT_UP_ID (the id printed) and PILOT_UP_SECS.
+pilot_up() {
+    local t0 rc=0
+    PILOT_UP_ID=
+    t0=$(now)
+    PILOT_UP_ID=$(run_timeout 180 pilot up --nodes "$1" --time 15:00 --wait \
+                  --wait-timeout 120 2>"$WORK/.up.err") || rc=$?
+    PILOT_UP_SECS=$(elapsed "$t0" "$(now)")
+    if ((rc != 0)); then
+        diag "pilot up --nodes $1 failed (exit $rc): $(<"$WORK/.up.err")"
+    fi
+    return $rc
+}
+
+# pilot_up_local: start a pilot on this machine, no Slurm
+pilot_up_local() {
+    local t0 rc=0
+    PILOT_UP_ID=
+    t0=$(now)
+    PILOT_UP_ID=$(run_timeout 60 pilot up --local --wait \
+                  2>"$WORK/.up.err") || rc=$?
+    PILOT_UP_SECS=$(elapsed "$t0" "$(now)")
+    if ((rc != 0)); then
+        diag "pilot up --local failed (exit $rc): $(<"$WORK/.up.err")"
+    fi
+    return $rc
+}
+
+# the value of KEY in FILE ("key value" lines: info, endpoint)
+kv() {
+    [[ -r $1 ]] || return 1
+    awk -v k="$2" '$1 == k { print $2; exit }' "$1"
+}
+
+# job_end JOBID: "STATE EXITCODE" of a Slurm job once it has ended
+# ("COMPLETED 0:0"), from scontrol (accounting may be off); waits up to
+# 30 s for it to end
+job_end() {
+    local st= i
+    for ((i = 0; i < 150; i++)); do
+        st=$(scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' \
+             | awk -F= '$1 == "JobState" { s = $2 } $1 == "ExitCode" { e = $2 }
+                        END { if (s != "") print s, e }')
+        case $st in
+        "" | PENDING* | RUNNING* | COMPLETING* | CONFIGURING* | SUSPENDED*) ;;
+        *) break ;;
+        esac
+        sleep 0.2
+    done
+    echo "$st"
+}
+
+cleanup_job() {
+    _cleanup_jobs+=("$1")
+}
+
+# is PID a live process (a zombie counts as gone)?
+alive() {
+    local st
+    [[ -r /proc/$1/stat ]] || return 1
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+# --- cleanup ---------------------------------------------------------
+
+_cleanup() {
+    local rc=$? d id job pid
+    trap - EXIT
+    if ((_tap_failed > 0)) && ((rc == 0)); then
+        rc=1
+    fi
+    if ((_tap_planned > 0 && _tap_n != _tap_planned)) && ((rc == 0)); then
+        rc=1
+    fi
+    local jobs=("${_cleanup_jobs[@]}")
+    for d in "$PILOT_HOME"/pilots/*/; do
+        [[ -d $d ]] || continue
+        id=$(basename "$d")
+        run_timeout 30 pilot down --pilot "$id" >/dev/null 2>&1
+        job=$(kv "$d/info" job)
+        [[ -n $job && $job != 0 ]] && jobs+=("$job")
+        job=$(kv "$d/endpoint" job)
+        [[ -n $job && $job != 0 ]] && jobs+=("$job")
+    done
+    for job in "${jobs[@]}"; do
+        # only our pilots' jobs, and only while they are still there
+        if squeue -h -j "$job" -o %j 2>/dev/null | grep -q '^pilot'; then
+            scancel "$job" 2>/dev/null
+        fi
+    done
+    # processes left behind: those started for this test carry our
+    # PILOT_HOME in their environment
+    local left=()
+    for pid in $(grep -lsaF "PILOT_HOME=$PILOT_HOME" /proc/[0-9]*/environ \
+                 2>/dev/null | cut -d/ -f3); do
+        [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+        # the exact variable, not a prefix of another home
+        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" \
+            | grep -qxF "PILOT_HOME=$PILOT_HOME" || continue
+        alive "$pid" && left+=("$pid")
+    done
+    if ((${#left[@]} > 0)); then
+        sleep 2 # 'pilot down' and scancel may still be at work
+        for pid in "${left[@]}"; do
+            if alive "$pid"; then
+                echo "pilot e2e: $TEST_NAME: killing leftover process" \
+                     "$pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
+                kill -KILL "$pid" 2>/dev/null
+            fi
+        done
+    fi
+    if ((rc != 0)); then
+        local f
+        for f in "$PILOT_HOME"/pilots/*/logs/* "$WORK"/*.log "$WORK"/sbatch-*.out
+        do
+            [[ -f $f ]] || continue
+            {
+                echo "---- tail of $f"
+                tail -n 40 "$f"
+            } >&2
+        done
+        echo "pilot e2e: $TEST_NAME failed; its files are kept in $WORK" >&2
+    else
+        rm -rf "$WORK"
+    fi
+    exit $rc
+}
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
