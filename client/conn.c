@@ -224,8 +224,7 @@ static int open_db(struct pl_conn *c, struct pl_error *errp)
     return 0;
 }
 
-struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
-                             struct pl_error *errp)
+static struct pl_conn *conn_new(struct pl_cli *cli, struct pl_error *errp)
 {
     struct pl_conn *c;
 
@@ -235,6 +234,16 @@ struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
     }
     c->cli = cli;
     c->timeout_ms = cli->timeout_ms;
+    return c;
+}
+
+struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
+                             struct pl_error *errp)
+{
+    struct pl_conn *c;
+
+    if (!(c = conn_new(cli, errp)))
+        return NULL;
     if (pl_conn_find(cli, need, &c->pilot, errp) < 0)
         goto error;
     if (c->pilot.state == PL_PILOT_RUNNING) {
@@ -259,12 +268,8 @@ struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
 {
     struct pl_conn *c;
 
-    if (!(c = calloc(1, sizeof(*c)))) {
-        nomem(errp);
+    if (!(c = conn_new(cli, errp)))
         return NULL;
-    }
-    c->cli = cli;
-    c->timeout_ms = cli->timeout_ms;
     c->pilot = *p;
     if (!(c->rpc = pl_rpc_new(p->ep.client, errp))) {
         pl_conn_free(c);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,6 +114,16 @@ int main(int argc, char **argv)
     }
     if (pl_info_read(dir, &info, &err) < 0)
         pl_fatal(1, "%s is not a pilot directory: %s", dir, err.text);
+    /* one pilotd per directory: the database has one writer.  Held until
+     * exit (the descriptor is close-on-exec, so agents do not keep it). */
+    char lockpath[PL_PATH_MAX + 16];
+    snprintf(lockpath, sizeof(lockpath), "%s/lock", dir);
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd < 0)
+        pl_fatal(1, "cannot open %s: %s", lockpath, strerror(errno));
+    if (flock(lockfd, LOCK_EX | LOCK_NB) < 0)
+        pl_fatal(1, "pilot %s already has a running pilotd (%s is locked)",
+                 info.id, lockpath);
     if (!cfg.local && info.job != cfg.job) {
         info.job = cfg.job;
         if (pl_info_write(dir, &info, &err) < 0)
@@ -119,6 +131,7 @@ int main(int argc, char **argv)
     }
     cfg.dir = dir;
     cfg.id = info.id;
+
 
     if (cfg.local) {
         cfg.expected_agents = 1;

@@ -386,8 +386,17 @@ _cleanup() {
             fi
         done
     fi
+    # a sanitizer report from pilotd or an agent (make asan) fails the
+    # test even when every check passed: those processes only log it
+    local f
+    for f in "$PILOT_HOME"/pilots/*/logs/* "$WORK"/sbatch-*.out; do
+        [[ -f $f ]] || continue
+        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
+            echo "pilot e2e: $TEST_NAME: sanitizer report in $f" >&2
+            rc=1
+        fi
+    done
     if ((rc != 0)); then
-        local f
         for f in "$PILOT_HOME"/pilots/*/logs/* "$WORK"/*.log "$WORK"/sbatch-*.out
         do
             [[ -f $f ]] || continue
