@@ -542,11 +542,11 @@ static bool local_died(pid_t pid, char *why, size_t len)
     if (waitpid(pid, &status, WNOHANG) != pid)
         return false;
     if (WIFEXITED(status))
-        snprintf(why, len, "pilotd exited with status %d",
-                 WEXITSTATUS(status));
+        snprintf(why, len, "pilotd exited with status %d before its agent "
+                 "came up", WEXITSTATUS(status));
     else
-        snprintf(why, len, "pilotd was killed by signal %d",
-                 WTERMSIG(status));
+        snprintf(why, len, "pilotd was killed by signal %d before its agent "
+                 "came up", WTERMSIG(status));
     return true;
 }
 
@@ -562,10 +562,18 @@ static bool job_died(struct pl_cli *cli, const struct pl_pilot *p,
         || pl_slurm_job(s, p->info.job, &now, NULL) < 0)
         return false;
     *j = now;
+    if (pl_slurm_job_hopeless(j)) {
+        /* waiting would be forever: give the allocation request back */
+        pl_slurm_cancel(s, p->info.job, NULL);
+        snprintf(why, len, "Slurm will not start job %ld as asked (%s: "
+                 "more than its partition offers?); the job is canceled",
+                 p->info.job, j->reason_name);
+        return true;
+    }
     if (pl_slurm_job_alive(j))
         return false;
-    snprintf(why, len, "Slurm job %ld ended (state %s)", p->info.job,
-             j->state_name);
+    snprintf(why, len, "Slurm job %ld ended (state %s) before its agents "
+             "came up", p->info.job, j->state_name);
     return true;
 }
 
@@ -580,7 +588,8 @@ static void draw(const struct pl_pilot *p, bool connected, bool slurm,
                  up, expected, el);
     else if (slurm && strcmp(j->state_name, "RUNNING") != 0)
         snprintf(line, sizeof(line), "pilot %s: waiting for Slurm (job %ld "
-                 "%s) %.1fs", p->id, p->info.job, j->state_name, el);
+                 "%s%s%s) %.1fs", p->id, p->info.job, j->state_name,
+                 j->reason_name[0] ? ": " : "", j->reason_name, el);
     else
         snprintf(line, sizeof(line), "pilot %s: waiting for pilotd %.1fs",
                  p->id, el);
@@ -627,7 +636,7 @@ static int wait_up(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                   : local_died(pid, why, sizeof(why))) {
             if (tty)
                 pl_out_progress_clear(stderr);
-            pl_cli_error("pilot %s: %s before its agents came up; see %s",
+            pl_cli_error("pilot %s: %s; see %s",
                          p->id, why, log);
             goto done;
         }

@@ -49,6 +49,47 @@ void pl_slurm_free(struct pl_slurm *s)
     errno = saved;
 }
 
+/* Names as squeue shows them, for the reasons a pilot meets; libslurm
+ * 22.05 does not export its own table. */
+static const char *reason_name(unsigned r)
+{
+    switch (r) {
+    case WAIT_NO_REASON: return "";
+    case WAIT_PRIORITY: return "Priority";
+    case WAIT_DEPENDENCY: return "Dependency";
+    case WAIT_RESOURCES: return "Resources";
+    case WAIT_PART_NODE_LIMIT: return "PartitionNodeLimit";
+    case WAIT_PART_TIME_LIMIT: return "PartitionTimeLimit";
+    case WAIT_PART_DOWN: return "PartitionDown";
+    case WAIT_PART_INACTIVE: return "PartitionInactive";
+    case WAIT_HELD: return "JobHeldAdmin";
+    case WAIT_HELD_USER: return "JobHeldUser";
+    case WAIT_TIME: return "BeginTime";
+    case WAIT_NODE_NOT_AVAIL: return "ReqNodeNotAvail";
+    case WAIT_PART_CONFIG: return "PartitionConfig";
+    case FAIL_BAD_CONSTRAINTS: return "BadConstraints";
+    case FAIL_ACCOUNT: return "InvalidAccount";
+    case FAIL_QOS: return "InvalidQOS";
+    default: return "other";
+    }
+}
+
+bool pl_slurm_job_hopeless(const struct pl_slurm_job *j)
+{
+    if (j->state != JOB_PENDING)
+        return false;
+    switch (j->reason) {
+    case WAIT_PART_NODE_LIMIT:
+    case WAIT_PART_TIME_LIMIT:
+    case FAIL_BAD_CONSTRAINTS:
+    case FAIL_ACCOUNT:
+    case FAIL_QOS:
+        return true;
+    default:
+        return false;
+    }
+}
+
 int pl_slurm_job(struct pl_slurm *s, long id, struct pl_slurm_job *j,
                  struct pl_error *errp)
 {
@@ -85,6 +126,9 @@ int pl_slurm_job(struct pl_slurm *s, long id, struct pl_slurm_job *j,
                  ? state_names[base]
                  : "UNKNOWN");
     j->end_time = ji->end_time;
+    j->reason = ji->state_reason;
+    snprintf(j->reason_name, sizeof(j->reason_name), "%s",
+             reason_name(ji->state_reason));
     if (ji->batch_host)
         snprintf(j->host, sizeof(j->host), "%s", ji->batch_host);
     slurm_free_job_info_msg(msg);

@@ -17,6 +17,8 @@ struct pl_slurm_job {
     char state_name[16];/* "PENDING", "COMPLETED", ... or "UNKNOWN" */
     time_t end_time;    /* actual or expected end, 0 if not known */
     char host[64];      /* the batch host, "" while pending */
+    int reason;         /* enum job_state_reason: why it is pending */
+    char reason_name[32];/* "Resources", "PartitionNodeLimit", ... or "" */
 };
 
 /* Start a libslurm session (reads the Slurm configuration).  NULL with
@@ -34,6 +36,11 @@ int pl_slurm_job(struct pl_slurm *s, long id, struct pl_slurm_job *j,
 /* Whether a job in base state 'state' may still run (PENDING, RUNNING,
  * SUSPENDED). */
 bool pl_slurm_job_alive(const struct pl_slurm_job *j);
+
+/* Whether a pending job waits for something that will not come without an
+ * administrator: more nodes or time than its partition allows, or
+ * constraints, account or QOS that cannot be met. */
+bool pl_slurm_job_hopeless(const struct pl_slurm_job *j);
 
 /* Cancel job 'id' (SIGKILL to all its steps and the batch script, as
  * scancel does).  An already finished job is not an error.  0 or -1

@@ -4,13 +4,25 @@
 # commands, bad counts, a stale pilot whose Slurm job has ended.
 . "$(dirname "$0")/lib.sh"
 
-plan 43
+plan 46
 
 # --- no pilot at all ---------------------------------------------------------
 capture pilot submit -- true
 one_error_line "no pilot: submit fails with one line" 'no pilot'
 capture pilot status
 one_error_line "no pilot: status fails with one line" 'no pilot'
+
+# --- a pilot Slurm can never start: more nodes than the cluster has ---------
+capture pilot up --nodes 5 --time 5:00 --wait
+BIGP=$OUT
+ok "up --nodes 5 on 4 nodes fails at once (exit 1) with Slurm's reason" \
+    eval '[[ $RC == 1 && $ERR == *"pilot: error: "*PartitionNodeLimit* ]]' \
+    || diag "exit $RC, stderr: $ERR"
+BIGJOB=$(kv "$(pilot_dir "$BIGP")/info" job)
+ok "... and its Slurm job $BIGJOB is canceled, not left pending" \
+    wait_for 10 eval '[[ -z $(squeue -h -j "$BIGJOB" -t PD,R 2>/dev/null) ]]'
+capture pilot status
+one_error_line "... and status says it never started" 'never started'
 
 # --- a 1-node pilot with one task ----------------------------------------
 pilot_up 1 || abort "pilot up --nodes 1 --wait failed"
