@@ -443,6 +443,39 @@ static void node_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
     pl_sched_node_tasks(d->sched, n, lost_task_cb, d);
 }
 
+/* Tasks queued before the agents registered could not be checked at
+ * submit: once every expected agent is here, fail those no node fits. */
+static void too_big_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    uint32_t maxc, maxg;
+    char why[160];
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = why };
+
+    if (t->state != PL_ST_QUEUED)
+        return;
+    pl_sched_max(d->sched, &maxc, &maxg);
+    if (t->cores_per_rank <= maxc && t->gpus_per_rank <= maxg)
+        return;
+    snprintf(why, sizeof(why), "too large for this pilot: needs %u cores "
+             "and %u GPUs per rank, the largest node has %u and %u",
+             t->cores_per_rank, t->gpus_per_rank, maxc, maxg);
+    pl_sched_dequeue(d->sched, t);
+    finish(d, t, PL_ST_FAILED, &c);
+}
+
+static void check_fit(struct pl_daemon *d)
+{
+    size_t up = 0;
+
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
+        if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
+            up++;
+    if ((int)up >= d->cfg.expected_agents)
+        pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
+}
+
 static void send_welcome(struct pl_daemon *d, struct pl_node *n)
 {
     struct out *o = agent_out(d, n);
@@ -509,6 +542,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     n->last_seen = now();
     node_record(d, n, "up");
     send_welcome(d, n);
+    check_fit(d);
 done:
     free(name);
     free(cpu);
