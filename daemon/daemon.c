@@ -34,6 +34,7 @@
 #include "proto/zwatch.h"
 
 #define MAX_SUBMIT 100000      /* tasks in one submit request */
+#define LIST_MAX 100000        /* tasks in one list reply */
 #define MAX_ARGV 4096
 #define MAX_ARG_LEN (64 * 1024)
 #define KILL_GRACE 5.0         /* s between SIGTERM and SIGKILL */
@@ -933,9 +934,20 @@ static void h_list(struct pl_daemon *d, const struct req *r,
         pl_errprintf(&err, "unknown state '%s'", state);
         goto bad;
     }
-    if (!(res = pl_query_tasks(pl_db_handle(d->db), state, ids, nids, limit,
+    /* a listing must fit in one message (64 MiB, about 500 bytes a
+     * task): past LIST_MAX the client has to narrow it */
+    if (!(res = pl_query_tasks(pl_db_handle(d->db), state, ids, nids,
+                               limit && limit <= LIST_MAX ? limit
+                                                          : LIST_MAX + 1,
                                &err)))
         goto bad;
+    if (json_array_size(res) > LIST_MAX) {
+        json_decref(res);
+        errno = E2BIG;
+        pl_errprintf(&err, "more than %d tasks match: narrow the listing "
+                     "with --state or --limit", LIST_MAX);
+        goto bad;
+    }
     reply_json(d, r->rid, r->ridlen, r->seq, res);
     goto done;
 bad:
