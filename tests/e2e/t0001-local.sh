@@ -3,7 +3,7 @@
 # cancel of running and queued tasks, core binding, status, down.
 . "$(dirname "$0")/lib.sh"
 
-plan 49
+plan 51
 
 state_of() {
     pilot show "$1" --json 2>/dev/null | json 'j["state"]' 2>/dev/null
@@ -23,6 +23,11 @@ like "$P" '^p[0-9]+$' "pilot up --local --wait prints a pilot id ($P)"
 diag "pilot up --local --wait: ${PILOT_UP_SECS}s"
 PDIR=$(pilot_dir "$P")
 ok "the pilot directory $PDIR exists" test -d "$PDIR"
+
+# one writer per database: a second pilotd on the same directory refuses
+capture pilotd --dir "$PDIR" --local
+is "$RC" 1 "a second pilotd on $P exits 1"
+like "$ERR" 'already has a running pilotd' "... saying the pilot has one"
 
 capture pilot status --json
 is "$RC" 0 "status --json exits 0"
