@@ -743,6 +743,24 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         errno = EPROTO;
         return pl_errprintf(errp, "a task spec must be a map");
     }
+    /* the limits a person may hit, in words before the generic checks */
+    const msgpack_object *av = pl_mp_get(o, "argv");
+    if (av && av->type == MSGPACK_OBJECT_ARRAY) {
+        errno = EINVAL;
+        if (av->via.array.size > MAX_ARGV) {
+            pl_errprintf(errp, "the command has %u arguments; at most %d",
+                         av->via.array.size, MAX_ARGV);
+            goto error;
+        }
+        for (uint32_t i = 0; i < av->via.array.size; i++) {
+            if (av->via.array.ptr[i].type == MSGPACK_OBJECT_STR
+                && av->via.array.ptr[i].via.str.size > MAX_ARG_LEN) {
+                pl_errprintf(errp, "argument %u of the command is longer "
+                             "than %d KiB", i, MAX_ARG_LEN / 1024);
+                goto error;
+            }
+        }
+    }
     if (pl_mp_strv(o, "argv", true, 1, MAX_ARGV, MAX_ARG_LEN, &s->argv,
                    errp) < 0
         || pl_mp_str(o, "name", false, 256, &s->name, errp) < 0

@@ -4,7 +4,7 @@
 # commands, bad counts, a stale pilot whose Slurm job has ended.
 . "$(dirname "$0")/lib.sh"
 
-plan 46
+plan 50
 
 # --- no pilot at all ---------------------------------------------------------
 capture pilot submit -- true
@@ -78,6 +78,12 @@ one_error_line "submit --cores-per-rank 64: one error line about cores" 'core'
 unchanged
 capture pilot submit --gpus-per-rank 9 -- true
 one_error_line "submit --gpus-per-rank 9: one error line about GPUs" '[Gg][Pp][Uu]'
+unchanged
+capture pilot submit -- echo "$(head -c 70000 /dev/zero | tr '\0' x)"
+one_error_line "an argument over 64 KiB: one error line saying so" '64 KiB'
+unchanged
+capture pilot submit -- $(seq 5000)
+one_error_line "5,000 arguments: one error line giving the limit" '4096'
 unchanged
 
 # --- usage errors ------------------------------------------------------------------
