@@ -241,6 +241,24 @@ done:
     return v;
 }
 
+/* Where 't' runs, for its task row: one node and its cores for a
+ * single-rank task, the node list for a multi-rank one. */
+static void where(const struct pl_dtask *t, char *node, size_t nlen,
+                  char *cores, size_t clen, char *gpus, size_t glen)
+{
+    node[0] = cores[0] = gpus[0] = '\0';
+    if (!t->rank)
+        return;
+    if (t->ranks == 1 && t->rank[0].node) {
+        const struct pl_rank *k = &t->rank[0];
+        snprintf(node, nlen, "%s", k->node->name);
+        pl_node_cpu_str(k->node, k->core_idx, k->ncores, cores, clen);
+        pl_node_gpu_str(k->node, k->gpu_idx, k->ngpus, gpus, glen);
+    }
+    else
+        pl_sched_nodelist(t, node, nlen);
+}
+
 /* Record a state change of 't' in the database and the counters. */
 static int change(struct pl_daemon *d, struct pl_dtask *t, int state,
                   const struct pl_db_change *extra)
@@ -248,7 +266,7 @@ static int change(struct pl_daemon *d, struct pl_dtask *t, int state,
     struct pl_db_change c = { .exit_code = -1, .signal = -1,
                               .maxrss_kb = -1 };
     struct pl_error err;
-    char cores[1024], gpus[512];
+    char node[1024], cores[1024], gpus[512];
 
     if (extra)
         c = *extra;
@@ -257,14 +275,12 @@ static int change(struct pl_daemon *d, struct pl_dtask *t, int state,
     c.attempt = t->attempt;
     if (!c.time)
         c.time = now();
-    if (t->node && !c.node) {
-        c.node = t->node->name;
-        pl_node_cpu_str(t->node, t->core_idx, t->cores_per_rank, cores,
-                        sizeof(cores));
-        pl_node_gpu_str(t->node, t->gpu_idx, t->gpus_per_rank, gpus,
-                        sizeof(gpus));
-        c.cores = cores;
-        c.gpus = t->gpus_per_rank ? gpus : NULL;
+    if (t->rank && !c.node) {
+        where(t, node, sizeof(node), cores, sizeof(cores), gpus,
+              sizeof(gpus));
+        c.node = node[0] ? node : NULL;
+        c.cores = cores[0] ? cores : NULL;
+        c.gpus = gpus[0] ? gpus : NULL;
     }
     count_move(d, t->state, state);
     t->state = state;
@@ -273,6 +289,32 @@ static int change(struct pl_daemon *d, struct pl_dtask *t, int state,
         return -1;
     }
     return 0;
+}
+
+/* An event of one rank of a multi-rank task (its own row in events). */
+static void rank_event(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                       int state, double time, const char *detail)
+{
+    const struct pl_rank *k = &t->rank[r];
+    char cores[1024] = "", gpus[512] = "";
+    struct pl_error err;
+
+    if (t->ranks == 1)
+        return; /* the task's own events say it all */
+    if (k->node) {
+        pl_node_cpu_str(k->node, k->core_idx, k->ncores, cores,
+                        sizeof(cores));
+        pl_node_gpu_str(k->node, k->gpu_idx, k->ngpus, gpus, sizeof(gpus));
+    }
+    struct pl_db_change c = {
+        .id = t->id, .state = state, .attempt = t->attempt,
+        .time = time ? time : now(), .node = k->node ? k->node->name : NULL,
+        .cores = cores[0] ? cores : NULL, .gpus = gpus[0] ? gpus : NULL,
+        .reason = detail, .exit_code = -1, .signal = -1, .maxrss_kb = -1,
+    };
+    if (pl_db_rank_event(d->db, &c, r, &err) < 0)
+        pl_log(LOG_ERR, "task %llu rank %u: %s", (unsigned long long)t->id,
+               r, err.text);
 }
 
 /* 't' reached a final state: record it and forget it. */
@@ -299,17 +341,89 @@ static struct out *agent_out(struct pl_daemon *d, struct pl_node *n)
     return out_new(d->asock, n->rid, n->ridlen);
 }
 
+/* Kill every rank of 't' still running: one kill per node it is on. */
 static void send_kill(struct pl_daemon *d, struct pl_dtask *t)
 {
-    struct out *o;
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+        struct pl_node *n = t->rank[r].node;
+        bool first = true;
+        struct out *o;
+        if (!n || pl_state_final(t->rank[r].state) || n->state != PL_NODE_UP)
+            continue;
+        for (uint32_t q = 0; q < r; q++)
+            if (t->rank[q].node == n && !pl_state_final(t->rank[q].state))
+                first = false;
+        if (!first || !(o = agent_out(d, n)))
+            continue;
+        pl_wbuf_init(&o->w, PL_MSG_KILL, 0, 3);
+        pl_w_kuint(&o->w.pk, "id", t->id);
+        pl_w_kuint(&o->w.pk, "attempt", t->attempt);
+        pl_w_kdouble(&o->w.pk, "grace", KILL_GRACE);
+        send_agent(d, n, o);
+    }
+}
 
-    if (!t->node || !(o = agent_out(d, t->node)))
+/* Every rank of 't' has ended: end the task, or run it again when an
+ * agent was lost under it and retries are left. */
+static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
+                       int64_t maxrss_kb)
+{
+    struct pl_db_change c = {
+        .exit_code = t->exit_code, .signal = t->signal,
+        .maxrss_kb = maxrss_kb, .reason = t->reason[0] ? t->reason : NULL,
+    };
+    int st = t->fail ? t->fail : PL_ST_DONE;
+
+    if (t->cancel && st != PL_ST_DONE) {
+        st = PL_ST_CANCELED;
+        if (!t->reason[0])
+            c.reason = "canceled";
+    }
+    if (t->lost && !t->cancel && t->attempt <= t->retries) {
+        int old = t->state;
+        c.exit_code = c.signal = -1;
+        c.maxrss_kb = -1;
+        pl_sched_requeue(d->sched, t, true);
+        t->state = old; /* for the counters */
+        change(d, t, PL_ST_QUEUED, &c);
+        d->want_sched = true;
         return;
-    pl_wbuf_init(&o->w, PL_MSG_KILL, 0, 3);
-    pl_w_kuint(&o->w.pk, "id", t->id);
-    pl_w_kuint(&o->w.pk, "attempt", t->attempt);
-    pl_w_kdouble(&o->w.pk, "grace", KILL_GRACE);
-    send_agent(d, t->node, o);
+    }
+    if (st == PL_ST_DONE)
+        c.exit_code = c.signal = 0;
+    finish(d, t, st, &c);
+}
+
+/* Rank 'r' of 't' ended in 'st' (details in 'c'): give back its cores;
+ * the first failure fails the task and stops its other ranks.  Returns
+ * true when that ended the task (it may be freed). */
+static bool rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                       int st, const struct pl_db_change *c)
+{
+    struct pl_rank *k = &t->rank[r];
+
+    if (pl_state_final(k->state))
+        return false;
+    rank_event(d, t, r, st, c->time, c->reason);
+    k->state = st;
+    pl_sched_rank_release(t, r);
+    t->ended++;
+    if (st != PL_ST_DONE && !t->fail) {
+        t->fail = st;
+        t->exit_code = c->exit_code;
+        t->signal = c->signal;
+        if (t->ranks > 1)
+            snprintf(t->reason, sizeof(t->reason), "rank %u: %s", r,
+                     c->reason ? c->reason : pl_state_name(st));
+        else
+            snprintf(t->reason, sizeof(t->reason), "%s",
+                     c->reason ? c->reason : "");
+        send_kill(d, t); /* the rest of its ranks cannot go on alone */
+    }
+    if (t->ended < t->ranks)
+        return false;
+    task_ended(d, t, c->maxrss_kb);
+    return true;
 }
 
 struct placed {
@@ -317,10 +431,9 @@ struct placed {
     size_t n, cap;
 };
 
-static void place_cb(struct pl_dtask *t, struct pl_node *n, void *arg)
+static void place_cb(struct pl_dtask *t, void *arg)
 {
     struct placed *p = arg;
-    (void)n;
 
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 64;
@@ -333,20 +446,38 @@ static void place_cb(struct pl_dtask *t, struct pl_node *n, void *arg)
     p->t[p->n++] = t;
 }
 
-static void pack_run_task(struct pl_daemon *d, msgpack_packer *pk,
-                          struct pl_dtask *t)
+/* torch's rendezvous port: outside the ephemeral range (32768-60999),
+ * one per task id; two tasks share one only if their ids differ by a
+ * multiple of 10,000 and their rank 0 shares a node at the same time. */
+static uint32_t master_port(const struct pl_dtask *t)
 {
+    return 20000 + (uint32_t)(t->id % 10000);
+}
+
+static const char *comm_name(int comm)
+{
+    return comm == PL_COMM_TORCH ? "torch" : comm == PL_COMM_MPI ? "mpi"
+                                                                 : "none";
+}
+
+/* The run entry of rank 'r' of 't' (docs/protocol.md). */
+static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
+                          struct pl_dtask *t, uint32_t r)
+{
+    const struct pl_rank *k = &t->rank[r];
     char out[PL_PATH_MAX + 64], err[PL_PATH_MAX + 64];
-    uint64_t cores[t->cores_per_rank + 1], gpus[t->gpus_per_rank + 1];
+    uint64_t cores[k->ncores + 1], gpus[k->ngpus + 1];
+    bool multi = t->ranks > 1 || t->comm != PL_COMM_NONE;
     uint32_t nf = 7 + (t->env ? 1 : 0) + (t->cwd ? 1 : 0)
-                  + (t->timeout > 0 ? 1 : 0);
+                  + (t->timeout > 0 ? 1 : 0) + (multi ? 7 : 0)
+                  + (t->comm == PL_COMM_TORCH ? 2 : 0);
 
     pl_path_task_log(d->dir, t->id, false, false, out, sizeof(out));
     pl_path_task_log(d->dir, t->id, true, false, err, sizeof(err));
-    for (uint32_t i = 0; i < t->cores_per_rank; i++)
-        cores[i] = t->node->cpu[t->core_idx[i]];
-    for (uint32_t i = 0; i < t->gpus_per_rank; i++)
-        gpus[i] = t->gpu_idx[i];
+    for (uint32_t i = 0; i < k->ncores; i++)
+        cores[i] = k->node->cpu[k->core_idx[i]];
+    for (uint32_t i = 0; i < k->ngpus; i++)
+        gpus[i] = k->gpu_idx[i];
     msgpack_pack_map(pk, nf);
     pl_w_kuint(pk, "id", t->id);
     pl_w_kuint(pk, "attempt", t->attempt);
@@ -355,12 +486,32 @@ static void pack_run_task(struct pl_daemon *d, msgpack_packer *pk,
         pl_w_kstrv(pk, "env", t->env);
     if (t->cwd)
         pl_w_kstr(pk, "cwd", t->cwd);
-    pl_w_kuintv(pk, "cores", cores, t->cores_per_rank);
-    pl_w_kuintv(pk, "gpus", gpus, t->gpus_per_rank);
+    pl_w_kuintv(pk, "cores", cores, k->ncores);
+    pl_w_kuintv(pk, "gpus", gpus, k->ngpus);
     pl_w_kstr(pk, "stdout", out);
     pl_w_kstr(pk, "stderr", err);
     if (t->timeout > 0)
         pl_w_kdouble(pk, "timeout", t->timeout);
+    if (multi) {
+        pl_w_kuint(pk, "rank", r);
+        pl_w_kuint(pk, "size", t->ranks);
+        pl_w_kuint(pk, "local_rank", k->local_rank);
+        pl_w_kuint(pk, "local_size", k->local_size);
+        pl_w_kuint(pk, "node_rank", k->node_rank);
+        pl_w_key(pk, "nodelist");
+        msgpack_pack_array(pk, t->nnodes);
+        const struct pl_node *last = NULL;
+        for (uint32_t q = 0; q < t->ranks; q++)
+            if (t->rank[q].node != last) {
+                last = t->rank[q].node;
+                pl_w_str(pk, last->name);
+            }
+        pl_w_kstr(pk, "comm", comm_name(t->comm));
+    }
+    if (t->comm == PL_COMM_TORCH) {
+        pl_w_kstr(pk, "master_addr", t->rank[0].node->name);
+        pl_w_kuint(pk, "master_port", master_port(t));
+    }
 }
 
 static void schedule(struct pl_daemon *d)
@@ -370,28 +521,33 @@ static void schedule(struct pl_daemon *d)
     d->want_sched = false;
     pl_sched_run(d->sched, place_cb, &p);
     for (size_t i = 0; i < p.n; i++) {
-        p.t[i]->state = PL_ST_QUEUED; /* what the counters last saw */
-        change(d, p.t[i], PL_ST_ASSIGNED, NULL);
+        struct pl_dtask *t = p.t[i];
+        t->state = PL_ST_QUEUED; /* what the counters last saw */
+        change(d, t, PL_ST_ASSIGNED, NULL);
+        for (uint32_t r = 0; r < t->ranks; r++)
+            rank_event(d, t, r, PL_ST_ASSIGNED, 0, NULL);
     }
-    /* one run message per node, tasks in placement order */
+    /* one run message per node, ranks in placement order */
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         uint32_t cnt = 0;
         struct out *o;
         for (size_t i = 0; i < p.n; i++)
-            if (p.t[i]->node == n)
-                cnt++;
+            for (uint32_t r = 0; r < p.t[i]->ranks; r++)
+                if (p.t[i]->rank[r].node == n)
+                    cnt++;
         if (cnt == 0 || !(o = agent_out(d, n)))
             continue;
         pl_wbuf_init(&o->w, PL_MSG_RUN, 0, 1);
         pl_w_key(&o->w.pk, "tasks");
         msgpack_pack_array(&o->w.pk, cnt);
         for (size_t i = 0; i < p.n; i++)
-            if (p.t[i]->node == n)
-                pack_run_task(d, &o->w.pk, p.t[i]);
+            for (uint32_t r = 0; r < p.t[i]->ranks; r++)
+                if (p.t[i]->rank[r].node == n)
+                    pack_run_rank(d, &o->w.pk, p.t[i], r);
         n->want = false; /* it pulls again if it still has room */
         send_agent(d, n, o);
-        pl_log(LOG_DEBUG, "run %u tasks on %s", cnt, n->name);
+        pl_log(LOG_DEBUG, "run %u ranks on %s", cnt, n->name);
     }
     free(p.t);
 }
@@ -413,35 +569,38 @@ static void node_record(struct pl_daemon *d, struct pl_node *n,
         pl_log(LOG_ERR, "node %s: %s", n->name, err.text);
 }
 
-/* A task's agent is gone: run it again while it has retries left. */
+struct lost {
+    struct pl_daemon *d;
+    struct pl_node *n;
+    const char *why;
+};
+
+/* A task's agent is gone: its ranks there have ended; the task runs
+ * again once its other ranks are stopped, while it has retries left. */
 static void lost_task_cb(struct pl_dtask *t, void *arg)
 {
-    struct pl_daemon *d = arg;
+    struct lost *l = arg;
     struct pl_db_change c = { .exit_code = -1, .signal = -1,
                               .maxrss_kb = -1, .reason = "node-lost" };
 
-    if (t->cancel) {
-        c.reason = "canceled (node lost)";
-        finish(d, t, PL_ST_CANCELED, &c);
+    t->lost = true;
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        if (t->rank[r].node != l->n)
+            continue;
+        if (rank_ended(l->d, t, r, PL_ST_FAILED, &c))
+            return; /* the task ended and may be gone */
     }
-    else if (t->attempt <= t->retries) {
-        int old = t->state;
-        pl_sched_requeue(d->sched, t, true);
-        t->state = old; /* for the counters */
-        change(d, t, PL_ST_QUEUED, &c);
-        d->want_sched = true;
-    }
-    else
-        finish(d, t, PL_ST_FAILED, &c);
 }
 
 static void node_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
 {
+    struct lost l = { d, n, why };
+
     pl_log(LOG_WARNING, "agent on %s lost: %s", n->name, why);
     n->state = PL_NODE_LOST;
     n->want = false;
     node_record(d, n, "lost");
-    pl_sched_node_tasks(d->sched, n, lost_task_cb, d);
+    pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
 }
 
 /* Tasks queued before the agents registered could not be checked at
@@ -449,19 +608,14 @@ static void node_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
 static void too_big_cb(struct pl_dtask *t, void *arg)
 {
     struct pl_daemon *d = arg;
-    uint32_t maxc, maxg;
-    char why[160];
+    char why[160], reason[200];
     struct pl_db_change c = { .exit_code = -1, .signal = -1,
-                              .maxrss_kb = -1, .reason = why };
+                              .maxrss_kb = -1, .reason = reason };
 
-    if (t->state != PL_ST_QUEUED)
+    if (t->state != PL_ST_QUEUED || pl_sched_fits(d->sched, t, why,
+                                                  sizeof(why)))
         return;
-    pl_sched_max(d->sched, &maxc, &maxg);
-    if (t->cores_per_rank <= maxc && t->gpus_per_rank <= maxg)
-        return;
-    snprintf(why, sizeof(why), "too large for this pilot: needs %u cores "
-             "and %u GPUs per rank, the largest node has %u and %u",
-             t->cores_per_rank, t->gpus_per_rank, maxc, maxg);
+    snprintf(reason, sizeof(reason), "too large for this pilot: %s", why);
     pl_sched_dequeue(d->sched, t);
     finish(d, t, PL_ST_FAILED, &c);
 }
@@ -516,7 +670,8 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         goto done;
     if ((n = pl_sched_node_find(d->sched, name))) {
         /* the agent restarted: what it ran before is gone */
-        pl_sched_node_tasks(d->sched, n, lost_task_cb, d);
+        struct lost l = { d, n, "agent restarted" };
+        pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
         if (n->ncores != ncpu || n->ngpus != pl_strv_len(gpus)) {
             pl_log(LOG_WARNING, "agent on %s came back with other resources "
                    "(%u cores); keeping %u", name, ncpu, n->ncores);
@@ -554,7 +709,7 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                         const msgpack_object *ev)
 {
     struct pl_error err;
-    uint64_t id = 0, attempt = 0, maxrss = 0;
+    uint64_t id = 0, attempt = 0, maxrss = 0, rank = 0;
     int64_t exit_code = -1, sig = -1;
     double t_ev = 0;
     char *state = NULL, *error = NULL;
@@ -566,6 +721,7 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
     if (ev->type != MSGPACK_OBJECT_MAP
         || pl_mp_uint(ev, "id", true, UINT64_MAX, &id, &err) < 0
         || pl_mp_uint(ev, "attempt", true, UINT32_MAX, &attempt, &err) < 0
+        || pl_mp_uint(ev, "rank", false, UINT32_MAX, &rank, &err) < 0
         || pl_mp_str(ev, "state", true, 16, &state, &err) < 0
         || pl_mp_double(ev, "time", false, &t_ev, &err) < 0
         || pl_mp_int(ev, "exit_code", false, &exit_code, &err) < 0
@@ -579,10 +735,12 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
     }
     st = pl_state_parse(state);
     t = pl_sched_task_get(d->sched, id);
-    if (!t || t->node != n || t->attempt != attempt) {
-        pl_log(LOG_WARNING, "agent %s: event '%s' for task %llu attempt %llu "
-               "that is not running there (ignored)", n->name, state,
-               (unsigned long long)id, (unsigned long long)attempt);
+    if (!t || !t->rank || t->attempt != attempt || rank >= t->ranks
+        || t->rank[rank].node != n) {
+        pl_log(LOG_WARNING, "agent %s: event '%s' for task %llu rank %llu "
+               "attempt %llu that is not running there (ignored)", n->name,
+               state, (unsigned long long)id, (unsigned long long)rank,
+               (unsigned long long)attempt);
         goto done;
     }
     if (!isfinite(t_ev) || t_ev <= 0)
@@ -595,9 +753,15 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
         .maxrss_kb = has_rss == 1 ? (int64_t)maxrss : -1,
         .reason = error,
     };
+    struct pl_rank *k = &t->rank[rank];
     switch (st) {
     case PL_ST_RUNNING:
-        if (t->state == PL_ST_ASSIGNED)
+        if (k->state != PL_ST_ASSIGNED)
+            break;
+        k->state = PL_ST_RUNNING;
+        rank_event(d, t, (uint32_t)rank, PL_ST_RUNNING, t_ev, NULL);
+        /* the task runs once all its ranks do */
+        if (++t->running == t->ranks && t->state == PL_ST_ASSIGNED)
             change(d, t, PL_ST_RUNNING, &c);
         break;
     case PL_ST_DONE:
@@ -615,7 +779,7 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                 snprintf(why, sizeof(why), "exit code %d", c.exit_code);
             c.reason = why;
         }
-        finish(d, t, st, &c);
+        rank_ended(d, t, (uint32_t)rank, st, &c);
         break;
     default:
         pl_log(LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
@@ -717,14 +881,16 @@ struct req {
 };
 
 struct spec {
-    char *name, *cwd;
+    char *name, *cwd, *comm;
     char **argv, **env;
-    uint64_t ranks, cpr, gpr, retries;
+    uint64_t ranks, cpr, gpr, retries, nodes, rpn;
+    bool exclusive;
     double timeout;
 };
 
 static void spec_clear(struct spec *s)
 {
+    free(s->comm);
     free(s->name);
     free(s->cwd);
     pl_strv_free(s->argv);
@@ -732,10 +898,26 @@ static void spec_clear(struct spec *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* The scheduling shape of spec 's', into 't'. */
+static void spec_shape(const struct spec *s, struct pl_dtask *t)
+{
+    t->ranks = (uint32_t)s->ranks;
+    t->cores_per_rank = (uint32_t)s->cpr;
+    t->gpus_per_rank = (uint32_t)s->gpr;
+    t->nodes_req = (uint32_t)s->nodes;
+    t->ranks_per_node = (uint32_t)s->rpn;
+    t->exclusive = s->exclusive;
+    t->comm = !s->comm || !strcmp(s->comm, "none") ? PL_COMM_NONE
+              : !strcmp(s->comm, "torch")          ? PL_COMM_TORCH
+                                                   : PL_COMM_MPI;
+    t->retries = (uint32_t)s->retries;
+    t->timeout = s->timeout;
+}
+
 static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
                       struct spec *s, struct pl_error *errp)
 {
-    uint32_t maxc, maxg;
+    int has_ranks = 0;
 
     memset(s, 0, sizeof(*s));
     s->ranks = s->cpr = 1;
@@ -767,7 +949,12 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         || pl_mp_str(o, "cwd", false, PL_PATH_MAX * 4, &s->cwd, errp) < 0
         || pl_mp_strv(o, "env", false, 0, 4096, MAX_ARG_LEN, &s->env,
                       errp) < 0
-        || pl_mp_uint(o, "ranks", false, 1 << 20, &s->ranks, errp) < 0
+        || (has_ranks = pl_mp_uint(o, "ranks", false, 65536, &s->ranks,
+                                   errp)) < 0
+        || pl_mp_uint(o, "nodes", false, 65536, &s->nodes, errp) < 0
+        || pl_mp_uint(o, "ranks_per_node", false, 4096, &s->rpn, errp) < 0
+        || pl_mp_bool(o, "exclusive", false, &s->exclusive, errp) < 0
+        || pl_mp_str(o, "comm", false, 16, &s->comm, errp) < 0
         || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
         || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
         || pl_mp_uint(o, "retries", false, 100, &s->retries, errp) < 0
@@ -778,9 +965,11 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         pl_errprintf(errp, "the command is empty");
         goto error;
     }
-    if (s->ranks != 1) {
-        pl_errprintf(errp, "only single-rank tasks are supported so far "
-                     "(ranks %llu)", (unsigned long long)s->ranks);
+    if (!has_ranks && (s->nodes || s->rpn))
+        /* --nodes and --ranks-per-node alone say how many ranks */
+        s->ranks = (s->nodes ? s->nodes : 1) * (s->rpn ? s->rpn : 1);
+    if (s->ranks == 0) {
+        pl_errprintf(errp, "ranks must be at least 1");
         goto error;
     }
     if (s->cpr == 0) {
@@ -803,18 +992,35 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         pl_strv_free(s->env);
         s->env = NULL;
     }
-    pl_sched_max(d->sched, &maxc, &maxg);
+    if (s->comm && !strcmp(s->comm, "mpi")) {
+        pl_errprintf(errp, "--comm mpi is not supported yet (next release); "
+                     "use --comm none or torch");
+        goto error;
+    }
+    if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")) {
+        pl_errprintf(errp, "unknown comm '%.20s' (none, torch or mpi)",
+                     s->comm);
+        goto error;
+    }
+    if (s->nodes && s->rpn && s->ranks > s->nodes * s->rpn) {
+        pl_errprintf(errp, "%llu ranks do not fit %llu nodes x %llu ranks "
+                     "per node", (unsigned long long)s->ranks,
+                     (unsigned long long)s->nodes,
+                     (unsigned long long)s->rpn);
+        goto error;
+    }
+    if (s->nodes > s->ranks) {
+        pl_errprintf(errp, "--nodes %llu needs at least as many ranks "
+                     "(--ranks %llu)", (unsigned long long)s->nodes,
+                     (unsigned long long)s->ranks);
+        goto error;
+    }
     if (pl_sched_nnodes(d->sched) > 0) {
-        if (s->cpr > maxc) {
-            pl_errprintf(errp, "task needs %llu cores per rank but the "
-                         "largest node has %u", (unsigned long long)s->cpr,
-                         maxc);
-            goto error;
-        }
-        if (s->gpr > maxg) {
-            pl_errprintf(errp, "task needs %llu GPUs per rank but the "
-                         "largest node has %u", (unsigned long long)s->gpr,
-                         maxg);
+        struct pl_dtask shape = { 0 };
+        char why[160];
+        spec_shape(s, &shape);
+        if (!pl_sched_fits(d->sched, &shape, why, sizeof(why))) {
+            pl_errprintf(errp, "%s", why);
             goto error;
         }
     }
@@ -876,6 +1082,8 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
             .cores_per_rank = (uint32_t)s->cpr,
             .gpus_per_rank = (uint32_t)s->gpr,
             .retries = (uint32_t)s->retries, .timeout = s->timeout,
+            .nodes = (uint32_t)s->nodes, .ranks_per_node = (uint32_t)s->rpn,
+            .exclusive = s->exclusive, .comm = s->comm,
         };
         uint64_t id;
         int rc = argv_json ? pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now,
@@ -897,10 +1105,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
             out_push(d, o);
             goto done;
         }
-        t->cores_per_rank = (uint32_t)s->cpr;
-        t->gpus_per_rank = (uint32_t)s->gpr;
-        t->retries = (uint32_t)s->retries;
-        t->timeout = s->timeout;
+        spec_shape(s, t);
         d->count[PL_ST_QUEUED]++;
         d->total++;
         o->undo[o->nundo++] = id;
@@ -1487,8 +1692,15 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
         free(cwd);
         return -1;
     }
-    t->cores_per_rank = s->cores_per_rank;
+    t->ranks = s->ranks ? s->ranks : 1;
+    t->cores_per_rank = s->cores_per_rank ? s->cores_per_rank : 1;
     t->gpus_per_rank = s->gpus_per_rank;
+    t->nodes_req = s->nodes;
+    t->ranks_per_node = s->ranks_per_node;
+    t->exclusive = s->exclusive;
+    t->comm = !s->comm || !strcmp(s->comm, "none") ? PL_COMM_NONE
+              : !strcmp(s->comm, "torch")          ? PL_COMM_TORCH
+                                                   : PL_COMM_MPI;
     t->retries = s->retries;
     t->timeout = s->timeout;
     t->attempt = attempts;

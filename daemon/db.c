@@ -30,9 +30,12 @@ static const char *sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT INTO tasks (name, argv, env, cwd, ranks, "
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
-                  "submit_time) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+                  "submit_time, nodes, ranks_per_node, exclusive, comm) "
+                  "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,"
+                  "?15)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
-                 "cores, gpus, detail) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                 "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
+                 "?9)",
     /* running sets start_time; final states set end_time; assigned/queued
      * clear the result of an earlier attempt */
     [ST_CHANGE] =
@@ -249,9 +252,13 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 
 static int event(struct pl_db *db, uint64_t id, double now, int state,
                  uint32_t attempt, const char *node, const char *cores,
-                 const char *gpus, const char *detail, struct pl_error *errp)
+                 const char *gpus, const char *detail, int64_t rank,
+                 struct pl_error *errp)
 {
     sqlite3_stmt *st = db->st[ST_EVENT];
+
+    if (rank >= 0)
+        sqlite3_bind_int64(st, 9, rank);
 
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     sqlite3_bind_double(st, 2, now);
@@ -285,10 +292,14 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
     sqlite3_bind_int64(st, 9, s->retries);
     sqlite3_bind_text(st, 10, pl_state_name(state), -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 11, now);
+    sqlite3_bind_int64(st, 12, s->nodes);
+    sqlite3_bind_int64(st, 13, s->ranks_per_node);
+    sqlite3_bind_int(st, 14, s->exclusive);
+    bind_text(st, 15, s->comm ? s->comm : "none");
     if (step(db, ST_INSERT, errp) < 0)
         return -1;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
-    return event(db, *id, now, state, 0, NULL, NULL, NULL, NULL, errp);
+    return event(db, *id, now, state, 0, NULL, NULL, NULL, NULL, -1, errp);
 }
 
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
@@ -319,7 +330,16 @@ int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
         return pl_errprintf(errp, "no task %llu", (unsigned long long)c->id);
     }
     return event(db, c->id, c->time, c->state, c->attempt, c->node, c->cores,
-                 c->gpus, c->reason, errp);
+                 c->gpus, c->reason, -1, errp);
+}
+
+int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
+                     uint32_t rank, struct pl_error *errp)
+{
+    if (begin(db, errp) < 0)
+        return -1;
+    return event(db, c->id, c->time, c->state, c->attempt, c->node, c->cores,
+                 c->gpus, c->reason, rank, errp);
 }
 
 int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
@@ -359,7 +379,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
     if (sqlite3_prepare_v2(db->h,
                            "SELECT id, state, name, argv, env, cwd, ranks, "
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
-                           "attempts FROM tasks WHERE state NOT IN ('done', "
+                           "attempts, nodes, ranks_per_node, exclusive, comm "
+                           "FROM tasks WHERE state NOT IN ('done', "
                            "'failed', 'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return dberr(db, errp, "load tasks");
@@ -374,6 +395,10 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
             .gpus_per_rank = (uint32_t)sqlite3_column_int64(st, 8),
             .retries = (uint32_t)sqlite3_column_int64(st, 9),
             .timeout = sqlite3_column_double(st, 10),
+            .nodes = (uint32_t)sqlite3_column_int64(st, 12),
+            .ranks_per_node = (uint32_t)sqlite3_column_int64(st, 13),
+            .exclusive = sqlite3_column_int(st, 14) != 0,
+            .comm = (const char *)sqlite3_column_text(st, 15),
         };
         int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
         if (cb((uint64_t)sqlite3_column_int64(st, 0), state, &s,

@@ -35,6 +35,9 @@ struct pl_db_spec {
     const char *env_json;  /* JSON array or NULL */
     const char *cwd;
     uint32_t ranks, cores_per_rank, gpus_per_rank, retries;
+    uint32_t nodes, ranks_per_node; /* 0: any */
+    bool exclusive;
+    const char *comm;      /* "none", "torch", "mpi", or NULL (none) */
     double timeout;
 };
 
@@ -69,6 +72,10 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
  * there is no such task. */
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
                       struct pl_error *errp);
+
+/* An event of rank 'rank' of a task (c->id): only an events row. */
+int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
+                     uint32_t rank, struct pl_error *errp);
 
 /* Insert or update a node row. */
 int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,

@@ -1,5 +1,6 @@
 /* daemon/sched.c - the live tasks, the queue, and placement on nodes */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,8 @@ struct pl_sched {
     struct pl_node **nodes;
     size_t nnodes;
     size_t rr;             /* node to try first, rotating */
+    uint64_t resv;         /* task holding the reservation, 0: none */
+    bool *resv_node;       /* per node: reserved for 'resv' */
 };
 
 struct pl_sched *pl_sched_new(void)
@@ -34,13 +37,23 @@ struct pl_sched *pl_sched_new(void)
     return s;
 }
 
+static void ranks_free(struct pl_dtask *t)
+{
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+        free(t->rank[r].core_idx);
+        free(t->rank[r].gpu_idx);
+    }
+    free(t->rank);
+    t->rank = NULL;
+    t->nnodes = 0;
+}
+
 static void task_free(struct pl_dtask *t)
 {
     pl_strv_free(t->argv);
     pl_strv_free(t->env);
     free(t->cwd);
-    free(t->core_idx);
-    free(t->gpu_idx);
+    ranks_free(t);
     free(t);
 }
 
@@ -56,6 +69,7 @@ void pl_sched_free(struct pl_sched *s)
     for (size_t i = 0; i < s->nnodes; i++)
         pl_node_free(s->nodes[i]);
     free(s->nodes);
+    free(s->resv_node);
     free(s);
     errno = saved;
 }
@@ -88,6 +102,10 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
         return NULL;
     t->id = id;
     t->state = state;
+    t->ranks = 1;
+    t->cores_per_rank = 1;
+    t->fail = 0;
+    t->exit_code = t->signal = -1;
     t->argv = *argv;
     t->env = *env;
     t->cwd = *cwd;
@@ -108,13 +126,31 @@ struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id)
     return id < s->cap ? s->tab[id] : NULL;
 }
 
+void pl_sched_rank_release(struct pl_dtask *t, uint32_t r)
+{
+    struct pl_rank *k;
+
+    if (!t->rank || r >= t->ranks)
+        return;
+    k = &t->rank[r];
+    if (k->node) {
+        pl_node_release(k->node, t->id, k->core_idx, k->ncores, k->gpu_idx,
+                        k->ngpus);
+        k->node = NULL;
+    }
+}
+
+/* Give back every rank's cores and forget the placement. */
 static void release(struct pl_dtask *t)
 {
-    if (t->node) {
-        pl_node_release(t->node, t->id, t->core_idx, t->cores_per_rank,
-                        t->gpu_idx, t->gpus_per_rank);
-        t->node = NULL;
-    }
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++)
+        pl_sched_rank_release(t, r);
+    ranks_free(t);
+    t->running = t->ended = 0;
+    t->fail = 0;
+    t->lost = false;
+    t->exit_code = t->signal = -1;
+    t->reason[0] = '\0';
 }
 
 void pl_sched_dequeue(struct pl_sched *s, struct pl_dtask *t)
@@ -157,10 +193,15 @@ size_t pl_sched_queued(const struct pl_sched *s)
 int pl_sched_node_add(struct pl_sched *s, struct pl_node *n)
 {
     struct pl_node **nn = realloc(s->nodes, (s->nnodes + 1) * sizeof(*nn));
+    bool *nr;
 
     if (!nn)
         return -1;
     s->nodes = nn;
+    if (!(nr = realloc(s->resv_node, (s->nnodes + 1) * sizeof(*nr))))
+        return -1;
+    s->resv_node = nr;
+    s->resv_node[s->nnodes] = false;
     s->nodes[s->nnodes++] = n;
     return 0;
 }
@@ -197,7 +238,10 @@ void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
 {
     for (size_t i = 0; i < s->cap; i++) {
         struct pl_dtask *t = s->tab[i];
-        if (t && (!n || t->node == n))
+        bool on = !n;
+        for (uint32_t r = 0; t && !on && t->rank && r < t->ranks; r++)
+            on = t->rank[r].node == n;
+        if (t && on)
             cb(t, arg); /* may requeue or remove t */
     }
 }
@@ -213,62 +257,265 @@ void pl_sched_max(const struct pl_sched *s, uint32_t *cores, uint32_t *gpus)
     }
 }
 
-static int ensure_idx(struct pl_dtask *t)
+/* How many ranks of 't' node 'n' can take: now (its free cores and GPUs),
+ * or 'idle' (all of them). */
+static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
+                         bool idle)
 {
-    if (!t->core_idx
-        && !(t->core_idx = calloc(t->cores_per_rank + 1, sizeof(uint32_t))))
+    uint32_t cores = idle ? n->ncores : n->free_cores;
+    uint32_t gpus = idle ? n->ngpus : n->free_gpus;
+    uint32_t cap;
+
+    if (n->state != PL_NODE_UP)
+        return 0;
+    if (t->exclusive && !idle
+        && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
+        return 0;
+    cap = cores / t->cores_per_rank;
+    if (t->gpus_per_rank && gpus / t->gpus_per_rank < cap)
+        cap = gpus / t->gpus_per_rank;
+    return cap;
+}
+
+/* Choose nodes and rank counts for 't': count[k] ranks on node k (all
+ * zero but the chosen).  'usable' (NULL: all) masks nodes.  0 or -1. */
+static int plan(const struct pl_sched *s, const struct pl_dtask *t,
+                const bool *usable, bool idle, uint32_t *count)
+{
+    size_t nn = s->nnodes;
+    uint32_t cap[nn ? nn : 1];
+    size_t order[nn ? nn : 1];
+    uint32_t left = t->ranks, need = 0, per = 0;
+
+    memset(count, 0, nn * sizeof(*count));
+    for (size_t k = 0; k < nn; k++) {
+        cap[k] = usable && !usable[k] ? 0 : capacity(t, s->nodes[k], idle);
+        order[k] = (s->rr + k) % nn;
+    }
+    if (t->ranks == 1 && !t->nodes_req) {
+        for (size_t k = 0; k < nn; k++)
+            if (cap[order[k]] >= 1) {
+                count[order[k]] = 1;
+                return 0;
+            }
         return -1;
-    if (!t->gpu_idx
-        && !(t->gpu_idx = calloc(t->gpus_per_rank + 1, sizeof(uint32_t))))
+    }
+    /* most room first (stable: rotation order among equals) */
+    for (size_t i = 1; i < nn; i++)
+        for (size_t j = i; j > 0 && cap[order[j]] > cap[order[j - 1]]; j--) {
+            size_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    if (t->ranks_per_node || t->nodes_req) {
+        need = t->nodes_req ? t->nodes_req
+                            : (t->ranks + t->ranks_per_node - 1)
+                                  / t->ranks_per_node;
+        per = t->ranks_per_node ? t->ranks_per_node
+                                : (t->ranks + need - 1) / need;
+        if (need > nn || need > t->ranks || (uint64_t)per * need < t->ranks)
+            return -1;
+        for (size_t i = 0; i < need; i++) {
+            uint32_t want = left < per ? left : per;
+            /* spread evenly over exactly 'need' nodes */
+            if (!t->ranks_per_node)
+                want = t->ranks / need + (i < t->ranks % need ? 1 : 0);
+            if (want == 0 || cap[order[i]] < want)
+                return -1;
+            count[order[i]] = want;
+            left -= want;
+        }
+        return left == 0 ? 0 : -1;
+    }
+    for (size_t i = 0; i < nn && left > 0; i++) {
+        uint32_t take = cap[order[i]] < left ? cap[order[i]] : left;
+        count[order[i]] = take;
+        left -= take;
+    }
+    return left == 0 ? 0 : -1;
+}
+
+bool pl_sched_fits(const struct pl_sched *s, const struct pl_dtask *t,
+                   char *why, size_t len)
+{
+    uint32_t count[s->nnodes ? s->nnodes : 1];
+    uint32_t maxc, maxg, up = 0;
+
+    if (plan(s, t, NULL, true, count) == 0)
+        return true;
+    if (!why)
+        return false;
+    pl_sched_max(s, &maxc, &maxg);
+    for (size_t k = 0; k < s->nnodes; k++)
+        if (s->nodes[k]->state == PL_NODE_UP)
+            up++;
+    if (t->cores_per_rank > maxc)
+        snprintf(why, len, "task needs %u cores per rank but the largest "
+                 "node has %u", t->cores_per_rank, maxc);
+    else if (t->gpus_per_rank > maxg)
+        snprintf(why, len, "task needs %u GPUs per rank but the largest node "
+                 "has %u", t->gpus_per_rank, maxg);
+    else if (t->nodes_req > up)
+        snprintf(why, len, "task asks for %u nodes but the pilot has %u",
+                 t->nodes_req, up);
+    else if (t->ranks_per_node
+             && (uint64_t)t->ranks_per_node * t->cores_per_rank > maxc)
+        snprintf(why, len, "%u ranks per node x %u cores need %u cores on a "
+                 "node; the largest has %u", t->ranks_per_node,
+                 t->cores_per_rank, t->ranks_per_node * t->cores_per_rank,
+                 maxc);
+    else if (t->ranks_per_node && t->gpus_per_rank
+             && (uint64_t)t->ranks_per_node * t->gpus_per_rank > maxg)
+        snprintf(why, len, "%u ranks per node x %u GPUs need %u GPUs on a "
+                 "node; the largest has %u", t->ranks_per_node,
+                 t->gpus_per_rank, t->ranks_per_node * t->gpus_per_rank,
+                 maxg);
+    else
+        snprintf(why, len, "task does not fit this pilot: %u ranks x %u "
+                 "cores and %u GPUs%s on %u nodes", t->ranks,
+                 t->cores_per_rank, t->gpus_per_rank,
+                 t->exclusive ? ", whole nodes," : "", up);
+    return false;
+}
+
+/* Take the cores of the ranks planned in count[]: all or nothing. */
+static int take(struct pl_sched *s, struct pl_dtask *t, const uint32_t *count)
+{
+    uint32_t r = 0, node_rank = 0;
+
+    if (!(t->rank = calloc(t->ranks, sizeof(*t->rank))))
         return -1;
+    for (size_t k = 0; k < s->nnodes; k++) {
+        struct pl_node *n = s->nodes[k];
+        uint32_t c = count[k];
+        if (c == 0)
+            continue;
+        for (uint32_t l = 0; l < c; l++, r++) {
+            struct pl_rank *rk = &t->rank[r];
+            rk->ncores = t->cores_per_rank;
+            rk->ngpus = t->gpus_per_rank;
+            if (t->exclusive) {
+                /* the node is the task's: its ranks share out all of it */
+                rk->ncores = n->ncores / c + (l == c - 1 ? n->ncores % c : 0);
+                rk->ngpus = n->ngpus / c + (l == c - 1 ? n->ngpus % c : 0);
+            }
+            rk->node_rank = node_rank;
+            rk->local_rank = l;
+            rk->local_size = c;
+            rk->state = PL_ST_ASSIGNED;
+            if (!(rk->core_idx = calloc(rk->ncores + 1, sizeof(uint32_t)))
+                || !(rk->gpu_idx = calloc(rk->ngpus + 1, sizeof(uint32_t)))
+                || pl_node_alloc(n, t->id, rk->ncores, rk->ngpus,
+                                 rk->core_idx, rk->gpu_idx) < 0)
+                goto undo;
+            rk->node = n;
+        }
+        node_rank++;
+    }
+    t->nnodes = node_rank;
     return 0;
+undo:
+    release(t);
+    return -1;
+}
+
+/* Reserve for 't' the nodes it would use if they were idle, choosing
+ * those with the most free cores now. */
+static void reserve(struct pl_sched *s, const struct pl_dtask *t)
+{
+    uint32_t count[s->nnodes ? s->nnodes : 1];
+    size_t saved = s->rr;
+    size_t best = 0;
+
+    /* start the plan's rotation at the freest node, so ties go there */
+    for (size_t k = 1; k < s->nnodes; k++)
+        if (s->nodes[k]->free_cores > s->nodes[best]->free_cores)
+            best = k;
+    s->rr = best;
+    if (plan(s, t, NULL, true, count) == 0) {
+        s->resv = t->id;
+        for (size_t k = 0; k < s->nnodes; k++)
+            s->resv_node[k] = count[k] > 0;
+    }
+    s->rr = saved;
+}
+
+uint64_t pl_sched_reserved_for(const struct pl_sched *s)
+{
+    return s->resv;
+}
+
+void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len)
+{
+    size_t off = 0;
+    const struct pl_node *last = NULL;
+
+    buf[0] = '\0';
+    for (uint32_t r = 0; t->rank && r < t->ranks && off < len; r++) {
+        const struct pl_node *n = t->rank[r].node;
+        if (!n || n == last)
+            continue;
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
+                                n->name);
+        last = n;
+    }
 }
 
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
 {
     size_t placed = 0, skipped = 0;
-    struct pl_dtask *t, *next;
+    struct pl_dtask *t, *next, *held = NULL;
+    uint32_t count[s->nnodes ? s->nnodes : 1];
+    bool usable[s->nnodes ? s->nnodes : 1];
 
     if (s->nnodes == 0)
         return 0;
+    /* a reservation lasts until its task leaves the queue */
+    if (s->resv && (!(held = pl_sched_task_get(s, s->resv)) || !held->inq)) {
+        s->resv = 0;
+        held = NULL;
+    }
+    for (size_t k = 0; k < s->nnodes; k++) {
+        if (s->resv && s->resv_node[k] && s->nodes[k]->state != PL_NODE_UP)
+            s->resv = 0; /* a reserved node is gone: choose again */
+    }
+    for (size_t k = 0; k < s->nnodes; k++)
+        usable[k] = !(s->resv && s->resv_node[k]);
     for (t = TAILQ_FIRST(&s->queue); t && skipped < SCAN_MAX; t = next) {
-        struct pl_node *n = NULL;
         next = TAILQ_NEXT(t, qent);
-        for (size_t k = 0; k < s->nnodes; k++) {
-            struct pl_node *c = s->nodes[(s->rr + k) % s->nnodes];
-            if (c->state == PL_NODE_UP && c->want
-                && c->free_cores >= t->cores_per_rank
-                && c->free_gpus >= t->gpus_per_rank) {
-                n = c;
-                s->rr = (s->rr + k + 1) % s->nnodes;
-                break;
+        bool any = false;
+        for (size_t k = 0; k < s->nnodes; k++)
+            if (usable[k] && s->nodes[k]->state == PL_NODE_UP
+                && s->nodes[k]->free_cores > 0)
+                any = true;
+        if (!any && !(s->resv && t->id == s->resv))
+            break; /* no node can take anything */
+        if (plan(s, t, t->id == s->resv ? NULL : usable, false, count) < 0
+            || take(s, t, count) < 0) {
+            if (!s->resv && pl_sched_fits(s, t, NULL, 0)) {
+                reserve(s, t);
+                for (size_t k = 0; k < s->nnodes; k++)
+                    usable[k] = !(s->resv && s->resv_node[k]);
             }
+            skipped++;
+            continue;
         }
-        if (!n) {
-            bool any = false;
+        if (t->ranks == 1 && !t->nodes_req)
             for (size_t k = 0; k < s->nnodes; k++)
-                if (s->nodes[k]->state == PL_NODE_UP && s->nodes[k]->want
-                    && s->nodes[k]->free_cores > 0)
-                    any = true;
-            if (!any)
-                break; /* no node can take anything */
-            skipped++;
-            continue;
-        }
-        if (ensure_idx(t) < 0
-            || pl_node_alloc(n, t->id, t->cores_per_rank, t->gpus_per_rank,
-                             t->core_idx, t->gpu_idx) < 0) {
-            skipped++;
-            continue;
-        }
+                if (count[k])
+                    s->rr = (k + 1) % s->nnodes;
+        if (t->id == s->resv)
+            s->resv = 0;
         TAILQ_REMOVE(&s->queue, t, qent);
         t->inq = false;
         s->nqueued--;
-        t->node = n;
         t->state = PL_ST_ASSIGNED;
         t->attempt++;
-        place(t, n, arg);
+        place(t, arg);
         placed++;
+        if (!s->resv)
+            for (size_t k = 0; k < s->nnodes; k++)
+                usable[k] = true;
     }
     return placed;
 }

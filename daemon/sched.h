@@ -1,10 +1,17 @@
-/* daemon/sched.h - the live tasks, the queue, and placement on nodes
+/* daemon/sched.h - the live tasks, the queue, and gang placement on nodes
  *
- * Policy (issue 2): FIFO with backfill.  Each pass walks the queue from
- * its head and places every task that fits on a node whose agent asked
- * for work, rotating over the nodes (first fit from the node after the
- * last one used), lowest free core ids first on that node.  A task that fits nowhere now is
- * skipped, so small tasks behind it may run (no reservation yet). */
+ * Policy: FIFO with backfill behind one reservation.  Each pass walks the
+ * queue from its head and starts every task whose ranks all fit now (all
+ * ranks start together, or none).  The oldest task that does not fit now,
+ * but would on this pilot's nodes if they were idle, reserves the nodes it
+ * needs (those with the most free cores); no other task starts on a
+ * reserved node until it has started, so large tasks cannot starve behind
+ * a stream of small ones, while the other nodes keep backfilling.
+ * Placement: single-rank tasks go first-fit, rotating over the nodes so
+ * work spreads; multi-rank tasks go on the nodes with the most room, or
+ * exactly as --nodes / --ranks-per-node say; lowest free core ids first.
+ * Exclusive tasks take idle nodes whole: their ranks share out all of a
+ * node's cores and GPUs. */
 #ifndef PL_DAEMON_SCHED_H
 #define PL_DAEMON_SCHED_H
 
@@ -15,6 +22,20 @@
 
 #include "daemon/node.h"
 
+enum pl_comm { PL_COMM_NONE = 0, PL_COMM_TORCH, PL_COMM_MPI };
+
+/* One rank's place: its node, cores and GPUs (indexes into the node's
+ * lists), its position among the task's nodes and on its node. */
+struct pl_rank {
+    struct pl_node *node;      /* borrowed */
+    uint32_t *core_idx;        /* owned, ncores entries */
+    uint32_t ncores;
+    uint32_t *gpu_idx;         /* owned, ngpus entries */
+    uint32_t ngpus;
+    uint32_t node_rank, local_rank, local_size;
+    int state;                 /* assigned, running, or a final state */
+};
+
 /* A task pilotd still has to act on (not final).  Final tasks live only
  * in the database. */
 struct pl_dtask {
@@ -23,13 +44,22 @@ struct pl_dtask {
     uint32_t attempt;          /* attempts started so far */
     uint32_t retries;
     uint32_t cores_per_rank, gpus_per_rank;
+    uint32_t ranks;            /* >= 1 */
+    uint32_t nodes_req;        /* exactly this many nodes, 0: any */
+    uint32_t ranks_per_node;   /* 0: any */
+    bool exclusive;            /* whole nodes, shared with no other task */
+    int comm;                  /* enum pl_comm */
     double timeout;
     char **argv, **env;        /* owned */
     char *cwd;                 /* owned, may be NULL */
-    struct pl_node *node;      /* borrowed, while assigned or running */
-    uint32_t *core_idx;        /* owned, cores_per_rank entries */
-    uint32_t *gpu_idx;         /* owned, gpus_per_rank entries */
+    struct pl_rank *rank;      /* owned, 'ranks' entries while placed */
+    uint32_t nnodes;           /* distinct nodes of the placement */
+    uint32_t running, ended;   /* ranks that started / ended (attempt) */
+    int fail;                  /* first failure of a rank: enum pl_state */
+    int exit_code, signal;     /* of that failure, -1 if none */
+    char reason[128];          /* of that failure */
     bool cancel;               /* cancel asked while on an agent */
+    bool lost;                 /* an agent under it was lost (attempt) */
     bool inq;                  /* linked in the queue (qent valid) */
     TAILQ_ENTRY(pl_dtask) qent; /* in the queue while queued */
 };
@@ -65,20 +95,33 @@ struct pl_node *pl_sched_node_by_rid(struct pl_sched *s, const void *rid,
                                      size_t len);
 size_t pl_sched_nnodes(const struct pl_sched *s);
 struct pl_node *pl_sched_node_at(struct pl_sched *s, size_t i);
-/* Call 'cb' for each live task placed on 'n' (every live task when 'n'
- * is NULL); 'cb' may requeue or remove the task. */
+/* Call 'cb' for each live task with a rank on 'n' (every live task when
+ * 'n' is NULL); 'cb' may requeue or remove the task. */
 void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
                          void (*cb)(struct pl_dtask *t, void *arg), void *arg);
 
 /* Largest cores and GPUs of any node that has registered. */
 void pl_sched_max(const struct pl_sched *s, uint32_t *cores, uint32_t *gpus);
 
-/* Place queued tasks on nodes that want work; 'place' is called for each
- * (the task is out of the queue, holds its cores, is in state assigned
- * with its attempt counted: the caller records that).  Returns the number
- * placed. */
-typedef void (*pl_sched_place_f)(struct pl_dtask *t, struct pl_node *n,
-                                 void *arg);
+/* Whether 't' could run on the registered nodes if they were all idle;
+ * if not, 'why' (may be NULL) says what does not fit. */
+bool pl_sched_fits(const struct pl_sched *s, const struct pl_dtask *t,
+                   char *why, size_t len);
+
+/* Release one rank's cores and GPUs (it ended); idempotent. */
+void pl_sched_rank_release(struct pl_dtask *t, uint32_t r);
+
+/* Names of the task's nodes in node_rank order, comma-separated. */
+void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len);
+
+/* The task reserving nodes now, 0 if none (for status and tests). */
+uint64_t pl_sched_reserved_for(const struct pl_sched *s);
+
+/* Place queued tasks on the nodes that are up; 'place' is called for
+ * each (the task is out of the queue, each rank holds its cores, the task
+ * is in state assigned with its attempt counted: the caller records
+ * that).  Returns the number placed. */
+typedef void (*pl_sched_place_f)(struct pl_dtask *t, void *arg);
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg);
 
 #endif /* !PL_DAEMON_SCHED_H */

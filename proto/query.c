@@ -9,7 +9,8 @@
 #define TASK_COLS                                                              \
     "id, name, argv, cwd, ranks, cores_per_rank, gpus_per_rank, timeout, "    \
     "retries, state, reason, node, cores, gpus, attempts, exit_code, "        \
-    "signal, submit_time, start_time, end_time, maxrss_kb"
+    "signal, submit_time, start_time, end_time, maxrss_kb, nodes, "           \
+    "ranks_per_node, exclusive, comm"
 
 static int db_err(sqlite3 *db, struct pl_error *errp, const char *what)
 {
@@ -181,8 +182,8 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     sqlite3_finalize(st);
     st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT time, state, attempt, node, cores, "
-                               "gpus, detail FROM events WHERE task = ?1 "
-                               "ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+                               "gpus, detail, rank FROM events WHERE task = ?1"
+                               " ORDER BY id", -1, &st, NULL) != SQLITE_OK)
         goto dberr;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     ev = json_array();
@@ -197,11 +198,53 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
         json_object_set_new(e, "gpus",
             pl_query_intlist((const char *)sqlite3_column_text(st, 5)));
         json_object_set_new(e, "detail", col_json(st, 6));
+        if (sqlite3_column_type(st, 7) != SQLITE_NULL)
+            json_object_set_new(e, "rank", col_json(st, 7));
         json_array_append_new(ev, e);
     }
     if (rc != SQLITE_DONE)
         goto dberr;
     json_object_set_new(t, "events", ev);
+    sqlite3_finalize(st);
+    st = NULL;
+    /* where each rank is (or was, in the last attempt): "placement" */
+    json_t *ranks = json_array();
+    json_object_set_new(t, "placement", ranks);
+    if (json_integer_value(json_object_get(t, "ranks")) <= 1) {
+        if (!json_is_null(json_object_get(t, "node"))) {
+            json_t *r = json_object();
+            json_object_set_new(r, "rank", json_integer(0));
+            json_object_set(r, "node", json_object_get(t, "node"));
+            json_object_set(r, "cores", json_object_get(t, "cores"));
+            json_object_set(r, "gpus", json_object_get(t, "gpus"));
+            json_object_set(r, "state", json_object_get(t, "state"));
+            json_array_append_new(ranks, r);
+        }
+        return t;
+    }
+    if (sqlite3_prepare_v2(db,
+            "SELECT a.rank, a.node, a.cores, a.gpus, (SELECT e.state FROM "
+            "events e WHERE e.task = a.task AND e.rank = a.rank AND "
+            "e.attempt = a.attempt ORDER BY e.id DESC LIMIT 1) FROM events a "
+            "WHERE a.task = ?1 AND a.rank IS NOT NULL AND a.state = "
+            "'assigned' AND a.attempt = (SELECT max(attempt) FROM events "
+            "WHERE task = ?1 AND rank IS NOT NULL) ORDER BY a.rank",
+            -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *r = json_object();
+        json_object_set_new(r, "rank", col_json(st, 0));
+        json_object_set_new(r, "node", col_json(st, 1));
+        json_object_set_new(r, "cores",
+            pl_query_intlist((const char *)sqlite3_column_text(st, 2)));
+        json_object_set_new(r, "gpus",
+            pl_query_intlist((const char *)sqlite3_column_text(st, 3)));
+        json_object_set_new(r, "state", col_json(st, 4));
+        json_array_append_new(ranks, r);
+    }
+    if (rc != SQLITE_DONE)
+        goto dberr;
     sqlite3_finalize(st);
     return t;
 dberr:

@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 1
+#define PL_SCHEMA_VERSION 2
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -15,6 +15,10 @@
     "  env TEXT,"                 /* JSON array of KEY=VALUE, or NULL */       \
     "  cwd TEXT,"                                                              \
     "  ranks INTEGER NOT NULL DEFAULT 1,"                                      \
+    "  nodes INTEGER NOT NULL DEFAULT 0,"      /* exactly N nodes; 0 any */    \
+    "  ranks_per_node INTEGER NOT NULL DEFAULT 0,"                             \
+    "  exclusive INTEGER NOT NULL DEFAULT 0,"                                  \
+    "  comm TEXT NOT NULL DEFAULT 'none',"                                     \
     "  cores_per_rank INTEGER NOT NULL DEFAULT 1,"                             \
     "  gpus_per_rank INTEGER NOT NULL DEFAULT 0,"                              \
     "  timeout REAL,"                                                          \
@@ -41,7 +45,8 @@
     "  node TEXT,"                                                             \
     "  cores TEXT,"                                                            \
     "  gpus TEXT,"                                                             \
-    "  detail TEXT);"                                                          \
+    "  detail TEXT,"                                                           \
+    "  rank INTEGER);"            /* NULL: the task's own event */            \
     "CREATE INDEX IF NOT EXISTS events_task ON events(task);"                  \
     "CREATE TABLE IF NOT EXISTS nodes ("                                       \
     "  name TEXT PRIMARY KEY,"                                                 \
