@@ -2,10 +2,12 @@
  *
  * One DEALER to pilotd, watched by pl_zwatch on the agent's one loop.
  * REGISTER (again every 2 s until WELCOME), then PULL when cores are free
- * and we have not pulled since the last RUN; RUN spawns tasks, KILL and
- * EXIT stop them.  State changes are collected during a loop iteration
- * and leave as one EVENTS message from a zero-timeout timer, followed by
- * a PULL if one is due (so pilotd frees the cores before it answers).
+ * and we have not pulled since the last RUN; RUN spawns tasks (one rank
+ * each: a task is known by id, attempt and rank, and several ranks of one
+ * task may run here), KILL and EXIT stop them.  State changes are
+ * collected during a loop iteration and leave as one EVENTS message from
+ * a zero-timeout timer, followed by a PULL if one is due (so pilotd frees
+ * the cores before it answers).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include "agent/agent.h"
 #include "agent/bind_cpu.h"
 #include "agent/bind_cuda.h"
+#include "agent/comm.h"
 #include "agent/env.h"
 #include "agent/task.h"
 #include "proto/log.h"
@@ -44,6 +47,7 @@ extern char **environ;
 struct event {
     uint64_t id;
     uint64_t attempt;
+    uint64_t rank;
     int state;
     double time;       /* seconds since the epoch */
     int pid;           /* 0: none */
@@ -207,9 +211,10 @@ static void send_register(struct pl_agent *a)
     msgpack_pack_array(&w.pk, (uint32_t)a->nrunning);
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_task_spec *s = pl_task_spec(a->running[i]);
-        msgpack_pack_map(&w.pk, 2);
+        msgpack_pack_map(&w.pk, 3);
         pl_w_kuint(&w.pk, "id", s->id);
         pl_w_kuint(&w.pk, "attempt", s->attempt);
+        pl_w_kuint(&w.pk, "rank", s->rank);
     }
     send_wbuf(a, &w, PL_MSG_REGISTER);
 }
@@ -236,12 +241,13 @@ static void send_events(struct pl_agent *a)
     msgpack_pack_array(&w.pk, (uint32_t)a->nevents);
     for (size_t i = 0; i < a->nevents; i++) {
         struct event *e = &a->events[i];
-        uint32_t n = 4 + (e->pid > 0) + (e->exit_code >= 0)
+        uint32_t n = 5 + (e->pid > 0) + (e->exit_code >= 0)
                      + (e->signal >= 0) + (e->maxrss_kb >= 0)
                      + (e->error != NULL);
         msgpack_pack_map(&w.pk, n);
         pl_w_kuint(&w.pk, "id", e->id);
         pl_w_kuint(&w.pk, "attempt", e->attempt);
+        pl_w_kuint(&w.pk, "rank", e->rank);
         pl_w_kstr(&w.pk, "state", pl_state_name(e->state));
         pl_w_kdouble(&w.pk, "time", e->time);
         if (e->pid > 0)
@@ -273,7 +279,7 @@ static void kick(struct pl_agent *a)
 
 /* A new event for the next EVENTS message, or NULL (logged: it is lost). */
 static struct event *event_add(struct pl_agent *a, uint64_t id,
-                               uint64_t attempt, int state)
+                               uint64_t attempt, uint64_t rank, int state)
 {
     struct event *e;
 
@@ -287,6 +293,7 @@ static struct event *event_add(struct pl_agent *a, uint64_t id,
     memset(e, 0, sizeof(*e));
     e->id = id;
     e->attempt = attempt;
+    e->rank = rank;
     e->state = state;
     e->time = now_epoch();
     e->exit_code = -1;
@@ -297,10 +304,10 @@ static struct event *event_add(struct pl_agent *a, uint64_t id,
 }
 
 /* A failure of a task that never ran. */
-static void event_failed(struct pl_agent *a, uint64_t id, uint64_t attempt,
+static void event_failed(struct pl_agent *a, const struct pl_task_spec *s,
                          const char *error)
 {
-    struct event *e = event_add(a, id, attempt, PL_ST_FAILED);
+    struct event *e = event_add(a, s->id, s->attempt, s->rank, PL_ST_FAILED);
 
     if (e)
         e->error = strdup(error);
@@ -310,7 +317,8 @@ static void event_failed(struct pl_agent *a, uint64_t id, uint64_t attempt,
 static void event_task(struct pl_agent *a, const struct pl_task *t)
 {
     const struct pl_task_spec *s = pl_task_spec(t);
-    struct event *e = event_add(a, s->id, s->attempt, pl_task_state(t));
+    struct event *e = event_add(a, s->id, s->attempt, s->rank,
+                                pl_task_state(t));
 
     if (!e)
         return;
@@ -360,12 +368,24 @@ static void flush_cb(uv_timer_t *h)
 
 /* ---- tasks ---- */
 
-static struct pl_task *find_task(struct pl_agent *a, uint64_t id)
+/* A running rank of task 'id': the one of 'rank' if it runs here, else
+ * any other of an attempt other than 'attempt', else NULL.  (Ranks of one
+ * attempt may share the node; two attempts of a task may not.) */
+static struct pl_task *find_task(struct pl_agent *a, uint64_t id,
+                                 uint64_t attempt, uint64_t rank)
 {
-    for (size_t i = 0; i < a->nrunning; i++)
-        if (pl_task_spec(a->running[i])->id == id)
+    struct pl_task *other = NULL;
+
+    for (size_t i = 0; i < a->nrunning; i++) {
+        const struct pl_task_spec *s = pl_task_spec(a->running[i]);
+        if (s->id != id)
+            continue;
+        if (s->attempt == attempt && s->rank == rank)
             return a->running[i];
-    return NULL;
+        if (s->attempt != attempt && !other)
+            other = a->running[i];
+    }
+    return other;
 }
 
 static void task_exit_cb(struct pl_task *t, void *arg)
@@ -378,13 +398,15 @@ static void task_exit_cb(struct pl_task *t, void *arg)
     if (pl_task_maxrss_kb(t) >= 0)
         snprintf(rss, sizeof(rss), ", maxrss %ld kB", pl_task_maxrss_kb(t));
     if (pl_task_signal(t))
-        pl_log(LOG_INFO, "task %llu: %s (signal %d, %.3f s%s)",
-               (unsigned long long)s->id, pl_state_name(pl_task_state(t)),
-               pl_task_signal(t), pl_task_runtime(t), rss);
+        pl_log(LOG_INFO, "task %llu rank %llu: %s (signal %d, %.3f s%s)",
+               (unsigned long long)s->id, (unsigned long long)s->rank,
+               pl_state_name(pl_task_state(t)), pl_task_signal(t),
+               pl_task_runtime(t), rss);
     else
-        pl_log(LOG_INFO, "task %llu: %s (exit %d, %.3f s%s)",
-               (unsigned long long)s->id, pl_state_name(pl_task_state(t)),
-               pl_task_exit_code(t), pl_task_runtime(t), rss);
+        pl_log(LOG_INFO, "task %llu rank %llu: %s (exit %d, %.3f s%s)",
+               (unsigned long long)s->id, (unsigned long long)s->rank,
+               pl_state_name(pl_task_state(t)), pl_task_exit_code(t),
+               pl_task_runtime(t), rss);
     event_task(a, t);
     for (size_t i = 0; i < a->nrunning; i++) {
         if (a->running[i] == t) {
@@ -414,13 +436,10 @@ static struct pl_env *task_env(struct pl_agent *a,
             goto nomem;
     if (pl_env_setf(env, "PILOT_TASK_ID", "%llu",
                     (unsigned long long)s->id) < 0
-        || pl_env_set(env, "PILOT_RANK", "0") < 0
-        || pl_env_set(env, "PILOT_SIZE", "1") < 0
-        || pl_env_set(env, "PILOT_LOCAL_RANK", "0") < 0
-        || pl_env_set(env, "PILOT_NODE", a->node) < 0
-        || pl_env_set(env, "PILOT_NODELIST", a->node) < 0)
+        || pl_env_set(env, "PILOT_NODE", a->node) < 0)
         goto nomem;
-    if (pl_bind_cpu_env(a->cpu, s, env, errp) < 0
+    if (pl_comm_env(s, a->node, env, errp) < 0
+        || pl_bind_cpu_env(a->cpu, s, env, errp) < 0
         || pl_bind_cuda_env(a->cuda, s, env, errp) < 0)
         goto error;
     return env;
@@ -467,8 +486,8 @@ static int spawn(struct pl_agent *a, struct pl_task *t, struct pl_env *env,
     return rc;
 }
 
-/* Run one entry of a RUN message.  Whatever goes wrong, a task with a
- * valid id gets an event. */
+/* Run one entry of a RUN message: one rank of a task.  Whatever goes
+ * wrong, an entry with a valid id gets an event. */
 static void run_one(struct pl_agent *a, const msgpack_object *o)
 {
     struct pl_task_spec spec;
@@ -480,70 +499,71 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
 
     if (pl_task_spec_decode(o, &spec, &have_id, &err) < 0) {
         if (have_id) {
-            pl_log(LOG_WARNING, "task %llu: bad run entry: %s",
-                   (unsigned long long)spec.id, err.text);
-            event_failed(a, spec.id, spec.attempt, err.text);
+            pl_log(LOG_WARNING, "task %llu rank %llu: bad run entry: %s",
+                   (unsigned long long)spec.id, (unsigned long long)spec.rank,
+                   err.text);
+            event_failed(a, &spec, err.text);
         }
         else
             pl_log(LOG_WARNING, "run: bad task entry: %s", err.text);
         goto done;
     }
+    unsigned long long id = spec.id;
+    unsigned long long rank = spec.rank;
     if (a->exiting) {
-        pl_log(LOG_WARNING, "task %llu: not started: shutting down",
-               (unsigned long long)spec.id);
-        event_failed(a, spec.id, spec.attempt, "agent is shutting down");
+        pl_log(LOG_WARNING, "task %llu rank %llu: not started: shutting down",
+               id, rank);
+        event_failed(a, &spec, "agent is shutting down");
         goto done;
     }
-    if ((t = find_task(a, spec.id))) {
-        /* The same attempt again: it runs, its events will come.  Another
-         * attempt: refuse it rather than leave pilotd waiting for it. */
+    if ((t = find_task(a, spec.id, spec.attempt, spec.rank))) {
+        /* The same rank of the same attempt again: it runs, its events
+         * will come.  Another attempt: refuse it rather than leave pilotd
+         * waiting for it. */
         uint64_t old = pl_task_spec(t)->attempt;
         t = NULL;
         pl_log(LOG_WARNING, "task %llu: attempt %llu still running here: "
-               "run of attempt %llu %s", (unsigned long long)spec.id,
+               "run of attempt %llu rank %llu %s", id,
                (unsigned long long)old, (unsigned long long)spec.attempt,
-               old == spec.attempt ? "ignored" : "refused");
+               rank, old == spec.attempt ? "ignored" : "refused");
         if (old != spec.attempt) {
             pl_errprintf(&err, "attempt %llu of this task is still running "
                          "on this node", (unsigned long long)old);
-            event_failed(a, spec.id, spec.attempt, err.text);
+            event_failed(a, &spec, err.text);
         }
         goto done;
     }
     if (pl_resources_claim(a->res, spec.cores, spec.ncores, spec.gpus,
                            spec.ngpus, &err) < 0) {
-        pl_log(LOG_WARNING, "task %llu: %s", (unsigned long long)spec.id,
-               err.text);
-        event_failed(a, spec.id, spec.attempt, err.text);
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);
+        event_failed(a, &spec, err.text);
         goto done;
     }
     if (!(env = task_env(a, &spec, &err)) || make_room(a) < 0
         || !(t = pl_task_new(&a->loop, &spec, task_exit_cb, a))) {
         if (env)
             pl_errprintf(&err, "out of memory");
-        pl_log(LOG_WARNING, "task %llu: %s", (unsigned long long)spec.id,
-               err.text);
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);
         pl_resources_release(a->res, spec.cores, spec.ncores, spec.gpus,
                              spec.ngpus);
-        event_failed(a, spec.id, spec.attempt, err.text);
+        event_failed(a, &spec, err.text);
         goto done;
     }
     const struct pl_task_spec *s = pl_task_spec(t);
     pl_idlist_format(cores, sizeof(cores), s->cores, s->ncores);
     if (spawn(a, t, env, &err) < 0) {
-        pl_log(LOG_WARNING, "task %llu: %s", (unsigned long long)s->id,
-               err.text);
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);
         pl_resources_release(a->res, s->cores, s->ncores, s->gpus, s->ngpus);
         if (pl_task_state(t) == PL_ST_FAILED)
             event_task(a, t);
         else
-            event_failed(a, s->id, s->attempt, err.text);
+            event_failed(a, s, err.text);
         pl_task_free(t);
         goto done;
     }
     a->running[a->nrunning++] = t;
-    pl_log(LOG_INFO, "task %llu: spawned pid %d on cores %s",
-           (unsigned long long)s->id, pl_task_pid(t), cores);
+    pl_log(LOG_INFO, "task %llu rank %llu: spawned pid %d on cores %s", id,
+           rank, pl_task_pid(t), cores);
     event_task(a, t);
 done:
     pl_env_free(env);
@@ -625,26 +645,36 @@ static int kill_cb(struct pl_agent *a, const struct pl_msg *m,
 {
     uint64_t id;
     uint64_t attempt;
+    uint64_t rank = 0;
     double grace;
-    struct pl_task *t;
+    int one;
+    size_t n = 0;
 
     if (pl_mp_uint(m->body, "id", true, UINT64_MAX, &id, errp) < 0
         || pl_mp_uint(m->body, "attempt", true, UINT32_MAX, &attempt, errp)
                < 0
+        || (one = pl_mp_uint(m->body, "rank", false, UINT32_MAX, &rank,
+                             errp)) < 0
         || pl_mp_double(m->body, "grace", true, &grace, errp) < 0)
         return -1;
     if (!isfinite(grace) || grace < 0 || grace > KILL_GRACE_MAX) {
         errno = EPROTO;
         return pl_errprintf(errp, "kill: grace out of range");
     }
-    if (!(t = find_task(a, id)) || pl_task_spec(t)->attempt != attempt) {
-        pl_log(LOG_DEBUG, "kill: task %llu attempt %llu is not running here",
-               (unsigned long long)id, (unsigned long long)attempt);
-        return 0;
+    /* Every rank of the attempt running here, or only 'rank' if given. */
+    for (size_t i = 0; i < a->nrunning; i++) {
+        const struct pl_task_spec *s = pl_task_spec(a->running[i]);
+        if (s->id != id || s->attempt != attempt || (one && s->rank != rank))
+            continue;
+        pl_log(LOG_INFO, "task %llu rank %llu: kill (grace %.3g s)",
+               (unsigned long long)id, (unsigned long long)s->rank, grace);
+        pl_task_kill(a->running[i], PL_ST_CANCELED, grace);
+        n++;
     }
-    pl_log(LOG_INFO, "task %llu: kill (grace %.3g s)", (unsigned long long)id,
-           grace);
-    pl_task_kill(t, PL_ST_CANCELED, grace);
+    if (n == 0)
+        pl_log(LOG_DEBUG, "kill: task %llu attempt %llu%s is not running "
+               "here", (unsigned long long)id, (unsigned long long)attempt,
+               one ? " (that rank)" : "");
     return 0;
 }
 
@@ -756,7 +786,8 @@ static void deadline_cb(uv_timer_t *h)
                "giving up on them", a->nrunning);
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_task_spec *s = pl_task_spec(a->running[i]);
-        struct event *e = event_add(a, s->id, s->attempt, PL_ST_CANCELED);
+        struct event *e = event_add(a, s->id, s->attempt, s->rank,
+                                    PL_ST_CANCELED);
         if (e)
             e->error = strdup("did not exit after SIGKILL");
     }

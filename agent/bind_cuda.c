@@ -4,7 +4,11 @@
  * its entry in the agent's own CUDA_VISIBLE_DEVICES: with device cgroups
  * Slurm renumbers a step's GPUs from 0, so the ids are not CUDA ordinals.
  * The task gets those entries, which the CUDA runtime resolves the same
- * way for it as for us.
+ * way for it as for us.  Slurm's own per-step variables, which the task
+ * would otherwise inherit from the agent's step (all of the node's GPUs),
+ * are narrowed the same way: SLURM_STEP_GPUS to the task's ids and
+ * GPU_DEVICE_ORDINAL (which Slurm sets equal to CUDA_VISIBLE_DEVICES, for
+ * ROCm) to its entries.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -79,7 +83,9 @@ int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_task_spec *s,
     if (!(visible = join(b->r, s, pl_resources_gpu_visible))
         || !(ids = join(b->r, s, pl_resources_gpu_id))
         || pl_env_set(env, "CUDA_VISIBLE_DEVICES", visible) < 0
-        || pl_env_set(env, "PILOT_GPUS", ids) < 0)
+        || pl_env_set(env, "GPU_DEVICE_ORDINAL", visible) < 0
+        || pl_env_set(env, "PILOT_GPUS", ids) < 0
+        || pl_env_set(env, "SLURM_STEP_GPUS", ids) < 0)
         goto error;
     free(visible);
     free(ids);

@@ -17,7 +17,8 @@ void pl_bind_cuda_free(struct pl_bind_cuda *b);
 
 /* CUDA_VISIBLE_DEVICES = the task's GPU positions mapped into our own
  * CUDA_VISIBLE_DEVICES entries ("" for a task without GPUs, so that it
- * sees none), PILOT_GPUS = their Slurm ids.  Positions must have been
+ * sees none), and GPU_DEVICE_ORDINAL the same; PILOT_GPUS and
+ * SLURM_STEP_GPUS = their Slurm ids.  Positions must have been
  * checked (pl_resources_claim()).  Returns 0 or -1 (ENOMEM, errp). */
 int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_task_spec *s,
                      struct pl_env *env, struct pl_error *errp);

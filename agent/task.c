@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/comm.h"
 #include "agent/resources.h"
 #include "agent/task.h"
 #include "proto/msg.h"
@@ -26,6 +27,11 @@
 #define CORES_MAX 4096
 #define GPUS_MAX 1024
 #define TIMEOUT_MAX 1e7       /* s (115 days): keeps the ms in a uint64 */
+#define RANKS_MAX UINT32_MAX  /* ranks in a task, and on one node */
+#define NODES_MAX 65536       /* entries in 'nodelist' */
+#define NODE_LEN 255          /* a host name (HOST_NAME_MAX) */
+#define COMM_LEN 16
+#define PORT_MAX 65535
 
 /* SIGTERM to SIGKILL when a timeout fires. */
 #define TIMEOUT_GRACE 5.0
@@ -59,6 +65,8 @@ void pl_task_spec_release(struct pl_task_spec *spec)
 
     pl_strv_free(spec->argv);
     pl_strv_free(spec->env);
+    pl_strv_free(spec->nodelist);
+    free(spec->master_addr);
     free(spec->cwd);
     free(spec->cores);
     free(spec->gpus);
@@ -72,6 +80,79 @@ static int bad(struct pl_error *errp, const char *what)
 {
     errno = EPROTO;
     return pl_errprintf(errp, "%s", what);
+}
+
+/* The optional fields that place one rank in its task; the rank itself is
+ * already decoded.  Defaults: rank 0 of 1, alone on this node, comm none. */
+static int decode_rank(const msgpack_object *o, struct pl_task_spec *spec,
+                       struct pl_error *errp)
+{
+    char *comm = NULL;
+    size_t nnodes = 1;
+    int c = PL_COMM_NONE;
+
+    spec->size = 1;
+    spec->local_size = 1;
+    if (pl_mp_uint(o, "size", false, RANKS_MAX, &spec->size, errp) < 0
+        || pl_mp_uint(o, "local_rank", false, RANKS_MAX - 1,
+                      &spec->local_rank, errp) < 0
+        || pl_mp_uint(o, "local_size", false, RANKS_MAX, &spec->local_size,
+                      errp) < 0
+        || pl_mp_uint(o, "node_rank", false, NODES_MAX - 1,
+                      &spec->node_rank, errp) < 0
+        || pl_mp_strv(o, "nodelist", false, 1, NODES_MAX, NODE_LEN,
+                      &spec->nodelist, errp) < 0
+        || pl_mp_str(o, "comm", false, COMM_LEN, &comm, errp) < 0
+        || pl_mp_str(o, "master_addr", false, NODE_LEN, &spec->master_addr,
+                     errp) < 0
+        || pl_mp_uint(o, "master_port", false, PORT_MAX, &spec->master_port,
+                      errp) < 0)
+        goto error;
+    if (spec->size == 0 || spec->rank >= spec->size) {
+        bad(errp, "field 'rank' or 'size': want rank < size");
+        goto error;
+    }
+    if (spec->local_size == 0 || spec->local_rank >= spec->local_size
+        || spec->local_size > spec->size) {
+        bad(errp, "field 'local_rank' or 'local_size': want "
+                  "local_rank < local_size <= size");
+        goto error;
+    }
+    if (spec->nodelist) {
+        nnodes = pl_strv_len(spec->nodelist);
+        for (char **n = spec->nodelist; *n; n++) {
+            if (!**n || strchr(*n, ',')) {
+                bad(errp, "field 'nodelist': empty name or a comma");
+                goto error;
+            }
+        }
+    }
+    if (spec->node_rank >= nnodes) {
+        bad(errp, "field 'node_rank': not an index in 'nodelist'");
+        goto error;
+    }
+    if (comm && (c = pl_comm_parse(comm)) < 0) {
+        pl_errprintf(errp, "field 'comm': unknown comm '%s'", comm);
+        errno = EPROTO;
+        goto error;
+    }
+    spec->comm = c;
+    if (spec->comm == PL_COMM_TORCH
+        && (!spec->master_addr || !*spec->master_addr
+            || spec->master_port == 0)) {
+        bad(errp, "comm torch: want 'master_addr' and 'master_port' "
+                  "(1..65535)");
+        goto error;
+    }
+    if (spec->master_port == 0 && pl_mp_get(o, "master_port")) {
+        bad(errp, "field 'master_port': out of range");
+        goto error;
+    }
+    free(comm);
+    return 0;
+error:
+    free(comm);
+    return -1;
 }
 
 int pl_task_spec_decode(const msgpack_object *o, struct pl_task_spec *spec,
@@ -89,6 +170,9 @@ int pl_task_spec_decode(const msgpack_object *o, struct pl_task_spec *spec,
                < 0)
         return -1;
     *have_id = true;
+    /* the rank next, so that a bad entry is reported for its rank */
+    if (pl_mp_uint(o, "rank", false, RANKS_MAX - 1, &spec->rank, errp) < 0)
+        return -1;
     if (pl_mp_strv(o, "argv", true, 1, ARGV_MAX, ARG_LEN, &spec->argv, errp)
             < 0
         || pl_mp_strv(o, "env", false, 0, ENV_MAX, ENV_LEN, &spec->env, errp)
@@ -116,7 +200,7 @@ int pl_task_spec_decode(const msgpack_object *o, struct pl_task_spec *spec,
     if (!isfinite(spec->timeout) || spec->timeout < 0
         || spec->timeout > TIMEOUT_MAX)
         return bad(errp, "field 'timeout': out of range");
-    return 0;
+    return decode_rank(o, spec, errp);
 }
 
 struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_task_spec *spec,
@@ -264,10 +348,13 @@ static void exit_cb(uv_process_t *p, int64_t status, int sig)
     t->cb(t, t->arg);
 }
 
-/* Open an output file, creating its directory (0700) if missing. */
-static int open_output(const char *path)
+/* Open an output file, creating its directory (0700) if missing.  The
+ * ranks of a task may share one: they append (O_APPEND makes each write
+ * land at the end), where a single rank truncates what an earlier attempt
+ * left. */
+static int open_output(const char *path, bool append)
 {
-    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
     int fd;
 
     if ((fd = open(path, flags, 0600)) >= 0 || errno != ENOENT)
@@ -308,14 +395,14 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     int err = -1;
     int rc;
 
-    if ((out = open_output(t->spec.out)) < 0) {
+    if ((out = open_output(t->spec.out, t->spec.size > 1)) < 0) {
         rc = errno;
         pl_errprintf(&t->error, "stdout %s: %s", t->spec.out, strerror(rc));
         return start_failed(t, rc, errp);
     }
     if (!strcmp(t->spec.err, t->spec.out))
         err = out;
-    else if ((err = open_output(t->spec.err)) < 0) {
+    else if ((err = open_output(t->spec.err, t->spec.size > 1)) < 0) {
         rc = errno;
         close(out);
         pl_errprintf(&t->error, "stderr %s: %s", t->spec.err, strerror(rc));

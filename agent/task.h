@@ -10,11 +10,20 @@
 
 #include "proto/error.h"
 
-/* One entry of a RUN message (docs/protocol.md), decoded and checked.
- * Every pointer is owned by the spec. */
+/* One entry of a RUN message (docs/protocol.md), decoded and checked: one
+ * rank of a task.  Every pointer is owned by the spec. */
 struct pl_task_spec {
     uint64_t id;
     uint64_t attempt;
+    uint64_t rank;        /* 0 <= rank < size */
+    uint64_t size;        /* ranks in the task, >= 1 */
+    uint64_t local_rank;  /* among the task's ranks on this node */
+    uint64_t local_size;
+    uint64_t node_rank;   /* this node's index in 'nodelist' */
+    char **nodelist;      /* NULL-terminated, or NULL: [this node] */
+    int comm;             /* enum pl_comm (agent/comm.h) */
+    char *master_addr;    /* PL_COMM_TORCH: rank 0's address, else NULL */
+    uint64_t master_port; /* PL_COMM_TORCH: 1..65535, else 0 */
     char **argv;        /* NULL-terminated, at least one element */
     char **env;         /* "KEY=VALUE" overrides, NULL-terminated, or NULL */
     char *cwd;          /* NULL: the agent's */
@@ -27,9 +36,11 @@ struct pl_task_spec {
     double timeout;     /* seconds; 0: none */
 };
 
-/* Decode RUN entry 'o' into 'spec' (zeroed first).  *have_id is set when
- * 'id' and 'attempt' were valid, even if something else was not, so that
- * the failure can be reported for that task.  Release 'spec' with
+/* Decode RUN entry 'o' into 'spec' (zeroed first; the rank fields absent
+ * from 'o' get their defaults: rank 0 of 1, comm none).  *have_id is set
+ * when 'id' and 'attempt' were valid, even if something else was not, so
+ * that the failure can be reported for that task (spec->rank is then the
+ * entry's rank if it was valid, else 0).  Release 'spec' with
  * pl_task_spec_release() whatever this returns.  Returns 0, or -1 with
  * errp set (errno EPROTO or ENOMEM). */
 int pl_task_spec_decode(const msgpack_object *o, struct pl_task_spec *spec,
@@ -51,7 +62,9 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_task_spec *spec,
  * A task still running is left running (not killed).  NULL is ok. */
 void pl_task_free(struct pl_task *t);
 
-/* Open the output files (creating their directory, 0700), then spawn the
+/* Open the output files (creating their directory, 0700; truncated for a
+ * task of one rank, appended to when several ranks may share them), then
+ * spawn the
  * process with environment 'env' (borrowed) and stdin from 'stdin_fd',
  * as the leader of its own process group, and start its timeout.  On
  * failure the task's state is PL_ST_FAILED with an error text (and exit
