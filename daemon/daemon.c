@@ -1426,8 +1426,15 @@ static void client_cb(struct pl_zwatch *zw, int revents, void *arg)
         struct req r = { zmq_msg_data(&rid), zmq_msg_size(&rid), 0 };
         if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
                           &err) < 0) {
+            uint64_t v, seq = 0;
+            if (pl_msg_peek(zmq_msg_data(&body), zmq_msg_size(&body), &v,
+                            &seq) == 0 && v != PL_PROTO_VERSION)
+                pl_errprintf(&err, "this pilotd speaks protocol %d, the "
+                             "client %llu: use the pilot commands of the "
+                             "same version", PL_PROTO_VERSION,
+                             (unsigned long long)v);
             pl_log(LOG_INFO, "bad client message: %s", err.text);
-            reply_err(d, r.rid, r.ridlen, 0, EPROTO, err.text);
+            reply_err(d, r.rid, r.ridlen, seq, EPROTO, err.text);
             goto next;
         }
         r.seq = m.seq;

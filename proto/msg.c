@@ -187,6 +187,32 @@ error:
     return -1;
 }
 
+int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
+                uint64_t *seq)
+{
+    msgpack_unpacked up;
+    size_t off = 0;
+    int rc = -1;
+
+    if (len == 0 || len > PL_MSG_MAX || precheck(buf, len) < 0) {
+        errno = EPROTO;
+        return -1;
+    }
+    msgpack_unpacked_init(&up);
+    if (msgpack_unpack_next(&up, buf, len, &off) == MSGPACK_UNPACK_SUCCESS
+        && up.data.type == MSGPACK_OBJECT_ARRAY && up.data.via.array.size >= 3
+        && up.data.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
+        && up.data.via.array.ptr[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        *version = up.data.via.array.ptr[0].via.u64;
+        *seq = up.data.via.array.ptr[2].via.u64;
+        rc = 0;
+    }
+    msgpack_unpacked_destroy(&up);
+    if (rc < 0)
+        errno = EPROTO;
+    return rc;
+}
+
 void pl_msg_release(struct pl_msg *m)
 {
     if (m && m->body) {

@@ -13,7 +13,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 1
+#define PL_PROTO_VERSION 2
 
 /* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
 #define PL_MSG_MAX (64 * 1024 * 1024)
@@ -65,6 +65,12 @@ struct pl_msg {
 int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
                   struct pl_error *errp);
 void pl_msg_release(struct pl_msg *m);
+
+/* The version and seq of a message pl_msg_decode() refused, when its
+ * envelope can still be read: so that a peer of another version gets an
+ * answer it can match to its request.  0, or -1 (EPROTO). */
+int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
+                uint64_t *seq);
 
 /* Checked field access on a map.  Each returns 1 if the key is present
  * with the right type, 0 if absent (and not 'required'), or -1 with errp

@@ -49,8 +49,19 @@ static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
             continue;
         }
         memcpy(copy, zmq_msg_data(&body), len);
-        if (pl_msg_decode(copy, len, &m, &r->err) < 0)
+        if (pl_msg_decode(copy, len, &m, &r->err) < 0) {
+            uint64_t v, seq;
+            /* a pilotd of another version: say so rather than time out */
+            if (pl_msg_peek(copy, len, &v, &seq) == 0 && seq == r->want_seq
+                && v != PL_PROTO_VERSION) {
+                pl_errprintf(&r->err, "pilotd speaks protocol %llu, this "
+                             "pilot command %d: use the pilot commands that "
+                             "came with that pilotd", (unsigned long long)v,
+                             PL_PROTO_VERSION);
+                r->done = -2;
+            }
             free(copy);
+        }
         else {
             m.own = copy;
             if (m.type == PL_MSG_REPLY && m.seq == r->want_seq) {
@@ -149,6 +160,10 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
     while (!r->done)
         uv_run(&r->loop, UV_RUN_DEFAULT);
     uv_timer_stop(&r->timer);
+    if (r->done == -2) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "%s", r->err.text);
+    }
     if (r->done < 0) {
         errno = ETIMEDOUT;
         return pl_errprintf(errp, "pilotd at %s did not answer within %.1f s",

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "daemon/db.h"
+#include "proto/schema.h"
 #include "proto/query.h"
 #include "proto/state.h"
 #include "tests/unit/tap.h"
@@ -185,7 +186,9 @@ int main(void)
                 "name IN ('tasks', 'events', 'nodes', 'meta')"),
        4, "tables tasks, events, nodes, meta");
     scalar(h, "SELECT value FROM meta WHERE key = 'schema'", buf, sizeof(buf));
-    is_str(buf, "1", "meta schema = 1");
+    char schema[16];
+    snprintf(schema, sizeof(schema), "%d", PL_SCHEMA_VERSION);
+    is_str(buf, schema, "meta schema = PL_SCHEMA_VERSION");
     is(pl_db_in_txn(db), 0, "no transaction open after open");
 
     /* reader on the same file, as the CLI opens it */
