@@ -126,13 +126,10 @@ struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id)
     return id < s->cap ? s->tab[id] : NULL;
 }
 
-void pl_sched_rank_release(struct pl_dtask *t, uint32_t r)
+static void rank_release(struct pl_dtask *t, uint32_t r)
 {
-    struct pl_rank *k;
+    struct pl_rank *k = &t->rank[r];
 
-    if (!t->rank || r >= t->ranks)
-        return;
-    k = &t->rank[r];
     if (k->node) {
         pl_node_release(k->node, t->id, k->core_idx, k->ncores, k->gpu_idx,
                         k->ngpus);
@@ -140,11 +137,18 @@ void pl_sched_rank_release(struct pl_dtask *t, uint32_t r)
     }
 }
 
+void pl_sched_rank_release(struct pl_dtask *t, uint32_t r)
+{
+    /* an exclusive task keeps its nodes whole until it ends */
+    if (t->rank && r < t->ranks && !t->exclusive)
+        rank_release(t, r);
+}
+
 /* Give back every rank's cores and forget the placement. */
 static void release(struct pl_dtask *t)
 {
     for (uint32_t r = 0; t->rank && r < t->ranks; r++)
-        pl_sched_rank_release(t, r);
+        rank_release(t, r);
     ranks_free(t);
     t->running = t->ended = 0;
     t->fail = 0;
@@ -488,8 +492,12 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             if (usable[k] && s->nodes[k]->state == PL_NODE_UP
                 && s->nodes[k]->free_cores > 0)
                 any = true;
-        if (!any && !(s->resv && t->id == s->resv))
+        if (!any && !s->resv)
             break; /* no node can take anything */
+        if (!any && t->id != s->resv) {
+            skipped++; /* only the reserved task may start now */
+            continue;
+        }
         if (plan(s, t, t->id == s->resv ? NULL : usable, false, count) < 0
             || take(s, t, count) < 0) {
             if (!s->resv && pl_sched_fits(s, t, NULL, 0)) {

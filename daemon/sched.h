@@ -108,7 +108,8 @@ void pl_sched_max(const struct pl_sched *s, uint32_t *cores, uint32_t *gpus);
 bool pl_sched_fits(const struct pl_sched *s, const struct pl_dtask *t,
                    char *why, size_t len);
 
-/* Release one rank's cores and GPUs (it ended); idempotent. */
+/* Release one rank's cores and GPUs (it ended); idempotent.  No-op for an
+ * exclusive task: its nodes stay whole until the task ends. */
 void pl_sched_rank_release(struct pl_dtask *t, uint32_t r);
 
 /* Names of the task's nodes in node_rank order, comma-separated. */

@@ -15,6 +15,7 @@
 
 #define MAXC 64 /* cores per node in these tests, at most */
 #define MAXG 8
+#define NTESTS 139
 
 /* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
 static struct pl_node *mknode(const char *name, uint32_t ncores,
@@ -31,10 +32,7 @@ static struct pl_node *mknode(const char *name, uint32_t ncores,
         g[i] = gbuf[i];
     }
     g[ngpus] = NULL;
-    struct pl_node *n = pl_node_new(name, cpu, ncores, ngpus ? g : NULL);
-    if (n)
-        n->want = true;
-    return n;
+    return pl_node_new(name, cpu, ncores, ngpus ? g : NULL);
 }
 
 static struct pl_node *addnode(struct pl_sched *s, const char *name,
@@ -69,26 +67,82 @@ static struct pl_dtask *addtask(struct pl_sched *s, uint64_t id,
     return t;
 }
 
-/* What pl_sched_run() placed, in order. */
+/* A multi-rank task: 'ranks' x ('cores', 'gpus'), --nodes 'nodes',
+ * --ranks-per-node 'rpn', --exclusive 'excl'. */
+static struct pl_dtask *addgang(struct pl_sched *s, uint64_t id,
+                                uint32_t ranks, uint32_t cores, uint32_t gpus,
+                                uint32_t nodes, uint32_t rpn, bool excl)
+{
+    struct pl_dtask *t = addtask(s, id, cores, gpus);
+
+    if (t) {
+        t->ranks = ranks;
+        t->nodes_req = nodes;
+        t->ranks_per_node = rpn;
+        t->exclusive = excl;
+    }
+    return t;
+}
+
+/* Whether every rank of 't' is placed and holds the cores and GPUs it
+ * lists, no index twice. */
+static bool ranks_hold(const struct pl_dtask *t)
+{
+    if (!t->rank)
+        return false;
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        const struct pl_rank *k = &t->rank[r];
+        if (!k->node)
+            return false;
+        for (uint32_t i = 0; i < k->ncores; i++)
+            if (k->core_idx[i] >= k->node->ncores
+                || k->node->core_task[k->core_idx[i]] != t->id)
+                return false;
+        for (uint32_t i = 0; i < k->ngpus; i++)
+            if (k->gpu_idx[i] >= k->node->ngpus
+                || k->node->gpu_task[k->gpu_idx[i]] != t->id)
+                return false;
+        /* no core or GPU index also listed by another rank on the node */
+        for (uint32_t q = 0; q < r; q++) {
+            const struct pl_rank *o = &t->rank[q];
+            if (o->node != k->node)
+                continue;
+            for (uint32_t i = 0; i < k->ncores; i++)
+                for (uint32_t j = 0; j < o->ncores; j++)
+                    if (k->core_idx[i] == o->core_idx[j])
+                        return false;
+            for (uint32_t i = 0; i < k->ngpus; i++)
+                for (uint32_t j = 0; j < o->ngpus; j++)
+                    if (k->gpu_idx[i] == o->gpu_idx[j])
+                        return false;
+        }
+    }
+    return true;
+}
+
+/* The node of a single-rank task, NULL if not placed. */
+static struct pl_node *node_of(const struct pl_dtask *t)
+{
+    return t && t->rank ? t->rank[0].node : NULL;
+}
+
+/* What pl_sched_run() placed, in order (the node of rank 0). */
 struct placed {
     int n;
-    uint64_t id[64];
-    const struct pl_node *node[64];
+    uint64_t id[128];
+    const struct pl_node *node[128];
     int bad;
 };
 
-static void place_cb(struct pl_dtask *t, struct pl_node *n, void *arg)
+static void place_cb(struct pl_dtask *t, void *arg)
 {
     struct placed *p = arg;
 
-    if (t->node != n || t->state != PL_ST_ASSIGNED)
+    if (t->state != PL_ST_ASSIGNED || t->inq || !ranks_hold(t))
         p->bad++;
-    for (uint32_t i = 0; i < t->cores_per_rank; i++)
-        if (n->core_task[t->core_idx[i]] != t->id)
-            p->bad++;
-    if (p->n < 64) {
+    if (p->n < 128) {
         p->id[p->n] = t->id;
-        p->node[p->n] = n;
+        p->node[p->n] = node_of(t);
     }
     p->n++;
 }
@@ -189,7 +243,8 @@ static void test_fifo_rr(void)
     is(pl_sched_queued(s), 6, "6 tasks queued");
     is(pl_sched_run(s, place_cb, &p), 6, "run places all 6");
     const uint64_t fifo[] = { 1, 2, 3, 4, 5, 6 };
-    ok(placed_are(&p, fifo, 6), "... in FIFO order");
+    ok(placed_are(&p, fifo, 6), "... in FIFO order, each rank holding its "
+       "cores");
     ok(p.node[0] == n1 && p.node[1] == n2 && p.node[2] == n3 && p.node[3] == n1
            && p.node[4] == n2 && p.node[5] == n3,
        "... spread round-robin: n1 n2 n3 n1 n2 n3");
@@ -197,19 +252,23 @@ static void test_fifo_rr(void)
            && n1->running == 2,
        "... 2 cores used on each node");
     struct pl_dtask *t = pl_sched_task_get(s, 4);
-    ok(t && t->state == PL_ST_ASSIGNED && t->attempt == 1 && t->node == n1,
-       "task 4 assigned on n1, attempt 1");
+    ok(t && t->state == PL_ST_ASSIGNED && t->attempt == 1 && t->ranks == 1
+           && node_of(t) == n1 && t->rank[0].ncores == 1
+           && t->rank[0].node_rank == 0 && t->rank[0].local_rank == 0
+           && t->rank[0].local_size == 1 && t->nnodes == 1,
+       "task 4 assigned on n1, attempt 1, one rank of 1 core");
     is(pl_sched_queued(s), 0, "queue empty");
 
-    /* only up nodes that want work */
-    n2->want = false;
+    /* only nodes that are up (whether they 'want' work no longer matters) */
+    n2->state = PL_NODE_GONE;
     n3->state = PL_NODE_LOST;
     addtask(s, 7, 1, 0);
     addtask(s, 8, 1, 0);
     addtask(s, 9, 1, 0);
     memset(&p, 0, sizeof(p));
-    is(pl_sched_run(s, place_cb, &p), 2, "n2 not wanting, n3 lost: 2 placed");
-    ok(p.n == 2 && p.node[0] == n1 && p.node[1] == n1, "... both on n1");
+    is(pl_sched_run(s, place_cb, &p), 2, "n2 gone, n3 lost: 2 placed");
+    ok(p.n == 2 && p.node[0] == n1 && p.node[1] == n1 && !p.bad,
+       "... both on n1");
     is(pl_sched_queued(s), 1, "... task 9 still queued");
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 0, "nothing fits: 0 placed");
@@ -223,14 +282,22 @@ static void test_fifo_rr(void)
     is(pl_sched_run(s, place_cb, &p), 1, "then task 9 runs");
     ok(p.n == 1 && p.id[0] == 9 && p.node[0] == n1, "... on n1");
 
+    /* a node that is up but does not 'want' work is eligible */
+    n2->state = PL_NODE_UP;
+    n2->want = false;
+    addtask(s, 10, 1, 0);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "n2 up again, want false: 1 placed");
+    ok(p.n == 1 && p.node[0] == n2, "... on n2 (want is not needed)");
+
     /* nodes */
     uint32_t mc, mg;
     pl_sched_max(s, &mc, &mg);
     ok(mc == 4 && mg == 0, "pl_sched_max: 4 cores, 0 GPUs");
     struct pl_node *n4 = addnode(s, "n4", 16, 2);
-    n4->want = false;
+    n4->state = PL_NODE_LOST;
     pl_sched_max(s, &mc, &mg);
-    ok(mc == 16 && mg == 2, "with n4 (not wanting work): 16 cores, 2 GPUs");
+    ok(mc == 16 && mg == 2, "with n4 (lost): 16 cores, 2 GPUs");
     memcpy(n2->rid, "rid-2", 5);
     n2->ridlen = 5;
     ok(pl_sched_nnodes(s) == 4 && pl_sched_node_at(s, 3) == n4
@@ -250,6 +317,9 @@ static void requeue_cb(struct pl_dtask *t, void *arg)
     pl_sched_requeue(s, t, true);
 }
 
+/* Backfill behind one reservation (sched.h): the oldest task that does
+ * not fit now reserves the nodes it needs; smaller tasks behind it run
+ * only on the other nodes. */
 static void test_backfill(void)
 {
     struct pl_sched *s = pl_sched_new();
@@ -259,30 +329,42 @@ static void test_backfill(void)
 
     addtask(s, 1, 3, 0);
     addtask(s, 2, 3, 0);
-    addtask(s, 3, 3, 0); /* fits nowhere now */
+    addtask(s, 3, 3, 0); /* fits nowhere now: reserves a node */
     addtask(s, 4, 1, 0);
-    addtask(s, 5, 8, 0); /* larger than any node */
+    addtask(s, 5, 8, 0); /* larger than any node: never reserves */
     addtask(s, 6, 1, 0);
-    is(pl_sched_run(s, place_cb, &p), 4, "backfill: 4 placed");
-    const uint64_t first[] = { 1, 2, 4, 6 };
-    ok(placed_are(&p, first, 4), "... 1, 2, then 4 and 6 past 3 and 5");
-    ok(n1->free_cores == 0 && n2->free_cores == 0, "... both nodes full");
-    is(pl_sched_queued(s), 2, "... 3 and 5 wait");
+    is(pl_sched_run(s, place_cb, &p), 3, "backfill: 3 placed");
+    const uint64_t first[] = { 1, 2, 4 };
+    ok(placed_are(&p, first, 3), "... 1, 2, then 4 past 3 and 5");
+    is(pl_sched_reserved_for(s), 3, "... task 3 holds the reservation");
+    struct pl_node *t1node = node_of(pl_sched_task_get(s, 1));
+    ok(t1node == n1 && p.node[2] == n2 && n1->free_cores == 1
+           && n2->free_cores == 0,
+       "... 4 backfilled on n2; n1 (reserved for 3) keeps its free core");
+    is(pl_sched_queued(s), 3, "... 3, 5 and 6 wait (6 may not use n1)");
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 0, "again: 0 placed, n1 still held");
 
     /* a requeued task goes first */
     struct pl_dtask *t2 = pl_sched_task_get(s, 2);
-    struct pl_node *was = t2->node;
+    struct pl_node *was = node_of(t2);
     pl_sched_requeue(s, t2, true);
-    ok(t2->state == PL_ST_QUEUED && t2->node == NULL && was->free_cores == 3,
-       "requeue task 2: queued, its 3 cores free");
-    is(pl_sched_queued(s), 3, "... 3 queued");
+    ok(t2->state == PL_ST_QUEUED && t2->rank == NULL && was == n2
+           && was->free_cores == 3,
+       "requeue task 2: queued, no ranks, its 3 cores free");
+    is(pl_sched_queued(s), 4, "... 4 queued");
     pl_sched_requeue(s, t2, true);
-    is(pl_sched_queued(s), 3, "requeue of a queued task: no change");
+    is(pl_sched_queued(s), 4, "requeue of a queued task: no change");
     pl_sched_task_remove(s, pl_sched_task_get(s, 1));
+    ok(n1->free_cores == 4, "remove task 1: n1 idle");
     memset(&p, 0, sizeof(p));
-    is(pl_sched_run(s, place_cb, &p), 2, "after removing 1: 2 placed");
-    const uint64_t second[] = { 2, 3 };
-    ok(placed_are(&p, second, 2), "... 2 (requeued at head) before 3");
+    is(pl_sched_run(s, place_cb, &p), 3, "after removing 1: 3 placed");
+    const uint64_t second[] = { 2, 3, 6 };
+    ok(placed_are(&p, second, 3),
+       "... 2 (requeued at head), 3 (its reservation), then 6");
+    ok(p.node[0] == n2 && p.node[1] == n1 && p.node[2] == n1,
+       "... 2 on n2, 3 and 6 on n1");
+    is(pl_sched_reserved_for(s), 0, "... no reservation left (5 never fits)");
     is(t2->attempt, 2, "task 2 attempt 2");
     pl_sched_task_remove(s, pl_sched_task_get(s, 5));
     is(pl_sched_queued(s), 0, "removing queued task 5 empties the queue");
@@ -307,14 +389,14 @@ static void test_backfill(void)
     int on1 = 0, total = 0;
     for (uint64_t id = 1; id <= 6; id++) {
         struct pl_dtask *t = pl_sched_task_get(s, id);
-        if (t && t->node == n1)
+        if (t && node_of(t) == n1)
             on1++;
-        if (t && t->node)
+        if (t && node_of(t))
             total++;
     }
     n1->state = PL_NODE_LOST;
     pl_sched_node_tasks(s, n1, requeue_cb, s);
-    ok(pl_sched_queued(s) == (size_t)on1 && n1->free_cores == 4
+    ok(on1 == 2 && pl_sched_queued(s) == (size_t)on1 && n1->free_cores == 4
            && n1->running == 0,
        "node_tasks requeues the %d tasks on n1 only", on1);
     pl_sched_node_tasks(s, NULL, requeue_cb, s);
@@ -336,16 +418,17 @@ static void test_gpus(void)
     is(pl_sched_run(s, place_cb, &p), 2, "GPUs: 2 placed");
     struct pl_dtask *t1 = pl_sched_task_get(s, 1);
     struct pl_dtask *t3 = pl_sched_task_get(s, 3);
-    ok(t1->node == g && t3->node && p.id[0] == 1 && p.id[1] == 3,
-       "... the 1-GPU task on the GPU node, task 2 (2 GPUs) waits");
+    ok(node_of(t1) == g && node_of(t3) == c && p.id[0] == 1 && p.id[1] == 3,
+       "... the 1-GPU task on the GPU node, task 2 (2 GPUs) waits, "
+       "3 on the CPU node");
     pl_sched_task_remove(s, t1);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 1, "after task 1: task 2 placed");
     struct pl_dtask *t2 = pl_sched_task_get(s, 2);
-    pl_node_gpu_str(g, t2->gpu_idx, 2, buf, sizeof(buf));
-    ok(t2->node == g && !strcmp(buf, "g0,g1") && g->free_gpus == 0,
+    pl_node_gpu_str(g, t2->rank[0].gpu_idx, t2->rank[0].ngpus, buf,
+                    sizeof(buf));
+    ok(node_of(t2) == g && !strcmp(buf, "g0,g1") && g->free_gpus == 0,
        "... on the GPU node with g0,g1");
-    (void)c;
     pl_sched_free(s);
 }
 
@@ -385,7 +468,7 @@ static void test_dequeue(void)
     struct pl_node *n = addnode(s, "n", 4, 0);
     struct placed p = { 0 };
 
-    n->want = false;
+    n->state = PL_NODE_LOST;
     for (uint64_t id = 1; id <= 3; id++)
         addtask(s, id, 1, 0);
     struct pl_dtask *t2 = pl_sched_task_get(s, 2);
@@ -397,7 +480,7 @@ static void test_dequeue(void)
     struct pl_dtask *t3 = pl_sched_task_get(s, 3);
     pl_sched_dequeue(s, t3);
     pl_sched_requeue(s, t3, true);
-    n->want = true;
+    n->state = PL_NODE_UP;
     pl_sched_run(s, place_cb, &p);
     ok(p.n >= 1 && p.id[0] == 3,
        "dequeue then requeue at head: task 3 is placed first (%d placed)",
@@ -458,13 +541,14 @@ static uint32_t rnd(uint32_t n)
 }
 
 #define NLIVE 4096
+#define NNODES 6
 
 struct world {
     struct pl_sched *s;
     uint64_t live[NLIVE];
     size_t nlive;
     uint64_t next_id;
-    size_t placements;
+    size_t placements, gangs, excl;
     int bad_place;
 };
 
@@ -478,14 +562,19 @@ static void forget(struct world *w, uint64_t id)
     }
 }
 
-static void rplace_cb(struct pl_dtask *t, struct pl_node *n, void *arg)
+static void rplace_cb(struct pl_dtask *t, void *arg)
 {
     struct world *w = arg;
 
     w->placements++;
-    if (t->node != n || t->state != PL_ST_ASSIGNED
-        || t->cores_per_rank > n->ncores || t->gpus_per_rank > n->ngpus)
+    w->gangs += t->ranks > 1;
+    w->excl += t->exclusive;
+    if (t->state != PL_ST_ASSIGNED || t->inq || !ranks_hold(t)
+        || t->running || t->ended)
         w->bad_place++;
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++)
+        if (t->rank[r].state != PL_ST_ASSIGNED)
+            w->bad_place++;
 }
 
 static void lost_cb(struct pl_dtask *t, void *arg)
@@ -500,99 +589,179 @@ static void lost_cb(struct pl_dtask *t, void *arg)
     }
 }
 
-/* The invariants: each core and GPU is held by at most one task, exactly
- * the ones its tasks list; free counts match; free cores add up to the
- * total less the cores of placed tasks; the queue count is right; removed
- * tasks are gone.  Returns the number of violations. */
+static size_t node_index(struct pl_sched *s, const struct pl_node *n)
+{
+    size_t k = 0, nn = pl_sched_nnodes(s);
+
+    while (k < nn && pl_sched_node_at(s, k) != n)
+        k++;
+    return k;
+}
+
+/* The invariants: each core and GPU is held by at most one rank, exactly
+ * the ones its ranks list; free counts match; free cores add up to the
+ * total less the cores of placed ranks; a placed task has all its ranks
+ * placed (but those that ended); --nodes and --ranks-per-node are
+ * honoured; an exclusive task's nodes hold no other task and its ranks
+ * share out all of them; the queue count is right; removed tasks are
+ * gone.  Returns the number of violations. */
 static int check(struct world *w, int op)
 {
-    static uint32_t holders[8][MAXC], gholders[8][MAXG], running[8];
+    static uint32_t holders[NNODES][MAXC], gholders[NNODES][MAXG],
+        running[NNODES], ranks_on[NNODES];
+    static uint64_t excl_on[NNODES];
     size_t nn = pl_sched_nnodes(w->s), queued = 0;
     uint64_t total = 0, free_total = 0, held = 0;
     int bad = 0;
+    const char *what = "";
 
+#define BAD(why)                                                               \
+    do {                                                                       \
+        bad++;                                                                 \
+        what = why;                                                            \
+    } while (0)
     memset(holders, 0, sizeof(holders));
     memset(gholders, 0, sizeof(gholders));
     memset(running, 0, sizeof(running));
+    memset(excl_on, 0, sizeof(excl_on));
     for (size_t i = 0; i < w->nlive; i++) {
         struct pl_dtask *t = pl_sched_task_get(w->s, w->live[i]);
         if (!t) {
-            bad++;
+            BAD("live task missing");
             continue;
         }
         if (t->state == PL_ST_QUEUED) {
             queued++;
-            if (t->node)
-                bad++;
+            if (t->rank || !t->inq)
+                BAD("queued task placed or not in the queue");
             continue;
         }
-        if (!t->node) {
-            bad++;
+        if (!t->rank) {
+            BAD("placed task without ranks");
             continue;
         }
-        size_t k = 0;
-        while (k < nn && pl_sched_node_at(w->s, k) != t->node)
-            k++;
-        if (k == nn) {
-            bad++;
-            continue;
+        memset(ranks_on, 0, sizeof(ranks_on));
+        uint32_t nodes = 0, ended = 0;
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            struct pl_rank *rk = &t->rank[r];
+            if (pl_state_final(rk->state)) {
+                ended++;
+                if (rk->node)
+                    BAD("ended rank still placed");
+                continue;
+            }
+            if (!rk->node) {
+                BAD("rank of a placed task not placed (gang)");
+                continue;
+            }
+            size_t k = node_index(w->s, rk->node);
+            if (k == nn) {
+                BAD("rank on an unknown node");
+                continue;
+            }
+            if (ranks_on[k]++ == 0)
+                nodes++;
+            running[k]++;
+            held += rk->ncores;
+            if (!t->exclusive && (rk->ncores != t->cores_per_rank
+                                  || rk->ngpus != t->gpus_per_rank))
+                BAD("rank size differs from the task's");
+            if (t->exclusive && rk->ncores < t->cores_per_rank)
+                BAD("exclusive rank smaller than asked");
+            if (t->exclusive)
+                excl_on[k] = t->id;
+            for (uint32_t c = 0; c < rk->ncores; c++) {
+                uint32_t ci = rk->core_idx[c];
+                if (ci >= rk->node->ncores || rk->node->core_task[ci] != t->id)
+                    BAD("rank core not held by its task");
+                else
+                    holders[k][ci]++;
+            }
+            for (uint32_t g = 0; g < rk->ngpus; g++) {
+                uint32_t gi = rk->gpu_idx[g];
+                if (gi >= rk->node->ngpus || rk->node->gpu_task[gi] != t->id)
+                    BAD("rank GPU not held by its task");
+                else
+                    gholders[k][gi]++;
+            }
         }
-        running[k]++;
-        held += t->cores_per_rank;
-        for (uint32_t c = 0; c < t->cores_per_rank; c++) {
-            uint32_t ci = t->core_idx[c];
-            if (ci >= t->node->ncores || t->node->core_task[ci] != t->id)
-                bad++;
-            else
-                holders[k][ci]++;
-        }
-        for (uint32_t g = 0; g < t->gpus_per_rank; g++) {
-            uint32_t gi = t->gpu_idx[g];
-            if (gi >= t->node->ngpus || t->node->gpu_task[gi] != t->id)
-                bad++;
-            else
-                gholders[k][gi]++;
+        if (ended != t->ended)
+            BAD("ended count");
+        if (ended == 0) { /* the whole placement is there */
+            if (nodes != t->nnodes)
+                BAD("nnodes");
+            if (t->nodes_req && nodes != t->nodes_req)
+                BAD("--nodes not honoured");
+            for (size_t k = 0; k < nn; k++) {
+                struct pl_node *n = pl_sched_node_at(w->s, k);
+                if (t->ranks_per_node && ranks_on[k] > t->ranks_per_node)
+                    BAD("--ranks-per-node exceeded");
+                if (t->exclusive && ranks_on[k]) {
+                    uint32_t c = 0, g = 0;
+                    for (uint32_t r = 0; r < t->ranks; r++)
+                        if (t->rank[r].node == n) {
+                            c += t->rank[r].ncores;
+                            g += t->rank[r].ngpus;
+                        }
+                    if (c != n->ncores || g != n->ngpus)
+                        BAD("exclusive ranks do not share out the node");
+                }
+            }
+            for (uint32_t r = 0; r < t->ranks; r++) {
+                struct pl_rank *rk = &t->rank[r];
+                size_t k = node_index(w->s, rk->node);
+                if (k < nn && (rk->local_size != ranks_on[k]
+                               || rk->local_rank >= rk->local_size
+                               || rk->node_rank >= nodes))
+                    BAD("node_rank / local_rank / local_size");
+            }
         }
     }
     for (size_t k = 0; k < nn; k++) {
         struct pl_node *n = pl_sched_node_at(w->s, k);
         uint32_t used = 0, gused = 0;
         for (uint32_t c = 0; c < n->ncores; c++) {
-            if (holders[k][c] > 1
-                || (holders[k][c] == 1) != (n->core_task[c] != 0))
-                bad++;
+            if (holders[k][c] > 1)
+                BAD("core held by two ranks");
+            if ((holders[k][c] == 1) != (n->core_task[c] != 0))
+                BAD("core held by no rank");
+            if (excl_on[k] && n->core_task[c] && n->core_task[c] != excl_on[k])
+                BAD("exclusive task shares a node");
             used += n->core_task[c] != 0;
         }
         for (uint32_t g = 0; g < n->ngpus; g++) {
-            if (gholders[k][g] > 1
-                || (gholders[k][g] == 1) != (n->gpu_task[g] != 0))
-                bad++;
+            if (gholders[k][g] > 1)
+                BAD("GPU held by two ranks");
+            if ((gholders[k][g] == 1) != (n->gpu_task[g] != 0))
+                BAD("GPU held by no rank");
+            if (excl_on[k] && n->gpu_task[g] && n->gpu_task[g] != excl_on[k])
+                BAD("exclusive task shares a node's GPU");
             gused += n->gpu_task[g] != 0;
         }
         if (n->free_cores != n->ncores - used
-            || n->free_gpus != n->ngpus - gused
-            || n->running != running[k])
-            bad++;
+            || n->free_gpus != n->ngpus - gused || n->running != running[k])
+            BAD("node counts");
         total += n->ncores;
         free_total += n->free_cores;
     }
     if (free_total != total - held)
-        bad++;
+        BAD("free cores != total - held");
     if (queued != pl_sched_queued(w->s))
-        bad++;
+        BAD("queued count");
     for (uint64_t id = 1; id < w->next_id; id++) {
         bool live = false;
         struct pl_dtask *t = pl_sched_task_get(w->s, id);
         for (size_t i = 0; t && !live && i < w->nlive; i++)
             live = w->live[i] == id;
         if (t && !live)
-            bad++;
+            BAD("removed task still there");
     }
+#undef BAD
     if (bad)
-        diag("op %d: %d invariant violations (free %llu, total %llu, held "
-             "%llu, queued %zu/%zu)", op, bad, (unsigned long long)free_total,
-             (unsigned long long)total, (unsigned long long)held, queued,
-             pl_sched_queued(w->s));
+        diag("op %d: %d invariant violations, last: %s (free %llu, total "
+             "%llu, held %llu, queued %zu/%zu)", op, bad, what,
+             (unsigned long long)free_total, (unsigned long long)total,
+             (unsigned long long)held, queued, pl_sched_queued(w->s));
     return bad;
 }
 
@@ -600,14 +769,14 @@ static void test_random(void)
 {
     static struct world w;
     int violations = 0, first = -1;
+    size_t rank_ends = 0;
 
     w.s = pl_sched_new();
     w.next_id = 1;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < NNODES; k++) {
         char name[16];
         snprintf(name, sizeof(name), "r%d", k);
-        struct pl_node *n = addnode(w.s, name, 1 + rnd(16), rnd(4));
-        n->want = rnd(4) != 0;
+        addnode(w.s, name, 1 + rnd(16), rnd(4));
     }
     for (int op = 0; op < 10000; op++) {
         uint32_t r = rnd(100);
@@ -616,14 +785,35 @@ static void test_random(void)
                                      : NULL;
         if (r < 30 && w.nlive < NLIVE) {
             uint64_t id = w.next_id++;
-            if (addtask(w.s, id, 1 + rnd(18), rnd(5) == 0 ? 1 + rnd(2) : 0))
+            uint32_t ranks = 1 + rnd(4);
+            uint32_t cores = 1 + rnd(rnd(4) == 0 ? 18 : 6);
+            uint32_t gpus = rnd(5) == 0 ? 1 + rnd(2) : 0;
+            uint32_t nodes = rnd(3) == 0 ? 1 + rnd(ranks) : 0;
+            uint32_t rpn = rnd(3) == 0 ? 1 + rnd(ranks) : 0;
+            bool excl = rnd(8) == 0;
+            if (addgang(w.s, id, ranks, cores, gpus, nodes, rpn, excl))
                 w.live[w.nlive++] = id;
         }
         else if (r < 50)
             pl_sched_run(w.s, rplace_cb, &w);
-        else if (r < 65 && t) { /* ended */
+        else if (r < 60 && t) { /* ended */
             forget(&w, t->id);
             pl_sched_task_remove(w.s, t);
+        }
+        else if (r < 68 && t && t->rank && !t->exclusive) {
+            /* one rank ended (exclusive tasks: see test_exclusive_end) */
+            uint32_t k = rnd(t->ranks);
+            if (!pl_state_final(t->rank[k].state)) {
+                t->rank[k].state = PL_ST_DONE;
+                pl_sched_rank_release(t, k);
+                pl_sched_rank_release(t, k); /* idempotent */
+                t->ended++;
+                rank_ends++;
+            }
+            if (t->ended == t->ranks) {
+                forget(&w, t->id);
+                pl_sched_task_remove(w.s, t);
+            }
         }
         else if (r < 75 && t && t->state != PL_ST_QUEUED)
             pl_sched_requeue(w.s, t, rnd(2));
@@ -633,12 +823,12 @@ static void test_random(void)
             forget(&w, t->id);
             pl_sched_task_remove(w.s, t);
         }
-        else if (r < 90) {
-            struct pl_node *n = pl_sched_node_at(w.s, rnd(6));
-            n->want = !n->want;
+        else if (r < 85) {
+            struct pl_node *n = pl_sched_node_at(w.s, rnd(NNODES));
+            n->want = !n->want; /* no effect on eligibility */
         }
-        else if (r < 95) {
-            struct pl_node *n = pl_sched_node_at(w.s, rnd(6));
+        else if (r < 93) {
+            struct pl_node *n = pl_sched_node_at(w.s, rnd(NNODES));
             if (n->state == PL_NODE_UP) {
                 n->state = PL_NODE_LOST;
                 pl_sched_node_tasks(w.s, n, lost_cb, &w);
@@ -656,16 +846,427 @@ static void test_random(void)
             break;
     }
     ok(violations == 0 && w.bad_place == 0,
-       "10000 random operations: invariants hold (first violation at op %d)",
-       first);
-    ok(w.placements > 500, "... with %zu placements, %zu tasks live at the "
-       "end", w.placements, w.nlive);
+       "10000 random operations, gangs of 1..4 ranks: invariants hold "
+       "(first violation at op %d, %d bad placements)", first, w.bad_place);
+    ok(w.placements > 500 && w.gangs > 100 && w.excl > 10 && rank_ends > 50,
+       "... with %zu placements (%zu multi-rank, %zu exclusive), %zu rank "
+       "ends, %zu tasks live at the end", w.placements, w.gangs, w.excl,
+       rank_ends, w.nlive);
     pl_sched_free(w.s);
+}
+
+/* ------------------------------------------------------------ gangs */
+
+static void test_gang(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *a = addnode(s, "a", 2, 0);
+    struct pl_node *b = addnode(s, "b", 2, 0);
+    struct placed p = { 0 };
+    char buf[64];
+
+    /* 4 ranks over nodes of 2 cores: 2 + 2 */
+    struct pl_dtask *t = addgang(s, 1, 4, 1, 0, 0, 0, false);
+    is(pl_sched_run(s, place_cb, &p), 1, "4 ranks x 1 core on 2 x 2 cores: "
+       "placed");
+    ok(!p.bad && ranks_hold(t) && t->nnodes == 2 && a->free_cores == 0
+           && b->free_cores == 0 && a->running == 2 && b->running == 2,
+       "... on both nodes, every rank holding its own core");
+    ok(t->rank[0].node == a && t->rank[1].node == a && t->rank[2].node == b
+           && t->rank[3].node == b,
+       "... ranks 0, 1 on a; 2, 3 on b");
+    ok(t->rank[0].node_rank == 0 && t->rank[1].node_rank == 0
+           && t->rank[2].node_rank == 1 && t->rank[3].node_rank == 1,
+       "... node_rank 0 0 1 1");
+    ok(t->rank[0].local_rank == 0 && t->rank[1].local_rank == 1
+           && t->rank[2].local_rank == 0 && t->rank[3].local_rank == 1
+           && t->rank[0].local_size == 2 && t->rank[1].local_size == 2
+           && t->rank[2].local_size == 2 && t->rank[3].local_size == 2,
+       "... local_rank 0 1 0 1, local_size 2");
+    ok(t->rank[0].core_idx[0] == 0 && t->rank[1].core_idx[0] == 1
+           && t->rank[2].core_idx[0] == 0 && t->rank[3].core_idx[0] == 1,
+       "... lowest free cores: 0, 1 on each node");
+    pl_sched_nodelist(t, buf, sizeof(buf));
+    is_str(buf, "a,b", "pl_sched_nodelist: a,b");
+    char tiny[3];
+    pl_sched_nodelist(t, tiny, sizeof(tiny));
+    ok(strlen(tiny) < sizeof(tiny), "pl_sched_nodelist truncates safely "
+       "('%s')", tiny);
+
+    /* a rank that ends gives back its cores, once */
+    pl_sched_rank_release(t, 1);
+    pl_sched_rank_release(t, 1);
+    pl_sched_rank_release(t, 99);
+    ok(t->rank[1].node == NULL && a->free_cores == 1 && a->core_task[1] == 0
+           && a->core_task[0] == 1 && a->running == 1 && b->free_cores == 0,
+       "pl_sched_rank_release: rank 1's core free, once; others held");
+    pl_sched_nodelist(t, buf, sizeof(buf));
+    is_str(buf, "a,b", "... nodelist still a,b (rank 0 on a)");
+    pl_sched_task_remove(s, t);
+    ok(a->free_cores == 2 && b->free_cores == 2 && a->running == 0
+           && b->running == 0,
+       "remove the task: all cores free");
+
+    /* all ranks or none */
+    addtask(s, 2, 1, 0); /* one core taken */
+    t = addgang(s, 3, 4, 1, 0, 0, 0, false);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "4 ranks with 3 cores free: only "
+       "the single-core task placed");
+    ok(t->state == PL_ST_QUEUED && t->rank == NULL && a->free_cores
+           + b->free_cores == 3,
+       "... the 4-rank task holds nothing (gang: all or none)");
+    is(pl_sched_reserved_for(s), 3, "... and reserves for itself");
+    pl_sched_free(s);
+}
+
+static void test_shape(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *n[3];
+    struct placed p = { 0 };
+
+    n[0] = addnode(s, "x0", 4, 0);
+    n[1] = addnode(s, "x1", 4, 0);
+    n[2] = addnode(s, "x2", 4, 0);
+
+    /* --nodes 2 --ranks-per-node 2 */
+    struct pl_dtask *t = addgang(s, 1, 4, 1, 0, 2, 2, false);
+    is(pl_sched_run(s, place_cb, &p), 1, "--ranks 4 --nodes 2 "
+       "--ranks-per-node 2: placed");
+    int per[3] = { 0 };
+    for (uint32_t r = 0; r < 4; r++)
+        for (int k = 0; k < 3; k++)
+            per[k] += t->rank[r].node == n[k];
+    ok(!p.bad && t->nnodes == 2
+           && ((per[0] == 2) + (per[1] == 2) + (per[2] == 2)) == 2
+           && per[0] + per[1] + per[2] == 4,
+       "... 2 nodes, 2 ranks on each (%d %d %d)", per[0], per[1], per[2]);
+    ok(t->rank[0].local_size == 2 && t->rank[3].local_size == 2
+           && t->rank[3].node_rank == 1 && t->rank[1].local_rank == 1,
+       "... local_size 2, node_rank of rank 3 is 1");
+    pl_sched_task_remove(s, t);
+
+    /* --ranks-per-node 2 alone: would fit on one node, must use two */
+    t = addgang(s, 2, 4, 1, 0, 0, 2, false);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 1 && !p.bad && t->nnodes == 2 && t->rank[0].local_size == 2
+           && t->rank[2].local_size == 2,
+       "--ranks 4 --ranks-per-node 2 on 4-core nodes: 2 nodes x 2");
+    pl_sched_task_remove(s, t);
+
+    /* no shape: the node with most room takes them all */
+    t = addgang(s, 3, 4, 1, 0, 0, 0, false);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 1 && t->nnodes == 1 && t->rank[0].local_size == 4,
+       "--ranks 4 with no shape on 4-core nodes: one node");
+    pl_sched_task_remove(s, t);
+
+    /* --nodes 3 with 3 ranks: one per node */
+    t = addgang(s, 4, 3, 1, 0, 3, 0, false);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 1 && !p.bad && t->nnodes == 3 && t->rank[0].node
+           && t->rank[0].node != t->rank[1].node
+           && t->rank[1].node != t->rank[2].node
+           && t->rank[0].node != t->rank[2].node,
+       "--ranks 3 --nodes 3: one rank per node");
+    ok(t->rank[0].local_size == 1 && t->rank[1].local_size == 1
+           && t->rank[2].local_size == 1 && t->rank[0].node_rank == 0
+           && t->rank[1].node_rank == 1 && t->rank[2].node_rank == 2
+           && t->rank[2].local_rank == 0,
+       "... node_rank 0 1 2, local_rank 0, local_size 1");
+    pl_sched_task_remove(s, t);
+    pl_sched_free(s);
+}
+
+static void test_exclusive(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *e0 = addnode(s, "e0", 4, 2);
+    struct pl_node *e1 = addnode(s, "e1", 4, 2);
+    struct pl_node *e2 = addnode(s, "e2", 4, 2);
+    struct placed p = { 0 };
+    char buf[32];
+
+    addtask(s, 1, 1, 0);
+    is(pl_sched_run(s, place_cb, &p), 1, "a single-core task on e0");
+    ok(p.node[0] == e0, "... on e0");
+    struct pl_dtask *x = addgang(s, 2, 2, 1, 0, 2, 0, true);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "exclusive --ranks 2 --nodes 2: "
+       "placed");
+    ok(!p.bad && x->nnodes == 2 && x->rank[0].node != e0
+           && x->rank[1].node != e0 && x->rank[0].node != x->rank[1].node,
+       "... on the idle nodes e1, e2 only");
+    ok(x->rank[0].ncores == 4 && x->rank[0].ngpus == 2
+           && x->rank[1].ncores == 4 && x->rank[1].ngpus == 2
+           && e1->free_cores == 0 && e1->free_gpus == 0
+           && e2->free_cores == 0 && e2->free_gpus == 0,
+       "... each rank holds all 4 cores and both GPUs of its node");
+    pl_node_gpu_str(e1, x->rank[0].gpu_idx, x->rank[0].ngpus, buf,
+                    sizeof(buf));
+    is_str(buf, "g0,g1", "... GPUs g0,g1");
+
+    /* nothing else lands there, though e0 is busy */
+    addtask(s, 3, 1, 0);
+    addtask(s, 4, 1, 0);
+    addtask(s, 5, 1, 0);
+    addtask(s, 6, 1, 0);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 3, "4 single-core tasks: 3 placed");
+    ok(p.node[0] == e0 && p.node[1] == e0 && p.node[2] == e0,
+       "... all on e0");
+    pl_sched_task_remove(s, x);
+    for (uint64_t id = 1; id <= 6; id++)
+        if (pl_sched_task_get(s, id))
+            pl_sched_task_remove(s, pl_sched_task_get(s, id));
+
+    /* 3 ranks on one node of 4 cores, 2 GPUs: they share it out */
+    x = addgang(s, 7, 3, 1, 0, 1, 0, true);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "exclusive --ranks 3 --nodes 1: "
+       "placed");
+    uint32_t c = 0, g = 0;
+    for (uint32_t r = 0; r < 3; r++) {
+        c += x->rank[r].ncores;
+        g += x->rank[r].ngpus;
+    }
+    ok(!p.bad && x->nnodes == 1 && c == 4 && g == 2
+           && x->rank[0].node->free_cores == 0
+           && x->rank[0].node->free_gpus == 0 && x->rank[0].ncores >= 1
+           && x->rank[1].ncores >= 1 && x->rank[2].ncores >= 1,
+       "... its 3 ranks share out all 4 cores and 2 GPUs (%u, %u)", c, g);
+    pl_sched_free(s);
+}
+
+/* An exclusive task's node is its own until the task ends: one of its
+ * ranks ending early must not let another task in beside the others. */
+static void test_exclusive_end(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *n = addnode(s, "solo", 2, 0);
+    struct placed p = { 0 };
+
+    struct pl_dtask *x = addgang(s, 1, 2, 1, 0, 1, 0, true);
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 1 && x->nnodes == 1 && n->free_cores == 0,
+       "exclusive 2 ranks on a 2-core node");
+    x->rank[0].state = PL_ST_DONE;
+    pl_sched_rank_release(x, 0);
+    x->ended++;
+    addtask(s, 2, 1, 0);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    if (!ok(p.n == 0, "rank 0 ended, rank 1 runs: no other task on the "
+            "exclusive task's node"))
+        diag("task 2 placed on %s beside exclusive task 1's rank 1",
+             p.node[0] ? p.node[0]->name : "?");
+    pl_sched_free(s);
+}
+
+static void test_gpus_per_rank(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *g = addnode(s, "g", 8, 4);
+    struct placed p = { 0 };
+
+    struct pl_dtask *t = addgang(s, 1, 2, 1, 2, 0, 0, false);
+    addtask(s, 2, 1, 1);
+    is(pl_sched_run(s, place_cb, &p), 1, "2 ranks x 2 GPUs on a 4-GPU "
+       "node: placed, then a 1-GPU task waits");
+    ok(!p.bad && ranks_hold(t) && t->rank[0].ngpus == 2
+           && t->rank[1].ngpus == 2 && g->free_gpus == 0,
+       "... 2 GPUs each");
+    bool distinct = true;
+    for (uint32_t i = 0; i < 2; i++)
+        for (uint32_t j = 0; j < 2; j++)
+            if (t->rank[0].gpu_idx[i] == t->rank[1].gpu_idx[j])
+                distinct = false;
+    ok(distinct, "... no GPU shared by the two ranks");
+    is(pl_sched_task_get(s, 2)->state, PL_ST_QUEUED, "... task 2 queued");
+    pl_sched_rank_release(t, 0);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "rank 0 ended: task 2 placed");
+    struct pl_dtask *t2 = pl_sched_task_get(s, 2);
+    ok(t2->rank[0].gpu_idx[0] != t->rank[1].gpu_idx[0]
+           && t2->rank[0].gpu_idx[0] != t->rank[1].gpu_idx[1]
+           && g->gpu_task[t2->rank[0].gpu_idx[0]] == 2,
+       "... on one of rank 0's GPUs, none of rank 1's");
+    pl_sched_free(s);
+}
+
+static void test_fits(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    char why[160];
+
+    for (int k = 0; k < 4; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "f%d", k);
+        addnode(s, name, 2, 4);
+    }
+    struct pl_dtask *t = addgang(s, 1, 8, 1, 0, 0, 0, false);
+    why[0] = '\0';
+    ok(pl_sched_fits(s, t, why, sizeof(why)) && why[0] == '\0',
+       "fits: 8 ranks x 1 core on 4 x 2 cores");
+    t->gpus_per_rank = 9;
+    t->ranks = 1;
+    ok(!pl_sched_fits(s, t, why, sizeof(why)), "9 GPUs per rank on 4-GPU "
+       "nodes: refused");
+    is_str(why, "task needs 9 GPUs per rank but the largest node has 4",
+           "... why");
+    ok(!pl_sched_fits(s, t, NULL, 0), "... refused with why NULL too");
+    t->gpus_per_rank = 0;
+    t->ranks = 5;
+    t->nodes_req = 5;
+    ok(!pl_sched_fits(s, t, why, sizeof(why)), "--ranks 5 --nodes 5 on 4 "
+       "nodes: refused");
+    is_str(why, "task asks for 5 nodes but the pilot has 4", "... why");
+    t->ranks = 3;
+    t->nodes_req = 0;
+    t->ranks_per_node = 3;
+    ok(!pl_sched_fits(s, t, why, sizeof(why)), "--ranks 3 --ranks-per-node "
+       "3 on 2-core nodes: refused");
+    is_str(why, "3 ranks per node x 1 cores need 3 cores on a node; the "
+           "largest has 2", "... why");
+    t->ranks = 9;
+    t->ranks_per_node = 0;
+    ok(!pl_sched_fits(s, t, why, sizeof(why))
+           && !strncmp(why, "task does not fit this pilot", 28),
+       "9 ranks on 8 cores: refused ('%s')", why);
+    t->ranks = 2;
+    t->nodes_req = 2;
+    t->exclusive = true;
+    pl_sched_node_at(s, 0)->state = PL_NODE_LOST;
+    ok(pl_sched_fits(s, t, NULL, 0), "exclusive --nodes 2 with 3 of 4 "
+       "nodes up: fits");
+    t->nodes_req = 4;
+    t->ranks = 4;
+    ok(!pl_sched_fits(s, t, why, sizeof(why)), "--nodes 4 with 3 up: "
+       "refused ('%s')", why);
+    pl_sched_free(s);
+}
+
+/* 4 nodes x 2 cores busy with single-core tasks; a 4-node exclusive task,
+ * then 100 single-core tasks.  As the running tasks end one by one, the
+ * exclusive task must start before more than a few of the 100. */
+static void test_starvation(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct placed p = { 0 };
+    uint64_t running[256];
+    size_t nrun = 0, before = 0, steps = 0;
+    bool named = true, started = false;
+    const uint64_t X = 9;
+
+    for (int k = 0; k < 4; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "s%d", k);
+        addnode(s, name, 2, 0);
+    }
+    for (uint64_t id = 1; id <= 8; id++)
+        addtask(s, id, 1, 0);
+    is(pl_sched_run(s, place_cb, &p), 8, "8 single-core tasks fill 4 x 2 "
+       "cores");
+    for (uint64_t id = 1; id <= 8; id++)
+        running[nrun++] = id;
+    addgang(s, X, 4, 1, 0, 4, 0, true);
+    for (uint64_t id = 10; id < 110; id++)
+        addtask(s, id, 1, 0);
+    while (!started && nrun > 0 && steps < 300) {
+        /* the oldest running task ends */
+        struct pl_dtask *t = pl_sched_task_get(s, running[0]);
+        memmove(running, running + 1, (nrun - 1) * sizeof(*running));
+        nrun--;
+        pl_sched_task_remove(s, t);
+        memset(&p, 0, sizeof(p));
+        pl_sched_run(s, place_cb, &p);
+        for (int i = 0; i < p.n && i < 128; i++) {
+            if (p.id[i] == X)
+                started = true;
+            else {
+                if (!started)
+                    before++;
+                running[nrun++] = p.id[i];
+            }
+        }
+        if (!started && pl_sched_reserved_for(s) != X)
+            named = false;
+        steps++;
+    }
+    struct pl_dtask *x = pl_sched_task_get(s, X);
+    ok(started && x->state == PL_ST_ASSIGNED && x->nnodes == 4,
+       "the 4-node exclusive task started (after %zu ends)", steps);
+    ok(before <= 8, "... before more than 8 of the 100 single-core tasks "
+       "(%zu started before it)", before);
+    ok(named, "... pl_sched_reserved_for() named it while it waited");
+    is(pl_sched_reserved_for(s), 0, "... no reservation once it started");
+    pl_sched_free(s);
+}
+
+/* The reservation must not block its own task: a task queued ahead of
+ * the reserved one (requeued at head, or one that fits nowhere) must not
+ * stop the pass before it reaches the reserved task. */
+static void test_resv_behind(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *a = addnode(s, "a", 1, 0);
+    struct pl_node *b = addnode(s, "b", 1, 0);
+    struct placed p = { 0 };
+
+    addtask(s, 1, 1, 0);
+    is(pl_sched_run(s, place_cb, &p), 1, "task 1 on a");
+    struct pl_dtask *r = addgang(s, 2, 2, 1, 0, 0, 0, false);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 0, "task 2 (2 ranks) does not fit");
+    is(pl_sched_reserved_for(s), 2, "... and reserves a, b");
+    pl_sched_requeue(s, pl_sched_task_get(s, 1), true); /* e.g. lost */
+    ok(a->free_cores == 1 && b->free_cores == 1 && pl_sched_queued(s) == 2,
+       "1 requeued at head: both nodes idle, queue [1, 2]");
+    memset(&p, 0, sizeof(p));
+    size_t n = pl_sched_run(s, place_cb, &p);
+    if (!ok(n >= 1 && r->state == PL_ST_ASSIGNED,
+            "run places the reserved task 2 on the idle nodes"))
+        diag("placed %zu; task 2 %s; the pass stopped at task 1 (no "
+             "unreserved node) and never reached task 2", n,
+             pl_state_name(r->state));
+    memset(&p, 0, sizeof(p));
+    n = pl_sched_run(s, place_cb, &p);
+    ok(n >= 1 || r->state == PL_ST_ASSIGNED, "... nor on a second run "
+       "(placed %zu: a deadlock, both nodes idle forever)", n);
+    pl_sched_free(s);
+
+    /* the same with a never-fitting task ahead */
+    s = pl_sched_new();
+    a = addnode(s, "a", 1, 0);
+    b = addnode(s, "b", 1, 0);
+    addtask(s, 1, 1, 0);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    addtask(s, 3, 4, 0); /* 4 cores: fits nowhere, ever */
+    r = addgang(s, 4, 2, 1, 0, 0, 0, false);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    is(pl_sched_reserved_for(s), 4, "task 4 (2 ranks) reserves a, b behind "
+       "task 3 that fits nowhere");
+    pl_sched_task_remove(s, pl_sched_task_get(s, 1));
+    memset(&p, 0, sizeof(p));
+    n = pl_sched_run(s, place_cb, &p);
+    if (!ok(n == 1 && r->state == PL_ST_ASSIGNED,
+            "a, b idle: run places the reserved task 4"))
+        diag("placed %zu; task 4 %s, queued %zu", n, pl_state_name(r->state),
+             pl_sched_queued(s));
+    (void)a;
+    (void)b;
+    pl_sched_free(s);
 }
 
 int main(void)
 {
-    plan(69);
+    plan(NTESTS);
     test_node();
     test_fifo_rr();
     test_backfill();
@@ -674,5 +1275,13 @@ int main(void)
     test_dequeue();
     test_huge_id();
     test_random();
+    test_gang();
+    test_shape();
+    test_exclusive();
+    test_exclusive_end();
+    test_gpus_per_rank();
+    test_fits();
+    test_starvation();
+    test_resv_behind();
     return done_testing();
 }
