@@ -48,10 +48,14 @@ static void states_list(char *buf, size_t len)
     }
 }
 
+/* Widest NODE cell: a multi-node task's "n1,n2,..." is cut to this
+ * ("n1,n2+6"), so that COMMAND keeps its room. */
+#define NODE_WIDTH 24
+
 /* One table row for task 't'. */
 static int add_row(struct pl_out_table *tab, const json_t *t, double now)
 {
-    char id[24], exitc[24], wall[32];
+    char id[24], exitc[24], wall[32], node[NODE_WIDTH + 1];
     char *cmd;
     double start = pl_out_jreal(t, "start_time", NAN);
     double w = pl_out_jreal(t, "wall", NAN);
@@ -73,7 +77,9 @@ static int add_row(struct pl_out_table *tab, const json_t *t, double now)
     if (!(cmd = pl_out_argv(json_object_get(t, "argv"))))
         return -1;
     const char *cells[] = {
-        id, pl_out_jstr(t, "name"), state, pl_out_jstr(t, "node"),
+        id, pl_out_jstr(t, "name"), state,
+        pl_out_nodelist(pl_out_jstr(t, "node"), NODE_WIDTH, node,
+                        sizeof(node)),
         exitc, wall, cmd,
     };
     rc = pl_out_table_add(tab, cells);

@@ -14,9 +14,10 @@ static const char help[] =
     "\n"
     "Show task ID: its spec, state (and why), node, cores and GPUs,\n"
     "attempts, exit code or signal, times, peak memory, the files that\n"
-    "hold its output, and every state change it went through (times\n"
-    "relative to its submission).  On a pilot that is down, shows its\n"
-    "last recorded state.\n"
+    "hold its output, where each rank runs (RANK NODE CORES GPUS STATE),\n"
+    "and every state change it went through (times relative to its\n"
+    "submission).  On a pilot that is down, shows its last recorded\n"
+    "state.\n"
     "\n"
     "options:\n"
     "  --pilot ID   the pilot to ask\n"
@@ -86,6 +87,54 @@ static void print_events(const json_t *events, double submit)
     }
 }
 
+/* The RANKS table: where each rank of the task runs (or ran). */
+static void print_ranks(const json_t *ranks)
+{
+    static const char *headers[] = { "RANK", "NODE", "CORES", "GPUS",
+                                     "STATE" };
+    struct pl_out_table *tab;
+    const json_t *r;
+    size_t i;
+
+    if (!json_is_array(ranks) || json_array_size(ranks) == 0)
+        return;
+    if (!(tab = pl_out_table_new(5, headers)))
+        return;
+    json_array_foreach(ranks, i, r) {
+        char rank[24], cores[256], gpus[256];
+        snprintf(rank, sizeof(rank), "%lld", pl_out_jint(r, "rank", -1));
+        const char *cells[] = {
+            rank,
+            pl_out_jstr(r, "node"),
+            pl_out_intlist(json_object_get(r, "cores"), cores, sizeof(cores)),
+            pl_out_intlist(json_object_get(r, "gpus"), gpus, sizeof(gpus)),
+            pl_out_jstr(r, "state"),
+        };
+        if (pl_out_table_add(tab, cells) < 0)
+            break;
+    }
+    pl_out_table_print(tab, stdout, 0);
+    pl_out_table_free(tab);
+}
+
+/* The placement options the task was submitted with, those given. */
+static void print_placement(const json_t *t)
+{
+    const char *comm = pl_out_jstr(t, "comm");
+
+    if (json_is_integer(json_object_get(t, "nodes")))
+        printf(KEY "%lld\n", "nodes:", pl_out_jint(t, "nodes", 0));
+    if (json_is_integer(json_object_get(t, "ranks_per_node")))
+        printf(KEY "%lld\n", "ranks/node:", pl_out_jint(t, "ranks_per_node",
+                                                       0));
+    /* a bool, or 0/1 as SQLite keeps it */
+    if (json_is_true(json_object_get(t, "exclusive"))
+        || pl_out_jint(t, "exclusive", 0) != 0)
+        line("exclusive:", "yes");
+    if (comm)
+        line("comm:", comm);
+}
+
 static void print_task(const struct pl_conn *conn, const json_t *t)
 {
     char buf[PL_PATH_MAX + 64], d[32];
@@ -110,9 +159,17 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
     line("command:", cmd);
     free(cmd);
     line("cwd:", pl_out_jstr(t, "cwd"));
+    /* N.B. the list of ranks comes as 'placement' (or as 'ranks', which
+     * list's task objects keep for the count) */
+    const json_t *ranks = json_object_get(t, "placement");
+    if (!json_is_array(ranks))
+        ranks = json_object_get(t, "ranks");
     printf(KEY "%lld x %lld cores, %lld gpus\n", "ranks:",
-           pl_out_jint(t, "ranks", 1), pl_out_jint(t, "cores_per_rank", 1),
+           json_is_array(ranks) ? (long long)json_array_size(ranks)
+                                : pl_out_jint(t, "ranks", 1),
+           pl_out_jint(t, "cores_per_rank", 1),
            pl_out_jint(t, "gpus_per_rank", 0));
+    print_placement(t);
     line("timeout:", timeout > 0 ? pl_out_duration(timeout, d, sizeof(d))
                                  : "none");
     printf(KEY "%lld\n", "retries:", pl_out_jint(t, "retries", 0));
@@ -155,6 +212,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
         json_array_foreach(env, i, v)
             line(i == 0 ? "env:" : "", json_string_value(v));
     }
+    print_ranks(ranks);
     print_events(json_object_get(t, "events"), submit);
 }
 

@@ -20,9 +20,18 @@ static const char help[] =
     "\n"
     "options:\n"
     "  --name NAME             a name for ls and show\n"
+    "  --ranks N               processes (default: NODES x RANKS-PER-NODE,\n"
+    "                          each 1 when not given)\n"
+    "  --nodes N               spread the ranks over exactly N nodes\n"
+    "  --ranks-per-node N      ranks on each node the task gets\n"
     "  --cores-per-rank N      cores each rank gets (default 1)\n"
     "  --gpus-per-rank N       GPUs each rank gets (default 0)\n"
-    "  --ranks N               processes (default 1)\n"
+    "  --exclusive             no other task runs on the task's nodes\n"
+    "  --comm MODE             how the ranks find each other: none (default:\n"
+    "                          independent ranks), torch (torch.distributed\n"
+    "                          env:// variables: MASTER_ADDR, MASTER_PORT,\n"
+    "                          WORLD_SIZE, RANK, LOCAL_RANK), mpi (one\n"
+    "                          srun --mpi=pmix step on the chosen cores)\n"
     "  --timeout S             kill the task after S (90, 90s, 10m, 2h)\n"
     "  --retries N             run it again up to N times if its node is\n"
     "                          lost (default 0)\n"
@@ -33,10 +42,25 @@ static const char help[] =
     "  --json                  print {\"ids\": [ID]}\n"
     "  -h, --help              this help\n"
     "\n"
-    "example:\n"
+    "Every rank gets PILOT_TASK_ID, PILOT_RANK, PILOT_SIZE,\n"
+    "PILOT_LOCAL_RANK, PILOT_NODELIST, OMP_NUM_THREADS and, with GPUs,\n"
+    "CUDA_VISIBLE_DEVICES; it is bound to its own cores.\n"
+    "\n"
+    "examples:\n"
     "  pilot submit -- hostname\n"
     "  pilot submit --name hello --cores-per-rank 2 -- sh -c 'echo hi; "
-    "exit 3'\n";
+    "exit 3'\n"
+    "  # comm none: 4 independent ranks, one GPU each\n"
+    "  pilot submit --ranks 4 --gpus-per-rank 1 -- ./independent.sh\n"
+    "  # comm torch: 2 nodes x 4 ranks, init_process_group(\"env://\")\n"
+    "  pilot submit --nodes 2 --ranks-per-node 4 --gpus-per-rank 1 "
+    "--comm torch \\\n"
+    "      -- /usr/bin/python3 train.py\n"
+    "  # comm mpi: one MPI job of 16 ranks, placed across nodes\n"
+    "  pilot submit --ranks 16 --cores-per-rank 2 --comm mpi -- ./prep in/ "
+    "out/\n"
+    "  # a whole node to itself\n"
+    "  pilot submit --exclusive --nodes 1 -- ./needs-whole-node\n";
 
 enum {
     OPT_NAME = PL_OPT_CMD,
@@ -47,6 +71,10 @@ enum {
     OPT_RETRIES,
     OPT_CWD,
     OPT_ENV,
+    OPT_NODES,
+    OPT_RPN,
+    OPT_EXCLUSIVE,
+    OPT_COMM,
 };
 
 /* The limits of docs/protocol.md "task spec". */
@@ -54,6 +82,12 @@ enum {
 #define MAX_GPUS 64
 #define MAX_RETRIES 100
 #define MAX_ENV 4096
+#define MAX_RANKS 65536
+#define MAX_NODES 65536
+#define MAX_RPN 4096
+
+/* --comm values: protocol.md "task spec" field comm */
+static const char *const comm_modes[] = { "none", "torch", "mpi", NULL };
 
 static bool env_ok(const char *s)
 {
@@ -62,15 +96,55 @@ static bool env_ok(const char *s)
     return eq && eq != s;
 }
 
+static bool comm_ok(const char *s)
+{
+    for (size_t i = 0; comm_modes[i]; i++)
+        if (!strcmp(s, comm_modes[i]))
+            return true;
+    return false;
+}
+
 /* What the options say; strings are borrowed from argv. */
 struct submit_opts {
     const char *name;
     const char *cwd;
-    uint64_t cores, gpus, ranks, retries;
+    const char *comm;
+    uint64_t cores, gpus, ranks, retries, nodes, rpn;
     double timeout;
-    bool have_timeout, have_retries;
+    bool have_timeout, have_retries, have_ranks, exclusive;
     json_t *env; /* [KEY=VALUE] */
 };
+
+/* Reconcile --ranks, --nodes and --ranks-per-node.  Without --ranks the
+ * task has NODES x RANKS-PER-NODE ranks, either count defaulting to 1 (as
+ * srun -N 4 starts 4 tasks); with it, --nodes needs at least a rank per
+ * node, and with both others it must be their product.  Returns -1 to go
+ * on, else the exit code of a usage error. */
+static int check_counts(struct pl_cli *cli, struct submit_opts *o)
+{
+    unsigned long long nodes = o->nodes, rpn = o->rpn, ranks = o->ranks;
+
+    if (!nodes && !rpn)
+        return -1;
+    if (!o->have_ranks) {
+        /* at most 2^16 (MAX_NODES) x 2^12 (MAX_RPN): no overflow */
+        uint64_t n = (nodes ? nodes : 1) * (rpn ? rpn : 1);
+        if (n > MAX_RANKS)
+            return pl_cli_usage(cli, "--nodes %llu x --ranks-per-node %llu "
+                                "is more than %d ranks", nodes, rpn,
+                                MAX_RANKS);
+        o->ranks = n;
+        o->have_ranks = true;
+        return -1;
+    }
+    if (nodes && rpn && ranks != nodes * rpn)
+        return pl_cli_usage(cli, "--ranks %llu does not match --nodes %llu "
+                            "x --ranks-per-node %llu", ranks, nodes, rpn);
+    if (nodes && ranks < nodes)
+        return pl_cli_usage(cli, "--ranks %llu is fewer than --nodes %llu "
+                            "(each node needs a rank)", ranks, nodes);
+    return -1;
+}
 
 /* Parse the options into 'o'.  Returns -1 to go on, else the exit code
  * (help printed, or a usage error). */
@@ -86,6 +160,10 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "retries", required_argument, NULL, OPT_RETRIES },
         { "cwd", required_argument, NULL, OPT_CWD },
         { "env", required_argument, NULL, OPT_ENV },
+        { "nodes", required_argument, NULL, OPT_NODES },
+        { "ranks-per-node", required_argument, NULL, OPT_RPN },
+        { "exclusive", no_argument, NULL, OPT_EXCLUSIVE },
+        { "comm", required_argument, NULL, OPT_COMM },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -115,9 +193,29 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "%s", err.text);
             break;
         case OPT_RANKS:
-            if (pl_cli_parse_uint("--ranks", optarg, 1, 1 << 20, &o->ranks,
+            if (pl_cli_parse_uint("--ranks", optarg, 1, MAX_RANKS, &o->ranks,
                                   &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
+            o->have_ranks = true;
+            break;
+        case OPT_NODES:
+            if (pl_cli_parse_uint("--nodes", optarg, 1, MAX_NODES, &o->nodes,
+                                  &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_RPN:
+            if (pl_cli_parse_uint("--ranks-per-node", optarg, 1, MAX_RPN,
+                                  &o->rpn, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_EXCLUSIVE:
+            o->exclusive = true;
+            break;
+        case OPT_COMM:
+            if (!comm_ok(optarg))
+                return pl_cli_usage(cli, "--comm: '%s' is not none, torch "
+                                    "or mpi", optarg);
+            o->comm = optarg;
             break;
         case OPT_TIMEOUT:
             if (pl_cli_parse_secs("--timeout", optarg, &o->timeout, &err) < 0)
@@ -153,7 +251,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                             "[options] -- COMMAND [ARGS...])");
     if (!argv[optind][0])
         return pl_cli_usage(cli, "the command is an empty string");
-    return -1;
+    return check_counts(cli, o);
 }
 
 /* The task spec (docs/protocol.md) for COMMAND argv[0..argc-1], or NULL
@@ -202,6 +300,15 @@ static json_t *make_spec(const struct submit_opts *o, int argc, char **argv,
     if (o->have_retries)
         json_object_set_new(spec, "retries",
                             json_integer((json_int_t)o->retries));
+    if (o->nodes > 0)
+        json_object_set_new(spec, "nodes", json_integer((json_int_t)o->nodes));
+    if (o->rpn > 0)
+        json_object_set_new(spec, "ranks_per_node",
+                            json_integer((json_int_t)o->rpn));
+    if (o->exclusive)
+        json_object_set_new(spec, "exclusive", json_true());
+    if (o->comm)
+        json_object_set_new(spec, "comm", json_string(o->comm));
     return spec;
 nomem:
     errno = ENOMEM;

@@ -267,6 +267,49 @@ char *pl_out_intlist(const json_t *a, char *buf, size_t len)
     return buf;
 }
 
+char *pl_out_nodelist(const char *list, size_t width, char *buf, size_t len)
+{
+    size_t n = 1, keep = 0, kept = 0;
+    const char *p;
+    char more[24];
+
+    if (!list)
+        return NULL;
+    if (width > len - 1)
+        width = len - 1;
+    if (strlen(list) <= width) {
+        snprintf(buf, len, "%s", list);
+        return buf;
+    }
+    for (p = list; *p; p++)
+        n += *p == ',';
+    if (n == 1) {
+        snprintf(buf, len, "%.*s", (int)width, list);
+        return buf;
+    }
+    /* the longest run of whole names that leaves room for "+REST" */
+    for (p = list;; p++) {
+        if (*p != ',' && *p != '\0')
+            continue;
+        size_t used = (size_t)(p - list);
+        int m = snprintf(more, sizeof(more), "+%zu", n - kept - 1);
+        if (used + (size_t)m > width)
+            break;
+        keep = used;
+        kept++;
+        if (!*p)
+            break;
+    }
+    if (kept == 0) {
+        /* not even one whole name: cut the first one */
+        int m = snprintf(more, sizeof(more), "+%zu", n - 1);
+        keep = width > (size_t)m ? width - (size_t)m : 0;
+    }
+    snprintf(more, sizeof(more), "+%zu", n - (kept ? kept : 1));
+    snprintf(buf, len, "%.*s%s", (int)keep, list, more);
+    return buf;
+}
+
 void pl_out_json(const json_t *j)
 {
     size_t i;

@@ -52,6 +52,12 @@ char *pl_out_shquote(const char *s);
 /* A JSON integer array as "0,1,2", or "-" when empty.  Returns 'buf'. */
 char *pl_out_intlist(const json_t *a, char *buf, size_t len);
 
+/* A comma list of node names ("n1,n2,n3") cut to at most 'width' bytes
+ * at a name boundary, the names left out counted at the end: "n1,n2+3".
+ * A name that does not fit alone is cut (and still followed by "+N").
+ * NULL gives NULL.  Returns 'buf' (or NULL). */
+char *pl_out_nodelist(const char *list, size_t width, char *buf, size_t len);
+
 /* Print 'j' on stdout: arrays one element per line, objects indented. */
 void pl_out_json(const json_t *j);
 

@@ -46,6 +46,8 @@ static void ranks_free(struct pl_dtask *t)
     free(t->rank);
     t->rank = NULL;
     t->nnodes = 0;
+    free(t->nodelist);
+    t->nodelist = NULL;
 }
 
 static void task_free(struct pl_dtask *t)
@@ -417,6 +419,18 @@ static int take(struct pl_sched *s, struct pl_dtask *t, const uint32_t *count)
         node_rank++;
     }
     t->nnodes = node_rank;
+    /* the node list, kept: ranks that end give their node back */
+    size_t len = 1, off = 0;
+    for (size_t k = 0; k < s->nnodes; k++)
+        if (count[k])
+            len += strlen(s->nodes[k]->name) + 1;
+    if (!(t->nodelist = malloc(len)))
+        goto undo;
+    t->nodelist[0] = '\0';
+    for (size_t k = 0; k < s->nnodes; k++)
+        if (count[k])
+            off += (size_t)snprintf(t->nodelist + off, len - off, "%s%s",
+                                    off ? "," : "", s->nodes[k]->name);
     return 0;
 undo:
     release(t);
@@ -451,18 +465,7 @@ uint64_t pl_sched_reserved_for(const struct pl_sched *s)
 
 void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len)
 {
-    size_t off = 0;
-    const struct pl_node *last = NULL;
-
-    buf[0] = '\0';
-    for (uint32_t r = 0; t->rank && r < t->ranks && off < len; r++) {
-        const struct pl_node *n = t->rank[r].node;
-        if (!n || n == last)
-            continue;
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
-                                n->name);
-        last = n;
-    }
+    snprintf(buf, len, "%s", t->nodelist ? t->nodelist : "");
 }
 
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)

@@ -54,6 +54,7 @@ struct pl_dtask {
     char *cwd;                 /* owned, may be NULL */
     struct pl_rank *rank;      /* owned, 'ranks' entries while placed */
     uint32_t nnodes;           /* distinct nodes of the placement */
+    char *nodelist;            /* owned: their names, "n1,n2" */
     uint32_t running, ended;   /* ranks that started / ended (attempt) */
     int fail;                  /* first failure of a rank: enum pl_state */
     int exit_code, signal;     /* of that failure, -1 if none */
@@ -112,7 +113,8 @@ bool pl_sched_fits(const struct pl_sched *s, const struct pl_dtask *t,
  * exclusive task: its nodes stay whole until the task ends. */
 void pl_sched_rank_release(struct pl_dtask *t, uint32_t r);
 
-/* Names of the task's nodes in node_rank order, comma-separated. */
+/* Names of the task's nodes in node_rank order, comma-separated, as
+ * placed (ranks that ended still count). */
 void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len);
 
 /* The task reserving nodes now, 0 if none (for status and tests). */

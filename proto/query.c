@@ -79,6 +79,8 @@ static json_t *task_row(sqlite3_stmt *st)
             if (!v)
                 v = json_array();
         }
+        else if (!strcmp(name, "exclusive"))
+            v = json_boolean(sqlite3_column_int(st, i) != 0);
         else if (!strcmp(name, "cores") || !strcmp(name, "gpus"))
             v = pl_query_intlist((const char *)sqlite3_column_text(st, i));
         else

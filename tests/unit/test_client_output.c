@@ -157,9 +157,29 @@ static void test_parse(void)
        "a bad id among good ones: %s", err.text);
 }
 
+static void test_nodelist(void)
+{
+    char b[64], s[5];
+
+    is_str(pl_out_nodelist("n1,n2", 20, b, sizeof(b)), "n1,n2",
+           "nodelist that fits");
+    is_str(pl_out_nodelist("n1,n2,n3,n4", 9, b, sizeof(b)), "n1,n2+2",
+           "nodelist cut at a name, the rest counted");
+    is_str(pl_out_nodelist("n1,n2,n3,n4", 10, b, sizeof(b)), "n1,n2,n3+1",
+           "nodelist: as many names as fit with the count");
+    is_str(pl_out_nodelist("node-0001,n2", 6, b, sizeof(b)), "node+1",
+           "nodelist: a first name too long is cut");
+    is_str(pl_out_nodelist("node-0001", 4, b, sizeof(b)), "node",
+           "nodelist: one long name is cut");
+    is_str(pl_out_nodelist("n1,n2,n3", 20, s, sizeof(s)), "n1+2",
+           "nodelist fits the buffer");
+    ok(pl_out_nodelist(NULL, 20, b, sizeof(b)) == NULL, "nodelist of NULL");
+}
+
 int main(void)
 {
-    plan(50);
+    plan(57);
+    test_nodelist();
     test_duration();
     test_time_kib();
     test_quote();
