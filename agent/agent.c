@@ -27,9 +27,11 @@
 #include "agent/bind_cuda.h"
 #include "agent/comm.h"
 #include "agent/env.h"
+#include "agent/mpi.h"
 #include "agent/task.h"
 #include "proto/log.h"
 #include "proto/msg.h"
+#include "proto/pilotdir.h"
 #include "proto/state.h"
 #include "proto/zsock.h"
 #include "proto/zwatch.h"
@@ -450,6 +452,79 @@ error:
     return NULL;
 }
 
+/* Write 'text' to 'path' (0600), creating its directory (0700). */
+static int write_file(const char *path, const char *text,
+                      struct pl_error *errp)
+{
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    int fd;
+    char *dir;
+    const char *slash = strrchr(path, '/');
+
+    if ((fd = open(path, flags, 0600)) < 0 && errno == ENOENT && slash
+        && slash != path && (dir = strndup(path, (size_t)(slash - path)))) {
+        (void)pl_mkdirs(dir, 0700);
+        free(dir);
+        fd = open(path, flags, 0600);
+    }
+    if (fd < 0)
+        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    int saved = errno;
+    if (close(fd) < 0 && n == (ssize_t)len) {
+        saved = errno;
+        n = -1;
+    }
+    if (n != (ssize_t)len) {
+        errno = n < 0 ? saved : EIO;
+        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Turn the entry of an MPI task into its launcher (agent/mpi.h): the
+ * argv of 's' becomes srun's or mpirun's, which runs the task's argv on
+ * every rank's host, and 'env' gets what the launcher needs. */
+static int mpi_launcher(struct pl_task_spec *s, struct pl_env *env,
+                        struct pl_error *errp)
+{
+    char self[4096];
+    char *hostfile = NULL;
+    char *text = NULL;
+    char **argv;
+    ssize_t n;
+
+    if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) < 0)
+        return pl_errprintf(errp, "/proc/self/exe: %s", strerror(errno));
+    self[n] = '\0';
+    if (s->launcher == PL_LAUNCHER_SRUN) {
+        if (asprintf(&hostfile, "%s.hosts", s->out) < 0) {
+            hostfile = NULL;
+            goto nomem;
+        }
+        if (!(text = pl_mpi_hostfile(s)))
+            goto nomem;
+        if (write_file(hostfile, text, errp) < 0)
+            goto error;
+    }
+    if (pl_mpi_env(s, hostfile, geteuid() == 0, env, errp) < 0)
+        goto error;
+    if (!(argv = pl_mpi_argv(s, self)))
+        goto nomem;
+    pl_strv_free(s->argv);
+    s->argv = argv;
+    free(text);
+    free(hostfile);
+    return 0;
+nomem:
+    pl_errprintf(errp, "out of memory");
+error:
+    free(text);
+    free(hostfile);
+    return -1;
+}
+
 /* Room for one more task in 'running', and in 'dead' for all of them:
  * exits move tasks from one to the other, so ndead + nrunning never
  * exceeds what 'dead' was sized for at the last spawn. */
@@ -539,9 +614,12 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
         event_failed(a, &spec, err.text);
         goto done;
     }
-    if (!(env = task_env(a, &spec, &err)) || make_room(a) < 0
+    bool prepared = false;
+    if (!(env = task_env(a, &spec, &err))
+        || (spec.comm == PL_COMM_MPI && mpi_launcher(&spec, env, &err) < 0)
+        || !(prepared = true) || make_room(a) < 0
         || !(t = pl_task_new(&a->loop, &spec, task_exit_cb, a))) {
-        if (env)
+        if (prepared)
             pl_errprintf(&err, "out of memory");
         pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);
         pl_resources_release(a->res, spec.cores, spec.ncores, spec.gpus,

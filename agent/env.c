@@ -1,6 +1,7 @@
 /* agent/env.c - a task's environment: a copy of ours, with overrides */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,25 @@ int pl_env_setf(struct pl_env *e, const char *key, const char *fmt, ...)
     free(val);
     errno = saved;
     return rc;
+}
+
+void pl_env_unset(struct pl_env *e, const char *key)
+{
+    size_t klen = strlen(key);
+    bool prefix = klen > 0 && key[klen - 1] == '*';
+    size_t j = 0;
+
+    if (prefix)
+        klen--;
+    for (size_t i = 0; i < e->n; i++) {
+        const char *kv = e->v[i];
+        if (!strncmp(kv, key, klen) && (prefix || kv[klen] == '='))
+            free(e->v[i]);
+        else
+            e->v[j++] = e->v[i];
+    }
+    e->n = j;
+    e->v[j] = NULL;
 }
 
 const char *pl_env_get(const struct pl_env *e, const char *key)

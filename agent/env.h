@@ -25,6 +25,10 @@ int pl_env_set(struct pl_env *e, const char *key, const char *val);
 int pl_env_setf(struct pl_env *e, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Remove the entry for KEY, or, when KEY ends with '*', every entry whose
+ * key starts with what precedes the '*'.  No entry is not an error. */
+void pl_env_unset(struct pl_env *e, const char *key);
+
 /* The value of KEY, or NULL.  Borrowed: valid until 'e' changes. */
 const char *pl_env_get(const struct pl_env *e, const char *key);
 

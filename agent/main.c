@@ -11,13 +11,16 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/mpi.h"
 #include "agent/resources.h"
 #include "proto/error.h"
 #include "proto/log.h"
 
 static const char usage[] =
     "Usage: pilot-agent --connect tcp://ADDR:PORT [OPTIONS]\n"
-    "Run pilot tasks on this node for pilotd.\n"
+    "       pilot-agent --exec-rank -- CMD [ARGS]\n"
+    "Run pilot tasks on this node for pilotd; or, as one rank of an MPI\n"
+    "task, bind to its entry of PILOT_RANK_CORES and exec CMD.\n"
     "\n"
     "  --connect EP       pilotd's agent endpoint (required)\n"
     "  --node NAME        node name (default: $SLURMD_NODENAME, else the\n"
@@ -136,6 +139,12 @@ int main(int argc, char **argv)
     const char *node;
     int rc;
 
+    /* one rank of an MPI task, under srun or mpirun: no loop, no log */
+    if (argc >= 2 && !strcmp(argv[1], "--exec-rank")) {
+        if (argc < 3 || strcmp(argv[2], "--"))
+            return pl_mpi_exec_rank(NULL);
+        return pl_mpi_exec_rank(argv + 3);
+    }
     pl_log_init("pilot-agent", NULL, NULL);
     parse_opts(argc, argv, &o);
     if (o.local && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/comm.h"
+#include "agent/mpi.h"
 #include "agent/resources.h"
 #include "agent/task.h"
 #include "proto/msg.h"
@@ -32,6 +33,8 @@
 #define NODE_LEN 255          /* a host name (HOST_NAME_MAX) */
 #define COMM_LEN 16
 #define PORT_MAX 65535
+#define LAUNCHER_LEN 16
+#define MPI_RANKS_MAX (1u << 20) /* entries in 'hosts', 'rank_cores' */
 
 /* SIGTERM to SIGKILL when a timeout fires. */
 #define TIMEOUT_GRACE 5.0
@@ -67,6 +70,8 @@ void pl_task_spec_release(struct pl_task_spec *spec)
     pl_strv_free(spec->env);
     pl_strv_free(spec->nodelist);
     free(spec->master_addr);
+    pl_strv_free(spec->hosts);
+    free(spec->rank_cores);
     free(spec->cwd);
     free(spec->cores);
     free(spec->gpus);
@@ -80,6 +85,92 @@ static int bad(struct pl_error *errp, const char *what)
 {
     errno = EPROTO;
     return pl_errprintf(errp, "%s", what);
+}
+
+/* 'rank_cores' as "0,1;2;..." in spec->rank_cores: 'size' non-empty
+ * arrays of CPU ids. */
+static int decode_rank_cores(const msgpack_object *o,
+                             struct pl_task_spec *spec, struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    char *buf;
+    char *p;
+
+    if (pl_mp_array(o, "rank_cores", true, MPI_RANKS_MAX, &arr, errp) < 0)
+        return -1;
+    if (arr->via.array.size != spec->size)
+        return bad(errp, "field 'rank_cores': want one entry per rank");
+    size_t len = 1;
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size == 0
+            || e->via.array.size > CORES_MAX)
+            return bad(errp, "field 'rank_cores': want a non-empty array "
+                             "of CPU ids for each rank");
+        len += 1 + (size_t)e->via.array.size * 5; /* "4095," */
+    }
+    if (!(p = buf = malloc(len)))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (i)
+            *p++ = ';';
+        for (uint32_t j = 0; j < e->via.array.size; j++) {
+            const msgpack_object *c = &e->via.array.ptr[j];
+            if (c->type != MSGPACK_OBJECT_POSITIVE_INTEGER
+                || c->via.u64 >= PL_CPU_MAX) {
+                free(buf);
+                return bad(errp, "field 'rank_cores': bad CPU id");
+            }
+            p += sprintf(p, "%s%u", j ? "," : "", (unsigned)c->via.u64);
+        }
+    }
+    *p = '\0';
+    spec->rank_cores = buf;
+    return 0;
+}
+
+/* The fields of an MPI task's one entry: the launcher and where every
+ * rank runs. */
+static int decode_mpi(const msgpack_object *o, struct pl_task_spec *spec,
+                      struct pl_error *errp)
+{
+    char *launcher = NULL;
+    int l = PL_LAUNCHER_SRUN;
+
+    if (!pl_mp_get(o, "hosts"))
+        return bad(errp, "mpi task without placement");
+    if (pl_mp_str(o, "launcher", false, LAUNCHER_LEN, &launcher, errp) < 0)
+        return -1;
+    if (launcher && (l = pl_launcher_parse(launcher)) < 0) {
+        pl_errprintf(errp, "field 'launcher': unknown launcher '%s' "
+                     "(srun or mpirun)", launcher);
+        free(launcher);
+        errno = EPROTO;
+        return -1;
+    }
+    free(launcher);
+    spec->launcher = l;
+    if (pl_mp_strv(o, "hosts", true, 1, MPI_RANKS_MAX, NODE_LEN,
+                   &spec->hosts, errp) < 0)
+        return -1;
+    if (pl_strv_len(spec->hosts) != spec->size)
+        return bad(errp, "field 'hosts': want one host per rank");
+    for (char **h = spec->hosts; *h; h++) {
+        if (!**h || strpbrk(*h, ",: \t\n"))
+            return bad(errp, "field 'hosts': empty name, or one holding a "
+                             "comma, colon or space");
+        bool found = !spec->nodelist;
+        for (char **n = spec->nodelist; n && *n && !found; n++)
+            found = !strcmp(*n, *h);
+        if (!found) {
+            pl_errprintf(errp, "field 'hosts': '%s' is not in 'nodelist'",
+                         *h);
+            errno = EPROTO;
+            return -1;
+        }
+    }
+    return decode_rank_cores(o, spec, errp);
 }
 
 /* The optional fields that place one rank in its task; the rank itself is
@@ -148,6 +239,8 @@ static int decode_rank(const msgpack_object *o, struct pl_task_spec *spec,
         bad(errp, "field 'master_port': out of range");
         goto error;
     }
+    if (spec->comm == PL_COMM_MPI && decode_mpi(o, spec, errp) < 0)
+        goto error;
     free(comm);
     return 0;
 error:

@@ -24,6 +24,9 @@ struct pl_task_spec {
     int comm;             /* enum pl_comm (agent/comm.h) */
     char *master_addr;    /* PL_COMM_TORCH: rank 0's address, else NULL */
     uint64_t master_port; /* PL_COMM_TORCH: 1..65535, else 0 */
+    int launcher;         /* PL_COMM_MPI: enum pl_launcher (agent/mpi.h) */
+    char **hosts;         /* PL_COMM_MPI: each rank's node, 'size' names */
+    char *rank_cores;     /* PL_COMM_MPI: each rank's CPU ids, "0,1;0;.." */
     char **argv;        /* NULL-terminated, at least one element */
     char **env;         /* "KEY=VALUE" overrides, NULL-terminated, or NULL */
     char *cwd;          /* NULL: the agent's */

@@ -1,0 +1,341 @@
+/* tests/unit/test_agent_mpi.c - MPI tasks: the checks on the run entry,
+ * the launcher's argv, hostfile and environment, and --exec-rank */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/comm.h"
+#include "agent/env.h"
+#include "agent/mpi.h"
+#include "agent/task.h"
+#include "proto/msg.h"
+#include "tests/unit/tap.h"
+
+/* One MPI run entry; a NULL field is left out. */
+struct entry {
+    uint64_t size;
+    const char *nodelist; /* "n1,n2" */
+    const char *hosts;    /* "n1,n1,n2"; "" packs one empty name */
+    const char *cores;    /* "0;1;0,1"; an empty segment: an empty array */
+    const char *launcher;
+    const char *comm;
+};
+
+static const struct entry *cur;
+
+/* 's' split at 'sep' into a new vector (pl_strv_free()). */
+static char **split(const char *s, char sep)
+{
+    size_t n = 1;
+    for (const char *p = s; *p; p++)
+        n += *p == sep;
+    char **v = calloc(n + 1, sizeof(*v));
+    const char *p = s;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(p, (char[]){ sep, '\0' });
+        v[i] = strndup(p, len);
+        p += len + (p[len] ? 1 : 0);
+    }
+    return v;
+}
+
+static void pack_strv(msgpack_packer *pk, const char *key, const char *s)
+{
+    char **v = split(s, ',');
+    pl_w_kstrv(pk, key, v);
+    pl_strv_free(v);
+}
+
+static void pack(msgpack_packer *pk)
+{
+    const struct entry *e = cur;
+    char a[] = "true";
+    char *argv[] = { a, NULL };
+    uint64_t cores[] = { 0 };
+    uint32_t n = 9 + !!e->nodelist + !!e->hosts + !!e->cores + !!e->launcher;
+
+    msgpack_pack_map(pk, n);
+    pl_w_kuint(pk, "id", 5);
+    pl_w_kuint(pk, "attempt", 1);
+    pl_w_kstrv(pk, "argv", argv);
+    pl_w_kuintv(pk, "cores", cores, 1);
+    pl_w_kstr(pk, "stdout", "/tmp/o");
+    pl_w_kstr(pk, "stderr", "/tmp/e");
+    pl_w_kuint(pk, "rank", 0);
+    pl_w_kuint(pk, "size", e->size);
+    pl_w_kstr(pk, "comm", e->comm ? e->comm : "mpi");
+    if (e->nodelist)
+        pack_strv(pk, "nodelist", e->nodelist);
+    if (e->hosts)
+        pack_strv(pk, "hosts", e->hosts);
+    if (e->launcher)
+        pl_w_kstr(pk, "launcher", e->launcher);
+    if (e->cores) {
+        char **ranks = split(e->cores, ';');
+        pl_w_key(pk, "rank_cores");
+        msgpack_pack_array(pk, (uint32_t)pl_strv_len(ranks));
+        for (char **r = ranks; *r; r++) {
+            char **ids = **r ? split(*r, ',') : calloc(1, sizeof(char *));
+            msgpack_pack_array(pk, (uint32_t)pl_strv_len(ids));
+            for (char **id = ids; *id; id++)
+                msgpack_pack_uint64(pk, strtoull(*id, NULL, 10));
+            pl_strv_free(ids);
+        }
+        pl_strv_free(ranks);
+    }
+}
+
+static int decode(const struct entry *e, struct pl_task_spec *s,
+                  struct pl_error *err)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_unpacked up;
+    bool have_id;
+    int rc;
+
+    cur = e;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack(&pk);
+    msgpack_unpacked_init(&up);
+    msgpack_unpack_next(&up, sb.data, sb.size, NULL);
+    rc = pl_task_spec_decode(&up.data, s, &have_id, err);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* A bad entry fails with an error text containing 'want'. */
+static void bad(const struct entry *e, const char *want, const char *what)
+{
+    struct pl_task_spec s;
+    struct pl_error err = { .text = "" };
+
+    int rc = decode(e, &s, &err);
+    ok(rc < 0 && errno == EPROTO && strstr(err.text, want), "bad: %s", what);
+    if (rc == 0 || !strstr(err.text, want))
+        diag("got '%s'", rc == 0 ? "success" : err.text);
+    pl_task_spec_release(&s);
+}
+
+static void test_decode(void)
+{
+    struct pl_task_spec s;
+    struct pl_error err;
+    struct entry good = { 4, "n1,n2", "n1,n1,n2,n2", "0;1;0,1;2", NULL,
+                          NULL };
+
+    ok(decode(&good, &s, &err) == 0, "decode: mpi entry");
+    ok(s.comm == PL_COMM_MPI && s.launcher == PL_LAUNCHER_SRUN,
+       "decode: comm mpi, launcher srun by default");
+    ok(pl_strv_len(s.hosts) == 4 && !strcmp(s.hosts[2], "n2"),
+       "decode: hosts");
+    is_str(s.rank_cores, "0;1;0,1;2", "decode: rank_cores joined");
+    pl_task_spec_release(&s);
+
+    struct entry mr = { 2, "n1,n2", "n1,n2", "0;0", "mpirun", NULL };
+    ok(decode(&mr, &s, &err) == 0 && s.launcher == PL_LAUNCHER_MPIRUN,
+       "decode: launcher mpirun");
+    pl_task_spec_release(&s);
+
+    struct entry e;
+    e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, NULL };
+    bad(&e, "mpi task without placement", "no hosts");
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", "mpiexec", NULL };
+    bad(&e, "unknown launcher 'mpiexec'", "unknown launcher");
+    e = (struct entry){ 3, "n1,n2", "n1,n2", "0;0;0", NULL, NULL };
+    bad(&e, "one host per rank", "hosts shorter than size");
+    e = (struct entry){ 2, "n1,n2", "n1,n3", "0;0", NULL, NULL };
+    bad(&e, "'n3' is not in 'nodelist'", "host not in nodelist");
+    e = (struct entry){ 2, "n1,n2", "n1,", "0;0", NULL, NULL };
+    bad(&e, "empty name", "empty host");
+    e = (struct entry){ 2, "n1,n2", "n1,n2:1", "0;0", NULL, NULL };
+    bad(&e, "colon", "host with a colon");
+    e = (struct entry){ 2, "n1,n2 x", "n1,n2 x", "0;0", NULL, NULL };
+    bad(&e, "space", "host with a space");
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0", NULL, NULL };
+    bad(&e, "one entry per rank", "rank_cores shorter than size");
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;", NULL, NULL };
+    bad(&e, "non-empty array", "an empty rank_cores entry");
+    e = (struct entry){ 2, "n1,n2", "n1,n2", NULL, NULL, NULL };
+    bad(&e, "rank_cores", "no rank_cores");
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;99999", NULL, NULL };
+    bad(&e, "bad CPU id", "CPU id out of range");
+
+    /* the fields mean nothing without comm mpi */
+    e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, "none" };
+    ok(decode(&e, &s, &err) == 0 && !s.hosts, "decode: comm none ignores "
+       "the mpi fields");
+    pl_task_spec_release(&s);
+}
+
+static char *joinv(char **v)
+{
+    size_t len = 1;
+    for (char **p = v; *p; p++)
+        len += strlen(*p) + 1;
+    char *s = calloc(1, len);
+    for (char **p = v; *p; p++) {
+        if (p != v)
+            strcat(s, " ");
+        strcat(s, *p);
+    }
+    return s;
+}
+
+static void test_launch(void)
+{
+    struct pl_task_spec s;
+    struct pl_error err;
+    struct entry e = { 3, "n2,n1", "n2,n2,n1", "0;1;0,1", NULL, NULL };
+    char **argv;
+    char *str;
+
+    ok(decode(&e, &s, &err) == 0, "launch: decode");
+    s.id = 42;
+    str = pl_mpi_hostfile(&s);
+    is_str(str, "n2\nn2\nn1\n", "launch: hostfile, one host per rank");
+    free(str);
+    argv = pl_mpi_argv(&s, "/opt/bin/pilot-agent");
+    str = joinv(argv);
+    is_str(str, "srun --overlap --mpi=pmix --nodes=2 --ntasks=3 "
+                "--distribution=arbitrary --cpu-bind=none "
+                "--kill-on-bad-exit=1 --job-name=pilot-42 "
+                "/opt/bin/pilot-agent --exec-rank -- true",
+           "launch: srun argv");
+    free(str);
+    pl_strv_free(argv);
+
+    s.launcher = PL_LAUNCHER_MPIRUN;
+    argv = pl_mpi_argv(&s, "/opt/bin/pilot-agent");
+    str = joinv(argv);
+    is_str(str, "mpirun --np 3 --host n2:2,n1:1 --bind-to none "
+                "/opt/bin/pilot-agent --exec-rank -- true",
+           "launch: mpirun argv");
+    free(str);
+    pl_strv_free(argv);
+
+    /* the environment */
+    const char *base[] = { "SLURM_JOB_ID=7", "SLURM_CONF=/etc/slurm.conf",
+                     "SLURM_CPUS_PER_TASK=4", "SLURM_NTASKS_PER_NODE=1",
+                     "SLURM_STEP_ID=0", "SLURM_MEM_PER_NODE=0",
+                     "SLURM_NODELIST=n[1-3]", "SLURM_PROCID=0",
+                     "SLURM_CPU_BIND_TYPE=none", "HOME=/root", NULL };
+    struct pl_env *env = pl_env_new(NULL);
+    for (const char **b = base; *b; b++)
+        pl_env_put(env, *b);
+    s.launcher = PL_LAUNCHER_SRUN;
+    ok(pl_mpi_env(&s, "/d/o.hosts", true, env, &err) == 0, "env: built");
+    is_str(pl_env_get(env, "SLURM_JOB_ID"), "7", "env: the job's kept");
+    is_str(pl_env_get(env, "SLURM_CONF"), "/etc/slurm.conf",
+           "env: SLURM_CONF kept");
+    ok(!pl_env_get(env, "SLURM_CPUS_PER_TASK")
+           && !pl_env_get(env, "SLURM_NTASKS_PER_NODE")
+           && !pl_env_get(env, "SLURM_STEP_ID")
+           && !pl_env_get(env, "SLURM_MEM_PER_NODE")
+           && !pl_env_get(env, "SLURM_NODELIST")
+           && !pl_env_get(env, "SLURM_PROCID")
+           && !pl_env_get(env, "SLURM_CPU_BIND_TYPE"),
+       "env: the agent step's own gone");
+    is_str(pl_env_get(env, "HOME"), "/root", "env: the rest kept");
+    is_str(pl_env_get(env, "SLURM_HOSTFILE"), "/d/o.hosts",
+           "env: SLURM_HOSTFILE");
+    is_str(pl_env_get(env, "PILOT_RANK_CORES"), "0;1;0,1",
+           "env: PILOT_RANK_CORES");
+    is_str(pl_env_get(env, "OMPI_ALLOW_RUN_AS_ROOT"), "1",
+           "env: OMPI_ALLOW_RUN_AS_ROOT as root");
+    pl_env_free(env);
+    env = pl_env_new(NULL);
+    s.launcher = PL_LAUNCHER_MPIRUN;
+    ok(pl_mpi_env(&s, NULL, true, env, &err) == 0
+           && !pl_env_get(env, "SLURM_HOSTFILE"), "env: mpirun: no hostfile");
+    ok(!strcmp(pl_env_get(env, "SLURM_NODELIST"), "n2,n1")
+           && !strcmp(pl_env_get(env, "SLURM_TASKS_PER_NODE"), "2,1"),
+       "env: mpirun: SLURM_NODELIST and SLURM_TASKS_PER_NODE of the hosts");
+    pl_env_free(env);
+    env = pl_env_new(NULL);
+    ok(pl_mpi_env(&s, "/d/o.hosts", false, env, &err) == 0
+           && !pl_env_get(env, "OMPI_ALLOW_RUN_AS_ROOT"),
+       "env: no OMPI_ALLOW_RUN_AS_ROOT when not root");
+    pl_env_free(env);
+    pl_task_spec_release(&s);
+}
+
+static char agent[PATH_MAX];
+
+/* The output of "pilot-agent --exec-rank -- ..." run under 'envs'. */
+static char *exec_rank(const char *envs, const char *cmd, int *status)
+{
+    char line[PATH_MAX * 2];
+    static char out[4096];
+
+    snprintf(line, sizeof(line),
+             "env -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMIX_RANK %s "
+             "%s --exec-rank -- %s 2>&1",
+             envs, agent, cmd);
+    FILE *p = popen(line, "r");
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    *status = pclose(p);
+    return out;
+}
+
+static void test_exec_rank(void)
+{
+    int st;
+    char *out;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+    out = exec_rank("SLURM_PROCID=1 SLURM_NTASKS=2 PILOT_RANK_CORES='0;1'",
+                    "sh -c 'grep Cpus_allowed_list /proc/self/status; "
+                    "echo $PILOT_RANK $PILOT_SIZE $OMP_NUM_THREADS'", &st);
+    if (ncpu >= 2)
+        is_str(out, "Cpus_allowed_list:\t1\n1 2 1\n",
+               "exec-rank: rank 1 bound to CPU 1");
+    else
+        ok(1, "# SKIP one CPU");
+    out = exec_rank("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=3 "
+                    "OMPI_COMM_WORLD_LOCAL_RANK=0 PILOT_RANK_CORES='0;0;0'",
+                    "sh -c 'grep Cpus_allowed_list /proc/self/status; "
+                    "echo $PILOT_RANK $PILOT_SIZE $PILOT_LOCAL_RANK'", &st);
+    is_str(out, "Cpus_allowed_list:\t0\n0 3 0\n",
+           "exec-rank: rank from OMPI_COMM_WORLD_RANK");
+    out = exec_rank("OMPI_COMM_WORLD_RANK=1 SLURM_PROCID=0 "
+                    "PILOT_RANK_CORES='0;0'", "sh -c 'echo $PILOT_RANK'", &st);
+    is_str(out, "1\n", "exec-rank: OMPI_COMM_WORLD_RANK before SLURM_PROCID "
+                       "(mpirun's orted is an srun task)");
+    out = exec_rank("PILOT_RANK_CORES='0'", "true", &st);
+    ok(WEXITSTATUS(st) == 127 && strstr(out, "pilot-agent --exec-rank: no "
+                                             "rank"),
+       "exec-rank: no rank: 127");
+    out = exec_rank("SLURM_PROCID=2 PILOT_RANK_CORES='0;0'", "true", &st);
+    ok(WEXITSTATUS(st) == 127 && strstr(out, "rank 2: no entry"),
+       "exec-rank: rank past PILOT_RANK_CORES: 127");
+    out = exec_rank("SLURM_PROCID=0 PILOT_RANK_CORES='0'",
+                    "/nonexistent/cmd", &st);
+    ok(WEXITSTATUS(st) == 127 && !strncmp(out, "pilot-agent --exec-rank: "
+                                               "/nonexistent/cmd: ", 42),
+       "exec-rank: no such command: 127, one line");
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    self[n > 0 ? n : 0] = '\0';
+    /* $(BUILD)/tests/test_agent_mpi -> $(BUILD)/bin/pilot-agent */
+    snprintf(agent, sizeof(agent), "%s/../bin/pilot-agent", dirname(self));
+    (void)argv;
+
+    plan(38);
+    test_decode();
+    test_launch();
+    test_exec_rank();
+    return done_testing();
+}
