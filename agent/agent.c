@@ -490,7 +490,7 @@ static int mpi_launcher(struct pl_task_spec *s, struct pl_env *env,
                         struct pl_error *errp)
 {
     char self[4096];
-    char *hostfile = NULL;
+    char *hostfile = NULL, *rankfile = NULL;
     char *text = NULL;
     char **argv;
     ssize_t n;
@@ -508,10 +508,42 @@ static int mpi_launcher(struct pl_task_spec *s, struct pl_env *env,
         if (write_file(hostfile, text, errp) < 0)
             goto error;
     }
+    else {
+        if (asprintf(&hostfile, "%s.ranks", s->out) < 0) {
+            hostfile = NULL;
+            goto nomem;
+        }
+        if (!(text = pl_mpi_rankfile(s)))
+            goto nomem;
+        if (write_file(hostfile, text, errp) < 0)
+            goto error;
+        rankfile = hostfile;
+        hostfile = NULL;
+    }
     if (pl_mpi_env(s, hostfile, geteuid() == 0, env, errp) < 0)
         goto error;
     if (!(argv = pl_mpi_argv(s, self)))
         goto nomem;
+    if (rankfile) {
+        /* mpirun RANKFILE-less maps ranks in its own (sorted) node order */
+        size_t na = pl_strv_len(argv);
+        char **v = calloc(na + 3, sizeof(*v));
+        if (!v) {
+            pl_strv_free(argv);
+            goto nomem;
+        }
+        v[0] = argv[0];
+        v[1] = strdup("--rankfile");
+        v[2] = rankfile;
+        rankfile = NULL;
+        memcpy(v + 3, argv + 1, (na - 1) * sizeof(*v));
+        free(argv);
+        argv = v;
+        if (!v[1]) {
+            pl_strv_free(argv);
+            goto nomem;
+        }
+    }
     pl_strv_free(s->argv);
     s->argv = argv;
     free(text);
@@ -522,6 +554,7 @@ nomem:
 error:
     free(text);
     free(hostfile);
+    free(rankfile);
     return -1;
 }
 

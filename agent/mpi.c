@@ -108,6 +108,20 @@ char *pl_mpi_hostfile(const struct pl_task_spec *s)
     return take(&b);
 }
 
+char *pl_mpi_rankfile(const struct pl_task_spec *s)
+{
+    struct buf b = { 0 };
+    const char *cores = s->rank_cores ? s->rank_cores : "";
+
+    /* rank_cores is "0,1;2;..": one ';'-separated entry per rank */
+    for (size_t i = 0; s->hosts[i]; i++) {
+        size_t len = strcspn(cores, ";");
+        add(&b, "rank %zu=%s slot=%.*s\n", i, s->hosts[i], (int)len, cores);
+        cores += len + (cores[len] == ';');
+    }
+    return take(&b);
+}
+
 /* "h1:n1,h2:n2": each run of equal hosts (ranks of one node are
  * contiguous) with its count. */
 static char *host_counts(const struct pl_task_spec *s)

@@ -30,6 +30,11 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self);
  * caller frees it.  Returns NULL (ENOMEM). */
 char *pl_mpi_hostfile(const struct pl_task_spec *s);
 
+/* Open MPI's rankfile for 's': "rank I=HOST slot=CPUS" per rank, so that
+ * mpirun puts each rank where pilotd placed it (its own mapping follows
+ * the allocation's node order, not --host's).  New string, or NULL. */
+char *pl_mpi_rankfile(const struct pl_task_spec *s);
+
 /* Adapt the task environment 'env' for the launcher of 's': drop the
  * SLURM_* variables of the agent's own step (they would make srun size
  * the new step like the agent's), set PILOT_RANK_CORES, SLURM_HOSTFILE

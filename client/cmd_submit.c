@@ -32,6 +32,7 @@ static const char help[] =
     "                          env:// variables: MASTER_ADDR, MASTER_PORT,\n"
     "                          WORLD_SIZE, RANK, LOCAL_RANK), mpi (one\n"
     "                          srun --mpi=pmix step on the chosen cores)\n"
+    "  --launcher L            comm mpi: srun (default) or mpirun\n"
     "  --timeout S             kill the task after S (90, 90s, 10m, 2h)\n"
     "  --retries N             run it again up to N times if its node is\n"
     "                          lost (default 0)\n"
@@ -75,6 +76,7 @@ enum {
     OPT_RPN,
     OPT_EXCLUSIVE,
     OPT_COMM,
+    OPT_LAUNCHER,
 };
 
 /* The limits of docs/protocol.md "task spec". */
@@ -109,6 +111,7 @@ struct submit_opts {
     const char *name;
     const char *cwd;
     const char *comm;
+    const char *launcher;
     uint64_t cores, gpus, ranks, retries, nodes, rpn;
     double timeout;
     bool have_timeout, have_retries, have_ranks, exclusive;
@@ -164,6 +167,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "ranks-per-node", required_argument, NULL, OPT_RPN },
         { "exclusive", no_argument, NULL, OPT_EXCLUSIVE },
         { "comm", required_argument, NULL, OPT_COMM },
+        { "launcher", required_argument, NULL, OPT_LAUNCHER },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -217,6 +221,12 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                                     "or mpi", optarg);
             o->comm = optarg;
             break;
+        case OPT_LAUNCHER:
+            if (strcmp(optarg, "srun") && strcmp(optarg, "mpirun"))
+                return pl_cli_usage(cli, "--launcher: '%s' is not srun or "
+                                    "mpirun", optarg);
+            o->launcher = optarg;
+            break;
         case OPT_TIMEOUT:
             if (pl_cli_parse_secs("--timeout", optarg, &o->timeout, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
@@ -246,6 +256,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             break;
         }
     }
+    if (o->launcher && (!o->comm || strcmp(o->comm, "mpi")))
+        return pl_cli_usage(cli, "--launcher goes with --comm mpi");
     if (optind >= argc)
         return pl_cli_usage(cli, "no command given (usage: pilot submit "
                             "[options] -- COMMAND [ARGS...])");
@@ -309,6 +321,8 @@ static json_t *make_spec(const struct submit_opts *o, int argc, char **argv,
         json_object_set_new(spec, "exclusive", json_true());
     if (o->comm)
         json_object_set_new(spec, "comm", json_string(o->comm));
+    if (o->launcher)
+        json_object_set_new(spec, "launcher", json_string(o->launcher));
     return spec;
 nomem:
     errno = ENOMEM;

@@ -341,10 +341,17 @@ static struct out *agent_out(struct pl_daemon *d, struct pl_node *n)
     return out_new(d->asock, n->rid, n->ridlen);
 }
 
+/* The ranks an agent starts itself: all, but for MPI only rank 0, whose
+ * agent launches the whole job (the other ranks' cores are held). */
+static uint32_t launched(const struct pl_dtask *t)
+{
+    return t->comm == PL_COMM_MPI ? 1 : t->ranks;
+}
+
 /* Kill every rank of 't' still running: one kill per node it is on. */
 static void send_kill(struct pl_daemon *d, struct pl_dtask *t)
 {
-    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+    for (uint32_t r = 0; t->rank && r < launched(t); r++) {
         struct pl_node *n = t->rank[r].node;
         bool first = true;
         struct out *o;
@@ -470,7 +477,8 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
     bool multi = t->ranks > 1 || t->comm != PL_COMM_NONE;
     uint32_t nf = 7 + (t->env ? 1 : 0) + (t->cwd ? 1 : 0)
                   + (t->timeout > 0 ? 1 : 0) + (multi ? 7 : 0)
-                  + (t->comm == PL_COMM_TORCH ? 2 : 0);
+                  + (t->comm == PL_COMM_TORCH ? 2 : 0)
+                  + (t->comm == PL_COMM_MPI ? 3 : 0);
 
     pl_path_task_log(d->dir, t->id, false, false, out, sizeof(out));
     pl_path_task_log(d->dir, t->id, true, false, err, sizeof(err));
@@ -512,6 +520,22 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
         pl_w_kstr(pk, "master_addr", t->rank[0].node->name);
         pl_w_kuint(pk, "master_port", master_port(t));
     }
+    if (t->comm == PL_COMM_MPI) {
+        /* rank 0's agent launches them all, where they were placed */
+        pl_w_kstr(pk, "launcher", t->mpirun ? "mpirun" : "srun");
+        pl_w_key(pk, "hosts");
+        msgpack_pack_array(pk, t->ranks);
+        for (uint32_t q = 0; q < t->ranks; q++)
+            pl_w_str(pk, t->rank[q].node->name);
+        pl_w_key(pk, "rank_cores");
+        msgpack_pack_array(pk, t->ranks);
+        for (uint32_t q = 0; q < t->ranks; q++) {
+            const struct pl_rank *kq = &t->rank[q];
+            msgpack_pack_array(pk, kq->ncores);
+            for (uint32_t i = 0; i < kq->ncores; i++)
+                msgpack_pack_uint64(pk, kq->node->cpu[kq->core_idx[i]]);
+        }
+    }
 }
 
 static void schedule(struct pl_daemon *d)
@@ -533,7 +557,7 @@ static void schedule(struct pl_daemon *d)
         uint32_t cnt = 0;
         struct out *o;
         for (size_t i = 0; i < p.n; i++)
-            for (uint32_t r = 0; r < p.t[i]->ranks; r++)
+            for (uint32_t r = 0; r < launched(p.t[i]); r++)
                 if (p.t[i]->rank[r].node == n)
                     cnt++;
         if (cnt == 0 || !(o = agent_out(d, n)))
@@ -542,7 +566,7 @@ static void schedule(struct pl_daemon *d)
         pl_w_key(&o->w.pk, "tasks");
         msgpack_pack_array(&o->w.pk, cnt);
         for (size_t i = 0; i < p.n; i++)
-            for (uint32_t r = 0; r < p.t[i]->ranks; r++)
+            for (uint32_t r = 0; r < launched(p.t[i]); r++)
                 if (p.t[i]->rank[r].node == n)
                     pack_run_rank(d, &o->w.pk, p.t[i], r);
         n->want = false; /* it pulls again if it still has room */
@@ -583,9 +607,12 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
     struct pl_db_change c = { .exit_code = -1, .signal = -1,
                               .maxrss_kb = -1, .reason = "node-lost" };
 
+    /* an MPI job dies with its launcher on rank 0's node */
+    bool all = t->comm == PL_COMM_MPI && t->rank[0].node == l->n;
+
     t->lost = true;
     for (uint32_t r = 0; r < t->ranks; r++) {
-        if (t->rank[r].node != l->n)
+        if (!all && t->rank[r].node != l->n)
             continue;
         if (rank_ended(l->d, t, r, PL_ST_FAILED, &c))
             return; /* the task ended and may be gone */
@@ -753,16 +780,21 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
         .maxrss_kb = has_rss == 1 ? (int64_t)maxrss : -1,
         .reason = error,
     };
-    struct pl_rank *k = &t->rank[rank];
+    /* an MPI launcher's events stand for all the job's ranks */
+    uint32_t r0 = (uint32_t)rank, r1 = t->comm == PL_COMM_MPI ? t->ranks
+                                                             : r0 + 1;
     switch (st) {
     case PL_ST_RUNNING:
-        if (k->state != PL_ST_ASSIGNED)
-            break;
-        k->state = PL_ST_RUNNING;
-        rank_event(d, t, (uint32_t)rank, PL_ST_RUNNING, t_ev, NULL);
-        /* the task runs once all its ranks do */
-        if (++t->running == t->ranks && t->state == PL_ST_ASSIGNED)
-            change(d, t, PL_ST_RUNNING, &c);
+        for (uint32_t r = r0; r < r1; r++) {
+            struct pl_rank *k = &t->rank[r];
+            if (k->state != PL_ST_ASSIGNED)
+                continue;
+            k->state = PL_ST_RUNNING;
+            rank_event(d, t, r, PL_ST_RUNNING, t_ev, NULL);
+            /* the task runs once all its ranks do */
+            if (++t->running == t->ranks && t->state == PL_ST_ASSIGNED)
+                change(d, t, PL_ST_RUNNING, &c);
+        }
         break;
     case PL_ST_DONE:
     case PL_ST_FAILED:
@@ -779,7 +811,9 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                 snprintf(why, sizeof(why), "exit code %d", c.exit_code);
             c.reason = why;
         }
-        rank_ended(d, t, (uint32_t)rank, st, &c);
+        for (uint32_t r = r0; r < r1; r++)
+            if (rank_ended(d, t, r, st, &c))
+                break; /* the task ended and may be gone */
         break;
     default:
         pl_log(LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
@@ -881,7 +915,7 @@ struct req {
 };
 
 struct spec {
-    char *name, *cwd, *comm;
+    char *name, *cwd, *comm, *launcher;
     char **argv, **env;
     uint64_t ranks, cpr, gpr, retries, nodes, rpn;
     bool exclusive;
@@ -891,6 +925,7 @@ struct spec {
 static void spec_clear(struct spec *s)
 {
     free(s->comm);
+    free(s->launcher);
     free(s->name);
     free(s->cwd);
     pl_strv_free(s->argv);
@@ -910,6 +945,7 @@ static void spec_shape(const struct spec *s, struct pl_dtask *t)
     t->comm = !s->comm || !strcmp(s->comm, "none") ? PL_COMM_NONE
               : !strcmp(s->comm, "torch")          ? PL_COMM_TORCH
                                                    : PL_COMM_MPI;
+    t->mpirun = s->launcher && !strcmp(s->launcher, "mpirun");
     t->retries = (uint32_t)s->retries;
     t->timeout = s->timeout;
 }
@@ -955,6 +991,7 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         || pl_mp_uint(o, "ranks_per_node", false, 4096, &s->rpn, errp) < 0
         || pl_mp_bool(o, "exclusive", false, &s->exclusive, errp) < 0
         || pl_mp_str(o, "comm", false, 16, &s->comm, errp) < 0
+        || pl_mp_str(o, "launcher", false, 16, &s->launcher, errp) < 0
         || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
         || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
         || pl_mp_uint(o, "retries", false, 100, &s->retries, errp) < 0
@@ -992,12 +1029,31 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         pl_strv_free(s->env);
         s->env = NULL;
     }
-    if (s->comm && !strcmp(s->comm, "mpi")) {
-        pl_errprintf(errp, "--comm mpi is not supported yet (next release); "
-                     "use --comm none or torch");
+    if (s->launcher && strcmp(s->launcher, "srun")
+        && strcmp(s->launcher, "mpirun")) {
+        pl_errprintf(errp, "unknown launcher '%.20s' (srun or mpirun)",
+                     s->launcher);
         goto error;
     }
-    if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")) {
+    if (s->launcher && !strcmp(s->launcher, "mpirun")) {
+        /* N.B. seen on the dev cluster: mpirun under Slurm put ranks on
+         * other nodes than its rankfile said, about one run in two */
+        pl_errprintf(errp, "--launcher mpirun is not supported yet (its "
+                     "ranks may not land where they were placed); use the "
+                     "default, srun");
+        goto error;
+    }
+    if (s->launcher && (!s->comm || strcmp(s->comm, "mpi"))) {
+        pl_errprintf(errp, "a launcher is for --comm mpi only");
+        goto error;
+    }
+    if (s->comm && !strcmp(s->comm, "mpi") && s->gpr) {
+        pl_errprintf(errp, "--comm mpi with GPUs per rank is not supported "
+                     "yet; use --comm none or torch for GPU ranks");
+        goto error;
+    }
+    if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")
+        && strcmp(s->comm, "mpi")) {
         pl_errprintf(errp, "unknown comm '%.20s' (none, torch or mpi)",
                      s->comm);
         goto error;
@@ -1084,6 +1140,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
             .retries = (uint32_t)s->retries, .timeout = s->timeout,
             .nodes = (uint32_t)s->nodes, .ranks_per_node = (uint32_t)s->rpn,
             .exclusive = s->exclusive, .comm = s->comm,
+            .launcher = s->launcher,
         };
         uint64_t id;
         int rc = argv_json ? pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now,
@@ -1708,6 +1765,7 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
     t->comm = !s->comm || !strcmp(s->comm, "none") ? PL_COMM_NONE
               : !strcmp(s->comm, "torch")          ? PL_COMM_TORCH
                                                    : PL_COMM_MPI;
+    t->mpirun = s->launcher && !strcmp(s->launcher, "mpirun");
     t->retries = s->retries;
     t->timeout = s->timeout;
     t->attempt = attempts;

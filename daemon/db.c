@@ -30,9 +30,9 @@ static const char *sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT INTO tasks (name, argv, env, cwd, ranks, "
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
-                  "submit_time, nodes, ranks_per_node, exclusive, comm) "
-                  "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,"
-                  "?15)",
+                  "submit_time, nodes, ranks_per_node, exclusive, comm, "
+                  "launcher) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
+                  "?13,?14,?15,?16)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
@@ -296,6 +296,7 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
     sqlite3_bind_int64(st, 13, s->ranks_per_node);
     sqlite3_bind_int(st, 14, s->exclusive);
     bind_text(st, 15, s->comm ? s->comm : "none");
+    bind_text(st, 16, s->launcher);
     if (step(db, ST_INSERT, errp) < 0)
         return -1;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
@@ -379,8 +380,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
     if (sqlite3_prepare_v2(db->h,
                            "SELECT id, state, name, argv, env, cwd, ranks, "
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
-                           "attempts, nodes, ranks_per_node, exclusive, comm "
-                           "FROM tasks WHERE state NOT IN ('done', "
+                           "attempts, nodes, ranks_per_node, exclusive, comm, "
+                           "launcher FROM tasks WHERE state NOT IN ('done', "
                            "'failed', 'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return dberr(db, errp, "load tasks");
@@ -399,6 +400,7 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
             .ranks_per_node = (uint32_t)sqlite3_column_int64(st, 13),
             .exclusive = sqlite3_column_int(st, 14) != 0,
             .comm = (const char *)sqlite3_column_text(st, 15),
+            .launcher = (const char *)sqlite3_column_text(st, 16),
         };
         int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
         if (cb((uint64_t)sqlite3_column_int64(st, 0), state, &s,

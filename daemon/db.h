@@ -38,6 +38,7 @@ struct pl_db_spec {
     uint32_t nodes, ranks_per_node; /* 0: any */
     bool exclusive;
     const char *comm;      /* "none", "torch", "mpi", or NULL (none) */
+    const char *launcher;  /* comm mpi: "srun" or "mpirun", or NULL */
     double timeout;
 };
 

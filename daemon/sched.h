@@ -49,6 +49,7 @@ struct pl_dtask {
     uint32_t ranks_per_node;   /* 0: any */
     bool exclusive;            /* whole nodes, shared with no other task */
     int comm;                  /* enum pl_comm */
+    bool mpirun;               /* comm mpi: launch with mpirun, not srun */
     double timeout;
     char **argv, **env;        /* owned */
     char *cwd;                 /* owned, may be NULL */

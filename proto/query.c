@@ -10,7 +10,7 @@
     "id, name, argv, cwd, ranks, cores_per_rank, gpus_per_rank, timeout, "    \
     "retries, state, reason, node, cores, gpus, attempts, exit_code, "        \
     "signal, submit_time, start_time, end_time, maxrss_kb, nodes, "           \
-    "ranks_per_node, exclusive, comm"
+    "ranks_per_node, exclusive, comm, launcher"
 
 static int db_err(sqlite3 *db, struct pl_error *errp, const char *what)
 {

@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 2
+#define PL_SCHEMA_VERSION 3
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -19,6 +19,7 @@
     "  ranks_per_node INTEGER NOT NULL DEFAULT 0,"                             \
     "  exclusive INTEGER NOT NULL DEFAULT 0,"                                  \
     "  comm TEXT NOT NULL DEFAULT 'none',"                                     \
+    "  launcher TEXT,"            /* comm mpi: srun or mpirun */              \
     "  cores_per_rank INTEGER NOT NULL DEFAULT 1,"                             \
     "  gpus_per_rank INTEGER NOT NULL DEFAULT 0,"                              \
     "  timeout REAL,"                                                          \

@@ -201,6 +201,10 @@ static void test_launch(void)
     str = pl_mpi_hostfile(&s);
     is_str(str, "n2\nn2\nn1\n", "launch: hostfile, one host per rank");
     free(str);
+    str = pl_mpi_rankfile(&s);
+    is_str(str, "rank 0=n2 slot=0\nrank 1=n2 slot=1\nrank 2=n1 slot=0,1\n",
+           "launch: rankfile, each rank's host and cores");
+    free(str);
     argv = pl_mpi_argv(&s, "/opt/bin/pilot-agent");
     str = joinv(argv);
     is_str(str, "srun --overlap --mpi=pmix --nodes=2 --ntasks=3 "
@@ -333,7 +337,7 @@ int main(int argc, char **argv)
     snprintf(agent, sizeof(agent), "%s/../bin/pilot-agent", dirname(self));
     (void)argv;
 
-    plan(38);
+    plan(39);
     test_decode();
     test_launch();
     test_exec_rank();
