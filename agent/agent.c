@@ -498,28 +498,17 @@ static int mpi_launcher(struct pl_task_spec *s, struct pl_env *env,
     if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) < 0)
         return pl_errprintf(errp, "/proc/self/exe: %s", strerror(errno));
     self[n] = '\0';
-    if (s->launcher == PL_LAUNCHER_SRUN) {
-        if (asprintf(&hostfile, "%s.hosts", s->out) < 0) {
-            hostfile = NULL;
-            goto nomem;
-        }
-        if (!(text = pl_mpi_hostfile(s)))
-            goto nomem;
-        if (write_file(hostfile, text, errp) < 0)
-            goto error;
+    /* srun reads a hostfile (SLURM_HOSTFILE), mpirun a rankfile */
+    bool srun = s->launcher == PL_LAUNCHER_SRUN;
+    char **path = srun ? &hostfile : &rankfile;
+    if (asprintf(path, "%s.%s", s->out, srun ? "hosts" : "ranks") < 0) {
+        *path = NULL;
+        goto nomem;
     }
-    else {
-        if (asprintf(&hostfile, "%s.ranks", s->out) < 0) {
-            hostfile = NULL;
-            goto nomem;
-        }
-        if (!(text = pl_mpi_rankfile(s)))
-            goto nomem;
-        if (write_file(hostfile, text, errp) < 0)
-            goto error;
-        rankfile = hostfile;
-        hostfile = NULL;
-    }
+    if (!(text = srun ? pl_mpi_hostfile(s) : pl_mpi_rankfile(s)))
+        goto nomem;
+    if (write_file(*path, text, errp) < 0)
+        goto error;
     if (pl_mpi_env(s, hostfile, geteuid() == 0, env, errp) < 0)
         goto error;
     if (!(argv = pl_mpi_argv(s, self)))
