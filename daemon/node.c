@@ -60,9 +60,13 @@ int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
         if (!n->core_task[i])
             core_idx[k++] = i;
     k = 0;
-    for (uint32_t i = 0; i < n->ngpus && k < ngpus; i++)
+    for (uint32_t j = 0; j < n->ngpus && k < ngpus; j++) {
+        uint32_t i = (n->gpu_next + j) % n->ngpus;
         if (!n->gpu_task[i])
             gpu_idx[k++] = i;
+    }
+    if (ngpus && n->ngpus)
+        n->gpu_next = (gpu_idx[ngpus - 1] + 1) % n->ngpus;
     for (uint32_t i = 0; i < ncores; i++)
         n->core_task[core_idx[i]] = id;
     for (uint32_t i = 0; i < ngpus; i++)

@@ -25,6 +25,7 @@ struct pl_node {
     char **gpu;             /* GPU ids (SLURM_STEP_GPUS), NULL-terminated */
     uint64_t *gpu_task;
     uint32_t free_cores, free_gpus;
+    uint32_t gpu_next;      /* where the next GPU search starts */
     uint32_t running;       /* tasks placed here and not yet ended */
     bool want;              /* the agent pulled and got nothing since */
     double joined, last_seen;
@@ -37,7 +38,9 @@ struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
 void pl_node_free(struct pl_node *n);
 
 /* Take 'ncores' free cores and 'ngpus' free GPUs for task 'id'; their
- * indexes go to core_idx[] and gpu_idx[].  Lowest indexes first.
+ * indexes go to core_idx[] and gpu_idx[].  Cores: lowest indexes first;
+ * GPUs: rotating from the one after the last taken, so that all of a
+ * node's GPUs get work even when its cores allow fewer GPU tasks.
  * Returns 0, or -1 (EAGAIN) leaving everything as it was. */
 int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
                   uint32_t ngpus, uint32_t *core_idx, uint32_t *gpu_idx);
