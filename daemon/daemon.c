@@ -933,21 +933,35 @@ static void spec_clear(struct spec *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* The scheduling shape of spec 's', into 't'. */
-static void spec_shape(const struct spec *s, struct pl_dtask *t)
+/* The task a spec describes, as stored: its shape and strings
+ * (borrowed from 's'); argv and env JSON are left for the caller. */
+static void spec_db(const struct spec *s, struct pl_db_spec *ds)
 {
-    t->ranks = (uint32_t)s->ranks;
-    t->cores_per_rank = (uint32_t)s->cpr;
-    t->gpus_per_rank = (uint32_t)s->gpr;
-    t->nodes_req = (uint32_t)s->nodes;
-    t->ranks_per_node = (uint32_t)s->rpn;
-    t->exclusive = s->exclusive;
-    t->comm = !s->comm || !strcmp(s->comm, "none") ? PL_COMM_NONE
-              : !strcmp(s->comm, "torch")          ? PL_COMM_TORCH
-                                                   : PL_COMM_MPI;
-    t->mpirun = s->launcher && !strcmp(s->launcher, "mpirun");
-    t->retries = (uint32_t)s->retries;
-    t->timeout = s->timeout;
+    *ds = (struct pl_db_spec){
+        .name = s->name, .cwd = s->cwd, .ranks = (uint32_t)s->ranks,
+        .cores_per_rank = (uint32_t)s->cpr, .gpus_per_rank = (uint32_t)s->gpr,
+        .retries = (uint32_t)s->retries, .timeout = s->timeout,
+        .nodes = (uint32_t)s->nodes, .ranks_per_node = (uint32_t)s->rpn,
+        .exclusive = s->exclusive, .comm = s->comm, .launcher = s->launcher,
+    };
+}
+
+/* The scheduling shape of a stored spec, into 't': one place for a new
+ * submission, its fit check, and a queue rebuilt from the database. */
+static void shape(const struct pl_db_spec *ds, struct pl_dtask *t)
+{
+    t->ranks = ds->ranks ? ds->ranks : 1;
+    t->cores_per_rank = ds->cores_per_rank ? ds->cores_per_rank : 1;
+    t->gpus_per_rank = ds->gpus_per_rank;
+    t->nodes_req = ds->nodes;
+    t->ranks_per_node = ds->ranks_per_node;
+    t->exclusive = ds->exclusive;
+    t->comm = !ds->comm || !strcmp(ds->comm, "none") ? PL_COMM_NONE
+              : !strcmp(ds->comm, "torch")           ? PL_COMM_TORCH
+                                                     : PL_COMM_MPI;
+    t->mpirun = ds->launcher && !strcmp(ds->launcher, "mpirun");
+    t->retries = ds->retries;
+    t->timeout = ds->timeout;
 }
 
 static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
@@ -1072,10 +1086,12 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         goto error;
     }
     if (pl_sched_nnodes(d->sched) > 0) {
-        struct pl_dtask shape = { 0 };
+        struct pl_dtask t = { 0 };
+        struct pl_db_spec ds;
         char why[160];
-        spec_shape(s, &shape);
-        if (!pl_sched_fits(d->sched, &shape, why, sizeof(why))) {
+        spec_db(s, &ds);
+        shape(&ds, &t);
+        if (!pl_sched_fits(d->sched, &t, why, sizeof(why))) {
             pl_errprintf(errp, "%s", why);
             goto error;
         }
@@ -1132,16 +1148,10 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
         struct spec *s = &specs[i];
         char *argv_json = json_strv(s->argv);
         char *env_json = s->env ? json_strv(s->env) : NULL;
-        struct pl_db_spec ds = {
-            .name = s->name, .argv_json = argv_json, .env_json = env_json,
-            .cwd = s->cwd, .ranks = (uint32_t)s->ranks,
-            .cores_per_rank = (uint32_t)s->cpr,
-            .gpus_per_rank = (uint32_t)s->gpr,
-            .retries = (uint32_t)s->retries, .timeout = s->timeout,
-            .nodes = (uint32_t)s->nodes, .ranks_per_node = (uint32_t)s->rpn,
-            .exclusive = s->exclusive, .comm = s->comm,
-            .launcher = s->launcher,
-        };
+        struct pl_db_spec ds;
+        spec_db(s, &ds);
+        ds.argv_json = argv_json;
+        ds.env_json = env_json;
         uint64_t id;
         int rc = argv_json ? pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now,
                                                &id, &err)
@@ -1162,7 +1172,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
             out_push(d, o);
             goto done;
         }
-        spec_shape(s, t);
+        shape(&ds, t);
         d->count[PL_ST_QUEUED]++;
         d->total++;
         o->undo[o->nundo++] = id;
@@ -1756,18 +1766,7 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
         free(cwd);
         return -1;
     }
-    t->ranks = s->ranks ? s->ranks : 1;
-    t->cores_per_rank = s->cores_per_rank ? s->cores_per_rank : 1;
-    t->gpus_per_rank = s->gpus_per_rank;
-    t->nodes_req = s->nodes;
-    t->ranks_per_node = s->ranks_per_node;
-    t->exclusive = s->exclusive;
-    t->comm = !s->comm || !strcmp(s->comm, "none") ? PL_COMM_NONE
-              : !strcmp(s->comm, "torch")          ? PL_COMM_TORCH
-                                                   : PL_COMM_MPI;
-    t->mpirun = s->launcher && !strcmp(s->launcher, "mpirun");
-    t->retries = s->retries;
-    t->timeout = s->timeout;
+    shape(s, t);
     t->attempt = attempts;
     if (state != PL_ST_QUEUED) {
         struct pl_db_change c = { .exit_code = -1, .signal = -1,
