@@ -442,7 +442,10 @@ static struct pl_env *task_env(struct pl_agent *a,
         goto nomem;
     if (pl_comm_env(s, a->node, env, errp) < 0
         || pl_bind_cpu_env(a->cpu, s, env, errp) < 0
-        || pl_bind_cuda_env(a->cuda, s, env, errp) < 0)
+        /* an MPI launcher keeps the node's GPU lists: each rank picks
+         * its own GPUs from them (pl_mpi_exec_rank()) */
+        || (s->comm != PL_COMM_MPI
+            && pl_bind_cuda_env(a->cuda, s, env, errp) < 0))
         goto error;
     return env;
 nomem:

@@ -5,17 +5,20 @@
  * RUN entry, to rank 0's agent, with 'hosts' and 'rank_cores'.  That
  * agent spawns the launcher in place of the task: srun --overlap
  * --mpi=pmix (rank i on hosts[i] through SLURM_HOSTFILE and
- * --distribution=arbitrary) or mpirun --host.  Each rank runs
+ * --distribution=arbitrary) or mpirun --rankfile.  Each rank runs
  * "pilot-agent --exec-rank -- ARGV", which binds it to its cores
  * (PILOT_RANK_CORES) and execs ARGV: the step itself binds nothing.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <slurm/slurm.h>
 
 #include "agent/mpi.h"
 #include "agent/resources.h"
@@ -91,6 +94,7 @@ static char *take(struct buf *b)
 {
     if (b->failed || !b->s) {
         free(b->s);
+        b->s = NULL;
         if (!b->failed && (b->s = strdup("")))
             return b->s;
         errno = ENOMEM;
@@ -122,46 +126,72 @@ char *pl_mpi_rankfile(const struct pl_task_spec *s)
     return take(&b);
 }
 
-/* "h1:n1,h2:n2": each run of equal hosts (ranks of one node are
- * contiguous) with its count. */
-static char *host_counts(const struct pl_task_spec *s)
-{
-    struct buf b = { 0 };
-    size_t i = 0;
+/* One node of an mpirun task: its name, its rank count, and its index in
+ * the job's node order. */
+struct node_count {
+    const char *host;
+    size_t count;
+    int order;
+};
 
-    while (s->hosts[i]) {
-        size_t j = i;
-        while (s->hosts[j] && !strcmp(s->hosts[j], s->hosts[i]))
-            j++;
-        add(&b, "%s%s:%zu", i ? "," : "", s->hosts[i], j - i);
-        i = j;
-    }
-    return take(&b);
+static int by_job_order(const void *a, const void *b)
+{
+    const struct node_count *x = a, *y = b;
+
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    return strcmp(x->host, y->host);
 }
 
-/* The runs of equal hosts as mpirun's Slurm allocator wants them:
- * SLURM_NODELIST "h1,h2" and SLURM_TASKS_PER_NODE "n1,n2". */
-static int mpirun_alloc_env(const struct pl_task_spec *s, struct pl_env *env)
+/* What mpirun's Slurm allocator reads: SLURM_NODELIST "h1,h2" and
+ * SLURM_TASKS_PER_NODE "n1,n2", the task's distinct hosts with their
+ * rank counts, in the job's node order ('job_nodelist', a Slurm hostlist;
+ * hosts not in it last, by name).
+ * N.B. the order matters: mpirun starts its orteds with one srun over
+ * those nodes and numbers them in the order it was given, while srun
+ * numbers them in the job's order; any other order swaps nodes and
+ * every rank of a swapped node runs on the wrong host.  The rankfile,
+ * not this order, says where each rank goes. */
+static int mpirun_alloc_env(const struct pl_task_spec *s,
+                            const char *job_nodelist, struct pl_env *env)
 {
     struct buf nodes = { 0 };
     struct buf counts = { 0 };
-    size_t i = 0;
+    struct node_count *v;
+    hostlist_t hl = NULL;
+    size_t n = 0;
     int rc = -1;
 
-    while (s->hosts[i]) {
-        size_t j = i;
-        while (s->hosts[j] && !strcmp(s->hosts[j], s->hosts[i]))
+    if (!(v = calloc(pl_strv_len(s->hosts) + 1, sizeof(*v))))
+        return -1;
+    for (size_t i = 0; s->hosts[i]; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(v[j].host, s->hosts[i]))
             j++;
-        add(&nodes, "%s%s", i ? "," : "", s->hosts[i]);
-        add(&counts, "%s%zu", i ? "," : "", j - i);
-        i = j;
+        if (j == n)
+            v[n++] = (struct node_count){ s->hosts[i], 0, INT_MAX };
+        v[j].count++;
     }
-    char *n = take(&nodes);
+    if (job_nodelist && (hl = slurm_hostlist_create(job_nodelist))) {
+        for (size_t i = 0; i < n; i++) {
+            int k = slurm_hostlist_find(hl, v[i].host);
+            if (k >= 0)
+                v[i].order = k;
+        }
+        slurm_hostlist_destroy(hl);
+    }
+    qsort(v, n, sizeof(*v), by_job_order);
+    for (size_t i = 0; i < n; i++) {
+        add(&nodes, "%s%s", i ? "," : "", v[i].host);
+        add(&counts, "%s%zu", i ? "," : "", v[i].count);
+    }
+    free(v);
+    char *nl = take(&nodes);
     char *c = take(&counts);
-    if (n && c && pl_env_set(env, "SLURM_NODELIST", n) == 0
+    if (nl && c && pl_env_set(env, "SLURM_NODELIST", nl) == 0
         && pl_env_set(env, "SLURM_TASKS_PER_NODE", c) == 0)
         rc = 0;
-    free(n);
+    free(nl);
     free(c);
     return rc;
 }
@@ -185,7 +215,6 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
     size_t nargs = pl_strv_len(s->argv);
     char **v;
     size_t n = 0;
-    char *hc = NULL;
 
     if (!(v = calloc(nargs + 16, sizeof(*v))))
         return NULL;
@@ -195,17 +224,12 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
             goto error;                                                      \
     } while (0)
     if (s->launcher == PL_LAUNCHER_MPIRUN) {
-        if (!(hc = host_counts(s)))
-            goto error;
         ARG(strdup("mpirun"));
         ARG(strdup("--np"));
         if (asprintf(&v[n++], "%llu", (unsigned long long)s->size) < 0)
             v[n - 1] = NULL;
         if (!v[n - 1])
             goto error;
-        ARG(strdup("--host"));
-        ARG(hc);
-        hc = NULL;
         ARG(strdup("--bind-to"));
         ARG(strdup("none"));
     }
@@ -243,7 +267,6 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
     v[n] = NULL;
     return v;
 error:
-    free(hc);
     pl_strv_free(v);
     errno = ENOMEM;
     return NULL;
@@ -252,19 +275,38 @@ error:
 int pl_mpi_env(const struct pl_task_spec *s, const char *hostfile, bool root,
                struct pl_env *env, struct pl_error *errp)
 {
+    char *job_nodelist = NULL;
+    const char *jn = pl_env_get(env, "SLURM_JOB_NODELIST");
+    int rc = -1;
+
+    if (jn && !(job_nodelist = strdup(jn)))
+        goto nomem;
     for (size_t i = 0; i < sizeof(step_vars) / sizeof(step_vars[0]); i++)
         pl_env_unset(env, step_vars[i]);
+    if (!s->rank_gpus)
+        pl_env_unset(env, "PILOT_RANK_GPUS");
     if (pl_env_set(env, "PILOT_RANK_CORES", s->rank_cores) < 0
+        || (s->rank_gpus
+            && pl_env_set(env, "PILOT_RANK_GPUS", s->rank_gpus) < 0)
         || (s->launcher == PL_LAUNCHER_SRUN && hostfile
             && pl_env_set(env, "SLURM_HOSTFILE", hostfile) < 0)
-        || (s->launcher == PL_LAUNCHER_MPIRUN && mpirun_alloc_env(s, env) < 0)
+        || (s->launcher == PL_LAUNCHER_MPIRUN
+            && (mpirun_alloc_env(s, job_nodelist, env) < 0
+                /* the srun that starts mpirun's orteds shares the CPUs
+                 * the agents' step holds */
+                || pl_env_set(env, "SLURM_OVERLAP", "1") < 0))
         || (root && (pl_env_set(env, "OMPI_ALLOW_RUN_AS_ROOT", "1") < 0
                      || pl_env_set(env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
-                                   "1") < 0))) {
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
-    return 0;
+                                   "1") < 0)))
+        goto nomem;
+    rc = 0;
+    goto out;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(errp, "out of memory");
+out:
+    free(job_nodelist);
+    return rc;
 }
 
 /* ---- pilot-agent --exec-rank ---- */
@@ -305,6 +347,154 @@ static int copy_env(const char *key, const char *const *names)
     return v ? setenv(key, v, 1) : 0;
 }
 
+/* Entry 'n' of the 'sep'-separated list 'all', as a new string; NULL if
+ * there is no such entry (errno 0) or on ENOMEM. */
+static char *nth_entry(const char *all, char sep, unsigned long n)
+{
+    const char *p = all;
+    char seps[2] = { sep, '\0' };
+
+    errno = 0;
+    for (unsigned long i = 0; i < n && p; i++)
+        if ((p = strchr(p, sep)))
+            p++;
+    if (!p)
+        return NULL;
+    return strndup(p, strcspn(p, seps));
+}
+
+/* Position of 'name' in the comma-separated 'list', or -1. */
+static long list_index(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    long i = 0;
+
+    for (const char *p = list; p && *p; i++) {
+        size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, name, len))
+            return i;
+        p += n + (p[n] == ',');
+    }
+    return -1;
+}
+
+/* The ranks on this node: Open MPI's count, else entry SLURM_NODEID of
+ * srun's SLURM_STEP_TASKS_PER_NODE ("2(x3),1"); 0 if neither says. */
+static unsigned long local_size(void)
+{
+    const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *per = getenv("SLURM_STEP_TASKS_PER_NODE");
+    const char *id = getenv("SLURM_NODEID");
+    char *end;
+    unsigned long node, at = 0;
+
+    if (v && *v)
+        return strtoul(v, NULL, 10);
+    if (!per || !id || !*id)
+        return 0;
+    node = strtoul(id, &end, 10);
+    if (*end)
+        return 0;
+    for (const char *p = per; *p;) {
+        unsigned long count = strtoul(p, &end, 10), times = 1;
+        if (end == p)
+            return 0;
+        p = end;
+        if (!strncmp(p, "(x", 2)) {
+            times = strtoul(p + 2, &end, 10);
+            if (end == p + 2 || *end != ')')
+                return 0;
+            p = end + 1;
+        }
+        if (node < at + times)
+            return count;
+        at += times;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return 0;
+    }
+    return 0;
+}
+
+/* Bind this rank to the GPUs of its entry of PILOT_RANK_GPUS (Slurm ids),
+ * found in this node's own lists as the agent finds its GPUs
+ * (agent/resources.h), and set the variables agent/bind_cuda.c sets for
+ * a task.  No PILOT_RANK_GPUS: the rank sees no GPU.  Returns 0, or the
+ * exit status after a line on stderr. */
+static int bind_gpus(unsigned long rank, const char *node)
+{
+    static const char *const vars[] = { "CUDA_VISIBLE_DEVICES",
+        "GPU_DEVICE_ORDINAL", "SLURM_STEP_GPUS", "PILOT_GPUS" };
+    const char *all = getenv("PILOT_RANK_GPUS");
+    struct pl_resources *r = NULL;
+    struct pl_error err;
+    struct buf visible = { 0 };
+    char *ids = NULL;
+    char *v = NULL;
+    int rc = 127;
+
+    if (!all) {
+        for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+            if (setenv(vars[i], "", 1) < 0)
+                return fail("out of memory");
+        return 0;
+    }
+    if (!(ids = nth_entry(all, ';', rank))) {
+        if (errno)
+            return fail("out of memory");
+        return fail("rank %lu: no entry in PILOT_RANK_GPUS", rank);
+    }
+    struct pl_resources_spec spec = {
+        .node = node,
+        .step_gpus = getenv("SLURM_STEP_GPUS"),
+        .job_gpus = getenv("SLURM_JOB_GPUS"),
+        .cuda_visible = getenv("CUDA_VISIBLE_DEVICES"),
+    };
+    if (!(r = pl_resources_new(&spec, &err))) {
+        fail("rank %lu: %s", rank, err.text);
+        goto out;
+    }
+    for (const char *p = ids; *p;) {
+        size_t n = strcspn(p, ",");
+        char *id = strndup(p, n);
+        size_t pos = 0, ngpus = pl_resources_ngpus(r);
+        if (!id) {
+            fail("out of memory");
+            goto out;
+        }
+        while (pos < ngpus && strcmp(pl_resources_gpu_id(r, pos), id))
+            pos++;
+        if (pos == ngpus) {
+            fail("rank %lu: GPU %s is not among this node's GPUs (%s)", rank,
+                 id, spec.step_gpus  ? spec.step_gpus
+                     : spec.job_gpus ? spec.job_gpus
+                                     : "none");
+            free(id);
+            goto out;
+        }
+        free(id);
+        add(&visible, "%s%s", visible.len ? "," : "",
+            pl_resources_gpu_visible(r, pos));
+        p += n + (p[n] == ',');
+    }
+    if (!(v = take(&visible)) || setenv("CUDA_VISIBLE_DEVICES", v, 1) < 0
+        || setenv("GPU_DEVICE_ORDINAL", v, 1) < 0
+        || setenv("SLURM_STEP_GPUS", ids, 1) < 0
+        || setenv("PILOT_GPUS", ids, 1) < 0) {
+        fail("out of memory");
+        goto out;
+    }
+    rc = 0;
+out:
+    if (!v)
+        free(visible.s);
+    free(v);
+    free(ids);
+    pl_resources_free(r);
+    return rc;
+}
+
 int pl_mpi_exec_rank(char **argv)
 {
     /* N.B. Open MPI's first: under mpirun each rank also inherits the
@@ -338,16 +528,12 @@ int pl_mpi_exec_rank(char **argv)
     if (!(all = getenv("PILOT_RANK_CORES")))
         return fail("PILOT_RANK_CORES is not set");
     /* entry 'rank' of "0,1;2;3" */
-    const char *p = all;
-    for (unsigned long i = 0; i < rank && p; i++)
-        if ((p = strchr(p, ';')))
-            p++;
-    if (!p)
+    char *list = nth_entry(all, ';', rank);
+    if (!list) {
+        if (errno)
+            return fail("out of memory");
         return fail("rank %lu: no entry in PILOT_RANK_CORES", rank);
-    size_t len = strcspn(p, ";");
-    char *list = strndup(p, len);
-    if (!list)
-        return fail("out of memory");
+    }
     if (pl_cpulist_parse(list, &cores, &ncores, &err) < 0 || ncores == 0) {
         fail("rank %lu: PILOT_RANK_CORES entry '%s': %s", rank, list,
              ncores ? err.text : "empty");
@@ -379,15 +565,29 @@ int pl_mpi_exec_rank(char **argv)
         host[sizeof(host) - 1] = '\0';
         node = host;
     }
+    int rc = bind_gpus(rank, node);
+    if (rc)
+        return rc;
     char num[32];
     snprintf(num, sizeof(num), "%lu", rank);
     char nthreads[16];
     snprintf(nthreads, sizeof(nthreads), "%u", ncores);
+    /* the node's place in the task, and its rank count: rank 0's
+     * values came with the launcher's environment */
+    long node_rank = list_index(getenv("PILOT_NODELIST"), node);
+    unsigned long lsize = local_size();
+    char nr[32], ls[32];
+    snprintf(nr, sizeof(nr), "%ld", node_rank);
+    snprintf(ls, sizeof(ls), "%lu", lsize);
     if (setenv("PILOT_RANK", num, 1) < 0
         || copy_env("PILOT_SIZE", size_vars) < 0
         || copy_env("PILOT_LOCAL_RANK", local_vars) < 0
         || setenv("PILOT_NODE", node, 1) < 0
-        || setenv("OMP_NUM_THREADS", nthreads, 1) < 0)
+        || setenv("OMP_NUM_THREADS", nthreads, 1) < 0
+        || (node_rank >= 0 ? setenv("PILOT_NODE_RANK", nr, 1)
+                           : unsetenv("PILOT_NODE_RANK")) < 0
+        || (lsize ? setenv("PILOT_LOCAL_SIZE", ls, 1)
+                  : unsetenv("PILOT_LOCAL_SIZE")) < 0)
         return fail("out of memory");
     execvp(argv[0], argv);
     return fail("%s: %s", argv[0], strerror(errno));

@@ -13,7 +13,7 @@ struct pl_task_spec;
 /* The RUN entry's 'launcher' (docs/protocol.md). */
 enum pl_launcher {
     PL_LAUNCHER_SRUN = 0, /* one srun --overlap --mpi=pmix step */
-    PL_LAUNCHER_MPIRUN,   /* Open MPI's mpirun --host */
+    PL_LAUNCHER_MPIRUN,   /* Open MPI's mpirun --rankfile */
 };
 
 /* The launcher named 's' ("srun", "mpirun"), or -1 (unknown). */

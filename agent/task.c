@@ -34,6 +34,7 @@
 #define COMM_LEN 16
 #define PORT_MAX 65535
 #define LAUNCHER_LEN 16
+#define GPU_ID_LEN 64         /* a GPU id, as pilotd takes them */
 #define MPI_RANKS_MAX (1u << 20) /* entries in 'hosts', 'rank_cores' */
 
 /* SIGTERM to SIGKILL when a timeout fires. */
@@ -72,6 +73,7 @@ void pl_task_spec_release(struct pl_task_spec *spec)
     free(spec->master_addr);
     pl_strv_free(spec->hosts);
     free(spec->rank_cores);
+    free(spec->rank_gpus);
     free(spec->cwd);
     free(spec->cores);
     free(spec->gpus);
@@ -130,6 +132,62 @@ static int decode_rank_cores(const msgpack_object *o,
     return 0;
 }
 
+/* 'rank_gpus', if there, as "0,1;2;..." in spec->rank_gpus: 'size'
+ * arrays of GPU ids (Slurm's names), each of 1 to GPUS_MAX. */
+static int decode_rank_gpus(const msgpack_object *o,
+                            struct pl_task_spec *spec, struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    char *buf;
+    char *p;
+
+    if (pl_mp_array(o, "rank_gpus", false, MPI_RANKS_MAX, &arr, errp) < 0)
+        return -1;
+    if (!arr)
+        return 0;
+    if (arr->via.array.size != spec->size)
+        return bad(errp, "field 'rank_gpus': want one entry per rank");
+    size_t len = 1;
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size == 0
+            || e->via.array.size > GPUS_MAX)
+            return bad(errp, "field 'rank_gpus': want a non-empty array "
+                             "of GPU ids for each rank");
+        for (uint32_t j = 0; j < e->via.array.size; j++) {
+            const msgpack_object *g = &e->via.array.ptr[j];
+            if (g->type != MSGPACK_OBJECT_STR || g->via.str.size == 0
+                || g->via.str.size > GPU_ID_LEN
+                || memchr(g->via.str.ptr, ',', g->via.str.size)
+                || memchr(g->via.str.ptr, ';', g->via.str.size)
+                || memchr(g->via.str.ptr, '\0', g->via.str.size))
+                return bad(errp, "field 'rank_gpus': want GPU ids: "
+                                 "non-empty strings without ',' or ';'");
+            len += g->via.str.size + 1;
+        }
+        len++;
+    }
+    if (len > ENV_LEN)
+        return bad(errp, "field 'rank_gpus': too long for the environment");
+    if (!(p = buf = malloc(len)))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (i)
+            *p++ = ';';
+        for (uint32_t j = 0; j < e->via.array.size; j++) {
+            const msgpack_object *g = &e->via.array.ptr[j];
+            if (j)
+                *p++ = ',';
+            memcpy(p, g->via.str.ptr, g->via.str.size);
+            p += g->via.str.size;
+        }
+    }
+    *p = '\0';
+    spec->rank_gpus = buf;
+    return 0;
+}
+
 /* The fields of an MPI task's one entry: the launcher and where every
  * rank runs. */
 static int decode_mpi(const msgpack_object *o, struct pl_task_spec *spec,
@@ -170,7 +228,9 @@ static int decode_mpi(const msgpack_object *o, struct pl_task_spec *spec,
             return -1;
         }
     }
-    return decode_rank_cores(o, spec, errp);
+    if (decode_rank_cores(o, spec, errp) < 0)
+        return -1;
+    return decode_rank_gpus(o, spec, errp);
 }
 
 /* The optional fields that place one rank in its task; the rank itself is

@@ -27,6 +27,8 @@ struct pl_task_spec {
     int launcher;         /* PL_COMM_MPI: enum pl_launcher (agent/mpi.h) */
     char **hosts;         /* PL_COMM_MPI: each rank's node, 'size' names */
     char *rank_cores;     /* PL_COMM_MPI: each rank's CPU ids, "0,1;0;.." */
+    char *rank_gpus;      /* PL_COMM_MPI: each rank's GPU ids (Slurm's),
+                             "0,1;2;..", or NULL: no GPUs */
     char **argv;        /* NULL-terminated, at least one element */
     char **env;         /* "KEY=VALUE" overrides, NULL-terminated, or NULL */
     char *cwd;          /* NULL: the agent's */

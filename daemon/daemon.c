@@ -478,7 +478,7 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
     uint32_t nf = 7 + (t->env ? 1 : 0) + (t->cwd ? 1 : 0)
                   + (t->timeout > 0 ? 1 : 0) + (multi ? 7 : 0)
                   + (t->comm == PL_COMM_TORCH ? 2 : 0)
-                  + (t->comm == PL_COMM_MPI ? 3 : 0);
+                  + (t->comm == PL_COMM_MPI ? 3 + !!t->gpus_per_rank : 0);
 
     pl_path_task_log(d->dir, t->id, false, false, out, sizeof(out));
     pl_path_task_log(d->dir, t->id, true, false, err, sizeof(err));
@@ -534,6 +534,17 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
             msgpack_pack_array(pk, kq->ncores);
             for (uint32_t i = 0; i < kq->ncores; i++)
                 msgpack_pack_uint64(pk, kq->node->cpu[kq->core_idx[i]]);
+        }
+        if (t->gpus_per_rank) {
+            /* by Slurm id: each rank finds them in its own step's list */
+            pl_w_key(pk, "rank_gpus");
+            msgpack_pack_array(pk, t->ranks);
+            for (uint32_t q = 0; q < t->ranks; q++) {
+                const struct pl_rank *kq = &t->rank[q];
+                msgpack_pack_array(pk, kq->ngpus);
+                for (uint32_t i = 0; i < kq->ngpus; i++)
+                    pl_w_str(pk, kq->node->gpu[kq->gpu_idx[i]]);
+            }
         }
     }
 }
@@ -1049,21 +1060,8 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
                      s->launcher);
         goto error;
     }
-    if (s->launcher && !strcmp(s->launcher, "mpirun")) {
-        /* N.B. seen on the dev cluster: mpirun under Slurm put ranks on
-         * other nodes than its rankfile said, about one run in two */
-        pl_errprintf(errp, "--launcher mpirun is not supported yet (its "
-                     "ranks may not land where they were placed); use the "
-                     "default, srun");
-        goto error;
-    }
     if (s->launcher && (!s->comm || strcmp(s->comm, "mpi"))) {
         pl_errprintf(errp, "a launcher is for --comm mpi only");
-        goto error;
-    }
-    if (s->comm && !strcmp(s->comm, "mpi") && s->gpr) {
-        pl_errprintf(errp, "--comm mpi with GPUs per rank is not supported "
-                     "yet; use --comm none or torch for GPU ranks");
         goto error;
     }
     if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")

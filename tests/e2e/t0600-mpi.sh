@@ -1,11 +1,12 @@
 #!/bin/bash
 # t0600-mpi.sh - an MPI program (C, mpicc) over 3 nodes of a Slurm pilot,
-# launched by rank 0's agent as one srun --mpi=pmix step on exactly the nodes and cores pilotd chose: MPI_Allreduce is
-# right, and every rank ran where 'pilot show' says.  --launcher mpirun
-# is refused until its ranks land where they were placed.
+# launched by rank 0's agent as one srun --mpi=pmix step (or mpirun
+# --rankfile) on exactly the nodes, cores and GPUs pilotd chose:
+# MPI_Allreduce is right, and every rank ran where 'pilot show' says,
+# with its node's place and rank count and its own GPUs.
 . "$(dirname "$0")/lib.sh"
 
-plan 9
+plan 42
 
 command -v mpicc >/dev/null || abort "mpicc is missing (scripts/install-deps.sh installs it)"
 cat >"$WORK/hello.c" <<'EOC'
@@ -13,6 +14,7 @@ cat >"$WORK/hello.c" <<'EOC'
 #include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 int main(int argc, char **argv)
 {
@@ -30,9 +32,13 @@ int main(int argc, char **argv)
     for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
         if (CPU_ISSET(c, &set))
             cpu = c;
-    char line[512];
-    snprintf(line, sizeof(line), "rank %d of %d on %s sum %d cpus %d first %d\n",
-             rank, size, host, sum, n, cpu);
+    const char *nr = getenv("PILOT_NODE_RANK"), *ls = getenv("PILOT_LOCAL_SIZE");
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *sg = getenv("SLURM_STEP_GPUS");
+    char line[1024];
+    snprintf(line, sizeof(line), "rank %d of %d on %s sum %d cpus %d first %d "
+             "node_rank %s local_size %s cvd [%s] gpus [%s]\n",
+             rank, size, host, sum, n, cpu, nr ? nr : "-", ls ? ls : "-",
+             cvd ? cvd : "unset", sg ? sg : "unset");
     fputs(line, stdout);
     fflush(stdout);
     MPI_Finalize();
@@ -44,16 +50,19 @@ ok "mpicc builds an MPI hello" mpicc -o "$WORK/hello" "$WORK/hello.c"
 pilot_up 4 || abort "pilot up --nodes 4 --wait failed"
 diag "pilot up to all 4 agents registered: ${PILOT_UP_SECS}s"
 
-# check_run LAUNCHER: 3 ranks on 3 nodes, one core each
+# check_run LAUNCHER WHAT SUBMIT-ARGS...: the MPI task of SUBMIT-ARGS ends
+# done, every rank prints the sum, and ran on the node, cores and GPUs
+# pilot show records, with PILOT_NODE_RANK/PILOT_LOCAL_SIZE of its node
 check_run() {
-    local launcher=$1 id
-    capture pilot submit --nodes 3 --comm mpi --launcher "$launcher" \
+    local launcher=$1 what=$2 id
+    shift 2
+    capture pilot submit "$@" --comm mpi --launcher "$launcher" \
         --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         -- "$WORK/hello"
     id=$OUT
-    like "$id" '^[0-9]+$' "$launcher: submit --nodes 3 --comm mpi prints an id ($id)"
+    like "$id" '^[0-9]+$' "$launcher $what: submit prints an id ($id)"
     capture pilot wait "$id" --timeout 120
-    is "$RC" 0 "$launcher: the MPI task ends done" \
+    is "$RC" 0 "$launcher $what: the MPI task ends done" \
         || { pilot show "$id" >&2; pilot logs --stderr "$id" >&2; }
     pilot logs "$id" >"$WORK/out-$id" 2>&1
     pilot show --json "$id" >"$WORK/show-$id.json"
@@ -62,42 +71,80 @@ import json, re, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("rank ")]
 show = json.load(open(sys.argv[2]))
 pl = {p["rank"]: p for p in show["placement"]}
-ok_sum = len(lines) == 3 and all(" sum 6 " in l for l in lines)
-where = True
+size = len(pl)
+want = size * (size + 1) // 2
+ok_sum = size > 0 and len(lines) == size and all(" sum %d " % want in l for l in lines)
+order = []
+for r in sorted(pl):
+    if pl[r]["node"] not in order:
+        order.append(pl[r]["node"])
+where = env = gpus = size > 0 and len(lines) == size
+bad = []
 for l in lines:
-    m = re.match(r"rank (\d+) of (\d+) on (\S+) sum (\d+) cpus (\d+) first (\d+)", l)
+    m = re.match(r"rank (\d+) of (\d+) on (\S+) sum (\d+) cpus (\d+) first (\d+) "
+                 r"node_rank (\S+) local_size (\S+) cvd \[(.*)\] gpus \[(.*)\]", l)
     if not m:
         where = False
+        bad.append(l.strip())
         continue
     r = int(m.group(1))
     p = pl.get(r)
     if not p or p["node"] != m.group(3) or int(m.group(6)) not in p["cores"] \
             or int(m.group(5)) != len(p["cores"]):
         where = False
-nodes = sorted(set(p["node"] for p in pl.values()))
-print(json.dumps({"sum": ok_sum, "where": where, "nodes": nodes,
-                  "nlines": len(lines),
+        bad.append(l.strip())
+        continue
+    local = sum(1 for q in pl.values() if q["node"] == p["node"])
+    if m.group(7) != str(order.index(p["node"])) or m.group(8) != str(local):
+        env = False
+        bad.append(l.strip())
+    mine = sorted(int(g) for g in m.group(10).split(",") if g)
+    if mine != sorted(p.get("gpus", [])) or len(m.group(9).split(",") if m.group(9) else []) != len(mine):
+        gpus = False
+        bad.append(l.strip())
+print(json.dumps({"sum": ok_sum, "where": where, "env": env, "gpus": gpus,
+                  "nodes": order, "nlines": len(lines), "bad": bad[:4],
                   "running": [e["time"] for e in show["events"]
                               if e["state"] == "running" and "rank" not in e][:1],
                   "submit": show["submit_time"]}))
 EOP
     local res
     res=$(cat "$WORK/res-$id")
-    is "$(json 'j["sum"]' <<<"$res")" true "$launcher: 3 ranks print MPI_Allreduce sum 6 ($(json 'j["nlines"]' <<<"$res") lines)"
-    is "$(json 'len(j["nodes"])' <<<"$res")" 3 "$launcher: the ranks were placed on 3 nodes ($(json 'j["nodes"]' <<<"$res"))"
-    is "$(json 'j["where"]' <<<"$res")" true "$launcher: each rank ran on the node and cores pilot show records"
-    diag "$launcher: submit to running $(json '"%.1f ms" % ((j["running"][0] - j["submit"]) * 1000) if j["running"] else "?"' <<<"$res")"
+    is "$(json 'j["sum"]' <<<"$res")" true "$launcher $what: every rank prints the MPI_Allreduce sum ($(json 'j["nlines"]' <<<"$res") lines)"
+    is "$(json 'j["where"]' <<<"$res")" true "$launcher $what: each rank ran on the node and cores pilot show records ($(json '",".join(j["nodes"])' <<<"$res"))" \
+        || diag "$(json 'j["bad"]' <<<"$res")"
+    is "$(json 'j["env"]' <<<"$res")" true "$launcher $what: PILOT_NODE_RANK and PILOT_LOCAL_SIZE are each rank's node's" \
+        || diag "$(json 'j["bad"]' <<<"$res")"
+    is "$(json 'j["gpus"]' <<<"$res")" true "$launcher $what: each rank sees its own GPUs, and only them" \
+        || diag "$(json 'j["bad"]' <<<"$res")"
+    diag "$launcher $what: submit to running $(json '"%.1f ms" % ((j["running"][0] - j["submit"]) * 1000) if j["running"] else "?"' <<<"$res")"
+    LAST_NODES=$(json 'len(j["nodes"])' <<<"$res")
 }
-check_run srun
-capture pilot submit --nodes 3 --comm mpi --launcher mpirun -- true
-one_error_line "--launcher mpirun: refused with one line" 'mpirun'
+check_run srun "3 nodes" --nodes 3
+is "$LAST_NODES" 3 "srun: the ranks were placed on 3 nodes"
+check_run srun "2x2 GPU ranks" --nodes 2 --ranks-per-node 2 --gpus-per-rank 1
+# mpirun numbers its orteds in its own node order: three runs, whichever
+# node rank 0 lands on
+for i in 1 2 3; do
+    check_run mpirun "3 nodes, run $i" --nodes 3
+done
+check_run mpirun "2x2 GPU ranks" --nodes 2 --ranks-per-node 2 --gpus-per-rank 1
 
 # a rank that dies fails the task, and the others are stopped
-capture pilot submit --nodes 3 --comm mpi \
-    --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    -- sh -c 'if [ "$PILOT_RANK" = 2 ]; then exit 7; fi; sleep 300'
-BAD=$OUT
-capture pilot wait "$BAD" --timeout 60
-is "$RC" 1 "a rank exiting 7 fails the MPI task within 60 s"
-capture pilot submit --comm mpi --gpus-per-rank 1 -- true
-one_error_line "--comm mpi with GPUs: refused with one line" 'GPU'
+n=0
+for launcher in srun mpirun; do
+    n=$((n + 1))
+    capture pilot submit --nodes 3 --comm mpi --launcher $launcher \
+        --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        -- sh -c "if [ \"\$PILOT_RANK\" = 2 ]; then exit 7; fi; sleep 30$n"
+    BAD=$OUT
+    capture pilot wait "$BAD" --timeout 60
+    is "$RC" 1 "$launcher: a rank exiting 7 fails the MPI task within 60 s"
+    # the node namespaces share the process table
+    left=1
+    for _ in $(seq 50); do
+        pgrep -f "exit 7; fi; sleep 30$n" >/dev/null || { left=0; break; }
+        sleep 0.2
+    done
+    is "$left" 0 "$launcher: no rank of the failed task is left running after 10 s"
+done

@@ -23,6 +23,7 @@ struct entry {
     const char *cores;    /* "0;1;0,1"; an empty segment: an empty array */
     const char *launcher;
     const char *comm;
+    const char *gpus;     /* "0,1;2": rank_gpus (Slurm ids) */
 };
 
 static const struct entry *cur;
@@ -56,7 +57,8 @@ static void pack(msgpack_packer *pk)
     char a[] = "true";
     char *argv[] = { a, NULL };
     uint64_t cores[] = { 0 };
-    uint32_t n = 9 + !!e->nodelist + !!e->hosts + !!e->cores + !!e->launcher;
+    uint32_t n = 9 + !!e->nodelist + !!e->hosts + !!e->cores + !!e->launcher
+                 + !!e->gpus;
 
     msgpack_pack_map(pk, n);
     pl_w_kuint(pk, "id", 5);
@@ -83,6 +85,19 @@ static void pack(msgpack_packer *pk)
             msgpack_pack_array(pk, (uint32_t)pl_strv_len(ids));
             for (char **id = ids; *id; id++)
                 msgpack_pack_uint64(pk, strtoull(*id, NULL, 10));
+            pl_strv_free(ids);
+        }
+        pl_strv_free(ranks);
+    }
+    if (e->gpus) {
+        char **ranks = split(e->gpus, ';');
+        pl_w_key(pk, "rank_gpus");
+        msgpack_pack_array(pk, (uint32_t)pl_strv_len(ranks));
+        for (char **r = ranks; *r; r++) {
+            char **ids = **r ? split(*r, ',') : calloc(1, sizeof(char *));
+            msgpack_pack_array(pk, (uint32_t)pl_strv_len(ids));
+            for (char **id = ids; *id; id++)
+                pl_w_str(pk, *id);
             pl_strv_free(ids);
         }
         pl_strv_free(ranks);
@@ -128,7 +143,7 @@ static void test_decode(void)
     struct pl_task_spec s;
     struct pl_error err;
     struct entry good = { 4, "n1,n2", "n1,n1,n2,n2", "0;1;0,1;2", NULL,
-                          NULL };
+                          NULL, NULL };
 
     ok(decode(&good, &s, &err) == 0, "decode: mpi entry");
     ok(s.comm == PL_COMM_MPI && s.launcher == PL_LAUNCHER_SRUN,
@@ -138,37 +153,52 @@ static void test_decode(void)
     is_str(s.rank_cores, "0;1;0,1;2", "decode: rank_cores joined");
     pl_task_spec_release(&s);
 
-    struct entry mr = { 2, "n1,n2", "n1,n2", "0;0", "mpirun", NULL };
+    struct entry mr = { 2, "n1,n2", "n1,n2", "0;0", "mpirun", NULL, NULL };
     ok(decode(&mr, &s, &err) == 0 && s.launcher == PL_LAUNCHER_MPIRUN,
        "decode: launcher mpirun");
     pl_task_spec_release(&s);
 
     struct entry e;
-    e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, NULL, NULL };
     bad(&e, "mpi task without placement", "no hosts");
-    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", "mpiexec", NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", "mpiexec", NULL, NULL };
     bad(&e, "unknown launcher 'mpiexec'", "unknown launcher");
-    e = (struct entry){ 3, "n1,n2", "n1,n2", "0;0;0", NULL, NULL };
+    e = (struct entry){ 3, "n1,n2", "n1,n2", "0;0;0", NULL, NULL, NULL };
     bad(&e, "one host per rank", "hosts shorter than size");
-    e = (struct entry){ 2, "n1,n2", "n1,n3", "0;0", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n3", "0;0", NULL, NULL, NULL };
     bad(&e, "'n3' is not in 'nodelist'", "host not in nodelist");
-    e = (struct entry){ 2, "n1,n2", "n1,", "0;0", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,", "0;0", NULL, NULL, NULL };
     bad(&e, "empty name", "empty host");
-    e = (struct entry){ 2, "n1,n2", "n1,n2:1", "0;0", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n2:1", "0;0", NULL, NULL, NULL };
     bad(&e, "colon", "host with a colon");
-    e = (struct entry){ 2, "n1,n2 x", "n1,n2 x", "0;0", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2 x", "n1,n2 x", "0;0", NULL, NULL, NULL };
     bad(&e, "space", "host with a space");
-    e = (struct entry){ 2, "n1,n2", "n1,n2", "0", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0", NULL, NULL, NULL };
     bad(&e, "one entry per rank", "rank_cores shorter than size");
-    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;", NULL, NULL, NULL };
     bad(&e, "non-empty array", "an empty rank_cores entry");
-    e = (struct entry){ 2, "n1,n2", "n1,n2", NULL, NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n2", NULL, NULL, NULL, NULL };
     bad(&e, "rank_cores", "no rank_cores");
-    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;99999", NULL, NULL };
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;99999", NULL, NULL, NULL };
     bad(&e, "bad CPU id", "CPU id out of range");
 
+    /* GPUs, by Slurm id */
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", NULL, NULL, "0,1;3" };
+    ok(decode(&e, &s, &err) == 0, "decode: rank_gpus");
+    is_str(s.rank_gpus, "0,1;3", "decode: rank_gpus joined");
+    pl_task_spec_release(&s);
+    ok(decode(&good, &s, &err) == 0 && !s.rank_gpus,
+       "decode: no rank_gpus, no GPUs");
+    pl_task_spec_release(&s);
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", NULL, NULL, "0" };
+    bad(&e, "'rank_gpus': want one entry per rank", "rank_gpus too short");
+    e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", NULL, NULL, "0;" };
+    bad(&e, "non-empty array of GPU ids", "an empty rank_gpus entry");
+    e = (struct entry){ 1, "n1", "n1", "0", NULL, NULL, "a;b" };
+    bad(&e, "want one entry per rank", "rank_gpus longer than size");
+
     /* the fields mean nothing without comm mpi */
-    e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, "none" };
+    e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, "none", NULL };
     ok(decode(&e, &s, &err) == 0 && !s.hosts, "decode: comm none ignores "
        "the mpi fields");
     pl_task_spec_release(&s);
@@ -192,7 +222,7 @@ static void test_launch(void)
 {
     struct pl_task_spec s;
     struct pl_error err;
-    struct entry e = { 3, "n2,n1", "n2,n2,n1", "0;1;0,1", NULL, NULL };
+    struct entry e = { 3, "n2,n1", "n2,n2,n1", "0;1;0,1", NULL, NULL, NULL };
     char **argv;
     char *str;
 
@@ -218,7 +248,7 @@ static void test_launch(void)
     s.launcher = PL_LAUNCHER_MPIRUN;
     argv = pl_mpi_argv(&s, "/opt/bin/pilot-agent");
     str = joinv(argv);
-    is_str(str, "mpirun --np 3 --host n2:2,n1:1 --bind-to none "
+    is_str(str, "mpirun --np 3 --bind-to none "
                 "/opt/bin/pilot-agent --exec-rank -- true",
            "launch: mpirun argv");
     free(str);
@@ -253,14 +283,27 @@ static void test_launch(void)
            "env: PILOT_RANK_CORES");
     is_str(pl_env_get(env, "OMPI_ALLOW_RUN_AS_ROOT"), "1",
            "env: OMPI_ALLOW_RUN_AS_ROOT as root");
+    ok(!pl_env_get(env, "PILOT_RANK_GPUS"), "env: no PILOT_RANK_GPUS "
+       "without GPUs");
     pl_env_free(env);
     env = pl_env_new(NULL);
     s.launcher = PL_LAUNCHER_MPIRUN;
     ok(pl_mpi_env(&s, NULL, true, env, &err) == 0
            && !pl_env_get(env, "SLURM_HOSTFILE"), "env: mpirun: no hostfile");
-    ok(!strcmp(pl_env_get(env, "SLURM_NODELIST"), "n2,n1")
-           && !strcmp(pl_env_get(env, "SLURM_TASKS_PER_NODE"), "2,1"),
+    /* no job node list: by name */
+    ok(!strcmp(pl_env_get(env, "SLURM_NODELIST"), "n1,n2")
+           && !strcmp(pl_env_get(env, "SLURM_TASKS_PER_NODE"), "1,2"),
        "env: mpirun: SLURM_NODELIST and SLURM_TASKS_PER_NODE of the hosts");
+    is_str(pl_env_get(env, "SLURM_OVERLAP"), "1",
+           "env: mpirun: its orteds' srun overlaps the agents' step");
+    pl_env_free(env);
+    /* the job's node order, which srun numbers the orteds by */
+    env = pl_env_new(NULL);
+    pl_env_put(env, "SLURM_JOB_NODELIST=n[2-3],n1");
+    ok(pl_mpi_env(&s, NULL, true, env, &err) == 0
+           && !strcmp(pl_env_get(env, "SLURM_NODELIST"), "n2,n1")
+           && !strcmp(pl_env_get(env, "SLURM_TASKS_PER_NODE"), "2,1"),
+       "env: mpirun: nodes in the job's order");
     pl_env_free(env);
     env = pl_env_new(NULL);
     ok(pl_mpi_env(&s, "/d/o.hosts", false, env, &err) == 0
@@ -320,6 +363,58 @@ static void test_exec_rank(void)
     out = exec_rank("SLURM_PROCID=2 PILOT_RANK_CORES='0;0'", "true", &st);
     ok(WEXITSTATUS(st) == 127 && strstr(out, "rank 2: no entry"),
        "exec-rank: rank past PILOT_RANK_CORES: 127");
+
+    /* GPUs: by Slurm id, addressed by position in this node's lists */
+    out = exec_rank("SLURM_PROCID=1 PILOT_RANK_CORES='0;0' "
+                    "PILOT_RANK_GPUS='0;3,1' SLURM_STEP_GPUS=0,1,2,3 "
+                    "CUDA_VISIBLE_DEVICES=0,1,2,3",
+                    "sh -c 'echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS "
+                    "$PILOT_GPUS $GPU_DEVICE_ORDINAL'", &st);
+    is_str(out, "3,1 3,1 3,1 3,1\n", "exec-rank: rank 1's GPUs 3,1");
+    out = exec_rank("SLURM_PROCID=0 PILOT_RANK_CORES='0' "
+                    "PILOT_RANK_GPUS='7' SLURM_STEP_GPUS=5,7 "
+                    "CUDA_VISIBLE_DEVICES=0,1",
+                    "sh -c 'echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS'",
+                    &st);
+    is_str(out, "1 7\n", "exec-rank: Slurm id 7 is device 1 of the step");
+    out = exec_rank("SLURM_PROCID=0 PILOT_RANK_CORES='0' "
+                    "PILOT_RANK_GPUS='4' SLURM_STEP_GPUS=0,1", "true", &st);
+    ok(WEXITSTATUS(st) == 127 && strstr(out, "GPU 4 is not among this "
+                                             "node's GPUs (0,1)"),
+       "exec-rank: a GPU the node lacks: 127");
+    out = exec_rank("SLURM_PROCID=1 PILOT_RANK_CORES='0;0' "
+                    "PILOT_RANK_GPUS='0'", "true", &st);
+    ok(WEXITSTATUS(st) == 127 && strstr(out, "rank 1: no entry in "
+                                             "PILOT_RANK_GPUS"),
+       "exec-rank: rank past PILOT_RANK_GPUS: 127");
+    out = exec_rank("SLURM_PROCID=0 PILOT_RANK_CORES='0' "
+                    "SLURM_STEP_GPUS=0,1 CUDA_VISIBLE_DEVICES=0,1",
+                    "sh -c 'echo \"[$CUDA_VISIBLE_DEVICES]\" "
+                    "\"[$SLURM_STEP_GPUS]\"'", &st);
+    is_str(out, "[] []\n", "exec-rank: no PILOT_RANK_GPUS: no GPU seen");
+
+    /* the node's place and its rank count */
+    out = exec_rank("SLURM_PROCID=3 PILOT_RANK_CORES='0;0;0;0' "
+                    "SLURMD_NODENAME=n7 PILOT_NODELIST=n2,n7 "
+                    "SLURM_NODEID=1 SLURM_STEP_TASKS_PER_NODE='1,3' "
+                    "PILOT_NODE_RANK=0 PILOT_LOCAL_SIZE=1",
+                    "sh -c 'echo $PILOT_NODE $PILOT_NODE_RANK "
+                    "$PILOT_LOCAL_SIZE'", &st);
+    is_str(out, "n7 1 3\n", "exec-rank: node rank and local size (srun)");
+    out = exec_rank("SLURM_PROCID=0 PILOT_RANK_CORES='0' "
+                    "SLURMD_NODENAME=n3 PILOT_NODELIST=n1,n2,n3 "
+                    "SLURM_NODEID=3 SLURM_STEP_TASKS_PER_NODE='2(x3),5,1'",
+                    "sh -c 'echo $PILOT_NODE_RANK $PILOT_LOCAL_SIZE'", &st);
+    is_str(out, "2 5\n", "exec-rank: local size from a (xN) run");
+    out = exec_rank("OMPI_COMM_WORLD_RANK=0 PILOT_RANK_CORES='0' "
+                    "OMPI_COMM_WORLD_LOCAL_SIZE=6 SLURMD_NODENAME=n9 "
+                    "PILOT_NODELIST=n1 PILOT_NODE_RANK=0 "
+                    "SLURM_STEP_TASKS_PER_NODE=1",
+                    "sh -c 'echo \"[$PILOT_NODE_RANK]\" $PILOT_LOCAL_SIZE'",
+                    &st);
+    is_str(out, "[] 6\n", "exec-rank: Open MPI's local size; no node rank "
+                          "for a node not in the list");
+
     out = exec_rank("SLURM_PROCID=0 PILOT_RANK_CORES='0'",
                     "/nonexistent/cmd", &st);
     ok(WEXITSTATUS(st) == 127 && !strncmp(out, "pilot-agent --exec-rank: "
@@ -337,7 +432,7 @@ int main(int argc, char **argv)
     snprintf(agent, sizeof(agent), "%s/../bin/pilot-agent", dirname(self));
     (void)argv;
 
-    plan(39);
+    plan(56);
     test_decode();
     test_launch();
     test_exec_rank();
