@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/gpuprobe.h"
 #include "agent/mpi.h"
 #include "agent/resources.h"
 #include "proto/error.h"
@@ -30,7 +31,12 @@ static const char usage[] =
     "  --local            exit when the parent process (pilotd) exits\n"
     "  --log FILE         log to FILE instead of stderr\n"
     "  --log-level LEVEL  err, warning, notice (default), info or debug\n"
-    "  --help             show this help\n";
+    "  --help             show this help\n"
+    "\n"
+    "GPUs are Slurm's (SLURM_STEP_GPUS, SLURM_JOB_GPUS), checked with NVML\n"
+    "or the CUDA driver when either loads.  PILOT_NVML_LIBRARY and\n"
+    "PILOT_CUDA_LIBRARY name the libraries to load instead of\n"
+    "libnvidia-ml.so.1 and libcuda.so.1; set empty, that one is not used.\n";
 
 struct opts {
     const char *connect;
@@ -123,6 +129,30 @@ static void log_to(const char *path)
     }
 }
 
+/* One line per GPU at start: Slurm's id, how tasks address it, and what
+ * the GPU library says of it. */
+static void log_gpus(const struct pl_resources *r)
+{
+    for (size_t i = 0; i < pl_resources_ngpus(r); i++) {
+        const struct pl_gpuprobe_dev *d = pl_resources_gpu_dev(r, i);
+        const char *id = pl_resources_gpu_id(r, i);
+        const char *visible = pl_resources_gpu_visible(r, i);
+        char mem[32] = "memory unknown";
+
+        if (!d) {
+            pl_log(LOG_NOTICE, "GPU %s (CUDA_VISIBLE_DEVICES entry %s)", id,
+                   visible);
+            continue;
+        }
+        if (d->memory)
+            snprintf(mem, sizeof(mem), "%.1f GiB",
+                     (double)d->memory / (1024.0 * 1024 * 1024));
+        pl_log(LOG_NOTICE, "GPU %s (CUDA_VISIBLE_DEVICES entry %s): %s, %s, "
+               "%s", id, visible, d->name[0] ? d->name : "model unknown", mem,
+               d->uuid[0] ? d->uuid : "UUID unknown");
+    }
+}
+
 static void signal_cb(uv_signal_t *h, int signum)
 {
     pl_agent_shutdown(h->data, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -132,11 +162,13 @@ int main(int argc, char **argv)
 {
     struct opts o;
     struct pl_error err;
+    struct pl_gpuprobe *probe;
     struct pl_resources *res;
     struct pl_agent *a;
     uv_signal_t sigterm;
     uv_signal_t sigint;
     const char *node;
+    size_t ndevs;
     int rc;
 
     /* one rank of an MPI task, under srun or mpirun: no loop, no log */
@@ -154,16 +186,31 @@ int main(int argc, char **argv)
 
     if (!(node = o.node))
         node = getenv("SLURMD_NODENAME");
+    pl_log_init("pilot-agent", node, NULL); /* for the GPU lines below */
+    struct pl_gpuprobe_spec gspec = {
+        .nvml_library = getenv("PILOT_NVML_LIBRARY"),
+        .cuda_library = getenv("PILOT_CUDA_LIBRARY"),
+    };
+    if (!(probe = pl_gpuprobe_new(&gspec)))
+        pl_fatal(1, "GPU probe: %s", strerror(errno));
+    const struct pl_gpuprobe_dev *devs = pl_gpuprobe_devs(probe, &ndevs);
     struct pl_resources_spec spec = {
         .node = node,
         .cores = o.cores,
         .step_gpus = getenv("SLURM_STEP_GPUS"),
         .job_gpus = getenv("SLURM_JOB_GPUS"),
         .cuda_visible = getenv("CUDA_VISIBLE_DEVICES"),
+        .gpu_probe = pl_gpuprobe_reason(probe),
+        .gpu_lib = pl_gpuprobe_lib(probe),
+        .gpu_devs = devs,
+        .gpu_ndevs = ndevs,
     };
-    if (!(res = pl_resources_new(&spec, &err)))
+    res = pl_resources_new(&spec, &err); /* copies what it keeps */
+    pl_gpuprobe_free(probe);
+    if (!res)
         pl_fatal(1, "%s", err.text);
     pl_log_init("pilot-agent", pl_resources_node(res), NULL);
+    log_gpus(res);
     if (!(a = pl_agent_new(o.connect, &res, &err))) {
         pl_resources_free(res);
         pl_fatal(1, "%s", err.text);

@@ -23,6 +23,8 @@ struct pl_resources {
     size_t nbusy_cores;
     char **gpu_ids;        /* Slurm's names, NULL-terminated */
     char **gpu_visible;    /* our CUDA_VISIBLE_DEVICES entries, same length */
+    struct pl_gpuprobe_dev *gpu_dev; /* the library's facts, same length;
+                                        NULL without a library */
     size_t ngpus;
     bool *gpu_busy;        /* by position */
     size_t nbusy_gpus;
@@ -154,6 +156,7 @@ void pl_resources_free(struct pl_resources *r)
         free(r->cores);
         pl_strv_free(r->gpu_ids);
         pl_strv_free(r->gpu_visible);
+        free(r->gpu_dev);
         free(r->gpu_busy);
         free(r);
         errno = saved;
@@ -212,6 +215,53 @@ static bool set_and_full(const char *s)
     return s && *s;
 }
 
+/* Check the GPUs found so far with what the library found
+ * (agent/gpuprobe.h): drop the ones it does not find, copy its facts for
+ * the others.  Returns 0, or -1 (ENOMEM) with nothing changed. */
+static int check_gpus(struct pl_resources *r,
+                      const struct pl_resources_spec *sp, unsigned flags)
+{
+    size_t found, kept = 0;
+    struct pl_error msg;
+    long *match;
+
+    if (sp->gpu_lib == PL_GPUPROBE_NONE) {
+        pl_log(LOG_INFO, "no GPU library (%s): GPUs from Slurm's variables "
+               "alone", sp->gpu_probe);
+        return 0;
+    }
+    if (!(match = calloc(r->ngpus + 1, sizeof(*match))))
+        return -1;
+    if (!(r->gpu_dev = calloc(r->ngpus + 1, sizeof(*r->gpu_dev)))) {
+        free(match);
+        return -1;
+    }
+    found = pl_gpuprobe_check(sp->gpu_lib, sp->gpu_devs, sp->gpu_ndevs,
+                              r->gpu_ids, flags, match, &msg);
+    if (found < r->ngpus)
+        pl_log(LOG_WARNING, "%s", msg.text);
+    else if (msg.text[0])
+        pl_log(LOG_NOTICE, "%s", msg.text);
+    pl_log(LOG_INFO, "GPUs checked with %s: %zu of %zu granted found, "
+           "%zu seen", sp->gpu_probe, found, r->ngpus, sp->gpu_ndevs);
+    for (size_t i = 0; i < r->ngpus; i++) {
+        if (match[i] < 0) {
+            free(r->gpu_ids[i]);
+            free(r->gpu_visible[i]);
+            continue;
+        }
+        r->gpu_ids[kept] = r->gpu_ids[i];
+        r->gpu_visible[kept] = r->gpu_visible[i];
+        r->gpu_dev[kept] = sp->gpu_devs[match[i]];
+        kept++;
+    }
+    for (size_t i = kept; i < r->ngpus; i++)
+        r->gpu_ids[i] = r->gpu_visible[i] = NULL;
+    r->ngpus = kept;
+    free(match);
+    return 0;
+}
+
 static int find_gpus(struct pl_resources *r, const struct pl_resources_spec *sp,
                      struct pl_error *errp)
 {
@@ -247,6 +297,15 @@ static int find_gpus(struct pl_resources *r, const struct pl_resources_spec *sp,
         }
     }
     r->ngpus = nids < nvis ? nids : nvis;
+    if (sp->gpu_probe) {
+        unsigned flags = 0;
+        if (set_and_full(sp->step_gpus) || set_and_full(sp->job_gpus))
+            flags |= PL_GPUPROBE_SLURM_IDS;
+        if (cvd)
+            flags |= PL_GPUPROBE_CUDA_VISIBLE;
+        if (check_gpus(r, sp, flags) < 0)
+            goto nomem;
+    }
     if (!(r->gpu_busy = calloc(r->ngpus + 1, sizeof(*r->gpu_busy))))
         goto nomem;
     return 0;
@@ -303,6 +362,12 @@ const char *pl_resources_gpu_visible(const struct pl_resources *r, size_t pos)
 const char *pl_resources_gpu_id(const struct pl_resources *r, size_t pos)
 {
     return pos < r->ngpus ? r->gpu_ids[pos] : NULL;
+}
+
+const struct pl_gpuprobe_dev *pl_resources_gpu_dev(const struct pl_resources *r,
+                                                   size_t pos)
+{
+    return pos < r->ngpus && r->gpu_dev ? &r->gpu_dev[pos] : NULL;
 }
 
 size_t pl_resources_free_cores(const struct pl_resources *r)

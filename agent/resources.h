@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/gpuprobe.h"
 #include "proto/error.h"
 
 struct pl_resources;
@@ -19,6 +20,12 @@ struct pl_resources_spec {
     const char *step_gpus;    /* $SLURM_STEP_GPUS */
     const char *job_gpus;     /* $SLURM_JOB_GPUS */
     const char *cuda_visible; /* $CUDA_VISIBLE_DEVICES */
+    /* What a GPU library found (agent/gpuprobe.h), to check the GPUs
+     * with; gpu_probe NULL: not probed, Slurm's variables alone. */
+    const char *gpu_probe;        /* pl_gpuprobe_reason(), for the log */
+    enum pl_gpuprobe_lib gpu_lib; /* PL_GPUPROBE_NONE: no library */
+    const struct pl_gpuprobe_dev *gpu_devs; /* gpu_ndevs of them */
+    size_t gpu_ndevs;
 };
 
 /* Find the node's resources.  GPU ids come from the first of step_gpus,
@@ -26,6 +33,10 @@ struct pl_resources_spec {
  * entry i of cuda_visible (Slurm may renumber devices from 0 inside a
  * step), or as its id when cuda_visible is unset.  If both lists are set
  * and their lengths differ, a warning is logged and the shorter is used.
+ * If gpu_probe is set and found a GPU library, those GPUs are checked
+ * with it as agent/gpuprobe.h says: the ones it does not find are
+ * dropped (a warning names them), and the others get a copy of its facts.
+ * If it found none, an info line says why.
  * Returns NULL with errp set (EINVAL: a bad core list; ENOMEM). */
 struct pl_resources *pl_resources_new(const struct pl_resources_spec *spec,
                                       struct pl_error *errp);
@@ -45,6 +56,10 @@ char *const *pl_resources_gpu_ids(const struct pl_resources *r);
 const char *pl_resources_gpu_visible(const struct pl_resources *r,
                                      size_t pos);
 const char *pl_resources_gpu_id(const struct pl_resources *r, size_t pos);
+/* What the GPU library says of GPU 'pos' (model, memory, UUID), or NULL
+ * if no library was found.  Borrowed, valid until pl_resources_free(r). */
+const struct pl_gpuprobe_dev *pl_resources_gpu_dev(const struct pl_resources *r,
+                                                   size_t pos);
 
 /* Counts of cores and GPUs no task holds. */
 size_t pl_resources_free_cores(const struct pl_resources *r);
