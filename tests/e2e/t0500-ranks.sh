@@ -204,20 +204,20 @@ exec pilot submit -- sleep 0.2
 EOF
 chmod +x "$WORK/small.sh"
 T0=$(now)
-seq 60 | run_timeout 120 xargs -P4 -I{} "$WORK/small.sh" >"$WORK/ids1" \
+seq 500 | run_timeout 300 xargs -P4 -I{} "$WORK/small.sh" >"$WORK/ids1" \
     2>"$WORK/submit1.err"
 RC1=$?
 capture pilot submit --nodes $NNODES --exclusive -- true
 BT=$OUT
-seq 60 | run_timeout 120 xargs -P4 -I{} "$WORK/small.sh" >"$WORK/ids2" \
+seq 250 | run_timeout 300 xargs -P4 -I{} "$WORK/small.sh" >"$WORK/ids2" \
     2>"$WORK/submit2.err"
 RC2=$?
-diag "submitting 121 tasks: $(elapsed "$T0" "$(now)")s"
+diag "submitting 751 tasks: $(elapsed "$T0" "$(now)")s"
 is "$RC1,$RC2,$(grep -cE '^[0-9]+$' "$WORK/ids1"),$(grep -cE '^[0-9]+$' "$WORK/ids2")" \
-    "0,0,60,60" "120 one-core tasks submitted around the exclusive one"
+    "0,0,500,250" "500 one-core tasks submitted before the exclusive one, 250 after"
 like "$BT" '^[0-9]+$' "submit --nodes $NNODES --exclusive prints an id ($BT)" \
     || diag "stderr: $ERR"
-CAPTURE_TIMEOUT=100 capture pilot wait --all --timeout 90
+CAPTURE_TIMEOUT=200 capture pilot wait --all --timeout 180
 is "$RC" 0 "wait --all: every task is done"
 pilot ls --json --limit 100000 >"$WORK/ls.json" 2>"$WORK/ls.err"
 cat >"$WORK/stream.py" <<'EOF'
@@ -265,8 +265,8 @@ is "$(res 'j["big_state"]'),$(res 'j["big_nodes"]'),$(res 'j["big_rank_nodes"]')
     "done,$NNODES,$NNODES" \
     "the exclusive task is done, on $NNODES nodes (ls node, show's ranks)"
 is "$(res 'j["big_before_last"]')" true \
-    "it started before the last of the 60 tasks submitted after it (no starvation)"
-diag "of the 60 tasks submitted after it, $(res 'j["second_after_big"]') started" \
+    "it started before the last of the 250 tasks submitted after it (no starvation)"
+diag "of the 250 tasks submitted after it, $(res 'j["second_after_big"]') started" \
      "after it; the last $(res 'j["after_last_start"]')s after"
 is "$(res 'j["overlap"]')" "[]" "no other task ran while the exclusive task held all nodes"
 is "$(res 'j["not_done"]')" "[]" "every task of the pilot is done"
