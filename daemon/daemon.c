@@ -453,14 +453,6 @@ static void place_cb(struct pl_dtask *t, void *arg)
     p->t[p->n++] = t;
 }
 
-/* torch's rendezvous port: outside the ephemeral range (32768-60999),
- * one per task id; two tasks share one only if their ids differ by a
- * multiple of 10,000 and their rank 0 shares a node at the same time. */
-static uint32_t master_port(const struct pl_dtask *t)
-{
-    return 20000 + (uint32_t)(t->id % 10000);
-}
-
 static const char *comm_name(int comm)
 {
     return comm == PL_COMM_TORCH ? "torch" : comm == PL_COMM_MPI ? "mpi"
@@ -518,7 +510,7 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
     }
     if (t->comm == PL_COMM_TORCH) {
         pl_w_kstr(pk, "master_addr", t->rank[0].node->name);
-        pl_w_kuint(pk, "master_port", master_port(t));
+        pl_w_kuint(pk, "master_port", t->port);
     }
     if (t->comm == PL_COMM_MPI) {
         /* rank 0's agent launches them all, where they were placed */

@@ -34,6 +34,27 @@ error:
     return NULL;
 }
 
+uint32_t pl_node_port_take(struct pl_node *n, uint64_t hint)
+{
+    for (uint32_t k = 0; k < PL_NODE_PORTS; k++) {
+        uint32_t i = (uint32_t)((hint + k) % PL_NODE_PORTS);
+        uint64_t bit = UINT64_C(1) << (i % 64);
+        if (!(n->ports[i / 64] & bit)) {
+            n->ports[i / 64] |= bit;
+            return PL_NODE_PORT_BASE + i;
+        }
+    }
+    return 0;
+}
+
+void pl_node_port_free(struct pl_node *n, uint32_t port)
+{
+    if (port < PL_NODE_PORT_BASE || port >= PL_NODE_PORT_BASE + PL_NODE_PORTS)
+        return;
+    uint32_t i = port - PL_NODE_PORT_BASE;
+    n->ports[i / 64] &= ~(UINT64_C(1) << (i % 64));
+}
+
 void pl_node_free(struct pl_node *n)
 {
     if (!n)

@@ -12,6 +12,11 @@ enum pl_node_state {
     PL_NODE_GONE,  /* said goodbye (pilot going down) */
 };
 
+/* The rendezvous ports pilotd hands out (torch's MASTER_PORT): below
+ * Linux's ephemeral range (32768-60999), so no connect() takes one. */
+#define PL_NODE_PORT_BASE 20000
+#define PL_NODE_PORTS 10048 /* a multiple of 64 */
+
 struct pl_node {
     char name[64];
     unsigned char rid[256]; /* ZeroMQ routing id of its agent */
@@ -27,9 +32,17 @@ struct pl_node {
     uint32_t free_cores, free_gpus;
     uint32_t gpu_next;      /* where the next GPU search starts */
     uint32_t running;       /* tasks placed here and not yet ended */
+    uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
     bool want;              /* the agent pulled and got nothing since */
     double joined, last_seen;
 };
+
+/* A rendezvous port on 'n' no running task of this pilot holds, marked
+ * held: the first free one from PL_NODE_PORT_BASE + hint % PL_NODE_PORTS
+ * on, wrapping.  0 if every one is held. */
+uint32_t pl_node_port_take(struct pl_node *n, uint64_t hint);
+/* Give back a port of pl_node_port_take(); 0 is ignored. */
+void pl_node_port_free(struct pl_node *n, uint32_t port);
 
 /* A node named 'name' with 'ncpu' CPU ids and GPU ids 'gpus' (copied;
  * may be NULL).  NULL with errno on failure. */

@@ -133,6 +133,10 @@ static void rank_release(struct pl_dtask *t, uint32_t r)
     struct pl_rank *k = &t->rank[r];
 
     if (k->node) {
+        if (r == 0 && t->port) {
+            pl_node_port_free(k->node, t->port);
+            t->port = 0;
+        }
         pl_node_release(k->node, t->id, k->core_idx, k->ncores, k->gpu_idx,
                         k->ngpus);
         k->node = NULL;
@@ -419,6 +423,11 @@ static int take(struct pl_sched *s, struct pl_dtask *t, const uint32_t *count)
         node_rank++;
     }
     t->nnodes = node_rank;
+    /* torch's rendezvous: a port no other task of ours holds on rank 0's
+     * node; with all of them held, the task waits like one without cores */
+    if (t->comm == PL_COMM_TORCH
+        && !(t->port = pl_node_port_take(t->rank[0].node, t->id)))
+        goto undo;
     /* the node list, kept: ranks that end give their node back */
     size_t len = 1, off = 0;
     for (size_t k = 0; k < s->nnodes; k++)

@@ -50,6 +50,8 @@ struct pl_dtask {
     bool exclusive;            /* whole nodes, shared with no other task */
     int comm;                  /* enum pl_comm */
     bool mpirun;               /* comm mpi: launch with mpirun, not srun */
+    uint32_t port;             /* comm torch: MASTER_PORT, held on rank
+                                  0's node while placed; 0: none */
     double timeout;
     char **argv, **env;        /* owned */
     char *cwd;                 /* owned, may be NULL */

@@ -15,7 +15,7 @@
 
 #define MAXC 64 /* cores per node in these tests, at most */
 #define MAXG 8
-#define NTESTS 139
+#define NTESTS 143
 
 /* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
 static struct pl_node *mknode(const char *name, uint32_t ncores,
@@ -1265,6 +1265,40 @@ static void test_resv_behind(void)
     pl_sched_free(s);
 }
 
+/* torch's rendezvous ports: one per task on rank 0's node, never two
+ * running tasks on one port, given back when rank 0 ends. */
+static void test_ports(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *n = addnode(s, "solo", 4, 0);
+    struct placed p = { 0 };
+    uint64_t clash = 7 + PL_NODE_PORTS; /* the same first choice as 7 */
+
+    struct pl_dtask *a = addgang(s, 7, 1, 1, 0, 0, 0, false);
+    struct pl_dtask *b = addgang(s, clash, 1, 1, 0, 0, 0, false);
+    struct pl_dtask *c = addgang(s, 8, 1, 1, 0, 0, 0, false);
+    a->comm = b->comm = PL_COMM_TORCH;
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 3 && a->port == PL_NODE_PORT_BASE + 7
+           && b->port == PL_NODE_PORT_BASE + 8 && c->port == 0,
+       "torch ports: %u for task 7, the next free (%u) for task %llu whose "
+       "first choice it was, none for comm none", a->port, b->port,
+       (unsigned long long)clash);
+    pl_sched_rank_release(a, 0);
+    ok(a->port == 0 && !(n->ports[0] & (UINT64_C(1) << 7))
+           && (n->ports[0] & (UINT64_C(1) << 8)),
+       "torch ports: rank 0's end gives its port back, the other stays");
+    uint32_t all = 0;
+    for (uint32_t i = 0; i < PL_NODE_PORTS; i++)
+        all += pl_node_port_take(n, i) != 0;
+    ok(all == PL_NODE_PORTS - 1 && pl_node_port_take(n, 0) == 0,
+       "torch ports: %u ports, then none left", all + 1);
+    pl_node_port_free(n, PL_NODE_PORT_BASE + 3);
+    ok(pl_node_port_take(n, 0) == PL_NODE_PORT_BASE + 3,
+       "torch ports: a freed port is found from any hint");
+    pl_sched_free(s);
+}
+
 int main(void)
 {
     plan(NTESTS);
@@ -1284,5 +1318,6 @@ int main(void)
     test_fits();
     test_starvation();
     test_resv_behind();
+    test_ports();
     return done_testing();
 }
