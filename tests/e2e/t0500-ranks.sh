@@ -109,6 +109,34 @@ is "$(res 'j["cores_each"]'),$(res 'j["shared_cores"]')" "[1],[]" \
 is "$(res 'j["host_mismatch"]')" "[]" "torch: each rank ran on the node show gives it"
 diag "torch 2x2: submit to all ranks running: $(res 'j["to_running"]')s" \
      "(start_time - submit_time: $(res 'j["start_minus_submit"]')s)"
+# launch latency, for the record (no pass mark: speed is the benchmarks'
+# business): from the command to the last rank's process start, a 2x2
+# torch task (pilot submit) against a plain srun step of the same program
+# on 2 nodes x 2 tasks of the same allocation
+JOB=$(pilot status --json | json 'j["job"]')
+STAMP='import time; t = time.time(); import os; print("rank", os.environ.get("RANK", os.environ.get("SLURM_PROCID")), "start %.6f" % t)'
+last_start() {
+    "$PY" -c '
+import re, sys
+t = [float(m.group(1)) for m in re.finditer(r" start (\d+\.\d+)", open(sys.argv[1]).read())]
+print("%.1f" % ((max(t) - float(sys.argv[2])) * 1000) if len(t) == 4 else "?")' "$1" "$2"
+}
+PL_MS=() SR_MS=()
+for i in 1 2 3; do
+    t0=$(now)
+    id=$(pilot submit --nodes 2 --ranks-per-node 2 --comm torch \
+         -- /usr/bin/python3 -c "$STAMP")
+    pilot wait "$id" --timeout 60 >/dev/null 2>&1
+    pilot logs "$id" >"$WORK/lat-p$i" 2>&1
+    PL_MS+=("$(last_start "$WORK/lat-p$i" "$t0")")
+    t0=$(now)
+    run_timeout 60 srun --jobid="$JOB" --overlap -N2 --ntasks-per-node=2 \
+        /usr/bin/python3 -c "$STAMP" >"$WORK/lat-s$i" 2>&1
+    SR_MS+=("$(last_start "$WORK/lat-s$i" "$t0")")
+done
+diag "2x2 torch ranks, command to last rank started (ms): pilot submit" \
+     "${PL_MS[*]}; plain srun step ${SR_MS[*]}"
+
 capture pilot show "$TT"
 like "$OUT" $'\nRANK +NODE +CORES +GPUS +STATE\n0 +[^ ]+ +[0-9]' "pilot show lists a RANKS table"
 like "$OUT" 'comm: +torch' "... and comm torch"

@@ -13,6 +13,7 @@ cat >"$WORK/hello.c" <<'EOC'
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
     int rank, size, one, sum = 0;
     char host[256];
     cpu_set_t set;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* this rank's process started */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -36,9 +39,10 @@ int main(int argc, char **argv)
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *sg = getenv("SLURM_STEP_GPUS");
     char line[1024];
     snprintf(line, sizeof(line), "rank %d of %d on %s sum %d cpus %d first %d "
-             "node_rank %s local_size %s cvd [%s] gpus [%s]\n",
+             "node_rank %s local_size %s cvd [%s] gpus [%s] start %.6f\n",
              rank, size, host, sum, n, cpu, nr ? nr : "-", ls ? ls : "-",
-             cvd ? cvd : "unset", sg ? sg : "unset");
+             cvd ? cvd : "unset", sg ? sg : "unset",
+             ts.tv_sec + ts.tv_nsec / 1e9);
     fputs(line, stdout);
     fflush(stdout);
     MPI_Finalize();
@@ -129,6 +133,34 @@ for i in 1 2 3; do
     check_run mpirun "3 nodes, run $i" --nodes 3
 done
 check_run mpirun "2x2 GPU ranks" --nodes 2 --ranks-per-node 2 --gpus-per-rank 1
+
+# launch latency, for the record (no pass mark: speed is the benchmarks'
+# business): from the command to the last rank's process start, a 3-node
+# pilot MPI task (pilot submit; the agent's srun step) against a plain
+# srun step of the same program on 3 nodes of the same allocation
+JOB=$(pilot status --json | json 'j["job"]')
+last_start() {
+    "$PY" -c '
+import re, sys
+t = [float(m.group(1)) for m in re.finditer(r" start (\d+\.\d+)", open(sys.argv[1]).read())]
+print("%.1f" % ((max(t) - float(sys.argv[2])) * 1000) if len(t) == 3 else "?")' "$1" "$2"
+}
+PL_MS=() SR_MS=()
+for i in 1 2 3; do
+    t0=$(now)
+    id=$(pilot submit --nodes 3 --comm mpi --env OMPI_ALLOW_RUN_AS_ROOT=1 \
+         --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 -- "$WORK/hello")
+    pilot wait "$id" --timeout 60 >/dev/null 2>&1
+    pilot logs "$id" >"$WORK/lat-p$i" 2>&1
+    PL_MS+=("$(last_start "$WORK/lat-p$i" "$t0")")
+    t0=$(now)
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        run_timeout 60 srun --jobid="$JOB" --overlap --mpi=pmix -N3 -n3 \
+        "$WORK/hello" >"$WORK/lat-s$i" 2>&1
+    SR_MS+=("$(last_start "$WORK/lat-s$i" "$t0")")
+done
+diag "3-node MPI, command to last rank started (ms): pilot submit ${PL_MS[*]};" \
+     "plain srun step ${SR_MS[*]}"
 
 # a rank that dies fails the task, and the others are stopped
 n=0
