@@ -44,6 +44,9 @@ extern char **environ;
 #define HEARTBEAT_MAX 3600.0 /* s: a longer period is a bad WELCOME */
 #define KILL_GRACE_MAX 1e6   /* s */
 #define RUN_MAX 100000       /* tasks in one RUN */
+#define RESEND_S 10.0        /* an end not acknowledged this long goes again */
+#define WATCH_MS 1000        /* how often we check that pilotd is there */
+#define REREAD_S 6.0         /* silent pilotd: read its endpoint file again */
 
 /* A state change, waiting to go out in the next EVENTS message. */
 struct event {
@@ -57,6 +60,8 @@ struct event {
     int signal;        /* -1: none */
     long maxrss_kb;    /* -1: unknown */
     char *error;       /* NULL, or owned */
+    uint64_t seq;      /* unacked: the EVENTS message that last carried it */
+    double sent;       /* unacked: when (uv_now, s) */
 };
 
 /* A message that got EAGAIN, sent again on POLLOUT. */
@@ -77,6 +82,7 @@ struct pl_agent {
     uv_timer_t reg;        /* REGISTER again until WELCOME */
     uv_timer_t heartbeat;
     uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
+    uv_timer_t watch;      /* is pilotd still there? */
     void *zctx;
     void *zsock;
     struct pl_zwatch *zw;
@@ -96,6 +102,17 @@ struct pl_agent {
     struct event *events;
     size_t nevents;
     size_t cap_events;
+    /* Ends sent but not yet committed by pilotd (no ACK): sent again in
+     * every REGISTER, and on their own after RESEND_S. */
+    struct event *unacked;
+    size_t nunacked;
+    size_t cap_unacked;
+    double heard;          /* last message from pilotd (uv_now, s) */
+    uint64_t last_run;     /* seq of the last RUN read from this pilotd */
+    char instance[96];     /* the pilotd that welcomed us */
+    double reread;         /* last read of the endpoint file (uv_now, s) */
+    char dir[PL_PATH_MAX]; /* the pilot directory, "" if not given */
+    double orphan_after;   /* s without pilotd before we give up; 0 never */
     struct outmsg *outq;       /* FIFO of unsent messages */
     struct outmsg **outq_tail;
     size_t noutq;
@@ -135,6 +152,9 @@ static void *grow(void *v, size_t *cap, size_t n, size_t size)
 }
 
 /* ---- sending ---- */
+
+static void pack_event(msgpack_packer *pk, const struct event *e);
+static void watch_cb(uv_timer_t *h);
 
 static void want_pollout(struct pl_agent *a, bool on)
 {
@@ -204,7 +224,8 @@ static void send_register(struct pl_agent *a)
     uint32_t ncores;
 
     cores = pl_resources_cores(a->res, &ncores);
-    pl_wbuf_init(&w, PL_MSG_REGISTER, a->seq++, 5);
+    pl_wbuf_init(&w, PL_MSG_REGISTER, a->seq++, 7);
+    pl_w_kuint(&w.pk, "last_run", a->last_run);
     pl_w_kstr(&w.pk, "node", pl_resources_node(a->res));
     pl_w_kuint(&w.pk, "pid", (uint64_t)getpid());
     pl_w_kuintv(&w.pk, "cores", cores, ncores);
@@ -218,6 +239,11 @@ static void send_register(struct pl_agent *a)
         pl_w_kuint(&w.pk, "attempt", s->attempt);
         pl_w_kuint(&w.pk, "rank", s->rank);
     }
+    /* what ended while pilotd could not commit it (a restarted pilotd) */
+    pl_w_key(&w.pk, "ended");
+    msgpack_pack_array(&w.pk, (uint32_t)a->nunacked);
+    for (size_t i = 0; i < a->nunacked; i++)
+        pack_event(&w.pk, &a->unacked[i]);
     send_wbuf(a, &w, PL_MSG_REGISTER);
 }
 
@@ -232,40 +258,121 @@ static void send_pull(struct pl_agent *a)
     a->pulled = true;
 }
 
+static void pack_event(msgpack_packer *pk, const struct event *e)
+{
+    uint32_t n = 5 + (e->pid > 0) + (e->exit_code >= 0) + (e->signal >= 0)
+                 + (e->maxrss_kb >= 0) + (e->error != NULL);
+
+    msgpack_pack_map(pk, n);
+    pl_w_kuint(pk, "id", e->id);
+    pl_w_kuint(pk, "attempt", e->attempt);
+    pl_w_kuint(pk, "rank", e->rank);
+    pl_w_kstr(pk, "state", pl_state_name(e->state));
+    pl_w_kdouble(pk, "time", e->time);
+    if (e->pid > 0)
+        pl_w_kuint(pk, "pid", (uint64_t)e->pid);
+    if (e->exit_code >= 0)
+        pl_w_kint(pk, "exit_code", e->exit_code);
+    if (e->signal >= 0)
+        pl_w_kint(pk, "signal", e->signal);
+    if (e->maxrss_kb >= 0)
+        pl_w_kuint(pk, "maxrss_kb", (uint64_t)e->maxrss_kb);
+    if (e->error)
+        pl_w_kstr(pk, "error", e->error);
+}
+
+static double now_s(struct pl_agent *a)
+{
+    return (double)uv_now(&a->loop) / 1000.0;
+}
+
+/* Keep the end 'e' (its error taken over) until pilotd acknowledges the
+ * EVENTS message 'seq'.  Out of memory, it is only sent once. */
+static void keep_unacked(struct pl_agent *a, struct event *e, uint64_t seq)
+{
+    struct event *v;
+
+    if (!(v = grow(a->unacked, &a->cap_unacked, a->nunacked, sizeof(*v)))) {
+        pl_log(LOG_WARNING, "task %llu: cannot keep its end until pilotd "
+               "commits it: out of memory", (unsigned long long)e->id);
+        free(e->error);
+        return;
+    }
+    a->unacked = v;
+    v[a->nunacked] = *e;
+    v[a->nunacked].seq = seq;
+    v[a->nunacked].sent = now_s(a);
+    a->nunacked++;
+}
+
 static void send_events(struct pl_agent *a)
 {
     struct pl_wbuf w;
+    uint64_t seq = a->seq++;
 
-    if (a->nevents == 0)
+    if (a->nevents == 0) {
+        a->seq--;
         return;
-    pl_wbuf_init(&w, PL_MSG_EVENTS, a->seq++, 1);
+    }
+    pl_wbuf_init(&w, PL_MSG_EVENTS, seq, 1);
     pl_w_key(&w.pk, "events");
     msgpack_pack_array(&w.pk, (uint32_t)a->nevents);
     for (size_t i = 0; i < a->nevents; i++) {
         struct event *e = &a->events[i];
-        uint32_t n = 5 + (e->pid > 0) + (e->exit_code >= 0)
-                     + (e->signal >= 0) + (e->maxrss_kb >= 0)
-                     + (e->error != NULL);
-        msgpack_pack_map(&w.pk, n);
-        pl_w_kuint(&w.pk, "id", e->id);
-        pl_w_kuint(&w.pk, "attempt", e->attempt);
-        pl_w_kuint(&w.pk, "rank", e->rank);
-        pl_w_kstr(&w.pk, "state", pl_state_name(e->state));
-        pl_w_kdouble(&w.pk, "time", e->time);
-        if (e->pid > 0)
-            pl_w_kuint(&w.pk, "pid", (uint64_t)e->pid);
-        if (e->exit_code >= 0)
-            pl_w_kint(&w.pk, "exit_code", e->exit_code);
-        if (e->signal >= 0)
-            pl_w_kint(&w.pk, "signal", e->signal);
-        if (e->maxrss_kb >= 0)
-            pl_w_kuint(&w.pk, "maxrss_kb", (uint64_t)e->maxrss_kb);
-        if (e->error)
-            pl_w_kstr(&w.pk, "error", e->error);
-        free(e->error);
+        pack_event(&w.pk, e);
+        if (pl_state_final(e->state))
+            keep_unacked(a, e, seq);
+        else
+            free(e->error);
     }
     a->nevents = 0;
     send_wbuf(a, &w, PL_MSG_EVENTS);
+}
+
+/* Send again, in one EVENTS message, the ends pilotd has not acknowledged
+ * for RESEND_S (its commit failed, or the message was lost with it). */
+static void resend_unacked(struct pl_agent *a)
+{
+    struct pl_wbuf w;
+    double t = now_s(a);
+    uint32_t n = 0;
+    uint64_t seq;
+
+    for (size_t i = 0; i < a->nunacked; i++)
+        n += t - a->unacked[i].sent >= RESEND_S;
+    if (n == 0 || !a->welcomed)
+        return;
+    seq = a->seq++;
+    pl_wbuf_init(&w, PL_MSG_EVENTS, seq, 1);
+    pl_w_key(&w.pk, "events");
+    msgpack_pack_array(&w.pk, n);
+    for (size_t i = 0; i < a->nunacked; i++) {
+        struct event *e = &a->unacked[i];
+        if (t - e->sent < RESEND_S)
+            continue;
+        pack_event(&w.pk, e);
+        e->seq = seq;
+        e->sent = t;
+    }
+    pl_log(LOG_NOTICE, "sending %u task ends again: pilotd has not "
+           "committed them", n);
+    send_wbuf(a, &w, PL_MSG_EVENTS);
+}
+
+/* Forget the ends that travelled in message 'seq' ('below': in any
+ * message before it): pilotd committed them. */
+static void drop_unacked(struct pl_agent *a, uint64_t seq, bool below)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < a->nunacked; i++) {
+        struct event *e = &a->unacked[i];
+        if (below ? e->seq < seq : e->seq == seq)
+            free(e->error);
+        else
+            a->unacked[k++] = *e;
+    }
+    a->nunacked = k;
 }
 
 /* ---- events and the flush timer ---- */
@@ -349,6 +456,7 @@ static void finish(struct pl_agent *a)
     uv_timer_stop(&a->reg);
     uv_timer_stop(&a->heartbeat);
     uv_timer_stop(&a->deadline);
+    uv_timer_stop(&a->watch);
     pl_zwatch_stop(a->zw);
     a->finished = true;
     uv_stop(&a->loop);
@@ -682,6 +790,7 @@ static void heartbeat_cb(uv_timer_t *h)
 
     pl_wbuf_init(&w, PL_MSG_HEARTBEAT, a->seq++, 0);
     send_wbuf(a, &w, PL_MSG_HEARTBEAT);
+    resend_unacked(a);
 }
 
 static void reg_cb(uv_timer_t *h)
@@ -696,11 +805,14 @@ static int welcome_cb(struct pl_agent *a, const struct pl_msg *m,
                       struct pl_error *errp)
 {
     char *node = NULL;
+    char *instance = NULL;
     double hb;
 
     if (pl_mp_str(m->body, "node", true, sizeof(a->node) - 1, &node, errp)
             < 0
-        || pl_mp_double(m->body, "heartbeat", true, &hb, errp) < 0)
+        || pl_mp_double(m->body, "heartbeat", true, &hb, errp) < 0
+        || pl_mp_str(m->body, "instance", true, sizeof(a->instance) - 1,
+                     &instance, errp) < 0)
         goto error;
     if (!*node || !isfinite(hb) || hb <= 0 || hb > HEARTBEAT_MAX) {
         errno = EPROTO;
@@ -713,6 +825,16 @@ static int welcome_cb(struct pl_agent *a, const struct pl_msg *m,
         pl_log_init("pilot-agent", a->node, NULL);
     }
     uint64_t ms = (uint64_t)ceil(hb * 1000.0);
+    /* another pilotd numbers its RUNs from 1 */
+    if (strcmp(instance, a->instance)) {
+        if (a->instance[0])
+            pl_log(LOG_NOTICE, "a new pilotd (%s) took over", instance);
+        snprintf(a->instance, sizeof(a->instance), "%s", instance);
+        a->last_run = 0;
+    }
+    /* the welcome answers register m->seq, which carried every end sent
+     * before it: pilotd committed them before it answered */
+    drop_unacked(a, m->seq, true);
     uv_timer_stop(&a->reg);
     uv_timer_start(&a->heartbeat, heartbeat_cb, ms, ms);
     pl_log(LOG_NOTICE, "registered (heartbeat %.3g s, %zu cores, %zu gpus)",
@@ -722,9 +844,11 @@ static int welcome_cb(struct pl_agent *a, const struct pl_msg *m,
     a->pulled = false; /* a new (or restarted) pilotd: ask again */
     kick(a);
     free(node);
+    free(instance);
     return 0;
 error:
     free(node);
+    free(instance);
     return -1;
 }
 
@@ -736,6 +860,7 @@ static int run_cb(struct pl_agent *a, const struct pl_msg *m,
     if (pl_mp_array(m->body, "tasks", true, RUN_MAX, &tasks, errp) < 0)
         return -1;
     pl_log(LOG_DEBUG, "run: %u tasks", tasks->via.array.size);
+    a->last_run = m->seq;
     a->pulled = false;
     for (uint32_t i = 0; i < tasks->via.array.size; i++)
         run_one(a, &tasks->via.array.ptr[i]);
@@ -790,6 +915,48 @@ static int exit_msg_cb(struct pl_agent *a, const struct pl_msg *m,
     return 0;
 }
 
+static int ack_cb(struct pl_agent *a, const struct pl_msg *m,
+                  struct pl_error *errp)
+{
+    uint64_t seq;
+
+    if (pl_mp_uint(m->body, "seq", true, UINT64_MAX, &seq, errp) < 0)
+        return -1;
+    drop_unacked(a, seq, false);
+    return 0;
+}
+
+/* A pilotd that does not know us (it restarted): register again, with
+ * what runs here and what ended meanwhile. */
+static int reregister_cb(struct pl_agent *a, const struct pl_msg *m,
+                         struct pl_error *errp)
+{
+    (void)m;
+    (void)errp;
+    /* N.B. not while registering: pilotd asks once per message it got
+     * from us before our REGISTER, and the reg timer repeats it anyway */
+    if (a->exiting || !a->welcomed)
+        return 0;
+    if (a->welcomed)
+        pl_log(LOG_NOTICE, "pilotd does not know us (restarted?): "
+               "registering again with %zu running, %zu ended", a->nrunning,
+               a->nunacked);
+    a->welcomed = false;
+    uv_timer_stop(&a->heartbeat);
+    send_register(a);
+    uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+    return 0;
+}
+
+static int ping_cb(struct pl_agent *a, const struct pl_msg *m,
+                   struct pl_error *errp)
+{
+    (void)a;
+    (void)m;
+    (void)errp;
+    return 0; /* 'heard' is set for any message */
+}
+
 static int reply_cb(struct pl_agent *a, const struct pl_msg *m,
                     struct pl_error *errp)
 {
@@ -817,6 +984,9 @@ static const struct {
     { PL_MSG_KILL, kill_cb },
     { PL_MSG_EXIT, exit_msg_cb },
     { PL_MSG_REPLY, reply_cb },
+    { PL_MSG_ACK, ack_cb },
+    { PL_MSG_REREGISTER, reregister_cb },
+    { PL_MSG_PING, ping_cb },
     { 0, NULL },
 };
 
@@ -832,6 +1002,7 @@ static void dispatch(struct pl_agent *a, const void *buf, size_t len)
     }
     pl_log(LOG_DEBUG, "received %s (seq %llu, %zu bytes)",
            pl_msg_type_name(m.type), (unsigned long long)m.seq, len);
+    a->heard = now_s(a);
     for (i = 0; handlers[i].cb; i++)
         if (handlers[i].type == m.type)
             break;
@@ -922,6 +1093,61 @@ void pl_agent_shutdown(struct pl_agent *a, const char *why)
     kick(a);
 }
 
+/* ---- a pilotd that went away ---- */
+
+/* Connect to the agent endpoint pilotd's endpoint file names, if it is
+ * not the one we use: a pilotd restarted on other ports. */
+static void reread_endpoint(struct pl_agent *a)
+{
+    struct pl_endpoint ep;
+    struct pl_error err;
+
+    a->reread = now_s(a);
+    if (pl_endpoint_read(a->dir, &ep, &err) < 0) {
+        pl_log(LOG_DEBUG, "endpoint file: %s", err.text);
+        return;
+    }
+    if (!ep.agent[0] || !strcmp(ep.agent, a->endpoint))
+        return;
+    pl_log(LOG_NOTICE, "pilotd moved to %s (was %s): connecting there",
+           ep.agent, a->endpoint);
+    (void)zmq_disconnect(a->zsock, a->endpoint);
+    if (zmq_connect(a->zsock, ep.agent) < 0) {
+        pl_log(LOG_WARNING, "connect %s: %s", ep.agent, zmq_strerror(errno));
+        (void)zmq_connect(a->zsock, a->endpoint);
+        return;
+    }
+    snprintf(a->endpoint, sizeof(a->endpoint), "%s", ep.agent);
+    a->welcomed = false;
+    uv_timer_stop(&a->heartbeat);
+    send_register(a);
+    uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+}
+
+static void watch_cb(uv_timer_t *h)
+{
+    struct pl_agent *a = h->data;
+    double silent = now_s(a) - a->heard;
+
+    if (a->exiting)
+        return;
+    if (a->orphan_after > 0 && silent > a->orphan_after) {
+        char why[96];
+        snprintf(why, sizeof(why), "no word from pilotd for %.0f s", silent);
+        pl_agent_shutdown(a, why);
+        return;
+    }
+    if (a->dir[0] && silent > REREAD_S && now_s(a) - a->reread > REREAD_S)
+        reread_endpoint(a);
+}
+
+void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
+                           double orphan_after)
+{
+    snprintf(a->dir, sizeof(a->dir), "%s", dir ? dir : "");
+    a->orphan_after = orphan_after;
+}
+
 /* ---- life cycle ---- */
 
 uv_loop_t *pl_agent_loop(struct pl_agent *a)
@@ -959,7 +1185,9 @@ struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
     uv_timer_init(&a->loop, &a->reg);
     uv_timer_init(&a->loop, &a->heartbeat);
     uv_timer_init(&a->loop, &a->deadline);
+    uv_timer_init(&a->loop, &a->watch);
     a->flush.data = a->reg.data = a->heartbeat.data = a->deadline.data = a;
+    a->watch.data = a;
     a->sigchld.data = a;
     if ((rc = uv_signal_init(&a->loop, &a->sigchld)) == 0) {
         a->sigchld_ok = true;
@@ -1008,8 +1236,10 @@ int pl_agent_start(struct pl_agent *a, struct pl_error *errp)
     (void)pl_resources_cores(a->res, &ncores);
     pl_log(LOG_NOTICE, "started: pid %d, %u cores, %zu gpus, pilotd at %s",
            (int)getpid(), ncores, pl_resources_ngpus(a->res), a->endpoint);
+    a->heard = a->reread = now_s(a);
     send_register(a);
     uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+    uv_timer_start(&a->watch, watch_cb, WATCH_MS, WATCH_MS);
     return 0;
 }
 
@@ -1042,6 +1272,7 @@ void pl_agent_free(struct pl_agent *a)
     close_handle((uv_handle_t *)&a->reg);
     close_handle((uv_handle_t *)&a->heartbeat);
     close_handle((uv_handle_t *)&a->deadline);
+    close_handle((uv_handle_t *)&a->watch);
     if (a->sigchld_ok)
         close_handle((uv_handle_t *)&a->sigchld);
     /* Close callbacks run at the end of one iteration; a few are plenty. */
@@ -1058,6 +1289,9 @@ void pl_agent_free(struct pl_agent *a)
     for (size_t i = 0; i < a->nevents; i++)
         free(a->events[i].error);
     free(a->events);
+    for (size_t i = 0; i < a->nunacked; i++)
+        free(a->unacked[i].error);
+    free(a->unacked);
     while (a->outq) {
         struct outmsg *m = a->outq;
         a->outq = m->next;

@@ -22,6 +22,14 @@ struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
  * started on the loop must be closed first.  NULL is ok. */
 void pl_agent_free(struct pl_agent *a);
 
+/* Outlive a pilotd that dies: when it has been silent for a few seconds,
+ * read the endpoint file of the pilot directory 'dir' (NULL: don't) and
+ * connect where it says; after 'orphan_after' seconds (0: never) without
+ * a word from it, stop every task and exit.  Call before
+ * pl_agent_start(). */
+void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
+                           double orphan_after);
+
 /* Borrowed: the loop, valid until pl_agent_free(a). */
 uv_loop_t *pl_agent_loop(struct pl_agent *a);
 

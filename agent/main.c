@@ -29,6 +29,10 @@ static const char usage[] =
     "  --cores LIST       CPU ids to offer, like 0,1,2 or 0-3 (default: the\n"
     "                     CPUs of this process's affinity mask)\n"
     "  --local            exit when the parent process (pilotd) exits\n"
+    "  --dir DIR          the pilot directory: when pilotd is silent, read\n"
+    "                     its endpoint file and follow a restarted pilotd\n"
+    "  --orphan-timeout S with no word from pilotd for S seconds, stop the\n"
+    "                     tasks and exit (default 0: never)\n"
     "  --log FILE         log to FILE instead of stderr\n"
     "  --log-level LEVEL  err, warning, notice (default), info or debug\n"
     "  --help             show this help\n"
@@ -43,6 +47,8 @@ struct opts {
     const char *node;
     const char *cores;
     const char *log;
+    const char *dir;
+    double orphan_after;
     bool local;
 };
 
@@ -55,6 +61,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         { "local", no_argument, NULL, 'L' },
         { "log", required_argument, NULL, 'l' },
         { "log-level", required_argument, NULL, 'v' },
+        { "dir", required_argument, NULL, 'd' },
+        { "orphan-timeout", required_argument, NULL, 'o' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -87,6 +95,18 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         case 'L':
             o->local = true;
             break;
+        case 'd':
+            o->dir = optarg;
+            break;
+        case 'o': {
+            char *end;
+            errno = 0;
+            o->orphan_after = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(o->orphan_after >= 0)
+                || o->orphan_after > 1e7)
+                pl_fatal(2, "--orphan-timeout: want seconds, 0 to 1e7");
+            break;
+        }
         case 'l':
             o->log = optarg;
             break;
@@ -215,6 +235,7 @@ int main(int argc, char **argv)
         pl_resources_free(res);
         pl_fatal(1, "%s", err.text);
     }
+    pl_agent_set_recovery(a, o.dir, o.orphan_after);
     uv_signal_init(pl_agent_loop(a), &sigterm);
     uv_signal_init(pl_agent_loop(a), &sigint);
     sigterm.data = sigint.data = a;

@@ -35,7 +35,7 @@ static const char help[] =
     "  --launcher L            comm mpi: srun (default) or mpirun\n"
     "  --timeout S             kill the task after S (90, 90s, 10m, 2h)\n"
     "  --retries N             run it again up to N times if its node is\n"
-    "                          lost (default 0)\n"
+    "                          lost (default 2)\n"
     "  --cwd DIR               working directory (default: this one)\n"
     "  --env KEY=VALUE         set a variable (repeatable); the pilot's\n"
     "                          environment is inherited\n"

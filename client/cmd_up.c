@@ -278,6 +278,8 @@ static void sbatch_path(FILE *fp, const char *opt, const char *path,
     fprintf(fp, "%s%s\n", suffix, quote ? "\"" : "");
 }
 
+#define MAX_PILOTD_RESTARTS 100 /* in one allocation */
+
 /* Write DIR/pilot.sbatch.  0 or -1 with errp set. */
 static int write_script(const struct up_opts *o, const char *id,
                         const char *home, const char *dir,
@@ -322,7 +324,19 @@ static int write_script(const struct up_opts *o, const char *id,
         fprintf(fp, "#SBATCH %s\n", *a);
     fprintf(fp, "# written by 'pilot up' for pilot %s\n", id);
     fprintf(fp, "export PILOT_HOME=%s\n", qhome);
-    fprintf(fp, "exec %s --dir %s\n", qpilotd, qdir);
+    /* pilotd killed or crashed (a signal) while the allocation lives:
+     * start it again on the same directory; it takes its agents back */
+    fprintf(fp, "restarts=0\n");
+    fprintf(fp, "while :; do\n");
+    fprintf(fp, "    rc=0\n");
+    fprintf(fp, "    %s --dir %s || rc=$?\n", qpilotd, qdir);
+    fprintf(fp, "    if [ \"$rc\" -lt 129 ] || [ \"$restarts\" -ge %d ]; then "
+                "exit \"$rc\"; fi\n", MAX_PILOTD_RESTARTS);
+    fprintf(fp, "    restarts=$((restarts + 1))\n");
+    fprintf(fp, "    echo \"pilot.sbatch: pilotd died (status $rc): restart "
+                "$restarts of %d\" >&2\n", MAX_PILOTD_RESTARTS);
+    fprintf(fp, "    sleep 1\n");
+    fprintf(fp, "done\n");
     free(qhome);
     free(qpilotd);
     free(qdir);

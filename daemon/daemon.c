@@ -41,6 +41,10 @@
 #define STOP_GRACE 15000       /* ms to wait for agents at shutdown */
 #define RESTART_DELAY 5000     /* ms before restarting the agents' step */
 #define MAX_RESTARTS 5
+#define DEFAULT_RETRIES 2      /* runs on lost nodes a task may survive */
+#define RECOVER_HEARTBEATS 5   /* a restarted pilotd waits this many agent
+                                  heartbeats for the agents to come back */
+#define ORPHAN_TIMEOUT 600     /* s an agent outlives a silent pilotd */
 
 /* A message to send after the batch's commit. */
 struct out {
@@ -52,6 +56,8 @@ struct out {
     uint64_t seq;            /* the request answered, for an error reply */
     uint64_t *undo;          /* tasks this reply acknowledges */
     size_t nundo;
+    bool needs_commit;       /* acknowledges what the batch stores: not
+                                sent if its commit fails */
 };
 
 struct pl_daemon {
@@ -81,6 +87,13 @@ struct pl_daemon {
     long long count[PL_ST_COUNT];
     long long total;
     int handles;                 /* uv handles still to close */
+    /* A pilotd restarted in its allocation: the agents of the one before
+     * still run its tasks.  Until they are back (or recover_until), the
+     * tasks the database says are on agents are 'orphans' (pl_rank). */
+    bool recovering;
+    double recover_until;
+    bool agents_deferred;        /* start the agents that did not return */
+    char instance[96];           /* this pilotd, told apart from the last */
 };
 
 static double now(void)
@@ -191,9 +204,12 @@ static void flush(struct pl_daemon *d)
             if (o->nundo)
                 undo_reply(d, o, why, errnum);
     }
+    bool failed = pl_db_in_txn(d->db);
     for (o = d->outq; o; o = next) {
         next = o->next;
-        if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
+        if (failed && o->needs_commit)
+            ; /* not stored: the agent sends it again */
+        else if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
                           o->w.sb.size) < 0)
             pl_log(LOG_WARNING, "send to %s: %s (message dropped)",
                    o->sock == d->csock ? "client" : "agent",
@@ -386,7 +402,7 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
         if (!t->reason[0])
             c.reason = "canceled";
     }
-    if (t->lost && !t->cancel && t->attempt <= t->retries) {
+    if (t->lost && !t->cancel && t->attempt <= t->retries + t->spared) {
         int old = t->state;
         c.exit_code = c.signal = -1;
         c.maxrss_kb = -1;
@@ -565,13 +581,17 @@ static void schedule(struct pl_daemon *d)
                     cnt++;
         if (cnt == 0 || !(o = agent_out(d, n)))
             continue;
-        pl_wbuf_init(&o->w, PL_MSG_RUN, 0, 1);
+        /* numbered per node: a REGISTER says up to which RUN it knows */
+        uint64_t seq = ++n->run_seq;
+        pl_wbuf_init(&o->w, PL_MSG_RUN, seq, 1);
         pl_w_key(&o->w.pk, "tasks");
         msgpack_pack_array(&o->w.pk, cnt);
         for (size_t i = 0; i < p.n; i++)
             for (uint32_t r = 0; r < launched(p.t[i]); r++)
-                if (p.t[i]->rank[r].node == n)
+                if (p.t[i]->rank[r].node == n) {
                     pack_run_rank(d, &o->w.pk, p.t[i], r);
+                    p.t[i]->rank[r].run_seq = seq;
+                }
         n->want = false; /* it pulls again if it still has room */
         send_agent(d, n, o);
         pl_log(LOG_DEBUG, "run %u ranks on %s", cnt, n->name);
@@ -661,16 +681,225 @@ static void check_fit(struct pl_daemon *d)
         pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
 }
 
-static void send_welcome(struct pl_daemon *d, struct pl_node *n)
+/* WELCOME answers register 'seq': the agent then forgets the ends that
+ * register carried, so it leaves only once they are committed. */
+static void send_welcome(struct pl_daemon *d, struct pl_node *n, uint64_t seq)
 {
     struct out *o = agent_out(d, n);
 
     if (!o)
         return;
-    pl_wbuf_init(&o->w, PL_MSG_WELCOME, 0, 2);
+    o->needs_commit = true;
+    pl_wbuf_init(&o->w, PL_MSG_WELCOME, seq, 3);
     pl_w_kstr(&o->w.pk, "node", n->name);
+    pl_w_kstr(&o->w.pk, "instance", d->instance);
     pl_w_kdouble(&o->w.pk, "heartbeat", d->cfg.heartbeat);
     send_agent(d, n, o);
+}
+
+static void agent_event(struct pl_daemon *d, struct pl_node *n,
+                        const msgpack_object *ev);
+
+/* What an agent says runs on it, from its REGISTER. */
+struct held {
+    uint64_t id, attempt, rank;
+};
+
+static bool held_has(const struct held *h, size_t n, uint64_t id,
+                     uint64_t attempt, uint64_t rank)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].id == id && h[i].attempt == attempt && h[i].rank == rank)
+            return true;
+    return false;
+}
+
+/* Decode the 'running' or 'ended' list of a REGISTER into a new array
+ * (*out, the caller frees it).  Returns the count, or -1 (errp). */
+static long held_decode(const msgpack_object *body, const char *key,
+                        struct held **out, struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    struct held *h;
+
+    *out = NULL;
+    if (pl_mp_array(body, key, false, 1 << 20, &arr, errp) < 0)
+        return -1;
+    if (!arr || arr->via.array.size == 0)
+        return 0;
+    if (!(h = calloc(arr->via.array.size, sizeof(*h)))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_MAP
+            || pl_mp_uint(e, "id", true, UINT64_MAX, &h[i].id, errp) < 0
+            || pl_mp_uint(e, "attempt", true, UINT32_MAX, &h[i].attempt,
+                          errp) < 0
+            || pl_mp_uint(e, "rank", false, UINT32_MAX, &h[i].rank, errp)
+                   < 0) {
+            if (e->type != MSGPACK_OBJECT_MAP)
+                pl_errprintf(errp, "'%s': entries must be maps", key);
+            free(h);
+            return -1;
+        }
+    }
+    *out = h;
+    return (long)arr->via.array.size;
+}
+
+struct adopt {
+    struct pl_daemon *d;
+    struct pl_node *n;
+    const struct held *run, *ended;
+    size_t nrun, nended;
+};
+
+/* Rank 'r' of 't' is where the database says, on the agent of a.n that
+ * just registered: take it back as it reports it. */
+static bool adopt_rank(struct adopt *a, struct pl_dtask *t, uint32_t r)
+{
+    struct pl_rank *k = &t->rank[r];
+
+    free(k->orphan);
+    k->orphan = NULL;
+    t->orphans--;
+    bool runs = held_has(a->run, a->nrun, t->id, t->attempt, r);
+    bool ended = held_has(a->ended, a->nended, t->id, t->attempt, r);
+    /* an MPI job's ranks past 0 live and die with rank 0's launcher */
+    bool follows = t->comm == PL_COMM_MPI && r > 0;
+    k->node = a->n;
+    if (!runs && !ended && !follows) {
+        /* never got there (its RUN left with the old pilotd), or its
+         * agent is a new one: it runs again, not charged to --retries */
+        struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1,
+                                  .reason = "not on its agent after pilotd "
+                                            "restarted" };
+        t->lost = true;
+        t->spared++;
+        return rank_ended(a->d, t, r, PL_ST_FAILED, &c);
+    }
+    if (runs && k->state == PL_ST_ASSIGNED) {
+        k->state = PL_ST_RUNNING;
+        if (++t->running == t->ranks && t->state == PL_ST_ASSIGNED)
+            change(a->d, t, PL_ST_RUNNING, NULL);
+    }
+    return false;
+}
+
+static void adopt_cb(struct pl_dtask *t, void *arg)
+{
+    struct adopt *a = arg;
+    size_t len = strlen(a->n->name);
+
+    for (uint32_t r = 0; t->rank && r < t->ranks && t->orphans; r++) {
+        struct pl_rank *k = &t->rank[r];
+        if (!k->orphan || strncmp(k->orphan, a->n->name, len)
+            || k->orphan[len] != '\t')
+            continue;
+        /* its cores and GPUs first: they are held until it ends */
+        char *cpus = k->orphan + len + 1;
+        char *tab = strchr(cpus, '\t');
+        char *gpus = tab ? tab + 1 : NULL;
+        if (tab)
+            *tab = '\0';
+        free(k->core_idx);
+        free(k->gpu_idx);
+        k->core_idx = k->gpu_idx = NULL;
+        k->ncores = k->ngpus = 0;
+        if (pl_node_claim(a->n, t->id, cpus, gpus && *gpus ? gpus : NULL,
+                          &k->core_idx, &k->ncores, &k->gpu_idx, &k->ngpus)
+            < 0)
+            pl_log(LOG_ERR, "task %llu rank %u: out of memory",
+                   (unsigned long long)t->id, r);
+        if (adopt_rank(a, t, r))
+            return; /* the task ended and may be gone */
+    }
+}
+
+/* Every orphan task visits 'cb' (which may remove it). */
+static void each_orphan(struct pl_daemon *d,
+                        void (*cb)(struct pl_dtask *t, void *arg), void *arg)
+{
+    for (uint64_t id = 1; id <= pl_sched_max_id(d->sched); id++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        if (t && t->orphans)
+            cb(t, arg);
+    }
+}
+
+static size_t count_orphans(struct pl_daemon *d)
+{
+    size_t n = 0;
+
+    for (uint64_t id = 1; id <= pl_sched_max_id(d->sched); id++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        n += t && t->orphans;
+    }
+    return n;
+}
+
+/* A registering agent's tasks that pilotd does not know there: stop
+ * them (pilotd ran them elsewhere, or gave them up). */
+static void kill_strays(struct pl_daemon *d, struct pl_node *n,
+                        const struct held *run, size_t nrun)
+{
+    for (size_t i = 0; i < nrun; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, run[i].id);
+        struct out *o;
+        if (t && t->rank && t->attempt == run[i].attempt
+            && run[i].rank < t->ranks && t->rank[run[i].rank].node == n
+            && !pl_state_final(t->rank[run[i].rank].state))
+            continue;
+        pl_log(LOG_WARNING, "agent %s runs task %llu attempt %llu rank %llu, "
+               "which is not its: stopping it", n->name,
+               (unsigned long long)run[i].id,
+               (unsigned long long)run[i].attempt,
+               (unsigned long long)run[i].rank);
+        if (!(o = agent_out(d, n)))
+            continue;
+        pl_wbuf_init(&o->w, PL_MSG_KILL, 0, 4);
+        pl_w_kuint(&o->w.pk, "id", run[i].id);
+        pl_w_kuint(&o->w.pk, "attempt", run[i].attempt);
+        pl_w_kuint(&o->w.pk, "rank", run[i].rank);
+        pl_w_kdouble(&o->w.pk, "grace", KILL_GRACE);
+        send_agent(d, n, o);
+    }
+}
+
+/* The ranks on 'n' its agent no longer reports (a restarted agent, or
+ * ones whose RUN it never got): they ended, the task runs again. */
+struct gone {
+    struct pl_daemon *d;
+    struct pl_node *n;
+    const struct held *run, *ended;
+    size_t nrun, nended;
+    uint64_t last_run;       /* the last RUN the agent had read */
+};
+
+static void gone_cb(struct pl_dtask *t, void *arg)
+{
+    struct gone *g = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = "node-lost" };
+
+    for (uint32_t r = 0; t->rank && r < launched(t); r++) {
+        struct pl_rank *k = &t->rank[r];
+        /* N.B. a RUN the agent had not read when it registered is on
+         * its way, not lost */
+        if (k->node != g->n || pl_state_final(k->state)
+            || k->run_seq > g->last_run
+            || held_has(g->run, g->nrun, t->id, t->attempt, r)
+            || held_has(g->ended, g->nended, t->id, t->attempt, r))
+            continue;
+        t->lost = true;
+        bool all = t->comm == PL_COMM_MPI && r == 0;
+        for (uint32_t q = all ? 0 : r; q < (all ? t->ranks : r + 1); q++)
+            if (rank_ended(g->d, t, q, PL_ST_FAILED, &c))
+                return; /* the task ended and may be gone */
+    }
 }
 
 static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
@@ -682,12 +911,21 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     uint64_t *cpu = NULL, pid = 0;
     uint32_t ncpu = 0;
     struct pl_node *n;
+    struct held *run = NULL, *ended = NULL;
+    long nrun = 0, nended = 0;
+    const msgpack_object *evs = NULL;
+    uint64_t last_run = 0;
 
     if (pl_mp_str(m->body, "node", true, 63, &name, &err) < 0
         || pl_mp_uint(m->body, "pid", false, INT32_MAX, &pid, &err) < 0
         || pl_mp_uintv(m->body, "cores", true, 4096, 1 << 20, &cpu, &ncpu,
                        &err) < 0
-        || pl_mp_strv(m->body, "gpus", false, 0, 64, 64, &gpus, &err) < 0) {
+        || pl_mp_strv(m->body, "gpus", false, 0, 64, 64, &gpus, &err) < 0
+        || (nrun = held_decode(m->body, "running", &run, &err)) < 0
+        || (nended = held_decode(m->body, "ended", &ended, &err)) < 0
+        || pl_mp_array(m->body, "ended", false, 1 << 20, &evs, &err) < 0
+        || pl_mp_uint(m->body, "last_run", false, UINT64_MAX, &last_run,
+                      &err) < 0) {
         pl_log(LOG_WARNING, "bad register from an agent: %s", err.text);
         goto done;
     }
@@ -699,15 +937,18 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     if (d->stopping)
         goto done;
     if ((n = pl_sched_node_find(d->sched, name))) {
-        /* the agent restarted: what it ran before is gone */
-        struct lost l = { d, n, "agent restarted" };
-        pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
+        /* it reconnected, or restarted: what it no longer runs ended */
+        /* a new agent process knew none of our RUNs */
+        struct gone g = { d, n, run, ended, (size_t)nrun, (size_t)nended,
+                          (long)pid == n->pid ? last_run : UINT64_MAX };
+        pl_sched_node_tasks(d->sched, n, gone_cb, &g);
         if (n->ncores != ncpu || n->ngpus != pl_strv_len(gpus)) {
             pl_log(LOG_WARNING, "agent on %s came back with other resources "
                    "(%u cores); keeping %u", name, ncpu, n->ncores);
         }
-        pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu)", name,
-               (unsigned long long)pid);
+        pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu, %ld running, "
+               "%ld ended meanwhile)", name, (unsigned long long)pid, nrun,
+               nended);
     }
     else {
         if (!(n = pl_node_new(name, cpu, ncpu, gpus))
@@ -717,8 +958,9 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
             goto done;
         }
         n->joined = now();
-        pl_log(LOG_NOTICE, "agent on %s joined: %u cores, %u gpus (pid %llu)",
-               name, ncpu, n->ngpus, (unsigned long long)pid);
+        pl_log(LOG_NOTICE, "agent on %s joined: %u cores, %u gpus (pid %llu, "
+               "%ld running, %ld ended)", name, ncpu, n->ngpus,
+               (unsigned long long)pid, nrun, nended);
     }
     memcpy(n->rid, rid, ridlen);
     n->ridlen = ridlen;
@@ -727,11 +969,20 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     n->want = false;
     n->last_seen = now();
     node_record(d, n, "up");
-    send_welcome(d, n);
+    /* a restarted pilotd: take back the ranks the database put here */
+    struct adopt a = { d, n, run, ended, (size_t)nrun, (size_t)nended };
+    each_orphan(d, adopt_cb, &a);
+    kill_strays(d, n, run, (size_t)nrun);
+    /* what ended while no pilotd could store it */
+    for (uint32_t i = 0; evs && i < evs->via.array.size; i++)
+        agent_event(d, n, &evs->via.array.ptr[i]);
+    send_welcome(d, n, m->seq);
     check_fit(d);
 done:
     free(name);
     free(cpu);
+    free(run);
+    free(ended);
     pl_strv_free(gpus);
 }
 
@@ -840,6 +1091,14 @@ static void agent_events(struct pl_daemon *d, struct pl_node *n,
     }
     for (uint32_t i = 0; i < arr->via.array.size; i++)
         agent_event(d, n, &arr->via.array.ptr[i]);
+    /* once committed, the agent may forget these ends */
+    struct out *o = agent_out(d, n);
+    if (o) {
+        o->needs_commit = true;
+        pl_wbuf_init(&o->w, PL_MSG_ACK, 0, 1);
+        pl_w_kuint(&o->w.pk, "seq", m->seq);
+        send_agent(d, n, o);
+    }
 }
 
 static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
@@ -875,9 +1134,18 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
                                  zmq_msg_size(&rid));
         if (m.type == PL_MSG_REGISTER)
             agent_register(d, zmq_msg_data(&rid), zmq_msg_size(&rid), &m);
-        else if (!n)
-            pl_log(LOG_WARNING, "%s from an agent that did not register "
-                   "(ignored)", pl_msg_type_name(m.type));
+        else if (!n) {
+            /* an agent of the pilotd before us, or one we forgot: it
+             * registers again, with what it runs */
+            struct out *o = out_new(d->asock, zmq_msg_data(&rid),
+                                    zmq_msg_size(&rid));
+            pl_log(LOG_INFO, "%s from an agent that did not register: "
+                   "asking it to", pl_msg_type_name(m.type));
+            if (o) {
+                pl_wbuf_init(&o->w, PL_MSG_REREGISTER, 0, 0);
+                out_push(d, o);
+            }
+        }
         else {
             n->last_seen = now();
             if (n->state == PL_NODE_LOST) {
@@ -971,6 +1239,7 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
                       struct spec *s, struct pl_error *errp)
 {
     int has_ranks = 0;
+    int has_retries = 0;
 
     memset(s, 0, sizeof(*s));
     s->ranks = s->cpr = 1;
@@ -1011,7 +1280,8 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         || pl_mp_str(o, "launcher", false, 16, &s->launcher, errp) < 0
         || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
         || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
-        || pl_mp_uint(o, "retries", false, 100, &s->retries, errp) < 0
+        || (has_retries = pl_mp_uint(o, "retries", false, 100, &s->retries,
+                                     errp)) < 0
         || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0)
         goto error;
     errno = EINVAL;
@@ -1019,6 +1289,8 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         pl_errprintf(errp, "the command is empty");
         goto error;
     }
+    if (!has_retries)
+        s->retries = DEFAULT_RETRIES;
     if (!has_ranks && (s->nodes || s->rpn))
         /* --nodes and --ranks-per-node alone say how many ranks */
         s->ranks = (s->nodes ? s->nodes : 1) * (s->rpn ? s->rpn : 1);
@@ -1587,7 +1859,8 @@ static void begin_stop(struct pl_daemon *d, const char *why)
         send_agent(d, n, o);
     }
     flush(d);
-    if (!d->launch || !pl_launch_running(d->launch)) {
+    if ((!d->launch || !pl_launch_running(d->launch))
+        && d->count[PL_ST_ASSIGNED] + d->count[PL_ST_RUNNING] == 0) {
         /* nothing to wait for: the agents' process already ended */
         uv_timer_start(&d->stop_timer, stop_timer_cb, 0, 0);
         return;
@@ -1602,11 +1875,83 @@ static void signal_cb(uv_signal_t *h, int signum)
     begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
+                        struct pl_error *errp);
+
+/* The recovery of a restarted pilotd is over: ranks whose agents did not
+ * come back are lost; agents start where none came back. */
+static void lost_orphan_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = "node-lost" };
+
+    t->lost = true;
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+        struct pl_rank *k = &t->rank[r];
+        if (!k->orphan)
+            continue;
+        free(k->orphan);
+        k->orphan = NULL;
+        t->orphans--;
+        if (rank_ended(d, t, r, PL_ST_FAILED, &c))
+            return; /* the task ended and may be gone */
+    }
+}
+
+static void end_recovery(struct pl_daemon *d)
+{
+    struct pl_error err;
+    size_t n = count_orphans(d);
+
+    d->recovering = false;
+    pl_log(LOG_NOTICE, "recovery over: %zu agents back, %zu tasks lost with "
+           "agents that did not return", pl_sched_nnodes(d->sched), n);
+    each_orphan(d, lost_orphan_cb, d);
+    if (!d->agents_deferred)
+        return;
+    d->agents_deferred = false;
+    /* agents where none came back: this allocation's nodes but theirs */
+    char missing[4096] = "";
+    int count = 0;
+    size_t off = 0;
+    const char *nl = getenv("SLURM_JOB_NODELIST");
+    char **hosts = nl ? pl_slurmjob_hostlist_expand(nl, &err) : NULL;
+    for (char **h = hosts; h && *h; h++) {
+        if (pl_sched_node_find(d->sched, *h))
+            continue;
+        int w = snprintf(missing + off, sizeof(missing) - off, "%s%s",
+                         off ? "," : "", *h);
+        if (w < 0 || (size_t)w >= sizeof(missing) - off)
+            break;
+        off += (size_t)w;
+        count++;
+    }
+    pl_strv_free(hosts);
+    if (count > 0) {
+        pl_log(LOG_NOTICE, "starting agents on %s (%d nodes)", missing,
+               count);
+        if (start_agents(d, missing, count, &err) < 0)
+            pl_log(LOG_ERR, "start agents: %s", err.text);
+    }
+}
+
 static void tick_cb(uv_timer_t *h)
 {
     struct pl_daemon *d = h->data;
     double t = now();
 
+    if (d->stopping && !d->stopped
+        && (!d->launch || !pl_launch_running(d->launch))
+        && d->count[PL_ST_ASSIGNED] + d->count[PL_ST_RUNNING] == 0) {
+        /* agents of an earlier pilotd: their tasks have ended */
+        uv_timer_stop(&d->stop_timer);
+        uv_timer_start(&d->stop_timer, stop_timer_cb, 0, 0);
+    }
+    if (d->recovering
+        && (t >= d->recover_until
+            || (int)pl_sched_nnodes(d->sched) >= d->cfg.expected_agents))
+        end_recovery(d);
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         if (n->state == PL_NODE_UP && t - n->last_seen > d->cfg.lost_after) {
@@ -1614,11 +1959,16 @@ static void tick_cb(uv_timer_t *h)
             snprintf(why, sizeof(why), "silent for %.0f s", t - n->last_seen);
             node_lost(d, n, why);
         }
+        /* our heartbeat: an agent that hears nothing follows the endpoint
+         * file, and at last gives up */
+        struct out *o;
+        if (n->state == PL_NODE_UP && (o = agent_out(d, n))) {
+            pl_wbuf_init(&o->w, PL_MSG_PING, 0, 0);
+            send_agent(d, n, o);
+        }
     }
     flush(d);
 }
-
-static int start_agents(struct pl_daemon *d, struct pl_error *errp);
 
 static void restart_cb(uv_timer_t *h)
 {
@@ -1627,7 +1977,7 @@ static void restart_cb(uv_timer_t *h)
 
     if (d->stopping)
         return;
-    if (start_agents(d, &err) < 0)
+    if (start_agents(d, NULL, 0, &err) < 0)
         pl_log(LOG_ERR, "restart agents: %s", err.text);
 }
 
@@ -1662,12 +2012,16 @@ static void launch_exit_cb(struct pl_launch *l, int64_t status, int signum,
                d->restarts);
 }
 
-static int start_agents(struct pl_daemon *d, struct pl_error *errp)
+/* The agents' process: one srun step over the job's nodes, or over
+ * 'nodelist' ('count' nodes) if given; with --local, one child. */
+static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
+                        struct pl_error *errp)
 {
     char agent[PL_PATH_MAX + 32], logpath[PL_PATH_MAX + 64];
-    char nodes[32], ntasks[32], cpus[48], gres[48];
-    const char *argv[32];
+    char nodes[32], ntasks[32], cpus[48], gres[48], orphan[32];
+    const char *argv[40];
     int n = 0;
+    int want = nodelist ? count : d->cfg.expected_agents;
 
     snprintf(agent, sizeof(agent), "%s/pilot-agent", d->bindir);
     if (!d->launch) {
@@ -1689,10 +2043,8 @@ static int start_agents(struct pl_daemon *d, struct pl_error *errp)
             const char *gpn = getenv("SLURM_GPUS_ON_NODE");
             snprintf(logpath, sizeof(logpath), "%s/logs/srun-agents.log",
                      d->dir);
-            snprintf(nodes, sizeof(nodes), "--nodes=%d",
-                     d->cfg.expected_agents);
-            snprintf(ntasks, sizeof(ntasks), "--ntasks=%d",
-                     d->cfg.expected_agents);
+            snprintf(nodes, sizeof(nodes), "--nodes=%d", want);
+            snprintf(ntasks, sizeof(ntasks), "--ntasks=%d", want);
             argv[n++] = "srun";
             argv[n++] = "--overlap";
             argv[n++] = nodes;
@@ -1702,6 +2054,10 @@ static int start_agents(struct pl_daemon *d, struct pl_error *errp)
             argv[n++] = "--cpu-bind=none";
             argv[n++] = "--mem=0";
             argv[n++] = "--job-name=pilot-agents";
+            if (nodelist) {
+                argv[n++] = "--nodelist";
+                argv[n++] = nodelist;
+            }
             if (cpn && atoi(cpn) > 0) {
                 /* the agent's affinity mask must cover the whole node */
                 snprintf(cpus, sizeof(cpus), "--cpus-per-task=%d", atoi(cpn));
@@ -1711,9 +2067,15 @@ static int start_agents(struct pl_daemon *d, struct pl_error *errp)
                 snprintf(gres, sizeof(gres), "--gres=gpu:%d", atoi(gpn));
                 argv[n++] = gres;
             }
+            /* agents outlive a pilotd that dies and follow the next */
+            snprintf(orphan, sizeof(orphan), "%d", ORPHAN_TIMEOUT);
             argv[n++] = agent;
             argv[n++] = "--connect";
             argv[n++] = d->aep;
+            argv[n++] = "--dir";
+            argv[n++] = d->dir;
+            argv[n++] = "--orphan-timeout";
+            argv[n++] = orphan;
             argv[n] = NULL;
         }
         if (!(d->launch = pl_launch_new(d->loop, (char *const *)argv, logpath,
@@ -1736,6 +2098,51 @@ static int init_counts(struct pl_daemon *d, struct pl_error *errp)
     return 0;
 }
 
+static void orphan_place_cb(uint32_t rank, const char *node,
+                            const char *cores, const char *gpus, void *arg)
+{
+    struct pl_dtask *t = arg;
+    struct pl_rank *k = &t->rank[rank];
+
+    if (k->orphan)
+        return;
+    if (asprintf(&k->orphan, "%s\t%s\t%s", node, cores ? cores : "",
+                 gpus ? gpus : "") < 0)
+        k->orphan = NULL;
+    else
+        t->orphans++;
+}
+
+/* 't', assigned or running when the pilotd before us died: it stays so,
+ * its ranks 'orphans' where the database put them, until their agents
+ * report (agent_register()) or the recovery ends.  Returns -1 if its
+ * placement is not known: then it is requeued. */
+static int orphan_load(struct pl_daemon *d, struct pl_dtask *t)
+{
+    struct pl_error err;
+
+    if (!(t->rank = calloc(t->ranks, sizeof(*t->rank))))
+        return -1;
+    for (uint32_t r = 0; r < t->ranks; r++)
+        t->rank[r].state = PL_ST_ASSIGNED;
+    if (pl_db_placement(d->db, t->id, t->attempt, t->ranks, orphan_place_cb,
+                        t, &err) < 0)
+        pl_log(LOG_ERR, "task %llu: %s", (unsigned long long)t->id,
+               err.text);
+    if (t->orphans != t->ranks) {
+        pl_log(LOG_WARNING, "task %llu: placement of %u of its %u ranks "
+               "unknown: requeued", (unsigned long long)t->id,
+               t->ranks - t->orphans, t->ranks);
+        for (uint32_t r = 0; r < t->ranks; r++)
+            free(t->rank[r].orphan);
+        free(t->rank);
+        t->rank = NULL;
+        t->orphans = 0;
+        return -1;
+    }
+    return 0;
+}
+
 /* Rebuild the queue from the database (a restarted pilotd, or --resume):
  * tasks that were on agents of an earlier daemon go back to the queue. */
 static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
@@ -1749,8 +2156,10 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
 
     if (!argv)
         return 0; /* cannot happen: submit stored a valid array */
-    if (!(t = pl_sched_task_add(d->sched, id, PL_ST_QUEUED, &argv, &env,
-                                &cwd))) {
+    bool orphan = d->recovering
+                  && (state == PL_ST_ASSIGNED || state == PL_ST_RUNNING);
+    if (!(t = pl_sched_task_add(d->sched, id, orphan ? state : PL_ST_QUEUED,
+                                &argv, &env, &cwd))) {
         pl_strv_free(argv);
         pl_strv_free(env);
         free(cwd);
@@ -1758,6 +2167,11 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
     }
     shape(s, t);
     t->attempt = attempts;
+    if (orphan) {
+        if (orphan_load(d, t) == 0)
+            return 0;
+        pl_sched_requeue(d->sched, t, false);
+    }
     if (state != PL_ST_QUEUED) {
         struct pl_db_change c = { .exit_code = -1, .signal = -1,
                                   .maxrss_kb = -1,
@@ -1767,6 +2181,19 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
         t->state = PL_ST_QUEUED;
     }
     return 0;
+}
+
+/* Bind 'sock' to 'ep' if it holds an address (the one the pilotd before
+ * us had, on this host), else to any port of 'addr'; 'ep' gets it. */
+static int bind_again(void *sock, const char *addr, char *ep, size_t eplen,
+                      struct pl_error *errp)
+{
+    if (ep[0] && zmq_bind(sock, ep) == 0)
+        return 0;
+    if (ep[0])
+        pl_log(LOG_WARNING, "cannot bind %s again (%s): agents will find the "
+               "new port in the endpoint file", ep, zmq_strerror(errno));
+    return pl_zsock_bind_any(sock, addr, ep, eplen, errp);
 }
 
 struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
@@ -1792,6 +2219,8 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     d->cfg.agent_cores = NULL;
     d->outtail = &d->outq;
     d->started = now();
+    snprintf(d->instance, sizeof(d->instance), "%s/%ld/%.6f", cfg->id,
+             (long)getpid(), d->started);
     gethostname(d->host, sizeof(d->host));
     d->host[sizeof(d->host) - 1] = '\0';
     d->exit_code = 1;
@@ -1809,7 +2238,29 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     if (!(d->db = pl_db_open(dbpath, errp))
         || !(d->sched = pl_sched_new()))
         goto error;
+    /* the same Slurm job as the pilotd before us: its agents may still
+     * run its tasks (a pilotd restarted after a crash) */
+    char *job = NULL;
+    char jobstr[32];
+    snprintf(jobstr, sizeof(jobstr), "%ld", cfg->job);
+    if (pl_db_meta_get(d->db, "job", &job, errp) < 0)
+        goto error;
+    d->recovering = !cfg->local && cfg->job > 0 && job && !strcmp(job, jobstr);
+    free(job);
+    if (d->recovering) {
+        d->recover_until = now() + RECOVER_HEARTBEATS * cfg->heartbeat;
+        d->agents_deferred = true;
+        /* where the agents look for us: the same ports, if still free */
+        if (pl_endpoint_read(d->dir, &ep, NULL) == 0) {
+            snprintf(d->cep, sizeof(d->cep), "%s", ep.client);
+            snprintf(d->aep, sizeof(d->aep), "%s", ep.agent);
+        }
+        pl_log(LOG_NOTICE, "restarted in job %ld: waiting up to %.0f s for "
+               "the agents of the pilotd before", cfg->job,
+               RECOVER_HEARTBEATS * cfg->heartbeat);
+    }
     if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
+        || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
         || pl_db_load_live(d->db, load_cb, d, errp) < 0
         || pl_db_commit(d->db, errp) < 0
         || init_counts(d, errp) < 0)
@@ -1820,10 +2271,10 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     }
     if (!(d->csock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
         || !(d->asock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
-        || pl_zsock_bind_any(d->csock, cfg->bind_addr, d->cep, sizeof(d->cep),
-                             errp) < 0
-        || pl_zsock_bind_any(d->asock, cfg->bind_addr, d->aep, sizeof(d->aep),
-                             errp) < 0)
+        || bind_again(d->csock, cfg->bind_addr, d->cep, sizeof(d->cep),
+                      errp) < 0
+        || bind_again(d->asock, cfg->bind_addr, d->aep, sizeof(d->aep),
+                      errp) < 0)
         goto error;
     if (!(d->czw = pl_zwatch_new(loop, d->csock, ZMQ_POLLIN, client_cb, d))
         || !(d->azw = pl_zwatch_new(loop, d->asock, ZMQ_POLLIN, agent_cb, d))
@@ -1835,8 +2286,9 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     uv_signal_start(&d->sigint, signal_cb, SIGINT);
     uv_timer_start(&d->tick, tick_cb, 1000, 1000);
     refresh_end_time(d);
-    if (start_agents(d, errp) < 0)
+    if (!d->agents_deferred && start_agents(d, NULL, 0, errp) < 0)
         goto error;
+    memset(&ep, 0, sizeof(ep));
     snprintf(ep.client, sizeof(ep.client), "%s", d->cep);
     snprintf(ep.agent, sizeof(ep.agent), "%s", d->aep);
     snprintf(ep.host, sizeof(ep.host), "%s", d->host);

@@ -371,6 +371,67 @@ int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
     return step(db, ST_META, errp);
 }
 
+int pl_db_meta_get(struct pl_db *db, const char *key, char **val,
+                   struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    *val = NULL;
+    if (sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key = ?", -1,
+                           &st, NULL) != SQLITE_OK)
+        return dberr(db, errp, "read meta");
+    bind_text(st, 1, key);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_text(st, 0)
+        && !(*val = strdup((const char *)sqlite3_column_text(st, 0)))) {
+        sqlite3_finalize(st);
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        dberr(db, errp, "read meta");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
+                    uint32_t ranks, pl_db_place_f cb, void *arg,
+                    struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+    /* one rank: the task's row; more: each rank's 'assigned' event */
+    const char *q = ranks == 1
+        ? "SELECT 0, node, cores, gpus FROM tasks WHERE id = ?1"
+        : "SELECT rank, node, cores, gpus FROM events WHERE task = ?1 AND "
+          "attempt = ?2 AND rank IS NOT NULL AND state = 'assigned' "
+          "ORDER BY id";
+
+    if (sqlite3_prepare_v2(db->h, q, -1, &st, NULL) != SQLITE_OK)
+        return dberr(db, errp, "read placement");
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (ranks != 1)
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)attempt);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 r = sqlite3_column_int64(st, 0);
+        const char *node = (const char *)sqlite3_column_text(st, 1);
+        if (r < 0 || r >= ranks || !node)
+            continue;
+        cb((uint32_t)r, node, (const char *)sqlite3_column_text(st, 2),
+           (const char *)sqlite3_column_text(st, 3), arg);
+    }
+    if (rc != SQLITE_DONE) {
+        dberr(db, errp, "read placement");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
 int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                     struct pl_error *errp)
 {

@@ -87,6 +87,19 @@ int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
 int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
                    struct pl_error *errp);
 
+int pl_db_meta_get(struct pl_db *db, const char *key, char **val,
+                   struct pl_error *errp);
+
+/* Where attempt 'attempt' of task 'id' ('ranks' ranks) was placed: 'cb'
+ * once per rank found, with its node, CPU ids ("0,1") and GPU ids (NULL
+ * if none), as recorded when it was assigned.  Strings are valid during
+ * the call only. */
+typedef void (*pl_db_place_f)(uint32_t rank, const char *node,
+                              const char *cores, const char *gpus, void *arg);
+int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
+                    uint32_t ranks, pl_db_place_f cb, void *arg,
+                    struct pl_error *errp);
+
 /* Call 'cb' for each task not in a final state, oldest first, with the
  * columns needed to rebuild the queue. */
 typedef int (*pl_db_live_f)(uint64_t id, int state, const struct pl_db_spec *s,

@@ -98,6 +98,88 @@ int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
     return 0;
 }
 
+/* The entries of the comma list 'list', each looked up with 'find'
+ * (index or -1); found and free ones go to idx[] (room for all). */
+static uint32_t claim_list(const char *list, uint32_t *idx,
+                           long (*find)(const struct pl_node *, const char *,
+                                        size_t),
+                           const struct pl_node *n)
+{
+    uint32_t k = 0;
+
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        long i = len ? find(n, p, len) : -1;
+        if (i >= 0)
+            idx[k++] = (uint32_t)i;
+        p += len + (p[len] == ',');
+    }
+    return k;
+}
+
+static long find_cpu(const struct pl_node *n, const char *s, size_t len)
+{
+    char buf[24];
+    char *end;
+
+    if (len >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (*end || end == buf)
+        return -1;
+    for (uint32_t i = 0; i < n->ncores; i++)
+        if (n->cpu[i] == v && !n->core_task[i])
+            return (long)i;
+    return -1;
+}
+
+static long find_gpu(const struct pl_node *n, const char *s, size_t len)
+{
+    for (uint32_t i = 0; i < n->ngpus; i++)
+        if (strlen(n->gpu[i]) == len && !strncmp(n->gpu[i], s, len)
+            && !n->gpu_task[i])
+            return (long)i;
+    return -1;
+}
+
+static uint32_t list_len(const char *list)
+{
+    uint32_t k = list && *list ? 1 : 0;
+
+    for (const char *p = list; p && *p; p++)
+        k += *p == ',';
+    return k;
+}
+
+int pl_node_claim(struct pl_node *n, uint64_t id, const char *cpus,
+                  const char *gpus, uint32_t **core_idx, uint32_t *ncores,
+                  uint32_t **gpu_idx, uint32_t *ngpus)
+{
+    uint32_t *c = calloc(list_len(cpus) + 1, sizeof(*c));
+    uint32_t *g = calloc(list_len(gpus) + 1, sizeof(*g));
+
+    if (!c || !g) {
+        free(c);
+        free(g);
+        errno = ENOMEM;
+        return -1;
+    }
+    *ncores = claim_list(cpus, c, find_cpu, n);
+    *ngpus = claim_list(gpus, g, find_gpu, n);
+    for (uint32_t i = 0; i < *ncores; i++)
+        n->core_task[c[i]] = id;
+    for (uint32_t i = 0; i < *ngpus; i++)
+        n->gpu_task[g[i]] = id;
+    n->free_cores -= *ncores;
+    n->free_gpus -= *ngpus;
+    n->running++;
+    *core_idx = c;
+    *gpu_idx = g;
+    return 0;
+}
+
 void pl_node_release(struct pl_node *n, uint64_t id, const uint32_t *core_idx,
                      uint32_t ncores, const uint32_t *gpu_idx, uint32_t ngpus)
 {

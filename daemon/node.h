@@ -32,6 +32,7 @@ struct pl_node {
     uint32_t free_cores, free_gpus;
     uint32_t gpu_next;      /* where the next GPU search starts */
     uint32_t running;       /* tasks placed here and not yet ended */
+    uint64_t run_seq;       /* RUN messages sent to its agent */
     uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
     bool want;              /* the agent pulled and got nothing since */
     double joined, last_seen;
@@ -63,6 +64,15 @@ void pl_node_release(struct pl_node *n, uint64_t id, const uint32_t *core_idx,
                      uint32_t ncores, const uint32_t *gpu_idx, uint32_t ngpus);
 
 /* "3,4" of the CPU ids (or GPU ids) at the given indexes, into 'buf'. */
+/* Hold for task 'id' what a restarted pilotd learns it holds: the cores
+ * whose CPU ids are in 'cpus' ("0,1") and the GPUs whose ids are in
+ * 'gpus' (either may be NULL); ids not on the node or already held are
+ * skipped.  Their indexes go to new arrays *core_idx and *gpu_idx (the
+ * caller's), counts to *ncores and *ngpus.  Returns 0, or -1 (ENOMEM). */
+int pl_node_claim(struct pl_node *n, uint64_t id, const char *cpus,
+                  const char *gpus, uint32_t **core_idx, uint32_t *ncores,
+                  uint32_t **gpu_idx, uint32_t *ngpus);
+
 void pl_node_cpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
                      char *buf, size_t len);
 void pl_node_gpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,

@@ -42,7 +42,9 @@ static void ranks_free(struct pl_dtask *t)
     for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
         free(t->rank[r].core_idx);
         free(t->rank[r].gpu_idx);
+        free(t->rank[r].orphan);
     }
+    t->orphans = 0;
     free(t->rank);
     t->rank = NULL;
     t->nnodes = 0;
@@ -121,6 +123,11 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
         s->nqueued++;
     }
     return t;
+}
+
+uint64_t pl_sched_max_id(const struct pl_sched *s)
+{
+    return s->cap ? s->cap - 1 : 0;
 }
 
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id)

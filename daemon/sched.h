@@ -34,6 +34,10 @@ struct pl_rank {
     uint32_t ngpus;
     uint32_t node_rank, local_rank, local_size;
     int state;                 /* assigned, running, or a final state */
+    uint64_t run_seq;          /* the RUN that carried it to its agent */
+    char *orphan;              /* owned: "NODE\tCPUS\tGPUS" where a
+                                  restarted pilotd's database placed it,
+                                  until its agent reports; else NULL */
 };
 
 /* A task pilotd still has to act on (not final).  Final tasks live only
@@ -50,6 +54,8 @@ struct pl_dtask {
     bool exclusive;            /* whole nodes, shared with no other task */
     int comm;                  /* enum pl_comm */
     bool mpirun;               /* comm mpi: launch with mpirun, not srun */
+    uint32_t orphans;          /* ranks with 'orphan' set */
+    uint32_t spared;           /* requeues not charged to 'retries' */
     uint32_t port;             /* comm torch: MASTER_PORT, held on rank
                                   0's node while placed; 0: none */
     double timeout;
@@ -81,6 +87,8 @@ void pl_sched_free(struct pl_sched *s);
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
                                    char ***argv, char ***env, char **cwd);
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
+/* Ids of live tasks are at most this. */
+uint64_t pl_sched_max_id(const struct pl_sched *s);
 /* Forget a task (it reached a final state): leaves the queue, releases
  * its node resources, and is freed. */
 void pl_sched_task_remove(struct pl_sched *s, struct pl_dtask *t);

@@ -55,3 +55,31 @@ int pl_slurmjob_hostlist_count(const char *hostlist, struct pl_error *errp)
     slurm_hostlist_destroy(hl);
     return n;
 }
+
+char **pl_slurmjob_hostlist_expand(const char *hostlist, struct pl_error *errp)
+{
+    hostlist_t hl;
+    char *h;
+    char **v;
+    size_t n = 0;
+    int count;
+
+    if ((count = pl_slurmjob_hostlist_count(hostlist, errp)) < 0)
+        return NULL;
+    if (!(v = calloc((size_t)count + 1, sizeof(*v)))) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    if (!(hl = slurm_hostlist_create(hostlist))) {
+        free(v);
+        errno = EINVAL;
+        pl_errprintf(errp, "bad Slurm hostlist '%s'", hostlist);
+        return NULL;
+    }
+    /* N.B. libslurm's strings are malloc()ed: ours to keep */
+    while ((h = slurm_hostlist_shift(hl)) && n < (size_t)count)
+        v[n++] = h;
+    slurm_hostlist_destroy(hl);
+    return v;
+}

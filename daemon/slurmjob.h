@@ -13,4 +13,9 @@ int pl_slurmjob_end_time(long job, time_t *end, struct pl_error *errp);
  * -1 with errp. */
 int pl_slurmjob_hostlist_count(const char *hostlist, struct pl_error *errp);
 
+/* The hosts of a Slurm hostlist expression, in its order: a new
+ * NULL-terminated vector (pl_strv_free()), or NULL with errp. */
+char **pl_slurmjob_hostlist_expand(const char *hostlist,
+                                   struct pl_error *errp);
+
 #endif /* !PL_DAEMON_SLURMJOB_H */

@@ -22,6 +22,9 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";
     case PL_MSG_EXIT: return "exit";
+    case PL_MSG_ACK: return "ack";
+    case PL_MSG_REREGISTER: return "reregister";
+    case PL_MSG_PING: return "ping";
     case PL_MSG_REGISTER: return "register";
     case PL_MSG_PULL: return "pull";
     case PL_MSG_EVENTS: return "events";

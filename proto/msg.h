@@ -13,7 +13,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 2
+#define PL_PROTO_VERSION 3
 
 /* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
 #define PL_MSG_MAX (64 * 1024 * 1024)
@@ -35,6 +35,9 @@ enum pl_msg_type {
     PL_MSG_RUN = 202,
     PL_MSG_KILL = 203,
     PL_MSG_EXIT = 204,
+    PL_MSG_ACK = 205,        /* an EVENTS message is committed: its seq */
+    PL_MSG_REREGISTER = 206, /* pilotd does not know this agent: register */
+    PL_MSG_PING = 207,       /* pilotd's heartbeat */
 
     /* agent -> daemon */
     PL_MSG_REGISTER = 301,

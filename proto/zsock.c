@@ -18,6 +18,7 @@ void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
     int hwm = 1000000;       /* messages: a burst of submissions or events */
     int64_t maxmsg = PL_MSG_MAX;
     int one = 1;
+    int ivl = 100, ivl_max = 2000; /* ms: reconnect backoff, 0.1 s to 2 s */
 
     if (!(s = zmq_socket(ctx, type))) {
         pl_errprintf(errp, "zmq_socket: %s", zmq_strerror(errno));
@@ -27,6 +28,9 @@ void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
         || zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0
         || zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm)) < 0
         || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) < 0
+        || zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof(ivl)) < 0
+        || zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max,
+                          sizeof(ivl_max)) < 0
         || (type == ZMQ_ROUTER
             && zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0)) {
         pl_errprintf(errp, "zmq_setsockopt: %s", zmq_strerror(errno));

@@ -53,6 +53,12 @@ struct fixture {
     int nev;
     uint64_t seq;
     uint64_t cores[2];
+    /* the last REGISTER: its seq, what it says ended, its last RUN */
+    uint64_t reg_seq;
+    uint64_t reg_ended[EV_MAX];
+    int nreg_ended;
+    uint64_t reg_last_run;
+    uint64_t ev_seq;       /* the last EVENTS message */
     char dir[64];
     char log[128];
 };
@@ -132,12 +138,28 @@ static void router_cb(struct pl_zwatch *zw, int revents, void *arg)
         }
         if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m, &e)
             == 0) {
-            if (m.type == PL_MSG_REGISTER)
+            if (m.type == PL_MSG_REGISTER) {
+                const msgpack_object *arr = NULL;
                 f->nregister++;
+                f->reg_seq = m.seq;
+                f->nreg_ended = 0;
+                f->reg_last_run = 0;
+                (void)pl_mp_uint(m.body, "last_run", false, UINT64_MAX,
+                                 &f->reg_last_run, &e);
+                if (pl_mp_array(m.body, "ended", false, EV_MAX, &arr, &e)
+                    == 1)
+                    for (uint32_t j = 0; j < arr->via.array.size; j++)
+                        (void)pl_mp_uint(&arr->via.array.ptr[j], "id", true,
+                                         UINT64_MAX,
+                                         &f->reg_ended[f->nreg_ended++],
+                                         &e);
+            }
             else if (m.type == PL_MSG_PULL)
                 f->npull++;
-            else if (m.type == PL_MSG_EVENTS)
+            else if (m.type == PL_MSG_EVENTS) {
+                f->ev_seq = m.seq;
                 got_events(f, m.body);
+            }
             pl_msg_release(&m);
         }
         zmq_msg_close(&id);
@@ -322,6 +344,74 @@ static const char *const show_env[] = {
     "sg=${SLURM_STEP_GPUS-unset} go=${GPU_DEVICE_ORDINAL-unset}\"",
     NULL,
 };
+
+static int registered_again(struct fixture *f, void *arg)
+{
+    return f->nregister > *(int *)arg;
+}
+
+/* REREGISTER, as a restarted pilotd sends, and the REGISTER it gets;
+ * then WELCOME (answering it, from 'instance'). */
+static int reregister(struct fixture *f, const char *instance)
+{
+    struct pl_wbuf w;
+    int before = f->nregister;
+
+    pl_wbuf_init(&w, PL_MSG_REREGISTER, f->seq++, 0);
+    send_wbuf(f, &w);
+    int got = wait_for(f, registered_again, &before, WAIT_MS);
+    pl_wbuf_init(&w, PL_MSG_WELCOME, f->reg_seq, 3);
+    pl_w_kstr(&w.pk, "node", "n1");
+    pl_w_kdouble(&w.pk, "heartbeat", 60);
+    pl_w_kstr(&w.pk, "instance", instance);
+    send_wbuf(f, &w);
+    return got;
+}
+
+static bool reg_has(struct fixture *f, uint64_t id)
+{
+    for (int i = 0; i < f->nreg_ended; i++)
+        if (f->reg_ended[i] == id)
+            return true;
+    return false;
+}
+
+/* An end stays with the agent until pilotd commits it: an ACK of its
+ * EVENTS message, or the WELCOME to a REGISTER that carried it. */
+static void test_unacked(struct fixture *f)
+{
+    static const char *const argv_true[] = { "true", NULL };
+    struct entry e = { .id = 50, .rank = -1, .size = -1, .local_rank = -1,
+                       .local_size = -1, .node_rank = -1, .master_port = -1,
+                       .argv = argv_true, .core = f->cores[0],
+                       .out = "u50.out" };
+    struct want w = { .id = 50, .n = 1 };
+
+    send_run(f, &e, 1);
+    uint64_t run_seq = f->seq - 1;
+    ok(wait_for(f, ended, &w, WAIT_MS), "unacked: task 50 ended");
+    ok(reregister(f, "test") && reg_has(f, 50)
+           && f->reg_last_run == run_seq,
+       "unacked: REREGISTER gets a REGISTER with task 50 in 'ended' and "
+       "last_run %llu", (unsigned long long)run_seq);
+    ok(reregister(f, "test") && !reg_has(f, 50),
+       "unacked: the WELCOME to it committed task 50: the next has not");
+
+    e.id = w.id = 51;
+    send_run(f, &e, 1);
+    ok(wait_for(f, ended, &w, WAIT_MS), "unacked: task 51 ended");
+    struct pl_wbuf b;
+    pl_wbuf_init(&b, PL_MSG_ACK, f->seq++, 1);
+    pl_w_kuint(&b.pk, "seq", f->ev_seq);
+    send_wbuf(f, &b);
+    e.id = w.id = 52;
+    send_run(f, &e, 1);
+    ok(wait_for(f, ended, &w, WAIT_MS), "unacked: task 52 ended");
+    ok(reregister(f, "another pilotd") && !reg_has(f, 51) && reg_has(f, 52),
+       "unacked: ACK of its EVENTS forgot task 51; 52, not acked, is kept");
+    ok(reregister(f, "another pilotd") && f->reg_last_run == 0,
+       "unacked: a new pilotd's WELCOME restarts last_run");
+}
 
 static void test_two_ranks(struct fixture *f)
 {
@@ -569,7 +659,7 @@ int main(void)
     char cmd[128];
     int lingering = 0;
 
-    plan(45);
+    plan(51);
     snprintf(f->dir, sizeof(f->dir), "/tmp/test_agent_rank.XXXXXX");
     if (!mkdtemp(f->dir))
         abort();
@@ -603,13 +693,15 @@ int main(void)
 
     ok(wait_for(f, registered, NULL, WAIT_MS), "agent registered");
     struct pl_wbuf w;
-    pl_wbuf_init(&w, PL_MSG_WELCOME, f->seq++, 2);
+    pl_wbuf_init(&w, PL_MSG_WELCOME, f->reg_seq, 3);
     pl_w_kstr(&w.pk, "node", "n1");
     pl_w_kdouble(&w.pk, "heartbeat", 60);
+    pl_w_kstr(&w.pk, "instance", "test");
     send_wbuf(f, &w);
     ok(wait_for(f, pulled, NULL, WAIT_MS), "agent pulled");
 
     test_two_ranks(f);
+    test_unacked(f);
     test_defaults(f);
     test_kill(f);
     test_bad(f);
