@@ -1,4 +1,5 @@
 /* agent/task.c - one launched process: spawn, kill, exit, resource use */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -61,6 +62,8 @@ struct pl_task {
     uint64_t t_end;
     int has_error;
     struct pl_error error;
+    char key[96];           /* PILOT_TASK_KEY=<agent pid>.<id>.<attempt>.<rank>:
+                               every process of the task inherits it */
 };
 
 void pl_task_spec_release(struct pl_task_spec *spec)
@@ -371,6 +374,10 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_task_spec *spec,
     t->state = PL_ST_ASSIGNED;
     t->exit_code = -1;
     t->maxrss_kb = -1;
+    snprintf(t->key, sizeof(t->key), "PILOT_TASK_KEY=%ld.%llu.%llu.%llu",
+             (long)getpid(), (unsigned long long)t->spec.id,
+             (unsigned long long)t->spec.attempt,
+             (unsigned long long)t->spec.rank);
     uv_timer_init(loop, &t->timer);
     t->timer.data = t;
     t->proc.data = t;
@@ -404,13 +411,68 @@ static uint64_t seconds_to_ms(double s)
     return s <= 0 ? 0 : (uint64_t)ceil(s * 1000.0);
 }
 
+/* Whether process 'pid' carries 'key' ("PILOT_TASK_KEY=...") in its
+ * environment (as it was at its exec). */
+static bool has_key(const char *pid, const char *key)
+{
+    char path[64], buf[65536];
+    size_t klen = strlen(key) + 1; /* with its NUL: the whole entry */
+    size_t len = 0;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return false;
+    /* entries are NUL-terminated: compare at each entry's start */
+    while ((n = read(fd, buf + len, sizeof(buf) - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    for (size_t off = 0; off + klen <= len;) {
+        if (!memcmp(buf + off, key, klen))
+            return true;
+        const char *nul = memchr(buf + off, '\0', len - off);
+        if (!nul)
+            break;
+        off = (size_t)(nul - buf) + 1;
+    }
+    return false;
+}
+
+/* Signal every process that carries the task's key but left its process
+ * group (setsid, a double fork): the task's whole tree.  N.B. a process
+ * that rewrites its environment escapes; so does one in another PID
+ * namespace. */
+static void signal_escaped(struct pl_task *t, int sig)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t self = getpid();
+
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 1 || pid == self)
+            continue;
+        if (getpgid((pid_t)pid) == t->pid)
+            continue; /* the group signal reaches it */
+        if (has_key(e->d_name, t->key))
+            (void)kill((pid_t)pid, sig);
+    }
+    closedir(d);
+}
+
 /* Signal the task's process group: the task leads it (UV_PROCESS_DETACHED
  * makes the child call setsid()), and its children are in it unless they
- * moved away. */
+ * moved away; those are found by their key. */
 static void signal_group(struct pl_task *t, int sig)
 {
-    if (t->pid > 0)
+    if (t->pid > 0) {
         (void)kill(-t->pid, sig);
+        signal_escaped(t, sig);
+    }
 }
 
 static void timer_cb(uv_timer_t *h)
@@ -496,8 +558,13 @@ static void exit_cb(uv_process_t *p, int64_t status, int sig)
          * group is already empty and the pid reused within this call. */
         signal_group(t, SIGKILL);
     }
-    else
+    else {
         t->state = (status == 0 && sig == 0) ? PL_ST_DONE : PL_ST_FAILED;
+        /* what it left running in its group ends with it, as a Slurm
+         * step's processes do (same N.B.; not the escaped ones: looking
+         * for them costs a scan of /proc per task) */
+        (void)kill(-t->pid, SIGKILL);
+    }
     t->cb(t, t->arg);
 }
 
@@ -568,10 +635,28 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     stdio[1].data.fd = out;
     stdio[2].flags = UV_INHERIT_FD;
     stdio[2].data.fd = err;
+    /* the environment, and the key that finds the task's processes */
+    size_t nenv = 0;
+    while (env && env[nenv])
+        nenv++;
+    char **kenv = calloc(nenv + 2, sizeof(*kenv));
+    if (!kenv) {
+        close(out);
+        if (err != out)
+            close(err);
+        pl_errprintf(&t->error, "out of memory");
+        return start_failed(t, ENOMEM, errp);
+    }
+    for (size_t i = 0, k = 0; i < nenv; i++)
+        if (strncmp(env[i], "PILOT_TASK_KEY=", 15))
+            kenv[k++] = env[i];
+    for (nenv = 0; kenv[nenv]; nenv++)
+        ;
+    kenv[nenv] = t->key;
     o.exit_cb = exit_cb;
     o.file = t->spec.argv[0];
     o.args = t->spec.argv;
-    o.env = env;
+    o.env = kenv;
     o.cwd = t->spec.cwd;
     o.flags = UV_PROCESS_DETACHED; /* setsid(): the task leads its group */
     o.stdio_count = 3;
@@ -579,6 +664,7 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     t->spawned = 1;   /* uv_spawn() inits the handle even when it fails */
     rc = uv_spawn(t->loop, &t->proc, &o);
     t->proc.data = t;
+    free(kenv);
     close(out);
     if (err != out)
         close(err);

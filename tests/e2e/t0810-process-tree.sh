@@ -1,0 +1,54 @@
+#!/bin/bash
+# t0810-process-tree.sh - a timeout, a cancel and 'pilot down' leave no
+# process of the task behind, not even one that left its process group
+# (setsid, a double fork); a task that ends leaves no background child in
+# its group.  Local pilot: the process table is this machine's.
+. "$(dirname "$0")/lib.sh"
+
+plan 9
+
+pilot_up_local || abort "pilot up --local --wait failed"
+
+# gone MARK: no process whose command line holds MARK within 10 s
+gone() {
+    for _ in $(seq 50); do
+        pgrep -f "$1" >/dev/null || return 0
+        sleep 0.2
+    done
+    diag "left: $(pgrep -af "$1")"
+    return 1
+}
+started() {
+    wait_for 20 pgrep -f "$1" >/dev/null
+}
+
+# timeout: the group and an escaped session
+capture pilot submit --timeout 2 -- sh -c 'setsid sleep 7771 & sleep 7772'
+T=$OUT
+capture pilot wait "$T" --timeout 30
+is "$(pilot ls --json "$T" | json 'j[0]["state"]')" timeout "--timeout 2: the task ends timeout"
+ok "... and neither its child nor the one that called setsid is left" gone 'sleep 777[12]'
+
+# cancel: a double fork into a new session
+capture pilot submit -- sh -c '(setsid sh -c "sleep 7773" &); sleep 7774'
+C=$OUT
+started 'sleep 7773'
+capture pilot cancel "$C"
+capture pilot wait "$C" --timeout 30
+is "$(pilot ls --json "$C" | json 'j[0]["state"]')" canceled "cancel: the task ends canceled"
+ok "... and its double-forked daemon is gone too" gone 'sleep 777[34]'
+
+# a task that exits 0 with a background child still in its group
+capture pilot submit -- sh -c 'sleep 7775 & exit 0'
+E=$OUT
+capture pilot wait "$E" --timeout 30
+is "$RC" 0 "a task that leaves a background child ends done"
+ok "... and the child is killed with it" gone 'sleep 7775'
+
+# pilot down while tasks run, one of them escaped
+capture pilot submit -- sh -c 'setsid sleep 7776 & sleep 7777'
+started 'sleep 7776'
+capture pilot down
+is "$RC" 0 "pilot down exits 0 while a task runs"
+ok "... and leaves none of its processes" gone 'sleep 777[67]'
+ok "no pilot-agent is left for this pilot" gone "pilot-agent.*$PILOT_HOME"
