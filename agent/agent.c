@@ -907,11 +907,15 @@ static void mon_cb(struct pl_zmon *m, int event, uint32_t value, void *arg)
                                        < HANDSHAKE_LOG_MS)
             break;
         a->handshake_log_ms = now ? now : 1;
-        pl_log(LOG_WARNING, "CURVE handshake with pilotd at %s failed "
-               "(%s %#x): is %s/server.pub this pilot's key?", a->endpoint,
-               event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? "protocol error"
-                                                            : "errno",
-               (unsigned)value, a->keys.dir);
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+            pl_log(LOG_WARNING, "CURVE handshake with pilotd at %s failed "
+                   "(protocol error %#x): is %s/server.pub this pilot's "
+                   "key?", a->endpoint, (unsigned)value, a->keys.dir);
+        else
+            pl_log(LOG_WARNING, "CURVE handshake with pilotd at %s broken "
+                   "off (%s); if this goes on, is %s/server.pub this "
+                   "pilot's key?", a->endpoint, strerror((int)value),
+                   a->keys.dir);
         break;
     default:
         break;

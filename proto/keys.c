@@ -33,8 +33,10 @@ struct pl_allow {
     struct allowed e[PL_ALLOW_MAX];
 };
 
-static const char z85_chars[] = "0123456789abcdefghijklmnopqrstuvwxyz"
-                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+static const char z85_chars[] = "0123456789"
+                                "abcdefghijklmnopqrstuvwxyz"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                ".-:+=^!/*?&<>()[]{}@%$#";
 
 void pl_keys_path(const char *dir, char *buf, size_t len)
 {
