@@ -631,6 +631,13 @@ static int wait_up(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                 up = count_up(st);
                 json_decref(st);
             }
+            else if (errno == EACCES || errno == EPROTO) {
+                /* refused, or not our pilotd: waiting will not help */
+                if (tty)
+                    pl_out_progress_clear(stderr);
+                pl_cli_error("pilot %s: %s", p->id, err.text);
+                goto done;
+            }
             if (up >= expected)
                 break;
         }

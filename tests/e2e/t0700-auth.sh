@@ -4,10 +4,10 @@
 # client whose key others can read, a wrong key, no key, no CURVE or
 # another server key is refused with one clear line, quickly, and
 # pilotd logs the refusal once; so is an agent with a wrong key; a
-# restarted pilotd keeps its keys.
+# restarted pilotd keeps its keys; one pilot's keys do not open another.
 . "$(dirname "$0")/lib.sh"
 
-plan 41
+plan 45
 
 # "mode" of a file, as stat prints it (600, 700)
 mode() {
@@ -206,3 +206,13 @@ capture pilot wait "$TASK" --timeout 30
 is "$RC" 0 "... and the same client key works"
 capture pilot down
 is "$RC" 0 "pilot down"
+
+# --- keys of one pilot do not open another -------------------------------------
+timed env PILOT_KEYS="$K" pilot up --local --wait
+is "$RC" 1 "pilot up --wait with $P's keys (PILOT_KEYS) exits 1"
+like "$ERR" "broke off the CURVE handshake 3 times: is $K/server.pub this pilot's key" \
+    "... saying the server key is not the new pilot's"
+ok "... at once (${SECS}s), not after --wait-timeout" fast "$SECS"
+P2=$OUT
+capture pilot down --pilot "$P2"
+is "$RC" 0 "the new pilot $P2 stops with its own keys"
