@@ -29,10 +29,12 @@
 #include "agent/env.h"
 #include "agent/mpi.h"
 #include "agent/task.h"
+#include "proto/keys.h"
 #include "proto/log.h"
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
 #include "proto/state.h"
+#include "proto/zmon.h"
 #include "proto/zsock.h"
 #include "proto/zwatch.h"
 
@@ -47,6 +49,7 @@ extern char **environ;
 #define RESEND_S 10.0        /* an end not acknowledged this long goes again */
 #define WATCH_MS 1000        /* how often we check that pilotd is there */
 #define REREAD_S 6.0         /* silent pilotd: read its endpoint file again */
+#define HANDSHAKE_LOG_MS 60000 /* between two handshake failure lines */
 
 /* A state change, waiting to go out in the next EVENTS message. */
 struct event {
@@ -84,8 +87,12 @@ struct pl_agent {
     uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
     uv_timer_t watch;      /* is pilotd still there? */
     void *zctx;
-    void *zsock;
+    void *zsock;               /* DEALER, a CURVE client of pilotd */
     struct pl_zwatch *zw;
+    struct pl_zmon *mon;       /* its handshakes: refused, failed */
+    struct pl_keys_peer keys;
+    uint64_t handshake_log_ms; /* last handshake failure logged */
+    int exit_code;             /* 1 once pilotd refused our key */
     char endpoint[256];
     char node[256];        /* as pilotd calls us (WELCOME), else ours */
     struct pl_resources *res;
@@ -1040,6 +1047,52 @@ static void zsock_cb(struct pl_zwatch *zw, int revents, void *arg)
     }
 }
 
+/* ---- the CURVE handshake ---- */
+
+static void mon_cb(struct pl_zmon *m, int event, uint32_t value, void *arg)
+{
+    struct pl_agent *a = arg;
+    uint64_t now = uv_now(&a->loop);
+    (void)m;
+
+    switch (event) {
+    case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        pl_log(LOG_DEBUG, "CURVE handshake with pilotd done");
+        break;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        /* ZAP said no: a key not in the pilot's allow-list stays out,
+         * so waiting is no use (pilotd keeps its allow-list) */
+        if (a->exiting || a->finished)
+            break;
+        pl_log(LOG_ERR, "pilotd at %s refused our key %s/%s.key (ZAP "
+               "status %u): it is not in the pilot's allow-list",
+               a->endpoint, a->keys.dir, a->keys.name, (unsigned)value);
+        a->exit_code = 1;
+        pl_agent_shutdown(a, "pilotd refused our key");
+        break;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        /* pilotd broke off: another server key, or pilotd going away;
+         * ZeroMQ retries, we say so now and then */
+        if (a->handshake_log_ms && now - a->handshake_log_ms
+                                       < HANDSHAKE_LOG_MS)
+            break;
+        a->handshake_log_ms = now ? now : 1;
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+            pl_log(LOG_WARNING, "CURVE handshake with pilotd at %s failed "
+                   "(protocol error %#x): is %s/server.pub this pilot's "
+                   "key?", a->endpoint, (unsigned)value, a->keys.dir);
+        else
+            pl_log(LOG_WARNING, "CURVE handshake with pilotd at %s broken "
+                   "off (%s); if this goes on, is %s/server.pub this "
+                   "pilot's key?", a->endpoint, strerror((int)value),
+                   a->keys.dir);
+        break;
+    default:
+        break;
+    }
+}
+
 /* ---- signals, shutdown ---- */
 
 static void sigchld_cb(uv_signal_t *h, int signum)
@@ -1155,7 +1208,14 @@ uv_loop_t *pl_agent_loop(struct pl_agent *a)
     return &a->loop;
 }
 
-struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
+int pl_agent_exit_code(const struct pl_agent *a)
+{
+    return a->exit_code;
+}
+
+struct pl_agent *pl_agent_new(const char *endpoint,
+                              const struct pl_keys_peer *keys,
+                              struct pl_resources **resp,
                               struct pl_error *errp)
 {
     struct pl_agent *a;
@@ -1179,6 +1239,7 @@ struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
         return NULL;
     }
     a->res = *resp;
+    a->keys = *keys;
     snprintf(a->endpoint, sizeof(a->endpoint), "%s", endpoint);
     snprintf(a->node, sizeof(a->node), "%s", pl_resources_node(a->res));
     uv_timer_init(&a->loop, &a->flush);
@@ -1209,7 +1270,15 @@ struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
         pl_errprintf(errp, "zmq_ctx_new: %s", zmq_strerror(errno));
         goto error;
     }
-    if (!(a->zsock = pl_zsock_new(a->zctx, ZMQ_DEALER, errp)))
+    if (!(a->zsock = pl_zsock_new(a->zctx, ZMQ_DEALER, errp))
+        || pl_zsock_curve_client(a->zsock, a->keys.server, &a->keys.own,
+                                 errp) < 0
+        || !(a->mon = pl_zmon_new(&a->loop, a->zctx, a->zsock,
+                                  ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+                                      | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                                      | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                                      | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+                                  mon_cb, a, errp)))
         goto error;
     if (!(a->zw = pl_zwatch_new(&a->loop, a->zsock, ZMQ_POLLIN, zsock_cb,
                                 a))) {
@@ -1268,6 +1337,7 @@ void pl_agent_free(struct pl_agent *a)
     for (size_t i = 0; i < a->ndead; i++)
         pl_task_free(a->dead[i]);
     pl_zwatch_free(a->zw);
+    pl_zmon_free(a->mon);
     close_handle((uv_handle_t *)&a->flush);
     close_handle((uv_handle_t *)&a->reg);
     close_handle((uv_handle_t *)&a->heartbeat);
@@ -1305,6 +1375,7 @@ void pl_agent_free(struct pl_agent *a)
     pl_resources_free(a->res);
     free(a->running);
     free(a->dead);
+    explicit_bzero(&a->keys, sizeof(a->keys));
     free(a);
     errno = saved;
 }

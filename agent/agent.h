@@ -6,14 +6,18 @@
 
 #include "agent/resources.h"
 #include "proto/error.h"
+#include "proto/keys.h"
 
 struct pl_agent;
 
 /* An agent offering 'res' (moved in: *resp is set to NULL on success),
- * to connect to pilotd at 'endpoint' (tcp://ADDR:PORT).  The agent embeds
- * the process's one libuv loop (pl_agent_loop()).  Returns NULL with
- * errp set; then the caller still owns *resp. */
-struct pl_agent *pl_agent_new(const char *endpoint, struct pl_resources **resp,
+ * to connect to pilotd at 'endpoint' (tcp://ADDR:PORT) with CURVE, as
+ * 'keys' (copied; pl_keys_load_peer()).  The agent embeds the process's
+ * one libuv loop (pl_agent_loop()).  Returns NULL with errp set; then
+ * the caller still owns *resp. */
+struct pl_agent *pl_agent_new(const char *endpoint,
+                              const struct pl_keys_peer *keys,
+                              struct pl_resources **resp,
                               struct pl_error *errp);
 
 /* Close every handle of the agent, run the loop until their close
@@ -32,6 +36,11 @@ void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
 
 /* Borrowed: the loop, valid until pl_agent_free(a). */
 uv_loop_t *pl_agent_loop(struct pl_agent *a);
+
+/* What the process should exit with once the loop has stopped: 0, or 1
+ * when pilotd refused the agent's key (the agent then shuts down, as
+ * pl_agent_shutdown() does: no key of ours will be let in later). */
+int pl_agent_exit_code(const struct pl_agent *a);
 
 /* Connect, send REGISTER (again every 2 s until WELCOME) and start
  * watching the socket.  Returns 0, or -1 with errp set. */

@@ -15,15 +15,18 @@
 #include "agent/mpi.h"
 #include "agent/resources.h"
 #include "proto/error.h"
+#include "proto/keys.h"
 #include "proto/log.h"
 
 static const char usage[] =
-    "Usage: pilot-agent --connect tcp://ADDR:PORT [OPTIONS]\n"
+    "Usage: pilot-agent --connect tcp://ADDR:PORT --keys DIR [OPTIONS]\n"
     "       pilot-agent --exec-rank -- CMD [ARGS]\n"
     "Run pilot tasks on this node for pilotd; or, as one rank of an MPI\n"
     "task, bind to its entry of PILOT_RANK_CORES and exec CMD.\n"
     "\n"
     "  --connect EP       pilotd's agent endpoint (required)\n"
+    "  --keys DIR         the pilot's keys directory (required): CURVE with\n"
+    "                     DIR/agent.key, pilotd's key from DIR/server.pub\n"
     "  --node NAME        node name (default: $SLURMD_NODENAME, else the\n"
     "                     host name)\n"
     "  --cores LIST       CPU ids to offer, like 0,1,2 or 0-3 (default: the\n"
@@ -44,6 +47,7 @@ static const char usage[] =
 
 struct opts {
     const char *connect;
+    const char *keys;
     const char *node;
     const char *cores;
     const char *log;
@@ -56,6 +60,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 {
     static const struct option longopts[] = {
         { "connect", required_argument, NULL, 'c' },
+        { "keys", required_argument, NULL, 'k' },
         { "node", required_argument, NULL, 'n' },
         { "cores", required_argument, NULL, 'C' },
         { "local", no_argument, NULL, 'L' },
@@ -78,6 +83,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         switch (c) {
         case 'c':
             o->connect = optarg;
+            break;
+        case 'k':
+            o->keys = optarg;
             break;
         case 'n':
             if (!*optarg || strlen(optarg) > 255)
@@ -130,6 +138,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         pl_fatal(2, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!o->connect)
         pl_fatal(2, "--connect is required (see --help)");
+    if (!o->keys)
+        pl_fatal(2, "--keys is required (see --help)");
 }
 
 /* Make 'path' our stderr.  N.B. rather than pl_log_init(path): its FILE
@@ -185,6 +195,7 @@ int main(int argc, char **argv)
     struct pl_gpuprobe *probe;
     struct pl_resources *res;
     struct pl_agent *a;
+    struct pl_keys_peer keys;
     uv_signal_t sigterm;
     uv_signal_t sigint;
     const char *node;
@@ -231,7 +242,13 @@ int main(int argc, char **argv)
         pl_fatal(1, "%s", err.text);
     pl_log_init("pilot-agent", pl_resources_node(res), NULL);
     log_gpus(res);
-    if (!(a = pl_agent_new(o.connect, &res, &err))) {
+    if (pl_keys_load_peer(o.keys, "agent", &keys, &err) < 0) {
+        pl_resources_free(res);
+        pl_fatal(1, "%s", err.text);
+    }
+    a = pl_agent_new(o.connect, &keys, &res, &err);
+    explicit_bzero(&keys, sizeof(keys)); /* the agent has its copy */
+    if (!a) {
         pl_resources_free(res);
         pl_fatal(1, "%s", err.text);
     }
@@ -252,6 +269,7 @@ int main(int argc, char **argv)
     uv_run(pl_agent_loop(a), UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
+    rc = pl_agent_exit_code(a);
     pl_agent_free(a);
-    return 0;
+    return rc;
 }

@@ -21,6 +21,8 @@ int pl_cli_init(struct pl_cli *cli, struct pl_error *errp)
     cli->timeout_ms = DEFAULT_TIMEOUT_MS;
     if ((s = getenv("PILOT_ID")) && *s)
         cli->pilot = s;
+    if ((s = getenv("PILOT_KEYS")) && *s)
+        cli->keys = s;
     if ((s = getenv("PILOT_TIMEOUT")) && *s) {
         double secs;
         if (pl_cli_parse_secs("PILOT_TIMEOUT", s, &secs, errp) < 0)

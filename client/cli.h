@@ -41,6 +41,8 @@ struct pl_cli {
     const char *pilot;       /* --pilot or $PILOT_ID; NULL: find it */
     bool json;               /* --json */
     int timeout_ms;          /* one request's limit ($PILOT_TIMEOUT) */
+    const char *keys;        /* $PILOT_KEYS: the keys directory to use,
+                                or NULL: the pilot's own (DIR/keys) */
     struct pl_slurm *slurm;  /* created on first use by pl_cli_slurm() */
 };
 

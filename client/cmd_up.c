@@ -18,6 +18,7 @@
 #include "client/output.h"
 #include "client/pilot.h"
 #include "client/slurm.h"
+#include "proto/keys.h"
 #include "proto/pilotdir.h"
 
 static const char help[] =
@@ -26,6 +27,8 @@ static const char help[] =
     "Start a pilot and print its id (p3).  By default it is a Slurm job\n"
     "(sbatch) running pilotd on its first node and one agent on each\n"
     "node; with --local, pilotd and one agent run on this machine.\n"
+    "Its CURVE keys are made first, private to you, in the pilot's\n"
+    "directory (keys/): only their holders can talk to its pilotd.\n"
     "\n"
     "options:\n"
     "  --nodes N             nodes to allocate (default 1)\n"
@@ -642,6 +645,13 @@ static int wait_up(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                 up = count_up(st);
                 json_decref(st);
             }
+            else if (errno == EACCES || errno == EPROTO) {
+                /* refused, or not our pilotd: waiting will not help */
+                if (tty)
+                    pl_out_progress_clear(stderr);
+                pl_cli_error("pilot %s: %s", p->id, err.text);
+                goto done;
+            }
             if (up >= expected)
                 break;
         }
@@ -741,7 +751,11 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
     p.info.nodes = (long)o.nodes;
     p.info.created = t0;
     p.has_info = true;
-    if (pl_info_write(p.dir, &p.info, &err) < 0) {
+    /* the keys exist before pilotd: CURVE from its first socket on */
+    char kdir[PL_PATH_MAX + 16];
+    pl_keys_path(p.dir, kdir, sizeof(kdir));
+    if (pl_info_write(p.dir, &p.info, &err) < 0
+        || pl_keys_create(kdir, &err) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }

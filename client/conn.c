@@ -8,6 +8,7 @@
 
 #include "client/conn.h"
 #include "client/output.h"
+#include "proto/keys.h"
 #include "proto/mpjson.h"
 #include "proto/msg.h"
 #include "proto/query.h"
@@ -224,6 +225,25 @@ static int open_db(struct pl_conn *c, struct pl_error *errp)
     return 0;
 }
 
+/* Connect to the pilotd of c->pilot with the client keys of
+ * $PILOT_KEYS, else of the pilot's directory (refused if others may
+ * read them: see pl_keys_check()). */
+static int connect_rpc(struct pl_conn *c, struct pl_error *errp)
+{
+    char kdir[PL_PATH_MAX + 16];
+    struct pl_keys_peer keys;
+
+    if (c->cli->keys)
+        snprintf(kdir, sizeof(kdir), "%s", c->cli->keys);
+    else
+        pl_keys_path(c->pilot.dir, kdir, sizeof(kdir));
+    if (pl_keys_load_peer(kdir, "client", &keys, errp) < 0)
+        return -1;
+    c->rpc = pl_rpc_new(c->pilot.ep.client, &keys, errp);
+    explicit_bzero(&keys, sizeof(keys)); /* the rpc has its copy */
+    return c->rpc ? 0 : -1;
+}
+
 static struct pl_conn *conn_new(struct pl_cli *cli, struct pl_error *errp)
 {
     struct pl_conn *c;
@@ -247,7 +267,7 @@ struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
     if (pl_conn_find(cli, need, &c->pilot, errp) < 0)
         goto error;
     if (c->pilot.state == PL_PILOT_RUNNING) {
-        if (!(c->rpc = pl_rpc_new(c->pilot.ep.client, errp)))
+        if (connect_rpc(c, errp) < 0)
             goto error;
         return c;
     }
@@ -271,7 +291,7 @@ struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
     if (!(c = conn_new(cli, errp)))
         return NULL;
     c->pilot = *p;
-    if (!(c->rpc = pl_rpc_new(p->ep.client, errp))) {
+    if (connect_rpc(c, errp) < 0) {
         pl_conn_free(c);
         return NULL;
     }

@@ -42,7 +42,9 @@ struct pl_conn {
 int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
                  struct pl_error *errp);
 
-/* Find the pilot and connect to it: to pilotd when it runs; for
+/* Find the pilot and connect to it: to pilotd when it runs (with
+ * CURVE, the client keys of cli->keys or of the pilot's keys/ directory:
+ * an error if they are missing or others may read them); for
  * PL_CONN_READ on a pilot that does not, open its state database and
  * print a note saying so on stderr.  For PL_CONN_WRITE a pilot that does
  * not run is an error ("pilot p2 is stale: ...").  For PL_CONN_STOP

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/db.h"
 #include "daemon/launch.h"
@@ -64,13 +65,15 @@ struct pl_daemon {
     uv_loop_t *loop;
     struct pl_daemon_config cfg;
     char dir[PL_PATH_MAX];
+    char keydir[PL_PATH_MAX];
     char id[PL_ID_MAX];
     char host[256];
     char bindir[PL_PATH_MAX];
     struct pl_db *db;
     struct pl_sched *sched;
     void *zctx;
-    void *csock, *asock;         /* ROUTERs: clients, agents */
+    struct pl_auth *auth;        /* ZAP: judges the peers of both ROUTERs */
+    void *csock, *asock;         /* ROUTERs: clients, agents (CURVE) */
     struct pl_zwatch *czw, *azw;
     char cep[256], aep[256];
     uv_signal_t sigterm, sigint;
@@ -1823,6 +1826,7 @@ static void finish_stop(struct pl_daemon *d)
     pl_zwatch_free(d->czw);
     pl_zwatch_free(d->azw);
     d->czw = d->azw = NULL;
+    pl_auth_stop(d->auth);
     uv_close((uv_handle_t *)&d->sigterm, close_cb);
     uv_close((uv_handle_t *)&d->sigint, close_cb);
     uv_close((uv_handle_t *)&d->tick, close_cb);
@@ -2032,6 +2036,8 @@ static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
             argv[n++] = "--local";
             argv[n++] = "--connect";
             argv[n++] = d->aep;
+            argv[n++] = "--keys";
+            argv[n++] = d->keydir;
             if (d->cfg.agent_cores) {
                 argv[n++] = "--cores";
                 argv[n++] = d->cfg.agent_cores;
@@ -2076,6 +2082,9 @@ static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
             argv[n++] = d->dir;
             argv[n++] = "--orphan-timeout";
             argv[n++] = orphan;
+            /* the pilot directory is on a filesystem every node sees */
+            argv[n++] = "--keys";
+            argv[n++] = d->keydir;
             argv[n] = NULL;
         }
         if (!(d->launch = pl_launch_new(d->loop, (char *const *)argv, logpath,
@@ -2211,9 +2220,11 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     d->loop = loop;
     d->cfg = *cfg;
     snprintf(d->dir, sizeof(d->dir), "%s", cfg->dir);
+    snprintf(d->keydir, sizeof(d->keydir), "%s", cfg->keydir);
     snprintf(d->id, sizeof(d->id), "%s", cfg->id);
     snprintf(d->bindir, sizeof(d->bindir), "%s", cfg->bindir);
     d->cfg.dir = d->dir;
+    d->cfg.keydir = d->keydir;
     d->cfg.id = d->id;
     d->cfg.bindir = d->bindir;
     d->cfg.agent_cores = NULL;
@@ -2269,8 +2280,12 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
         pl_errprintf(errp, "zmq_ctx_new: %s", zmq_strerror(errno));
         goto error;
     }
-    if (!(d->csock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
+    /* the ZAP handler first: a CURVE server without one admits anyone */
+    if (!(d->auth = pl_auth_new(loop, d->zctx, d->keydir, errp))
+        || !(d->csock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
         || !(d->asock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
+        || pl_auth_server(d->auth, d->csock, "clients", errp) < 0
+        || pl_auth_server(d->auth, d->asock, "agents", errp) < 0
         || bind_again(d->csock, cfg->bind_addr, d->cep, sizeof(d->cep),
                       errp) < 0
         || bind_again(d->asock, cfg->bind_addr, d->aep, sizeof(d->aep),
@@ -2309,6 +2324,7 @@ error:
     pl_zwatch_free(d->czw);
     pl_zwatch_free(d->azw);
     d->czw = d->azw = NULL;
+    pl_auth_stop(d->auth);
     uv_close((uv_handle_t *)&d->sigterm, close_cb);
     uv_close((uv_handle_t *)&d->sigint, close_cb);
     uv_close((uv_handle_t *)&d->tick, close_cb);
@@ -2338,6 +2354,7 @@ void pl_daemon_free(struct pl_daemon *d)
         zmq_close(d->csock);
     if (d->asock)
         zmq_close(d->asock);
+    pl_auth_free(d->auth); /* N.B. after the sockets it guards */
     if (d->zctx)
         zmq_ctx_term(d->zctx);
     pl_sched_free(d->sched);

@@ -10,6 +10,7 @@
 
 struct pl_daemon_config {
     const char *dir;         /* the pilot directory */
+    const char *keydir;      /* its keys (DIR/keys): server.key, allow/ */
     const char *id;          /* pilot id ("p3") */
     bool local;              /* one local agent, no Slurm */
     long job;                /* Slurm job id, 0 when local */
@@ -23,8 +24,8 @@ struct pl_daemon_config {
 
 struct pl_daemon;
 
-/* Open the state, bind the sockets, publish the endpoint, start the
- * agents.  NULL with errp set. */
+/* Open the state, start the ZAP handler, bind the sockets (CURVE),
+ * publish the endpoint, start the agents.  NULL with errp set. */
 struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
                                 const struct pl_daemon_config *cfg,
                                 struct pl_error *errp);

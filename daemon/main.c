@@ -16,6 +16,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/slurmjob.h"
+#include "proto/keys.h"
 #include "proto/log.h"
 #include "proto/pilotdir.h"
 #include "proto/zsock.h"
@@ -131,6 +132,14 @@ int main(int argc, char **argv)
     }
     cfg.dir = dir;
     cfg.id = info.id;
+    /* 'pilot up' made them; a pilot started by the user's own batch
+     * script, or by an older 'pilot up', gets them here.  Kept across
+     * restarts: clients and agents hold them. */
+    char keydir[PL_PATH_MAX + 16];
+    pl_keys_path(dir, keydir, sizeof(keydir));
+    if (pl_keys_create(keydir, &err) < 0)
+        pl_fatal(1, "%s", err.text);
+    cfg.keydir = keydir;
 
 
     if (cfg.local) {

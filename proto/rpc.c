@@ -1,5 +1,7 @@
 /* proto/rpc.c - a client's request/reply calls to pilotd over a DEALER */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,17 +9,30 @@
 #include <zmq.h>
 
 #include "proto/rpc.h"
+#include "proto/zmon.h"
 #include "proto/zsock.h"
 #include "proto/zwatch.h"
+
+/* Handshakes pilotd may break off in a row before we give up: one can
+ * be a pilotd going down; three in the 0.3 s of ZeroMQ's reconnects are
+ * a server key that is not pilotd's. */
+#define HANDSHAKE_TRIES 3
 
 struct pl_rpc {
     uv_loop_t loop;
     void *ctx;
     void *sock;
     struct pl_zwatch *zw;
+    struct pl_zmon *mon;      /* the DEALER's connection and handshakes */
     uv_timer_t timer;
     uint64_t seq;
     char endpoint[256];
+    struct pl_keys_peer keys;
+    bool connected;           /* a TCP connection was made */
+    bool handshaken;          /* a CURVE handshake completed */
+    unsigned refused;         /* ZAP status code of a refusal, else 0 */
+    int hs_failures;          /* handshakes broken off since the last one
+                                 that completed */
     /* state of the call in progress */
     uint64_t want_seq;
     struct pl_msg *reply;
@@ -77,6 +92,41 @@ static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
         uv_stop(&r->loop);
 }
 
+/* Whether the connection has failed for good: pilotd refused our key,
+ * or breaks off every handshake. */
+static bool hopeless(const struct pl_rpc *r)
+{
+    return r->refused || (!r->handshaken
+                          && r->hs_failures >= HANDSHAKE_TRIES);
+}
+
+static void mon_cb(struct pl_zmon *m, int event, uint32_t value, void *arg)
+{
+    struct pl_rpc *r = arg;
+    (void)m;
+
+    switch (event) {
+    case ZMQ_EVENT_CONNECTED:
+        r->connected = true;
+        break;
+    case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        r->handshaken = true;
+        r->hs_failures = 0;
+        break;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        r->refused = value ? value : 400;
+        break;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        r->hs_failures++;
+        break;
+    default:
+        break;
+    }
+    if (hopeless(r))
+        uv_stop(&r->loop);
+}
+
 static void timer_cb(uv_timer_t *t)
 {
     struct pl_rpc *r = t->data;
@@ -85,7 +135,9 @@ static void timer_cb(uv_timer_t *t)
     uv_stop(&r->loop);
 }
 
-struct pl_rpc *pl_rpc_new(const char *endpoint, struct pl_error *errp)
+struct pl_rpc *pl_rpc_new(const char *endpoint,
+                          const struct pl_keys_peer *keys,
+                          struct pl_error *errp)
 {
     struct pl_rpc *r;
 
@@ -97,11 +149,20 @@ struct pl_rpc *pl_rpc_new(const char *endpoint, struct pl_error *errp)
     uv_timer_init(&r->loop, &r->timer);
     r->timer.data = r;
     snprintf(r->endpoint, sizeof(r->endpoint), "%s", endpoint);
+    r->keys = *keys;
     if (!(r->ctx = zmq_ctx_new())) {
         pl_errprintf(errp, "zmq_ctx_new: %s", zmq_strerror(errno));
         goto error;
     }
-    if (!(r->sock = pl_zsock_new(r->ctx, ZMQ_DEALER, errp)))
+    if (!(r->sock = pl_zsock_new(r->ctx, ZMQ_DEALER, errp))
+        || pl_zsock_curve_client(r->sock, keys->server, &keys->own, errp) < 0
+        || !(r->mon = pl_zmon_new(&r->loop, r->ctx, r->sock,
+                                  ZMQ_EVENT_CONNECTED
+                                      | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+                                      | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                                      | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                                      | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+                                  mon_cb, r, errp)))
         goto error;
     if (zmq_connect(r->sock, endpoint) < 0) {
         pl_errprintf(errp, "connect %s: %s", endpoint, zmq_strerror(errno));
@@ -125,6 +186,7 @@ void pl_rpc_free(struct pl_rpc *r)
     int saved = errno;
     int linger = 0;
     pl_zwatch_free(r->zw);
+    pl_zmon_free(r->mon);
     uv_close((uv_handle_t *)&r->timer, NULL);
     uv_run(&r->loop, UV_RUN_DEFAULT); /* runs the close callbacks */
     uv_loop_close(&r->loop);
@@ -135,6 +197,7 @@ void pl_rpc_free(struct pl_rpc *r)
     }
     if (r->ctx)
         zmq_ctx_term(r->ctx);
+    explicit_bzero(&r->keys, sizeof(r->keys));
     free(r);
     errno = saved;
 }
@@ -157,15 +220,34 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
     if (pl_zsock_send(r->sock, NULL, 0, w->sb.data, w->sb.size) < 0)
         return pl_errprintf(errp, "send to pilotd: %s", zmq_strerror(errno));
     uv_timer_start(&r->timer, timer_cb, (uint64_t)timeout_ms, 0);
-    while (!r->done)
+    while (!r->done && !hopeless(r))
         uv_run(&r->loop, UV_RUN_DEFAULT);
     uv_timer_stop(&r->timer);
     if (r->done == -2) {
         errno = EPROTO;
         return pl_errprintf(errp, "%s", r->err.text);
     }
+    if (r->done <= 0 && r->refused) {
+        errno = EACCES;
+        /* N.B. short: errp holds 160 characters, the path may be long */
+        return pl_errprintf(errp, "pilotd refused this client's key %s/%s.key"
+                            " (not in the pilot's allow-list)", r->keys.dir,
+                            r->keys.name);
+    }
+    if (r->done <= 0 && hopeless(r)) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "pilotd at %s broke off the CURVE "
+                            "handshake %d times: is %s/server.pub this "
+                            "pilot's key?", r->endpoint, r->hs_failures,
+                            r->keys.dir);
+    }
     if (r->done < 0) {
         errno = ETIMEDOUT;
+        if (r->connected && !r->handshaken)
+            return pl_errprintf(errp, "pilotd at %s did not answer within "
+                                "%.1f s (no CURVE handshake completed: "
+                                "authentication may have failed)",
+                                r->endpoint, timeout_ms / 1000.0);
         return pl_errprintf(errp, "pilotd at %s did not answer within %.1f s",
                             r->endpoint, timeout_ms / 1000.0);
     }

@@ -5,13 +5,17 @@
 #include <stdint.h>
 
 #include "proto/error.h"
+#include "proto/keys.h"
 #include "proto/msg.h"
 
 struct pl_rpc;
 
-/* Connect to pilotd's client endpoint.  The process's one libuv loop is
- * owned by the rpc object.  Returns NULL with errp set. */
-struct pl_rpc *pl_rpc_new(const char *endpoint, struct pl_error *errp);
+/* Connect to pilotd's client endpoint with CURVE, as 'keys' (copied;
+ * see pl_keys_load_peer()).  The process's one libuv loop is owned by
+ * the rpc object.  Returns NULL with errp set. */
+struct pl_rpc *pl_rpc_new(const char *endpoint,
+                          const struct pl_keys_peer *keys,
+                          struct pl_error *errp);
 void pl_rpc_free(struct pl_rpc *r);
 
 /* The sequence number to build the next request with. */
@@ -20,8 +24,11 @@ uint64_t pl_rpc_seq(struct pl_rpc *r);
 /* Send the request in 'w' and wait up to 'timeout_ms' for its reply.
  * On success 'reply' holds the reply (pl_msg_release() it) and *data is
  * its data object (borrowed from 'reply').  On failure returns -1 with
- * errno and errp: ETIMEDOUT if pilotd did not answer, or the errno and
- * text pilotd replied with. */
+ * errno and errp: ETIMEDOUT if pilotd did not answer (the text says
+ * when no CURVE handshake completed), EACCES if pilotd refused our key
+ * (at once, not at the timeout), EPROTO if the handshake failed three
+ * times (another server key?) or pilotd speaks another protocol
+ * version, or the errno and text pilotd replied with. */
 int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
                 struct pl_msg *reply, const msgpack_object **data,
                 struct pl_error *errp);

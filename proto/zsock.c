@@ -42,6 +42,33 @@ void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
     return s;
 }
 
+int pl_zsock_curve_server(void *sock, const struct pl_keypair *kp,
+                          const char *domain, struct pl_error *errp)
+{
+    int one = 1;
+
+    /* N.B. Z85 keys go in with their NUL: a length of 41 */
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof(one)) < 0
+        || zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, kp->pub, PL_KEY_Z85) < 0
+        || zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, kp->sec, PL_KEY_Z85) < 0
+        || zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, domain, strlen(domain)) < 0)
+        return pl_errprintf(errp, "CURVE server options: %s",
+                            zmq_strerror(errno));
+    return 0;
+}
+
+int pl_zsock_curve_client(void *sock, const char *serverkey,
+                          const struct pl_keypair *kp,
+                          struct pl_error *errp)
+{
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, serverkey, PL_KEY_Z85) < 0
+        || zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, kp->pub, PL_KEY_Z85) < 0
+        || zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, kp->sec, PL_KEY_Z85) < 0)
+        return pl_errprintf(errp, "CURVE client options: %s",
+                            zmq_strerror(errno));
+    return 0;
+}
+
 int pl_zsock_bind_any(void *sock, const char *addr, char *ep, size_t eplen,
                       struct pl_error *errp)
 {

@@ -7,11 +7,26 @@
 #include <zmq.h>
 
 #include "proto/error.h"
+#include "proto/keys.h"
 
 /* A new socket of 'type' with our options: ZMQ_LINGER, ZMQ_MAXMSGSIZE
  * (PL_MSG_MAX), high-water marks sized for bursts; ROUTERs get
  * ZMQ_ROUTER_MANDATORY.  Returns NULL with errp set. */
 void *pl_zsock_new(void *ctx, int type, struct pl_error *errp);
+
+/* Make 'sock' a CURVE server with keypair 'kp' (only peers that know
+ * its public key can connect) whose peers are judged by the process's
+ * ZAP handler in 'domain' (docs/protocol.md, "Authentication").  Call
+ * before zmq_bind().  Returns 0 or -1 (errp). */
+int pl_zsock_curve_server(void *sock, const struct pl_keypair *kp,
+                          const char *domain, struct pl_error *errp);
+
+/* Make 'sock' a CURVE client of the server whose public key is
+ * 'serverkey' (Z85), as 'kp'.  Call before zmq_connect().  Returns 0 or
+ * -1 (errp). */
+int pl_zsock_curve_client(void *sock, const char *serverkey,
+                          const struct pl_keypair *kp,
+                          struct pl_error *errp);
 
 /* Bind 'sock' to tcp://ADDR:* (an ephemeral port on ADDR, never 0.0.0.0)
  * and store the resulting endpoint in 'ep'.  Returns 0 or -1 (errp). */

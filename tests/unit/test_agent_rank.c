@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/resources.h"
+#include "proto/keys.h"
 #include "proto/log.h"
 #include "proto/msg.h"
 #include "proto/zsock.h"
@@ -659,7 +660,7 @@ int main(void)
     char cmd[128];
     int lingering = 0;
 
-    plan(51);
+    plan(52);
     snprintf(f->dir, sizeof(f->dir), "/tmp/test_agent_rank.XXXXXX");
     if (!mkdtemp(f->dir))
         abort();
@@ -673,13 +674,26 @@ int main(void)
     f->cores[0] = cores[0];
     f->cores[1] = cores[ncores > 1 ? 1 : 0];
 
+    /* CURVE as in a pilot, without the ZAP handler (pilotd's) */
+    char kdir[PL_PATH_MAX], path[PL_PATH_MAX + 16];
+    struct pl_keys_peer keys;
+    struct pl_keypair server;
+    snprintf(kdir, sizeof(kdir), "%s/keys", f->dir);
+    snprintf(path, sizeof(path), "%s/server.key", kdir);
+    if (pl_keys_create(kdir, &err) < 0
+        || pl_keys_read_pair(path, &server, &err) < 0
+        || pl_keys_load_peer(kdir, "agent", &keys, &err) < 0) {
+        diag("keys: %s", err.text);
+        abort();
+    }
     f->zctx = zmq_ctx_new();
-    if (!(f->router = pl_zsock_new(f->zctx, ZMQ_ROUTER, &err)))
+    if (!(f->router = pl_zsock_new(f->zctx, ZMQ_ROUTER, &err))
+        || pl_zsock_curve_server(f->router, &server, "agents", &err) < 0)
         abort();
     snprintf(ep, sizeof(ep), "ipc://%s/agents", f->dir);
     if (zmq_bind(f->router, ep) < 0)
         abort();
-    if (!(f->agent = pl_agent_new(ep, &res, &err))) {
+    if (!(f->agent = pl_agent_new(ep, &keys, &res, &err))) {
         diag("pl_agent_new: %s", err.text);
         abort();
     }

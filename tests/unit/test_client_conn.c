@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "client/cli.h"
 #include "client/conn.h"
+#include "proto/keys.h"
 #include "proto/pilotdir.h"
 #include "proto/schema.h"
 #include "tests/unit/tap.h"
@@ -35,6 +37,8 @@ static void make_pilot(const char *home, const char *id, const char *sql)
 
     snprintf(dir, sizeof(dir), "%s/pilots/%s", home, id);
     pl_mkdirs(dir, 0700);
+    pl_keys_path(dir, path, sizeof(path));
+    pl_keys_create(path, NULL);
     snprintf(in.id, sizeof(in.id), "%s", id);
     snprintf(in.mode, sizeof(in.mode), "local");
     pl_info_write(dir, &in, NULL);
@@ -181,6 +185,23 @@ static void test_running(struct pl_cli *cli, const char *home)
     ok(c && c->rpc && !strcmp(c->pilot.id, "p2"),
        "... and for a read");
     pl_conn_free(c);
+
+    /* the client's keys: private, or no connection */
+    char key[PL_PATH_MAX + 64];
+    snprintf(key, sizeof(key), "%s/pilots/p2/keys/client.key", home);
+    chmod(key, 0644);
+    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    ok(!c && errno == EACCES && strstr(err.text, "client.key is open to "
+                                       "group or others (mode 0644"),
+       "a world-readable client.key: %s", err.text);
+    chmod(key, 0600);
+    snprintf(key, sizeof(key), "%s/elsewhere", home);
+    cli->keys = key;
+    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    ok(!c && errno == ENOENT && strstr(err.text, "no keys: ")
+           && strstr(err.text, "/elsewhere"),
+       "PILOT_KEYS naming no directory: %s", err.text);
+    cli->keys = NULL;
     make_endpoint(home, "p3", getpid());
     c = pl_conn_open(cli, PL_CONN_READ, &err);
     ok(!c && strstr(err.text, "several pilots are running (p2, p3): "
@@ -207,7 +228,7 @@ int main(void)
     char home[128];
     struct pl_conn *c;
 
-    plan(26);
+    plan(28);
     snprintf(tmp, sizeof(tmp), "/tmp/pl-test-client-conn-XXXXXX");
     if (!mkdtemp(tmp)) {
         diag("mkdtemp: %s", strerror(errno));

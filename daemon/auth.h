@@ -1,0 +1,37 @@
+/* daemon/auth.h - pilotd's ZAP handler: CURVE peers judged by allow-list */
+#ifndef PL_DAEMON_AUTH_H
+#define PL_DAEMON_AUTH_H
+
+#include <uv.h>
+
+#include "proto/error.h"
+
+struct pl_auth;
+
+/* Load pilotd's keypair (kdir/server.key) and the allow-list
+ * (kdir/allow/), bind the ZAP handler (RFC 27: a REP socket on
+ * inproc://zeromq.zap.01) in 'zctx' and answer it on 'loop'.
+ * N.B. before any server socket of 'zctx' binds: libzmq admits every
+ * CURVE client of a context that has no handler.  Returns NULL with
+ * errp set. */
+struct pl_auth *pl_auth_new(uv_loop_t *loop, void *zctx, const char *kdir,
+                            struct pl_error *errp);
+
+/* Make 'sock' (of the same context) a CURVE server with pilotd's key,
+ * its peers judged in ZAP domain 'domain' ("clients", "agents"), and log
+ * the handshakes it breaks off before ZAP sees them (a peer without
+ * CURVE, or with another server's key).  Before zmq_bind().  Returns 0,
+ * or -1 with errp set. */
+int pl_auth_server(struct pl_auth *au, void *sock, const char *domain,
+                   struct pl_error *errp);
+
+/* Stop answering and close the loop handles (they are released by the
+ * next loop iteration).  Later calls do nothing. */
+void pl_auth_stop(struct pl_auth *au);
+
+/* Stop, then close the handler's sockets and free 'au'.  N.B. only after
+ * the server sockets it judges are closed: with no handler, a CURVE
+ * server admits anyone.  NULL is ok. */
+void pl_auth_free(struct pl_auth *au);
+
+#endif /* !PL_DAEMON_AUTH_H */
