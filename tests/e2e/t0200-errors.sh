@@ -124,9 +124,14 @@ like "$JOB" '^[1-9][0-9]*$' "status gives the pilot's Slurm job id ($JOB)"
 PILOTD_PID=$(kv "$PDIR/endpoint" pid)
 like "$PILOTD_PID" '^[1-9][0-9]*$' "the endpoint file gives pilotd's pid ($PILOTD_PID)"
 # N.B. not 'scancel': Slurm sends SIGTERM first (even for --signal=KILL,
-# which scancel takes as a plain cancel) and pilotd cleans up.  pilotd is
-# the batch script (exec), so SIGKILL to it ends the job too.
-[[ $PILOTD_PID =~ ^[1-9][0-9]*$ ]] && kill -KILL "$PILOTD_PID"
+# which scancel takes as a plain cancel) and pilotd cleans up.  The batch
+# script restarts a pilotd that dies: SIGKILL to it first (that ends the
+# job), then to pilotd.
+if [[ $PILOTD_PID =~ ^[1-9][0-9]*$ ]]; then
+    BATCH_PID=$(ps -o ppid= -p "$PILOTD_PID" | tr -d ' ')
+    [[ $BATCH_PID =~ ^[1-9][0-9]*$ ]] && kill -KILL "$BATCH_PID"
+    kill -KILL "$PILOTD_PID"
+fi
 gone_from_squeue() {
     [[ -z $(squeue -h -j "$JOB" -o %i 2>/dev/null) ]]
 }
