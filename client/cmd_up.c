@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,6 +45,9 @@ static const char help[] =
     "  --wait                return once every agent has registered\n"
     "  --wait-timeout S      give up waiting after S (default 600 s);\n"
     "                        the pilot stays\n"
+    "  --resume ID           run pilot ID again, in a new allocation: its\n"
+    "                        queued tasks and those its drain interrupted\n"
+    "                        run, done ones do not (ID must be down)\n"
     "  --json                print {\"pilot\", \"mode\", \"job\", \"dir\"}\n"
     "  -h, --help            this help\n"
     "\n"
@@ -55,7 +59,13 @@ static const char help[] =
     "\n"
     "example:\n"
     "  pilot up --nodes 4 --time 30:00 --wait\n"
-    "  pilot up --local --wait\n";
+    "  pilot up --local --wait\n"
+    "  pilot up --resume p3 --nodes 4 --time 2:00:00 --wait\n"
+    "\n"
+    "Slurm signals the pilot 120 s before its walltime ends; pilotd then\n"
+    "stops its running tasks, puts them back in the queue, and exits:\n"
+    "'pilot up --resume' carries on.  It starts no task whose --timeout\n"
+    "would run past that signal.\n";
 
 enum {
     OPT_NODES = PL_OPT_CMD,
@@ -67,6 +77,7 @@ enum {
     OPT_LOCAL,
     OPT_WAIT,
     OPT_WAIT_TIMEOUT,
+    OPT_RESUME,
 };
 
 #define DEFAULT_TIME "1:00:00"
@@ -86,6 +97,7 @@ struct up_opts {
     bool local, wait;
     double wait_timeout;
     bool wait_timeout_set;
+    const char *resume; /* pilot id to run again, or NULL */
 };
 
 /* Slurm's time formats (sbatch(1) --time): MM, MM:SS, HH:MM:SS, D-HH,
@@ -137,6 +149,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "local", no_argument, NULL, OPT_LOCAL },
         { "wait", no_argument, NULL, OPT_WAIT },
         { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
+        { "resume", required_argument, NULL, OPT_RESUME },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -187,6 +200,9 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "--sbatch-arg: '%s' is not one "
                                     "sbatch option", optarg);
             o->sbatch_args[nargs++] = optarg;
+            break;
+        case OPT_RESUME:
+            o->resume = optarg;
             break;
         case OPT_LOCAL:
             o->local = true;
@@ -282,6 +298,7 @@ static void sbatch_path(FILE *fp, const char *opt, const char *path,
 }
 
 #define MAX_PILOTD_RESTARTS 100 /* in one allocation */
+#define DRAIN_BEFORE 120        /* s: Slurm signals the drain this early */
 
 /* Write DIR/pilot.sbatch.  0 or -1 with errp set. */
 static int write_script(const struct up_opts *o, const char *id,
@@ -317,6 +334,8 @@ static int write_script(const struct up_opts *o, const char *id,
     fprintf(fp, "#SBATCH --time=%s\n", o->time ? o->time : DEFAULT_TIME);
     sbatch_path(fp, "--output", dir, "/logs/slurm-%j.out");
     fprintf(fp, "#SBATCH --no-requeue\n");
+    /* the drain: SIGTERM to this script, which passes it to pilotd */
+    fprintf(fp, "#SBATCH --signal=B:TERM@%d\n", DRAIN_BEFORE);
     if (o->gpus_set)
         fprintf(fp, "#SBATCH --gres=gpu:%llu\n", (unsigned long long)o->gpus);
     if (o->partition)
@@ -328,13 +347,24 @@ static int write_script(const struct up_opts *o, const char *id,
     fprintf(fp, "# written by 'pilot up' for pilot %s\n", id);
     fprintf(fp, "export PILOT_HOME=%s\n", qhome);
     /* pilotd killed or crashed (a signal) while the allocation lives:
-     * start it again on the same directory; it takes its agents back */
-    fprintf(fp, "restarts=0\n");
+     * start it again on the same directory; it takes its agents back.
+     * Slurm's SIGTERM before the end (--signal=B:) goes to this shell
+     * only: pass it on (pilotd runs in the background so that the trap
+     * runs at once) and do not restart what it stopped. */
+    fprintf(fp, "restarts=0 drain=0 pid=\n");
+    fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
+                "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    fprintf(fp, "    rc=0\n");
-    fprintf(fp, "    %s --dir %s || rc=$?\n", qpilotd, qdir);
-    fprintf(fp, "    if [ \"$rc\" -lt 129 ] || [ \"$restarts\" -ge %d ]; then "
-                "exit \"$rc\"; fi\n", MAX_PILOTD_RESTARTS);
+    fprintf(fp, "    %s --dir %s --drain-before %d &\n", qpilotd, qdir,
+            DRAIN_BEFORE);
+    fprintf(fp, "    pid=$!\n");
+    fprintf(fp, "    while :; do\n");
+    fprintf(fp, "        rc=0; wait \"$pid\" || rc=$?\n");
+    fprintf(fp, "        kill -0 \"$pid\" 2>/dev/null || break\n");
+    fprintf(fp, "    done\n");
+    fprintf(fp, "    if [ \"$drain\" = 1 ] || [ \"$rc\" -lt 129 ] || "
+                "[ \"$restarts\" -ge %d ]; then exit \"$rc\"; fi\n",
+            MAX_PILOTD_RESTARTS);
     fprintf(fp, "    restarts=$((restarts + 1))\n");
     fprintf(fp, "    echo \"pilot.sbatch: pilotd died (status $rc): restart "
                 "$restarts of %d\" >&2\n", MAX_PILOTD_RESTARTS);
@@ -712,6 +742,48 @@ static void print_id(const struct pl_cli *cli, const struct pl_pilot *p)
     fflush(stdout);
 }
 
+/* Point 'p' at the directory of pilot 'id' for --resume: it must exist
+ * and no pilotd may hold it (its lock file). */
+static int resume_dir(struct pl_pilot *p, const char *id,
+                      struct pl_error *errp)
+{
+    char lock[PL_PATH_MAX + 16];
+    struct pl_info old;
+    int fd;
+
+    if (pl_pilotdir_path(p->home, id, p->dir, sizeof(p->dir), errp) < 0)
+        return -1;
+    if (pl_info_read(p->dir, &old, errp) < 0)
+        return pl_errprintf(errp, "--resume %s: no such pilot (%s)", id,
+                            errp->text);
+    snprintf(p->id, sizeof(p->id), "%s", old.id[0] ? old.id : id);
+    if (old.job > 0) {
+        /* its allocation may outlive a pilotd that died for good */
+        struct pl_slurm *sl = pl_slurm_new(NULL);
+        struct pl_slurm_job j;
+        bool alive = sl && pl_slurm_job(sl, old.job, &j, NULL) == 0
+                     && pl_slurm_job_alive(&j);
+        pl_slurm_free(sl);
+        if (alive) {
+            errno = EBUSY;
+            return pl_errprintf(errp, "--resume %s: its Slurm job %ld is "
+                                "still in the queue (pilot down %s, or "
+                                "scancel %ld)", id, old.job, id, old.job);
+        }
+    }
+    snprintf(lock, sizeof(lock), "%s/lock", p->dir);
+    if ((fd = open(lock, O_RDWR | O_CLOEXEC)) >= 0) {
+        int busy = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        close(fd);
+        if (busy) {
+            errno = EBUSY;
+            return pl_errprintf(errp, "--resume %s: its pilotd still runs "
+                                "(pilot down %s first)", id, id);
+        }
+    }
+    return 0;
+}
+
 int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
 {
     struct up_opts o = { .nodes = 1, .wait_timeout = DEFAULT_WAIT };
@@ -738,13 +810,23 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
                      "of pilotd)", pilotd, strerror(errno));
         goto done;
     }
-    if (pl_home(p.home, sizeof(p.home), &err) < 0
-        || pl_pilotdir_create(p.home, p.id, sizeof(p.id), p.dir,
-                              sizeof(p.dir), &err) < 0) {
+    if (pl_home(p.home, sizeof(p.home), &err) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }
-    created = true;
+    if (o.resume) {
+        if (resume_dir(&p, o.resume, &err) < 0) {
+            pl_cli_error("%s", err.text);
+            goto done;
+        }
+    }
+    else if (pl_pilotdir_create(p.home, p.id, sizeof(p.id), p.dir,
+                                sizeof(p.dir), &err) < 0) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    else
+        created = true;
     snprintf(p.info.id, sizeof(p.info.id), "%s", p.id);
     snprintf(p.info.mode, sizeof(p.info.mode), "%s",
              o.local ? "local" : "slurm");

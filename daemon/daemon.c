@@ -97,6 +97,8 @@ struct pl_daemon {
     double recover_until;
     bool agents_deferred;        /* start the agents that did not return */
     char instance[96];           /* this pilotd, told apart from the last */
+    bool draining;               /* stopping for the walltime (SIGTERM):
+                                  interrupted tasks go back to the queue */
 };
 
 static double now(void)
@@ -400,6 +402,19 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
     };
     int st = t->fail ? t->fail : PL_ST_DONE;
 
+    /* stopped by the drain, not by anyone's cancel: it runs again in the
+     * next allocation (pilot up --resume), not charged to --retries */
+    if (d->draining && !t->cancel && st == PL_ST_CANCELED) {
+        int old = t->state;
+        c.exit_code = c.signal = -1;
+        c.maxrss_kb = -1;
+        c.reason = "interrupted by the walltime drain";
+        t->spared++;
+        pl_sched_requeue(d->sched, t, true);
+        t->state = old; /* for the counters */
+        change(d, t, PL_ST_QUEUED, &c);
+        return;
+    }
     if (t->cancel && st != PL_ST_DONE) {
         st = PL_ST_CANCELED;
         if (!t->reason[0])
@@ -1802,8 +1817,19 @@ static void stop_task_cb(struct pl_dtask *t, void *arg)
     struct pl_db_change c = { .exit_code = -1, .signal = -1, .maxrss_kb = -1,
                               .reason = "pilot down" };
 
-    if (t->state == PL_ST_ASSIGNED || t->state == PL_ST_RUNNING)
-        finish(d, t, PL_ST_CANCELED, &c);
+    if (t->state != PL_ST_ASSIGNED && t->state != PL_ST_RUNNING)
+        return;
+    if (d->draining && !t->cancel) {
+        /* no end came back in time: queued for the next allocation */
+        int old = t->state;
+        c.reason = "interrupted by the walltime drain";
+        t->spared++;
+        pl_sched_requeue(d->sched, t, true);
+        t->state = old;
+        change(d, t, PL_ST_QUEUED, &c);
+        return;
+    }
+    finish(d, t, PL_ST_CANCELED, &c);
 }
 
 static void finish_stop(struct pl_daemon *d)
@@ -1876,7 +1902,11 @@ static void signal_cb(uv_signal_t *h, int signum)
 {
     struct pl_daemon *d = h->data;
 
-    begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    /* Slurm's signal before the walltime (or scancel): keep the work */
+    d->draining = true;
+    begin_stop(d, signum == SIGTERM ? "SIGTERM: draining, interrupted tasks "
+                                      "stay queued"
+                                    : "SIGINT: draining");
 }
 
 static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
@@ -1940,11 +1970,18 @@ static void end_recovery(struct pl_daemon *d)
     }
 }
 
+static void refresh_end_time(struct pl_daemon *d);
+
 static void tick_cb(uv_timer_t *h)
 {
     struct pl_daemon *d = h->data;
     double t = now();
 
+    refresh_end_time(d);
+    if (d->end_time > 0) {
+        double left = (double)d->end_time - t - d->cfg.drain_before;
+        pl_sched_set_time_left(d->sched, left > 1 ? left : 1);
+    }
     if (d->stopping && !d->stopped
         && (!d->launch || !pl_launch_running(d->launch))
         && d->count[PL_ST_ASSIGNED] + d->count[PL_ST_RUNNING] == 0) {

@@ -19,6 +19,9 @@ struct pl_daemon_config {
     const char *bind_addr;   /* this node's address */
     double heartbeat;        /* s between agent heartbeats */
     double lost_after;       /* s of silence before an agent is lost */
+    double drain_before;     /* s before the job's end when Slurm signals
+                                the drain: no task whose timeout goes
+                                past it starts */
     const char *agent_cores; /* local mode: --cores for the agent, or NULL */
 };
 

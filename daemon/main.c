@@ -34,6 +34,9 @@ static void usage(FILE *fp)
         "  --cores LIST       local mode: CPU ids for the agent (0,1)\n"
         "  --heartbeat S      seconds between agent heartbeats (2)\n"
         "  --lost-after S     seconds of agent silence before it is lost (30)\n"
+        "  --drain-before S   the batch script's --signal=B:TERM@S: start no\n"
+        "                     task whose --timeout ends later than S seconds\n"
+        "                     before the job's end (120)\n"
         "  --log-level L      err, warning, notice, info, debug (notice;\n"
         "                     env PILOT_LOG_LEVEL)\n"
         "  --foreground-log   log to stderr instead of DIR/logs/pilotd.log\n"
@@ -58,12 +61,14 @@ int main(int argc, char **argv)
         { "cores", required_argument, NULL, 'c' },
         { "heartbeat", required_argument, NULL, 'b' },
         { "lost-after", required_argument, NULL, 'L' },
+        { "drain-before", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' },
         { "foreground-log", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct pl_daemon_config cfg = { .heartbeat = 2, .lost_after = 30 };
+    struct pl_daemon_config cfg = { .heartbeat = 2, .lost_after = 30,
+                                    .drain_before = 120 };
     char dir[PL_PATH_MAX] = "", home[PL_PATH_MAX], id[PL_ID_MAX];
     char exe[PL_PATH_MAX], addr[64], logpath[PL_PATH_MAX + 32];
     const char *level = getenv("PILOT_LOG_LEVEL");
@@ -81,6 +86,9 @@ int main(int argc, char **argv)
         case 'c': cfg.agent_cores = optarg; break;
         case 'b': cfg.heartbeat = parse_secs(optarg, "--heartbeat"); break;
         case 'L': cfg.lost_after = parse_secs(optarg, "--lost-after"); break;
+        case 'D':
+            cfg.drain_before = parse_secs(optarg, "--drain-before");
+            break;
         case 'v': level = optarg; break;
         case 'f': fg_log = true; break;
         case 'h': usage(stdout); return 0;

@@ -25,6 +25,7 @@ struct pl_sched {
     size_t rr;             /* node to try first, rotating */
     uint64_t resv;         /* task holding the reservation, 0: none */
     bool *resv_node;       /* per node: reserved for 'resv' */
+    double time_left;      /* s before the pilot drains; 0: no limit */
 };
 
 struct pl_sched *pl_sched_new(void)
@@ -123,6 +124,11 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
         s->nqueued++;
     }
     return t;
+}
+
+void pl_sched_set_time_left(struct pl_sched *s, double secs)
+{
+    s->time_left = secs;
 }
 
 uint64_t pl_sched_max_id(const struct pl_sched *s)
@@ -515,6 +521,17 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             break; /* no node can take anything */
         if (!any && t->id != s->resv) {
             skipped++; /* only the reserved task may start now */
+            continue;
+        }
+        /* a task that could not end before the drain waits for the next
+         * allocation (--resume) */
+        if (s->time_left > 0 && t->timeout > s->time_left) {
+            if (t->id == s->resv) {
+                s->resv = 0; /* it holds no nodes back any more */
+                for (size_t k = 0; k < s->nnodes; k++)
+                    usable[k] = true;
+            }
+            skipped++;
             continue;
         }
         if (plan(s, t, t->id == s->resv ? NULL : usable, false, count) < 0

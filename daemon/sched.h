@@ -87,6 +87,10 @@ void pl_sched_free(struct pl_sched *s);
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
                                    char ***argv, char ***env, char **cwd);
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
+/* Seconds before the pilot drains (0: no limit): a queued task whose
+ * timeout is longer is not started (it stays queued). */
+void pl_sched_set_time_left(struct pl_sched *s, double secs);
+
 /* Ids of live tasks are at most this. */
 uint64_t pl_sched_max_id(const struct pl_sched *s);
 /* Forget a task (it reached a final state): leaves the queue, releases
