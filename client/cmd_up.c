@@ -45,6 +45,9 @@ static const char help[] =
     "  --wait                return once every agent has registered\n"
     "  --wait-timeout S      give up waiting after S (default 600 s);\n"
     "                        the pilot stays\n"
+    "  --lost-after S        an agent silent this long is lost: its tasks\n"
+    "                        run elsewhere, another agent is started on\n"
+    "                        its node (default 30 s)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -78,6 +81,7 @@ enum {
     OPT_WAIT,
     OPT_WAIT_TIMEOUT,
     OPT_RESUME,
+    OPT_LOST_AFTER,
 };
 
 #define DEFAULT_TIME "1:00:00"
@@ -98,6 +102,7 @@ struct up_opts {
     double wait_timeout;
     bool wait_timeout_set;
     const char *resume; /* pilot id to run again, or NULL */
+    double lost_after;  /* 0: pilotd's default */
 };
 
 /* Slurm's time formats (sbatch(1) --time): MM, MM:SS, HH:MM:SS, D-HH,
@@ -150,6 +155,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "wait", no_argument, NULL, OPT_WAIT },
         { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
         { "resume", required_argument, NULL, OPT_RESUME },
+        { "lost-after", required_argument, NULL, OPT_LOST_AFTER },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -203,6 +209,13 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             break;
         case OPT_RESUME:
             o->resume = optarg;
+            break;
+        case OPT_LOST_AFTER:
+            if (pl_cli_parse_secs("--lost-after", optarg, &o->lost_after,
+                                  &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            if (o->lost_after < 1 || o->lost_after > 86400)
+                return pl_cli_usage(cli, "--lost-after: want 1 s to 1 day");
             break;
         case OPT_LOCAL:
             o->local = true;
@@ -355,8 +368,11 @@ static int write_script(const struct up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    fprintf(fp, "    %s --dir %s --drain-before %d &\n", qpilotd, qdir,
-            DRAIN_BEFORE);
+    char lost[48] = "";
+    if (o->lost_after > 0)
+        snprintf(lost, sizeof(lost), " --lost-after %g", o->lost_after);
+    fprintf(fp, "    %s --dir %s --drain-before %d%s &\n", qpilotd, qdir,
+            DRAIN_BEFORE, lost);
     fprintf(fp, "    pid=$!\n");
     fprintf(fp, "    while :; do\n");
     fprintf(fp, "        rc=0; wait \"$pid\" || rc=$?\n");

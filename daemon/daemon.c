@@ -46,6 +46,7 @@
 #define RECOVER_HEARTBEATS 5   /* a restarted pilotd waits this many agent
                                   heartbeats for the agents to come back */
 #define ORPHAN_TIMEOUT 600     /* s an agent outlives a silent pilotd */
+#define NODE_RESTARTS 3        /* agents started on a node that lost its */
 
 /* A message to send after the batch's commit. */
 struct out {
@@ -97,6 +98,8 @@ struct pl_daemon {
     double recover_until;
     bool agents_deferred;        /* start the agents that did not return */
     char instance[96];           /* this pilotd, told apart from the last */
+    struct node_launch **node_launch; /* agents started on one node */
+    size_t nnode_launch;
     bool draining;               /* stopping for the walltime (SIGTERM):
                                   interrupted tasks go back to the queue */
 };
@@ -660,6 +663,80 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
     }
 }
 
+/* One agent started on one node, where the agents' step lost its own. */
+struct node_launch {
+    struct pl_daemon *d;
+    struct pl_launch *launch;
+    char node[64];
+    int starts;
+};
+
+static void node_launch_exit_cb(struct pl_launch *l, int64_t status,
+                                int signum, void *arg)
+{
+    struct node_launch *nl = arg;
+    (void)l;
+
+    pl_log(LOG_NOTICE, "agent step on %s ended (status %lld, signal %d)",
+           nl->node, (long long)status, signum);
+}
+
+static int agent_argv(struct pl_daemon *d, const char *nodelist, int count,
+                      const char **argv, char *bufs, size_t buflen);
+
+/* The agent of 'n' is lost: start another there (Slurm pilots; at most
+ * NODE_RESTARTS times per node).  If the old one was only cut off, it is
+ * told to exit when it comes back. */
+static void restart_node_agent(struct pl_daemon *d, struct pl_node *n)
+{
+    struct node_launch *nl = NULL;
+    struct pl_error err = { .text = "agent's command too long" };
+    const char *argv[48];
+    char bufs[PL_PATH_MAX + 512], logpath[PL_PATH_MAX + 96];
+
+    if (d->cfg.local || d->stopping)
+        return;
+    for (size_t i = 0; i < d->nnode_launch; i++)
+        if (!strcmp(d->node_launch[i]->node, n->name))
+            nl = d->node_launch[i];
+    if (!nl) {
+        struct node_launch **v = realloc(d->node_launch,
+                                         (d->nnode_launch + 1) * sizeof(*v));
+        if (!v || !(nl = calloc(1, sizeof(*nl)))) {
+            if (v)
+                d->node_launch = v;
+            pl_log(LOG_ERR, "restart agent on %s: out of memory", n->name);
+            return;
+        }
+        d->node_launch = v;
+        d->node_launch[d->nnode_launch++] = nl;
+        nl->d = d;
+        snprintf(nl->node, sizeof(nl->node), "%s", n->name);
+    }
+    if (nl->launch && pl_launch_running(nl->launch))
+        return;
+    if (nl->starts >= NODE_RESTARTS) {
+        pl_log(LOG_WARNING, "not starting another agent on %s: %d tried "
+               "already", n->name, nl->starts);
+        return;
+    }
+    pl_launch_free(nl->launch);
+    nl->launch = NULL;
+    nl->starts++;
+    snprintf(logpath, sizeof(logpath), "%s/logs/srun-agent-%s.log", d->dir,
+             n->name);
+    if (agent_argv(d, n->name, 1, argv, bufs, sizeof(bufs)) < 0
+        || !(nl->launch = pl_launch_new(d->loop, (char *const *)argv,
+                                        logpath, node_launch_exit_cb, nl,
+                                        &err))
+        || pl_launch_start(nl->launch, &err) < 0) {
+        pl_log(LOG_ERR, "restart agent on %s: %s", n->name, err.text);
+        return;
+    }
+    pl_log(LOG_NOTICE, "started another agent on %s (%d of %d)", n->name,
+           nl->starts, NODE_RESTARTS);
+}
+
 static void node_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
 {
     struct lost l = { d, n, why };
@@ -669,6 +746,7 @@ static void node_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
     n->want = false;
     node_record(d, n, "lost");
     pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
+    restart_node_agent(d, n);
 }
 
 /* Tasks queued before the agents registered could not be checked at
@@ -954,7 +1032,22 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     }
     if (d->stopping)
         goto done;
-    if ((n = pl_sched_node_find(d->sched, name))) {
+    if ((n = pl_sched_node_find(d->sched, name)) && n->state == PL_NODE_UP
+        && (n->ridlen != ridlen || memcmp(n->rid, rid, ridlen))
+        && (long)pid != n->pid && now() - n->last_seen < d->cfg.lost_after) {
+        /* one agent per node: the one that holds it lives (an agent of
+         * a healed network cut, after a replacement started) */
+        struct out *o = out_new(d->asock, rid, ridlen);
+        pl_log(LOG_WARNING, "a second agent on %s (pid %llu) while pid %ld "
+               "serves it: telling it to exit", name,
+               (unsigned long long)pid, n->pid);
+        if (o) {
+            pl_wbuf_init(&o->w, PL_MSG_EXIT, 0, 0);
+            out_push(d, o);
+        }
+        goto done;
+    }
+    if (n) {
         /* it reconnected, or restarted: what it no longer runs ended */
         /* a new agent process knew none of our RUNs */
         struct gone g = { d, n, run, ended, (size_t)nrun, (size_t)nended,
@@ -1164,13 +1257,20 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
                 out_push(d, o);
             }
         }
+        else if (n->state != PL_NODE_UP) {
+            /* a lost agent is back (a network cut healed): its tasks
+             * were given up; it registers again, and what it still runs
+             * of them is stopped */
+            struct out *o = agent_out(d, n);
+            pl_log(LOG_NOTICE, "agent on %s is back: asking it to register",
+                   n->name);
+            if (o) {
+                pl_wbuf_init(&o->w, PL_MSG_REREGISTER, 0, 0);
+                send_agent(d, n, o);
+            }
+        }
         else {
             n->last_seen = now();
-            if (n->state == PL_NODE_LOST) {
-                pl_log(LOG_NOTICE, "agent on %s is back", n->name);
-                n->state = PL_NODE_UP;
-                node_record(d, n, "up");
-            }
             switch (m.type) {
             case PL_MSG_PULL:
                 n->want = true;
@@ -1860,6 +1960,13 @@ static void finish_stop(struct pl_daemon *d)
     uv_close((uv_handle_t *)&d->restart_timer, close_cb);
     pl_launch_free(d->launch);
     d->launch = NULL;
+    for (size_t i = 0; i < d->nnode_launch; i++) {
+        pl_launch_free(d->node_launch[i]->launch);
+        free(d->node_launch[i]);
+    }
+    free(d->node_launch);
+    d->node_launch = NULL;
+    d->nnode_launch = 0;
     pl_log(LOG_NOTICE, "pilot %s stopped", d->id);
 }
 
@@ -2055,14 +2162,67 @@ static void launch_exit_cb(struct pl_launch *l, int64_t status, int signum,
 
 /* The agents' process: one srun step over the job's nodes, or over
  * 'nodelist' ('count' nodes) if given; with --local, one child. */
+/* The srun command of agents on 'nodelist' ('count' nodes), or on the
+ * job's nodes if NULL, into argv[] (room for 48); its formatted strings
+ * go to 'bufs' (buflen >= 512 + the paths). */
+static int agent_argv(struct pl_daemon *d, const char *nodelist, int count,
+                      const char **argv, char *bufs, size_t buflen)
+{
+    const char *cpn = getenv("SLURM_CPUS_ON_NODE");
+    const char *gpn = getenv("SLURM_GPUS_ON_NODE");
+    int want = nodelist ? count : d->cfg.expected_agents;
+    size_t off = 0;
+    int n = 0;
+
+#define FMT(...)                                                             \
+    do {                                                                     \
+        int w_ = snprintf(bufs + off, buflen - off, __VA_ARGS__);            \
+        if (w_ < 0 || (size_t)w_ >= buflen - off)                            \
+            return -1;                                                       \
+        argv[n++] = bufs + off;                                              \
+        off += (size_t)w_ + 1;                                               \
+    } while (0)
+    argv[n++] = "srun";
+    argv[n++] = "--overlap";
+    FMT("--nodes=%d", want);
+    FMT("--ntasks=%d", want);
+    argv[n++] = "--ntasks-per-node=1";
+    argv[n++] = "--kill-on-bad-exit=0";
+    argv[n++] = "--cpu-bind=none";
+    argv[n++] = "--mem=0";
+    argv[n++] = "--job-name=pilot-agents";
+    if (nodelist) {
+        argv[n++] = "--nodelist";
+        argv[n++] = nodelist;
+    }
+    /* the agent's affinity mask must cover the whole node */
+    if (cpn && atoi(cpn) > 0)
+        FMT("--cpus-per-task=%d", atoi(cpn));
+    if (gpn && atoi(gpn) > 0)
+        FMT("--gres=gpu:%d", atoi(gpn));
+    FMT("%s/pilot-agent", d->bindir);
+    argv[n++] = "--connect";
+    argv[n++] = d->aep;
+    /* agents outlive a pilotd that dies and follow the next */
+    argv[n++] = "--dir";
+    argv[n++] = d->dir;
+    argv[n++] = "--orphan-timeout";
+    FMT("%d", ORPHAN_TIMEOUT);
+    /* the pilot directory is on a filesystem every node sees */
+    argv[n++] = "--keys";
+    argv[n++] = d->keydir;
+    argv[n] = NULL;
+#undef FMT
+    return 0;
+}
+
 static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
                         struct pl_error *errp)
 {
     char agent[PL_PATH_MAX + 32], logpath[PL_PATH_MAX + 64];
-    char nodes[32], ntasks[32], cpus[48], gres[48], orphan[32];
-    const char *argv[40];
+    char bufs[PL_PATH_MAX + 512];
+    const char *argv[48];
     int n = 0;
-    int want = nodelist ? count : d->cfg.expected_agents;
 
     snprintf(agent, sizeof(agent), "%s/pilot-agent", d->bindir);
     if (!d->launch) {
@@ -2082,47 +2242,11 @@ static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
             argv[n] = NULL;
         }
         else {
-            const char *cpn = getenv("SLURM_CPUS_ON_NODE");
-            const char *gpn = getenv("SLURM_GPUS_ON_NODE");
             snprintf(logpath, sizeof(logpath), "%s/logs/srun-agents.log",
                      d->dir);
-            snprintf(nodes, sizeof(nodes), "--nodes=%d", want);
-            snprintf(ntasks, sizeof(ntasks), "--ntasks=%d", want);
-            argv[n++] = "srun";
-            argv[n++] = "--overlap";
-            argv[n++] = nodes;
-            argv[n++] = ntasks;
-            argv[n++] = "--ntasks-per-node=1";
-            argv[n++] = "--kill-on-bad-exit=0";
-            argv[n++] = "--cpu-bind=none";
-            argv[n++] = "--mem=0";
-            argv[n++] = "--job-name=pilot-agents";
-            if (nodelist) {
-                argv[n++] = "--nodelist";
-                argv[n++] = nodelist;
-            }
-            if (cpn && atoi(cpn) > 0) {
-                /* the agent's affinity mask must cover the whole node */
-                snprintf(cpus, sizeof(cpus), "--cpus-per-task=%d", atoi(cpn));
-                argv[n++] = cpus;
-            }
-            if (gpn && atoi(gpn) > 0) {
-                snprintf(gres, sizeof(gres), "--gres=gpu:%d", atoi(gpn));
-                argv[n++] = gres;
-            }
-            /* agents outlive a pilotd that dies and follow the next */
-            snprintf(orphan, sizeof(orphan), "%d", ORPHAN_TIMEOUT);
-            argv[n++] = agent;
-            argv[n++] = "--connect";
-            argv[n++] = d->aep;
-            argv[n++] = "--dir";
-            argv[n++] = d->dir;
-            argv[n++] = "--orphan-timeout";
-            argv[n++] = orphan;
-            /* the pilot directory is on a filesystem every node sees */
-            argv[n++] = "--keys";
-            argv[n++] = d->keydir;
-            argv[n] = NULL;
+            if (agent_argv(d, nodelist, count, argv, bufs, sizeof(bufs))
+                < 0)
+                return pl_errprintf(errp, "agents' command too long");
         }
         if (!(d->launch = pl_launch_new(d->loop, (char *const *)argv, logpath,
                                         launch_exit_cb, d, errp)))
