@@ -21,6 +21,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/db.h"
+#include "daemon/decode.h"
 #include "daemon/launch.h"
 #include "daemon/sched.h"
 #include "daemon/slurmjob.h"
@@ -35,8 +36,6 @@
 
 #define MAX_SUBMIT 100000      /* tasks in one submit request */
 #define LIST_MAX 100000        /* tasks in one list reply */
-#define MAX_ARGV 4096
-#define MAX_ARG_LEN (64 * 1024)
 #define KILL_GRACE 5.0         /* s between SIGTERM and SIGKILL */
 #define STOP_GRACE 15000       /* ms to wait for agents at shutdown */
 #define RESTART_DELAY 5000     /* ms before restarting the agents' step */
@@ -677,92 +676,71 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
                            const struct pl_msg *m)
 {
     struct pl_error err;
-    char *name = NULL;
-    char **gpus = NULL;
-    uint64_t *cpu = NULL, pid = 0;
-    uint32_t ncpu = 0;
+    struct pl_agent_reg reg;
     struct pl_node *n;
 
-    if (pl_mp_str(m->body, "node", true, 63, &name, &err) < 0
-        || pl_mp_uint(m->body, "pid", false, INT32_MAX, &pid, &err) < 0
-        || pl_mp_uintv(m->body, "cores", true, 4096, 1 << 20, &cpu, &ncpu,
-                       &err) < 0
-        || pl_mp_strv(m->body, "gpus", false, 0, 64, 64, &gpus, &err) < 0) {
+    if (pl_agent_reg_decode(m->body, &reg, &err) < 0) {
         pl_log(LOG_WARNING, "bad register from an agent: %s", err.text);
-        goto done;
+        return;
     }
-    if (!name[0] || ncpu == 0 || ridlen > sizeof(n->rid)) {
-        pl_log(LOG_WARNING, "bad register from an agent: %s",
-               ncpu == 0 ? "no cores" : "bad node name");
+    if (ridlen > sizeof(n->rid)) {
+        pl_log(LOG_WARNING, "bad register from an agent: routing id of "
+               "%zu bytes", ridlen);
         goto done;
     }
     if (d->stopping)
         goto done;
-    if ((n = pl_sched_node_find(d->sched, name))) {
+    if ((n = pl_sched_node_find(d->sched, reg.node))) {
         /* the agent restarted: what it ran before is gone */
         struct lost l = { d, n, "agent restarted" };
         pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
-        if (n->ncores != ncpu || n->ngpus != pl_strv_len(gpus)) {
+        if (n->ncores != reg.ncpu || n->ngpus != pl_strv_len(reg.gpus)) {
             pl_log(LOG_WARNING, "agent on %s came back with other resources "
-                   "(%u cores); keeping %u", name, ncpu, n->ncores);
+                   "(%u cores); keeping %u", reg.node, reg.ncpu, n->ncores);
         }
-        pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu)", name,
-               (unsigned long long)pid);
+        pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu)", reg.node,
+               (unsigned long long)reg.pid);
     }
     else {
-        if (!(n = pl_node_new(name, cpu, ncpu, gpus))
+        if (!(n = pl_node_new(reg.node, reg.cpu, reg.ncpu, reg.gpus))
             || pl_sched_node_add(d->sched, n) < 0) {
-            pl_log_error("node %s", name);
+            pl_log_error("node %s", reg.node);
             pl_node_free(n);
             goto done;
         }
         n->joined = now();
         pl_log(LOG_NOTICE, "agent on %s joined: %u cores, %u gpus (pid %llu)",
-               name, ncpu, n->ngpus, (unsigned long long)pid);
+               reg.node, reg.ncpu, n->ngpus, (unsigned long long)reg.pid);
     }
     memcpy(n->rid, rid, ridlen);
     n->ridlen = ridlen;
     n->state = PL_NODE_UP;
-    n->pid = (long)pid;
+    n->pid = (long)reg.pid;
     n->want = false;
     n->last_seen = now();
     node_record(d, n, "up");
     send_welcome(d, n);
     check_fit(d);
 done:
-    free(name);
-    free(cpu);
-    pl_strv_free(gpus);
+    pl_agent_reg_clear(&reg);
 }
 
 static void agent_event(struct pl_daemon *d, struct pl_node *n,
                         const msgpack_object *ev)
 {
     struct pl_error err;
-    uint64_t id = 0, attempt = 0, maxrss = 0, rank = 0;
-    int64_t exit_code = -1, sig = -1;
-    double t_ev = 0;
-    char *state = NULL, *error = NULL;
+    struct pl_agent_event e;
     struct pl_dtask *t;
     int st;
-    int has_rss;
     char why[64];
 
-    if (ev->type != MSGPACK_OBJECT_MAP
-        || pl_mp_uint(ev, "id", true, UINT64_MAX, &id, &err) < 0
-        || pl_mp_uint(ev, "attempt", true, UINT32_MAX, &attempt, &err) < 0
-        || pl_mp_uint(ev, "rank", false, UINT32_MAX, &rank, &err) < 0
-        || pl_mp_str(ev, "state", true, 16, &state, &err) < 0
-        || pl_mp_double(ev, "time", false, &t_ev, &err) < 0
-        || pl_mp_int(ev, "exit_code", false, &exit_code, &err) < 0
-        || pl_mp_int(ev, "signal", false, &sig, &err) < 0
-        || (has_rss = pl_mp_uint(ev, "maxrss_kb", false, INT64_MAX, &maxrss,
-                                 &err)) < 0
-        || pl_mp_str(ev, "error", false, 1024, &error, &err) < 0) {
-        pl_log(LOG_WARNING, "agent %s: bad event: %s", n->name,
-               ev->type != MSGPACK_OBJECT_MAP ? "not a map" : err.text);
-        goto done;
+    if (pl_agent_event_decode(ev, &e, &err) < 0) {
+        pl_log(LOG_WARNING, "agent %s: bad event: %s", n->name, err.text);
+        return;
     }
+    uint64_t id = e.id, attempt = e.attempt, rank = e.rank;
+    const char *state = e.state;
+    double t_ev = e.time;
     st = pl_state_parse(state);
     t = pl_sched_task_get(d->sched, id);
     if (!t || !t->rank || t->attempt != attempt || rank >= t->ranks
@@ -777,11 +755,11 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
         t_ev = now();
     struct pl_db_change c = {
         .time = t_ev,
-        .exit_code = exit_code >= INT32_MIN && exit_code <= INT32_MAX
-                         ? (int)exit_code : -1,
-        .signal = sig >= 0 && sig < 256 ? (int)sig : -1,
-        .maxrss_kb = has_rss == 1 ? (int64_t)maxrss : -1,
-        .reason = error,
+        .exit_code = e.exit_code >= INT32_MIN && e.exit_code <= INT32_MAX
+                         ? (int)e.exit_code : -1,
+        .signal = e.signal >= 0 && e.signal < 256 ? (int)e.signal : -1,
+        .maxrss_kb = e.has_rss ? (int64_t)e.maxrss_kb : -1,
+        .reason = e.error,
     };
     /* an MPI launcher's events stand for all the job's ranks */
     uint32_t r0 = (uint32_t)rank, r1 = t->comm == PL_COMM_MPI ? t->ranks
@@ -824,8 +802,7 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
         break;
     }
 done:
-    free(state);
-    free(error);
+    pl_agent_event_clear(&e);
 }
 
 static void agent_events(struct pl_daemon *d, struct pl_node *n,
@@ -917,28 +894,9 @@ struct req {
     uint64_t seq;
 };
 
-struct spec {
-    char *name, *cwd, *comm, *launcher;
-    char **argv, **env;
-    uint64_t ranks, cpr, gpr, retries, nodes, rpn;
-    bool exclusive;
-    double timeout;
-};
-
-static void spec_clear(struct spec *s)
-{
-    free(s->comm);
-    free(s->launcher);
-    free(s->name);
-    free(s->cwd);
-    pl_strv_free(s->argv);
-    pl_strv_free(s->env);
-    memset(s, 0, sizeof(*s));
-}
-
 /* The task a spec describes, as stored: its shape and strings
  * (borrowed from 's'); argv and env JSON are left for the caller. */
-static void spec_db(const struct spec *s, struct pl_db_spec *ds)
+static void spec_db(const struct pl_spec *s, struct pl_db_spec *ds)
 {
     *ds = (struct pl_db_spec){
         .name = s->name, .cwd = s->cwd, .ranks = (uint32_t)s->ranks,
@@ -967,114 +925,12 @@ static void shape(const struct pl_db_spec *ds, struct pl_dtask *t)
     t->timeout = ds->timeout;
 }
 
+/* Decode spec 'o' and check that some node of the pilot can hold it. */
 static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
-                      struct spec *s, struct pl_error *errp)
+                      struct pl_spec *s, struct pl_error *errp)
 {
-    int has_ranks = 0;
-
-    memset(s, 0, sizeof(*s));
-    s->ranks = s->cpr = 1;
-    if (o->type != MSGPACK_OBJECT_MAP) {
-        errno = EPROTO;
-        return pl_errprintf(errp, "a task spec must be a map");
-    }
-    /* the limits a person may hit, in words before the generic checks */
-    const msgpack_object *av = pl_mp_get(o, "argv");
-    if (av && av->type == MSGPACK_OBJECT_ARRAY) {
-        errno = EINVAL;
-        if (av->via.array.size > MAX_ARGV) {
-            pl_errprintf(errp, "the command has %u arguments; at most %d",
-                         av->via.array.size, MAX_ARGV);
-            goto error;
-        }
-        for (uint32_t i = 0; i < av->via.array.size; i++) {
-            if (av->via.array.ptr[i].type == MSGPACK_OBJECT_STR
-                && av->via.array.ptr[i].via.str.size > MAX_ARG_LEN) {
-                pl_errprintf(errp, "argument %u of the command is longer "
-                             "than %d KiB", i, MAX_ARG_LEN / 1024);
-                goto error;
-            }
-        }
-    }
-    if (pl_mp_strv(o, "argv", true, 1, MAX_ARGV, MAX_ARG_LEN, &s->argv,
-                   errp) < 0
-        || pl_mp_str(o, "name", false, 256, &s->name, errp) < 0
-        || pl_mp_str(o, "cwd", false, PL_PATH_MAX * 4, &s->cwd, errp) < 0
-        || pl_mp_strv(o, "env", false, 0, 4096, MAX_ARG_LEN, &s->env,
-                      errp) < 0
-        || (has_ranks = pl_mp_uint(o, "ranks", false, 65536, &s->ranks,
-                                   errp)) < 0
-        || pl_mp_uint(o, "nodes", false, 65536, &s->nodes, errp) < 0
-        || pl_mp_uint(o, "ranks_per_node", false, 4096, &s->rpn, errp) < 0
-        || pl_mp_bool(o, "exclusive", false, &s->exclusive, errp) < 0
-        || pl_mp_str(o, "comm", false, 16, &s->comm, errp) < 0
-        || pl_mp_str(o, "launcher", false, 16, &s->launcher, errp) < 0
-        || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
-        || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
-        || pl_mp_uint(o, "retries", false, 100, &s->retries, errp) < 0
-        || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0)
-        goto error;
-    errno = EINVAL;
-    if (!s->argv[0][0]) {
-        pl_errprintf(errp, "the command is empty");
-        goto error;
-    }
-    if (!has_ranks && (s->nodes || s->rpn))
-        /* --nodes and --ranks-per-node alone say how many ranks */
-        s->ranks = (s->nodes ? s->nodes : 1) * (s->rpn ? s->rpn : 1);
-    if (s->ranks == 0) {
-        pl_errprintf(errp, "ranks must be at least 1");
-        goto error;
-    }
-    if (s->cpr == 0) {
-        pl_errprintf(errp, "cores_per_rank must be at least 1");
-        goto error;
-    }
-    if (!isfinite(s->timeout) || s->timeout < 0) {
-        pl_errprintf(errp, "timeout must be a positive number of seconds");
-        goto error;
-    }
-    for (size_t i = 0; s->env && s->env[i]; i++) {
-        const char *eq = strchr(s->env[i], '=');
-        if (!eq || eq == s->env[i]) {
-            pl_errprintf(errp, "environment entry '%.40s' is not KEY=VALUE",
-                         s->env[i]);
-            goto error;
-        }
-    }
-    if (s->env && !s->env[0]) {
-        pl_strv_free(s->env);
-        s->env = NULL;
-    }
-    if (s->launcher && strcmp(s->launcher, "srun")
-        && strcmp(s->launcher, "mpirun")) {
-        pl_errprintf(errp, "unknown launcher '%.20s' (srun or mpirun)",
-                     s->launcher);
-        goto error;
-    }
-    if (s->launcher && (!s->comm || strcmp(s->comm, "mpi"))) {
-        pl_errprintf(errp, "a launcher is for --comm mpi only");
-        goto error;
-    }
-    if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")
-        && strcmp(s->comm, "mpi")) {
-        pl_errprintf(errp, "unknown comm '%.20s' (none, torch or mpi)",
-                     s->comm);
-        goto error;
-    }
-    if (s->nodes && s->rpn && s->ranks > s->nodes * s->rpn) {
-        pl_errprintf(errp, "%llu ranks do not fit %llu nodes x %llu ranks "
-                     "per node", (unsigned long long)s->ranks,
-                     (unsigned long long)s->nodes,
-                     (unsigned long long)s->rpn);
-        goto error;
-    }
-    if (s->nodes > s->ranks) {
-        pl_errprintf(errp, "--nodes %llu needs at least as many ranks "
-                     "(--ranks %llu)", (unsigned long long)s->nodes,
-                     (unsigned long long)s->ranks);
-        goto error;
-    }
+    if (pl_spec_decode(o, s, errp) < 0)
+        return -1;
     if (pl_sched_nnodes(d->sched) > 0) {
         struct pl_dtask t = { 0 };
         struct pl_db_spec ds;
@@ -1082,14 +938,12 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         spec_db(s, &ds);
         shape(&ds, &t);
         if (!pl_sched_fits(d->sched, &t, why, sizeof(why))) {
-            pl_errprintf(errp, "%s", why);
-            goto error;
+            pl_spec_clear(s);
+            errno = EINVAL;
+            return pl_errprintf(errp, "%s", why);
         }
     }
     return 0;
-error:
-    spec_clear(s);
-    return -1;
 }
 
 static void h_submit(struct pl_daemon *d, const struct req *r,
@@ -1097,7 +951,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
 {
     const msgpack_object *arr;
     struct pl_error err;
-    struct spec *specs = NULL;
+    struct pl_spec *specs = NULL;
     uint32_t n = 0, i;
     struct out *o = NULL;
     double t_now = now();
@@ -1135,7 +989,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     if (pl_db_savepoint(d->db, &err) < 0)
         goto bad;
     for (i = 0; i < n; i++) {
-        struct spec *s = &specs[i];
+        struct pl_spec *s = &specs[i];
         char *argv_json = json_strv(s->argv);
         char *env_json = s->env ? json_strv(s->env) : NULL;
         struct pl_db_spec ds;
@@ -1191,7 +1045,7 @@ bad:
         out_free(o);
 done:
     for (i = 0; specs && i < n; i++)
-        spec_clear(&specs[i]);
+        pl_spec_clear(&specs[i]);
     free(specs);
 }
 
