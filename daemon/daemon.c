@@ -205,14 +205,18 @@ static void flush(struct pl_daemon *d)
 
 /* ------------------------------------------------------------ helpers */
 
+/* 'v' as a JSON array, or NULL (ENOMEM, or a string that is not UTF-8:
+ * never a shorter array). */
 static char *json_strv(char *const *v)
 {
     json_t *a = json_array();
-    char *s;
+    char *s = NULL;
 
-    for (size_t i = 0; v && v[i]; i++)
-        json_array_append_new(a, json_string(v[i]));
-    s = json_dumps(a, JSON_COMPACT);
+    for (size_t i = 0; a && v && v[i]; i++)
+        if (json_array_append_new(a, json_string(v[i])) < 0)
+            goto done;
+    s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+done:
     json_decref(a);
     return s;
 }
@@ -997,9 +1001,15 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
         ds.argv_json = argv_json;
         ds.env_json = env_json;
         uint64_t id;
-        int rc = argv_json ? pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now,
-                                               &id, &err)
-                           : -1;
+        int rc = -1;
+        if (!argv_json || (s->env && !env_json)) {
+            /* the spec's strings were checked: only memory is left */
+            errno = ENOMEM;
+            pl_errprintf(&err, "out of memory");
+        }
+        else
+            rc = pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now, &id,
+                                   &err);
         free(argv_json);
         free(env_json);
         struct pl_dtask *t = NULL;

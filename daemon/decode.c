@@ -31,6 +31,11 @@ void pl_spec_clear(struct pl_spec *s)
     errno = saved;
 }
 
+static bool utf8(const char *s)
+{
+    return !s || pl_utf8_valid(s, strlen(s));
+}
+
 int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
                    struct pl_error *errp)
 {
@@ -81,6 +86,28 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
     errno = EINVAL;
     if (!s->argv[0][0]) {
         pl_errprintf(errp, "the command is empty");
+        goto error;
+    }
+    /* N.B. argv and env are kept as JSON (the database, list, show):
+     * jansson refuses other bytes, and a string it refused was once
+     * dropped from the stored argv, so a task run again from the
+     * database ran another command */
+    for (size_t i = 0; s->argv[i]; i++) {
+        if (!utf8(s->argv[i])) {
+            pl_errprintf(errp, "argument %zu of the command is not UTF-8",
+                         i);
+            goto error;
+        }
+    }
+    for (size_t i = 0; s->env && s->env[i]; i++) {
+        if (!utf8(s->env[i])) {
+            pl_errprintf(errp, "environment entry %zu is not UTF-8", i);
+            goto error;
+        }
+    }
+    if (!utf8(s->name) || !utf8(s->cwd)) {
+        pl_errprintf(errp, "the %s is not UTF-8", utf8(s->name) ? "cwd"
+                                                                 : "name");
         goto error;
     }
     if (!has_ranks && (s->nodes || s->rpn))

@@ -225,6 +225,42 @@ void pl_msg_release(struct pl_msg *m)
     }
 }
 
+bool pl_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+
+    while (i < len) {
+        unsigned c = p[i];
+        size_t n;
+        uint32_t cp, min;
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            n = 1, cp = c & 0x1f, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef)
+            n = 2, cp = c & 0x0f, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4)
+            n = 3, cp = c & 0x07, min = 0x10000;
+        else
+            return false; /* a continuation byte, 0xc0, 0xc1, >= 0xf5 */
+        if (n >= len - i)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
 const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key)
 {
     size_t klen = strlen(key);

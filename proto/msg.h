@@ -104,6 +104,9 @@ int pl_mp_strv(const msgpack_object *map, const char *key, bool required,
 int pl_mp_uintv(const msgpack_object *map, const char *key, bool required,
                 uint32_t maxn, uint64_t max, uint64_t **v, uint32_t *n,
                 struct pl_error *errp);
+/* Whether 'len' bytes at 's' are valid UTF-8 (no overlong forms, no
+ * surrogates, nothing past U+10FFFF): what a JSON string may hold. */
+bool pl_utf8_valid(const char *s, size_t len);
 /* The value of 'key' in 'map', or NULL.  Borrowed. */
 const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key);
 /* A copy of a msgpack string object (no NUL bytes), or NULL (EPROTO). */

@@ -80,6 +80,21 @@ static void p_timeout_neg(msgpack_packer *pk)
     pl_w_kdouble(pk, "timeout", -1.0);
 }
 static void p_name_int(msgpack_packer *pk) { pl_w_kuint(pk, "name", 5); }
+/* not UTF-8: kept as JSON they were dropped from the stored argv */
+static void p_name_latin1(msgpack_packer *pk)
+{
+    pl_w_kstr(pk, "name", "\xe9t\xe9");
+}
+static void p_cwd_latin1(msgpack_packer *pk)
+{
+    pl_w_kstr(pk, "cwd", "/tmp/\xe9");
+}
+static void p_env_latin1(msgpack_packer *pk)
+{
+    char e0[] = "A=\xff";
+    char *env[] = { e0, NULL };
+    pl_w_kstrv(pk, "env", env);
+}
 static void p_launcher_nompi(msgpack_packer *pk)
 {
     pl_w_kstr(pk, "launcher", "mpirun");
@@ -91,6 +106,22 @@ static void test_spec(void)
     struct pl_error e = { "" };
 
     is(spec_with(NULL, &s, &e), 0, "spec: argv alone decodes");
+    ok(s.argv && !strcmp(s.argv[0], "sh"), "... argv[0]");
+    pl_spec_clear(&s);
+    {
+        struct body b;
+        char a0[] = "cat", a1[] = "\xe9t\xe9.txt";
+        char *argv[] = { a0, a1, NULL };
+        const msgpack_object *o;
+        body_begin(&b, PL_MSG_SUBMIT, 1);
+        pl_w_kstrv(&b.w.pk, "argv", argv);
+        errno = 0;
+        ok((o = body_end(&b)) && pl_spec_decode(o, &s, &e) == -1
+               && errno == EINVAL && strstr(e.text, "argument 1"),
+           "spec: an argument that is not UTF-8 refused (%s)", e.text);
+        body_free(&b);
+    }
+    ok(spec_with(NULL, &s, &e) == 0, "spec: argv alone decodes again");
     ok(s.argv && !strcmp(s.argv[2], "true") && s.ranks == 1 && s.cpr == 1
            && !s.env && !s.comm,
        "... one rank, one core, no env, no comm");
@@ -109,6 +140,9 @@ static void test_spec(void)
         { p_timeout_neg, EINVAL, "a negative timeout" },
         { p_name_int, EPROTO, "a name that is an integer" },
         { p_launcher_nompi, EINVAL, "a launcher without comm mpi" },
+        { p_name_latin1, EINVAL, "a name that is not UTF-8" },
+        { p_cwd_latin1, EINVAL, "a cwd that is not UTF-8" },
+        { p_env_latin1, EINVAL, "an env entry that is not UTF-8" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e.text[0] = '\0';
@@ -246,7 +280,7 @@ static void test_event(void)
 
 int main(void)
 {
-    plan(34);
+    plan(39);
     test_spec();
     test_register();
     test_event();

@@ -643,9 +643,42 @@ static void test_strv(void)
     ok(1, "pl_strv_free(NULL)");
 }
 
+/* pl_utf8_valid: what jansson takes as a JSON string, no more */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        int valid;
+        const char *what;
+    } cases[] = {
+        { "", 1, "empty" },
+        { "plain ascii", 1, "ASCII" },
+        { "\xc3\xa9t\xc3\xa9", 1, "2-byte sequences" },
+        { "\xe2\x82\xac", 1, "a 3-byte sequence" },
+        { "\xf0\x9f\x98\x80", 1, "a 4-byte sequence" },
+        { "\xf4\x8f\xbf\xbf", 1, "U+10FFFF" },
+        { "\xe9t\xe9", 0, "Latin-1" },
+        { "\xc3", 0, "a sequence cut at the end" },
+        { "\xe2\x82", 0, "a 3-byte sequence cut at the end" },
+        { "\x80", 0, "a lone continuation byte" },
+        { "\xc0\xaf", 0, "an overlong '/'" },
+        { "\xe0\x80\xaf", 0, "an overlong 3-byte '/'" },
+        { "\xed\xa0\x80", 0, "a surrogate" },
+        { "\xf4\x90\x80\x80", 0, "past U+10FFFF" },
+        { "\xff", 0, "0xff" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        is(pl_utf8_valid(cases[i].s, strlen(cases[i].s)), cases[i].valid,
+           "pl_utf8_valid: %s", cases[i].what);
+    /* the length is the limit, not a NUL */
+    ok(!pl_utf8_valid("\xc3\xa9", 1), "pl_utf8_valid: stops at 'len'");
+}
+
 int main(void)
 {
-    plan(130);
+    plan(146);
+    test_utf8();
     test_roundtrip();
     test_nul_strings();
     test_envelope();
