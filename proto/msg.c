@@ -56,11 +56,14 @@ static uint64_t be(const unsigned char *p, size_t n)
  * claims before it reads them (msgpack/msgpack-c#1013): 5 bytes can ask
  * for 100 GiB.  So walk the headers first and refuse a message whose
  * element counts exceed the bytes left (every element takes at least one
- * byte), or that ends early.  Returns 0 or -1. */
-static int precheck(const unsigned char *p, size_t len)
+ * byte), or that ends early, or that holds more than 'max' objects
+ * (PL_MSG_MAX_OBJECTS: what msgpack-c then builds costs time and memory
+ * in proportion).  Returns 0, -1 (malformed) or -2 (too many objects). */
+static int precheck(const unsigned char *p, size_t len, uint64_t max)
 {
     size_t off = 0;
     uint64_t pending = 1; /* objects still to read */
+    uint64_t seen = 0;    /* objects read */
 
     while (pending > 0) {
         uint64_t n = 0, skip = 0;
@@ -72,6 +75,7 @@ static int precheck(const unsigned char *p, size_t len)
             return -1;
         c = p[off++];
         pending--;
+        seen++;
         if (c <= 0x7f || c >= 0xe0)
             continue;
         if (c <= 0x8f) {
@@ -113,8 +117,12 @@ static int precheck(const unsigned char *p, size_t len)
                 skip += be(p + off, hdr);
             off += hdr;
         }
+        /* every object is the root or declared by a header: checking
+         * here counts them all */
         if (n > len - off || pending + n > len - off)
             return -1;
+        if (seen + pending + n > max)
+            return -2;
         pending += n;
         if (skip > len - off)
             return -1;
@@ -126,6 +134,12 @@ static int precheck(const unsigned char *p, size_t len)
 int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
                   struct pl_error *errp)
 {
+    return pl_msg_decode_max(buf, len, PL_MSG_MAX_OBJECTS, m, errp);
+}
+
+int pl_msg_decode_max(const void *buf, size_t len, uint64_t max_objects,
+                      struct pl_msg *m, struct pl_error *errp)
+{
     size_t off = 0;
     const msgpack_object *a;
 
@@ -135,7 +149,13 @@ int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
         proto_err(errp, "message size out of range");
         goto error;
     }
-    if (precheck(buf, len) < 0
+    int rc = precheck(buf, len, max_objects);
+    if (rc == -2) {
+        proto_err(errp, "message holds more than %llu values",
+                  (unsigned long long)max_objects);
+        goto error;
+    }
+    if (rc < 0
         || msgpack_unpack_next(&m->up, buf, len, &off)
                != MSGPACK_UNPACK_SUCCESS) {
         proto_err(errp, "malformed message");
@@ -194,7 +214,8 @@ int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
     size_t off = 0;
     int rc = -1;
 
-    if (len == 0 || len > PL_MSG_MAX || precheck(buf, len) < 0) {
+    if (len == 0 || len > PL_MSG_MAX
+        || precheck(buf, len, PL_MSG_MAX_OBJECTS) != 0) {
         errno = EPROTO;
         return -1;
     }

@@ -18,6 +18,14 @@
 /* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
 #define PL_MSG_MAX (64 * 1024 * 1024)
 
+/* Most msgpack objects (each value, key, array and map counts one) in a
+ * message pl_msg_decode() accepts.  msgpack-c builds a tree of 24 bytes
+ * an object, at 0.1-0.2 us each on a loaded 2-vCPU VM: a frame of
+ * PL_MSG_MAX nils cost pilotd's only thread 8 s and 1.5 GiB.  4 Mi
+ * objects: at most 96 MiB and ~0.7 s, and room for a submit of 100,000
+ * specs of 40 objects each (the CLI's spec of 3 arguments is 14). */
+#define PL_MSG_MAX_OBJECTS (4 * 1024 * 1024)
+
 enum pl_msg_type {
     PL_MSG_REPLY = 1, /* any request's answer: errno, error, data */
 
@@ -64,11 +72,18 @@ struct pl_msg {
  * to release.  Returns 0, or -1 with errp set (errno EPROTO). */
 int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
                   struct pl_error *errp);
+/* pl_msg_decode() with a budget of 'max_objects' instead of
+ * PL_MSG_MAX_OBJECTS: the CLI reads pilotd's replies (a listing of
+ * 100,000 tasks is more) with PL_MSG_MAX, that is no budget beyond the
+ * size. */
+int pl_msg_decode_max(const void *buf, size_t len, uint64_t max_objects,
+                      struct pl_msg *m, struct pl_error *errp);
 void pl_msg_release(struct pl_msg *m);
 
 /* The version and seq of a message pl_msg_decode() refused, when its
- * envelope can still be read: so that a peer of another version gets an
- * answer it can match to its request.  0, or -1 (EPROTO). */
+ * envelope can still be read (within the same limits): so that a peer of
+ * another version gets an answer it can match to its request.  0, or -1
+ * (EPROTO). */
 int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
                 uint64_t *seq);
 

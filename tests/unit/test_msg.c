@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <msgpack.h>
@@ -675,10 +676,70 @@ static void test_utf8(void)
     ok(!pl_utf8_valid("\xc3\xa9", 1), "pl_utf8_valid: stops at 'len'");
 }
 
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* [2, 105, 1, {"pad": [nil x n]}]: n + 7 objects. */
+static void nils(struct raw *r, size_t n)
+{
+    raw_init(r);
+    raw_head(r, PL_PROTO_VERSION, PL_MSG_STATUS, 1);
+    msgpack_pack_map(&r->pk, 1);
+    raw_str(r, "pad", 3);
+    msgpack_pack_array(&r->pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        msgpack_pack_nil(&r->pk);
+}
+
+/* The object budget: a frame of PL_MSG_MAX nils once took pilotd 8 s
+ * and 1.5 GiB to decode (found by tests/tools/zgarbage --big). */
+static void test_object_budget(void)
+{
+    struct raw r;
+    struct pl_msg m;
+    struct pl_error e = { "" };
+
+    nils(&r, 3); /* 10 objects */
+    is(pl_msg_decode_max(r.sb.data, r.sb.size, 10, &m, &e), 0,
+       "budget: a message of exactly the budget decodes");
+    pl_msg_release(&m);
+    errno = 0;
+    ok(pl_msg_decode_max(r.sb.data, r.sb.size, 9, &m, &e) == -1
+           && errno == EPROTO && strstr(e.text, "more than 9"),
+       "budget: one object more is refused (%s)", e.text);
+    raw_destroy(&r);
+
+    /* a whole frame of nils: refused at the array's header */
+    nils(&r, PL_MSG_MAX - 20);
+    ok(r.sb.size <= PL_MSG_MAX, "a frame of %zu bytes of nils", r.sb.size);
+    double t0 = mono();
+    ok(refused(r.sb.data, r.sb.size), "pl_msg_decode refuses it");
+    uint64_t v, seq;
+    ok(pl_msg_peek(r.sb.data, r.sb.size, &v, &seq) == -1,
+       "pl_msg_peek refuses it too (it would decode it all)");
+    double dt = mono() - t0;
+    ok(dt < 0.5, "both within 0.5 s (%.3f s)", dt);
+    raw_destroy(&r);
+
+    /* the CLI reads pilotd's replies with no budget beyond the size */
+    nils(&r, PL_MSG_MAX_OBJECTS);
+    ok(refused(r.sb.data, r.sb.size), "PL_MSG_MAX_OBJECTS + 7 refused");
+    is(pl_msg_decode_max(r.sb.data, r.sb.size, PL_MSG_MAX, &m, &e), 0,
+       "... but decoded with the budget PL_MSG_MAX");
+    pl_msg_release(&m);
+    raw_destroy(&r);
+}
+
 int main(void)
 {
-    plan(146);
+    plan(154);
     test_utf8();
+    test_object_budget();
     test_roundtrip();
     test_nul_strings();
     test_envelope();
