@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,12 @@
 #define STOP_GRACE 15000       /* ms to wait for agents at shutdown */
 #define RESTART_DELAY 5000     /* ms before restarting the agents' step */
 #define MAX_RESTARTS 5
+/* Lines about what a peer sent wrong: at most BAD_LOG_BURST in each
+ * BAD_LOG_WINDOW, then one line says how many were left out.  A peer
+ * sending garbage as fast as it can would otherwise write a line per
+ * frame (10,000 frames a second is about 1 MB of log a second). */
+#define BAD_LOG_BURST 20
+#define BAD_LOG_WINDOW 10.0    /* s */
 
 /* A message to send after the batch's commit. */
 struct out {
@@ -80,6 +87,9 @@ struct pl_daemon {
     long long count[PL_ST_COUNT];
     long long total;
     int handles;                 /* uv handles still to close */
+    double bad_since;            /* start of the bad-input log window */
+    unsigned bad_logged;         /* lines logged in it */
+    unsigned long long bad_dropped; /* lines left out in it */
 };
 
 static double now(void)
@@ -88,6 +98,43 @@ static double now(void)
 
     gettimeofday(&tv, NULL);
     return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* ------------------------------------------------------------ bad input */
+
+/* End the window of bad-input lines once it is over, saying how many it
+ * left out.  Called for each such line and every second (tick_cb). */
+static void bad_log_window(struct pl_daemon *d, double t)
+{
+    if (t - d->bad_since < BAD_LOG_WINDOW)
+        return;
+    if (d->bad_dropped)
+        pl_log(LOG_WARNING, "%llu more bad messages suppressed in the last "
+               "%.0f s", d->bad_dropped, t - d->bad_since);
+    d->bad_since = t;
+    d->bad_logged = 0;
+    d->bad_dropped = 0;
+}
+
+/* pl_log() for a line about bad input from a peer, within the limit. */
+__attribute__((format(printf, 3, 4)))
+static void bad_log(struct pl_daemon *d, int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (level > pl_log_level)
+        return;
+    bad_log_window(d, now());
+    if (d->bad_logged >= BAD_LOG_BURST) {
+        d->bad_dropped++;
+        return;
+    }
+    d->bad_logged++;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pl_log(level, "%s", msg);
 }
 
 /* ------------------------------------------------------------ out queue */
@@ -193,10 +240,15 @@ static void flush(struct pl_daemon *d)
     for (o = d->outq; o; o = next) {
         next = o->next;
         if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
-                          o->w.sb.size) < 0)
-            pl_log(LOG_WARNING, "send to %s: %s (message dropped)",
-                   o->sock == d->csock ? "client" : "agent",
-                   zmq_strerror(errno));
+                          o->w.sb.size) < 0) {
+            /* a client that left, or does not read its replies */
+            if (o->sock == d->csock)
+                bad_log(d, LOG_WARNING, "send to client: %s (message "
+                        "dropped)", zmq_strerror(errno));
+            else
+                pl_log(LOG_WARNING, "send to agent: %s (message dropped)",
+                       zmq_strerror(errno));
+        }
         out_free(o);
     }
     d->outq = NULL;
@@ -684,12 +736,12 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     struct pl_node *n;
 
     if (pl_agent_reg_decode(m->body, &reg, &err) < 0) {
-        pl_log(LOG_WARNING, "bad register from an agent: %s", err.text);
+        bad_log(d, LOG_WARNING, "bad register from an agent: %s", err.text);
         return;
     }
     if (ridlen > sizeof(n->rid)) {
-        pl_log(LOG_WARNING, "bad register from an agent: routing id of "
-               "%zu bytes", ridlen);
+        bad_log(d, LOG_WARNING, "bad register from an agent: routing id of "
+                "%zu bytes", ridlen);
         goto done;
     }
     if (d->stopping)
@@ -739,7 +791,8 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
     char why[64];
 
     if (pl_agent_event_decode(ev, &e, &err) < 0) {
-        pl_log(LOG_WARNING, "agent %s: bad event: %s", n->name, err.text);
+        bad_log(d, LOG_WARNING, "agent %s: bad event: %s", n->name,
+                err.text);
         return;
     }
     uint64_t id = e.id, attempt = e.attempt, rank = e.rank;
@@ -749,10 +802,10 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
     t = pl_sched_task_get(d->sched, id);
     if (!t || !t->rank || t->attempt != attempt || rank >= t->ranks
         || t->rank[rank].node != n) {
-        pl_log(LOG_WARNING, "agent %s: event '%s' for task %llu rank %llu "
-               "attempt %llu that is not running there (ignored)", n->name,
-               state, (unsigned long long)id, (unsigned long long)rank,
-               (unsigned long long)attempt);
+        bad_log(d, LOG_WARNING, "agent %s: event '%s' for task %llu rank %llu "
+                "attempt %llu that is not running there (ignored)", n->name,
+                state, (unsigned long long)id, (unsigned long long)rank,
+                (unsigned long long)attempt);
         goto done;
     }
     if (!isfinite(t_ev) || t_ev <= 0)
@@ -801,8 +854,8 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                 break; /* the task ended and may be gone */
         break;
     default:
-        pl_log(LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
-               state);
+        bad_log(d, LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
+                state);
         break;
     }
 done:
@@ -816,7 +869,8 @@ static void agent_events(struct pl_daemon *d, struct pl_node *n,
     struct pl_error err;
 
     if (pl_mp_array(m->body, "events", true, 1000000, &arr, &err) < 0) {
-        pl_log(LOG_WARNING, "agent %s: bad events: %s", n->name, err.text);
+        bad_log(d, LOG_WARNING, "agent %s: bad events: %s", n->name,
+                err.text);
         return;
     }
     for (uint32_t i = 0; i < arr->via.array.size; i++)
@@ -843,13 +897,13 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
             zmq_msg_close(&body);
             if (e == EAGAIN)
                 break;
-            pl_log(LOG_WARNING, "agent socket: %s", zmq_strerror(e));
+            bad_log(d, LOG_WARNING, "agent socket: %s", zmq_strerror(e));
             continue;
         }
         if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
                           &err) < 0) {
-            pl_log(LOG_WARNING, "bad message on the agent socket: %s",
-                   err.text);
+            bad_log(d, LOG_WARNING, "bad message on the agent socket: %s",
+                    err.text);
             goto next;
         }
         n = pl_sched_node_by_rid(d->sched, zmq_msg_data(&rid),
@@ -857,8 +911,8 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
         if (m.type == PL_MSG_REGISTER)
             agent_register(d, zmq_msg_data(&rid), zmq_msg_size(&rid), &m);
         else if (!n)
-            pl_log(LOG_WARNING, "%s from an agent that did not register "
-                   "(ignored)", pl_msg_type_name(m.type));
+            bad_log(d, LOG_WARNING, "%s from an agent that did not register "
+                    "(ignored)", pl_msg_type_name(m.type));
         else {
             n->last_seen = now();
             if (n->state == PL_NODE_LOST) {
@@ -877,8 +931,8 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
             case PL_MSG_HEARTBEAT:
                 break;
             default:
-                pl_log(LOG_WARNING, "agent %s sent unexpected %s", n->name,
-                       pl_msg_type_name(m.type));
+                bad_log(d, LOG_WARNING, "agent %s sent unexpected %s", n->name,
+                        pl_msg_type_name(m.type));
                 break;
             }
         }
@@ -1354,7 +1408,7 @@ static void client_cb(struct pl_zwatch *zw, int revents, void *arg)
                              "client %llu: use the pilot commands of the "
                              "same version", PL_PROTO_VERSION,
                              (unsigned long long)v);
-            pl_log(LOG_INFO, "bad client message: %s", err.text);
+            bad_log(d, LOG_INFO, "bad client message: %s", err.text);
             reply_err(d, r.rid, r.ridlen, seq, EPROTO, err.text);
             goto next;
         }
@@ -1471,6 +1525,7 @@ static void tick_cb(uv_timer_t *h)
     struct pl_daemon *d = h->data;
     double t = now();
 
+    bad_log_window(d, t);
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         if (n->state == PL_NODE_UP && t - n->last_seen > d->cfg.lost_after) {
