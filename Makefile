@@ -92,7 +92,7 @@ $(BUILD)/bin/pilot: $(BUILD)/client/main.o $(LIBC) $(LIBPL)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBD) $(LIBA) $(LIBC) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBPL)
+$(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(BUILD)/daemon/decode.o $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o $(BUILD)/daemon/decode.o \
