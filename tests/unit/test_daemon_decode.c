@@ -280,7 +280,7 @@ static void test_event(void)
 
 int main(void)
 {
-    plan(39);
+    plan(40);
     test_spec();
     test_register();
     test_event();
