@@ -494,15 +494,14 @@ static void big(void *ctx, struct peer *p)
     /* garbage of exactly PL_MSG_MAX bytes */
     f.len = 0;
     put1(&f, 0x94);
-    unsigned char *junk = malloc(PL_MSG_MAX - 1);
+    unsigned char *junk = malloc(PL_MSG_MAX);
     if (!junk) {
         fprintf(stderr, "zgarbage: out of memory\n");
         exit(1);
     }
-    fill(junk, 4096);
-    for (size_t i = 4096; i < PL_MSG_MAX - 1; i += 4096)
-        memcpy(junk + i, junk, PL_MSG_MAX - 1 - i < 4096 ? PL_MSG_MAX - 1 - i
-                                                          : 4096);
+    fill(junk, 4096); /* then copies of it: PL_MSG_MAX is 4096 x 16384 */
+    for (size_t i = 4096; i < PL_MSG_MAX; i += 4096)
+        memcpy(junk + i, junk, 4096);
     put(&f, junk, PL_MSG_MAX - 1);
     s = dealer(ctx, p->endpoint, false);
     send_or_die(p, s, f.p, f.len, 0);
