@@ -4,10 +4,11 @@
 # sockets, frames at and past ZMQ_MAXMSGSIZE, raw TCP junk.  pilotd
 # answers the client socket's garbage with errors, answers `pilot status`
 # within a second, keeps its pid, its agent and its (empty) queue, runs a
-# task submitted after, and logs the garbage within a limit.
+# task submitted after, and logs the garbage within a limit; a run of
+# slow but valid requests does not hold another client's status long.
 . "$(dirname "$0")/lib.sh"
 
-plan 16
+plan 17
 
 ZGARBAGE=${ZGARBAGE:-$PILOT_BIN/../tests/zgarbage}
 FRAMES=${GARBAGE_FRAMES:-10000}
@@ -61,6 +62,16 @@ ok "pilotd $PILOTD_PID is alive" alive "$PILOTD_PID"
 is "$(json '[n["state"] for n in j["nodes"]]' <<<"$STATUS")" '["up"]' \
     "one node, up: the garbage registered none and lost none"
 is "$(json 'j["tasks"]["total"]' <<<"$STATUS")" 0 "the garbage made no task"
+
+# --- slow but valid requests ----------------------------------------------
+# 10 requests of 0.3-0.7 s each (4 Mi values to decode, 100,000 ids to
+# look up) from one peer: a status request from another waits for at most
+# two of them, not for all (pilotd's batches end after 20 ms of work)
+CAPTURE_TIMEOUT=120 capture "$ZGARBAGE" -n 0 --socket client --heavy 10 "$PDIR"
+HEAVY=$(sed -n 's/.*status behind 10 heavy requests: \([0-9.]*\) s$/\1/p' <<<"$OUT")
+diag "pilot status behind 10 slow requests of another client: ${HEAVY:-?} s"
+ok "... answered within 2.5 s (${HEAVY:-no answer} s)" \
+    "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 2.5 else 1)' "${HEAVY:-99}"
 
 # --- still working ------------------------------------------------------
 capture pilot submit -- sh -c 'echo after-the-flood'

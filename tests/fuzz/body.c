@@ -91,7 +91,7 @@ static void queries(const msgpack_object *body)
     if (pl_mp_str(body, "state", false, 16, &state, &e) == 1)
         (void)pl_state_parse(state);
     free(state);
-    if (pl_mp_uintv(body, "ids", false, 1000000, UINT64_MAX, &ids, &nids, &e)
+    if (pl_mp_uintv(body, "ids", false, 100000, UINT64_MAX, &ids, &nids, &e)
         == 1)
         free(ids);
     (void)pl_mp_uint(body, "limit", false, UINT64_MAX, &limit, &e);

@@ -1,7 +1,7 @@
 /* tests/tools/zgarbage.c - send a running pilotd frames it must survive
  *
  * zgarbage [-n FRAMES] [-s SEED] [--socket client|agent|both] [--big]
- *          [--raw CONNS] PILOTDIR
+ *          [--raw CONNS] [--heavy K] PILOTDIR
  *
  * Connects DEALER sockets to the client and agent sockets named in
  * PILOTDIR/endpoint and sends FRAMES messages to each: random bytes,
@@ -14,13 +14,17 @@
  * one of PL_MSG_MAX + 1, which libzmq must refuse.  --raw opens CONNS
  * plain TCP connections to each socket that send bytes that are not
  * ZMTP, or a ZMTP greeting followed by a frame claiming 2^62 bytes.
+ * --heavy sends K valid but slow requests to the client socket (status
+ * padded to PL_MSG_MAX_OBJECTS values, counts of 100,000 ids) and then
+ * times a status request from another socket while they are handled.
  *
  * Nothing it sends may change the pilot: a frame that would be a valid
  * submit, cancel or shutdown (client socket) or register (agent socket)
  * is broken before it is sent (checked with pilotd's own decoders).
  *
  * Prints the seed first (rerun with -s to repeat a run), then per socket
- * the frames of each kind and the replies received.  Exits 1 if pilotd
+ * the frames of each kind and the replies received, and with --heavy
+ * "status behind K heavy requests: S s".  Exits 1 if pilotd
  * stops taking frames for 30 s (a send times out), 2 on usage errors.
  */
 #include <errno.h>
@@ -601,6 +605,65 @@ static void raw(const struct peer *p, unsigned long conns)
     freeaddrinfo(res);
 }
 
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* K heavy requests on one socket, then a status request on another:
+ * how long its answer takes. */
+static void heavy(void *ctx, const char *endpoint, unsigned long k)
+{
+    struct pl_wbuf pad, ids, st;
+    void *s = dealer(ctx, endpoint, false);
+    void *q = dealer(ctx, endpoint, false);
+    int ms = 60000, zero = 0;
+    char buf[256];
+
+    /* [2, 105, seq, {"pad": [nil x ...]}] is 7 values besides the nils */
+    pl_wbuf_init(&pad, PL_MSG_STATUS, 1, 1);
+    pl_w_key(&pad.pk, "pad");
+    msgpack_pack_array(&pad.pk, PL_MSG_MAX_OBJECTS - 7);
+    for (size_t i = 0; i < PL_MSG_MAX_OBJECTS - 7; i++)
+        msgpack_pack_nil(&pad.pk);
+    pl_wbuf_init(&ids, PL_MSG_COUNTS, 2, 1);
+    pl_w_key(&ids.pk, "ids");
+    msgpack_pack_array(&ids.pk, 100000);
+    for (uint64_t i = 0; i < 100000; i++)
+        msgpack_pack_uint64(&ids.pk, (1ULL << 40) + i);
+    for (unsigned long i = 0; i < k; i++) {
+        const struct pl_wbuf *w = i % 2 ? &ids : &pad;
+        if (zmq_send(s, w->sb.data, w->sb.size, 0) < 0) {
+            fprintf(stderr, "zgarbage: heavy: send: %s\n",
+                    zmq_strerror(errno));
+            exit(1);
+        }
+    }
+    /* let pilotd start on them */
+    struct timespec pause = { 0, 200 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    pl_wbuf_init(&st, PL_MSG_STATUS, 3, 0);
+    zmq_setsockopt(q, ZMQ_RCVTIMEO, &ms, sizeof(ms));
+    double t0 = mono();
+    if (zmq_send(q, st.sb.data, st.sb.size, 0) < 0
+        || zmq_recv(q, buf, sizeof(buf), 0) < 0) {
+        fprintf(stderr, "zgarbage: heavy: no status answer in %d s\n",
+                ms / 1000);
+        exit(1);
+    }
+    printf("zgarbage: status behind %lu heavy requests: %.3f s\n", k,
+           mono() - t0);
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_close(s);
+    zmq_close(q);
+    pl_wbuf_destroy(&pad);
+    pl_wbuf_destroy(&ids);
+    pl_wbuf_destroy(&st);
+}
+
 static void report(const struct peer *p)
 {
     unsigned long total = 0;
@@ -617,7 +680,8 @@ static void report(const struct peer *p)
 static void usage(void)
 {
     fprintf(stderr, "usage: zgarbage [-n FRAMES] [-s SEED] [--socket "
-            "client|agent|both] [--big] [--raw CONNS] PILOTDIR\n");
+            "client|agent|both] [--big] [--raw CONNS] [--heavy K] "
+            "PILOTDIR\n");
     exit(2);
 }
 
@@ -629,9 +693,10 @@ int main(int argc, char **argv)
         { "socket", required_argument, NULL, 'S' },
         { "big", no_argument, NULL, 'b' },
         { "raw", required_argument, NULL, 'r' },
+        { "heavy", required_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
-    unsigned long frames = 10000, conns = 0;
+    unsigned long frames = 10000, conns = 0, nheavy = 0;
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     const char *which = "both";
     bool with_big = false;
@@ -646,6 +711,7 @@ int main(int argc, char **argv)
         case 'S': which = optarg; break;
         case 'b': with_big = true; break;
         case 'r': conns = strtoul(optarg, NULL, 10); break;
+        case 'H': nheavy = strtoul(optarg, NULL, 10); break;
         default: usage();
         }
     }
@@ -680,6 +746,8 @@ int main(int argc, char **argv)
         fflush(stdout);
         zmq_close(p->sock);
     }
+    if (nheavy)
+        heavy(ctx, ep.client, nheavy);
     for (int i = 0; i < ntmpl; i++)
         pl_wbuf_destroy(&tmpl[i]);
     zmq_ctx_term(ctx);
