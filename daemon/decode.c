@@ -209,9 +209,34 @@ static bool gpu_id_ok(const char *s)
     return true;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Whether the 'n' ids at 'v' are all different (sorts a copy). */
+static int unique(const uint64_t *v, uint32_t n, bool *yes)
+{
+    uint64_t *c = malloc((n ? n : 1) * sizeof(*c));
+
+    if (!c)
+        return -1;
+    memcpy(c, v, n * sizeof(*c));
+    qsort(c, n, sizeof(*c), cmp_u64);
+    *yes = true;
+    for (uint32_t i = 1; i < n && *yes; i++)
+        *yes = c[i] != c[i - 1];
+    free(c);
+    return 0;
+}
+
 int pl_agent_reg_decode(const msgpack_object *body, struct pl_agent_reg *r,
                         struct pl_error *errp)
 {
+    bool once;
+
     memset(r, 0, sizeof(*r));
     if (pl_mp_str(body, "node", true, NODE_LEN, &r->node, errp) < 0
         || pl_mp_uint(body, "pid", false, INT32_MAX, &r->pid, errp) < 0
@@ -230,10 +255,27 @@ int pl_agent_reg_decode(const msgpack_object *body, struct pl_agent_reg *r,
         pl_errprintf(errp, "no cores");
         goto error;
     }
+    /* pilotd would place two tasks on a core given twice */
+    if (unique(r->cpu, r->ncpu, &once) < 0) {
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
+    if (!once) {
+        errno = EPROTO;
+        pl_errprintf(errp, "a CPU id given twice");
+        goto error;
+    }
+    errno = EPROTO;
     for (size_t i = 0; r->gpus && r->gpus[i]; i++) {
         if (!gpu_id_ok(r->gpus[i])) {
             pl_errprintf(errp, "bad GPU id (want printable, no ',' or ';')");
             goto error;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (!strcmp(r->gpus[i], r->gpus[j])) {
+                pl_errprintf(errp, "GPU id '%s' given twice", r->gpus[i]);
+                goto error;
+            }
         }
     }
     return 0;

@@ -120,8 +120,14 @@ static void reg(const msgpack_object *body)
         CHECK(r.node && r.node[0] && strlen(r.node) <= 63);
         CHECK(!strpbrk(r.node, ",: \t\n;"));
         CHECK(r.ncpu >= 1 && r.ncpu <= 4096 && r.cpu);
-        for (char **g = r.gpus; g && *g; g++)
+        for (uint32_t i = 0; i < r.ncpu; i++)
+            for (uint32_t j = 0; j < i; j++)
+                CHECK(r.cpu[i] != r.cpu[j]);
+        for (char **g = r.gpus; g && *g; g++) {
             CHECK(**g && !strpbrk(*g, ",;"));
+            for (char **h = r.gpus; h < g; h++)
+                CHECK(strcmp(*g, *h) != 0);
+        }
     }
     else
         CHECK(!r.node && !r.cpu && !r.gpus);

@@ -220,6 +220,30 @@ static void test_register(void)
     errno = 0;
     ok(reg_with("n1", NULL, 0, &r, &e) == -1 && errno == EPROTO,
        "register: no cores refused (%s)", e.text);
+
+    /* the same core or GPU twice: pilotd would place two tasks on it */
+    struct body b;
+    uint64_t dup[] = { 3, 1, 3 };
+    char g0[] = "0", g1[] = "0";
+    char *gpus[] = { g0, g1, NULL };
+    const msgpack_object *o;
+    body_begin(&b, PL_MSG_REGISTER, 2);
+    pl_w_kstr(&b.w.pk, "node", "n1");
+    pl_w_kuintv(&b.w.pk, "cores", dup, 3);
+    errno = 0;
+    ok((o = body_end(&b)) && pl_agent_reg_decode(o, &r, &e) == -1
+           && errno == EPROTO && !r.cpu,
+       "register: a CPU id given twice refused (%s)", e.text);
+    body_free(&b);
+    body_begin(&b, PL_MSG_REGISTER, 3);
+    pl_w_kstr(&b.w.pk, "node", "n1");
+    pl_w_kuintv(&b.w.pk, "cores", dup, 2);
+    pl_w_kstrv(&b.w.pk, "gpus", gpus);
+    errno = 0;
+    ok((o = body_end(&b)) && pl_agent_reg_decode(o, &r, &e) == -1
+           && errno == EPROTO && !r.gpus,
+       "register: a GPU id given twice refused (%s)", e.text);
+    body_free(&b);
 }
 
 /* ---- events ---- */
@@ -280,7 +304,7 @@ static void test_event(void)
 
 int main(void)
 {
-    plan(40);
+    plan(42);
     test_spec();
     test_register();
     test_event();
