@@ -80,10 +80,11 @@ int pl_msg_decode_max(const void *buf, size_t len, uint64_t max_objects,
                       struct pl_msg *m, struct pl_error *errp);
 void pl_msg_release(struct pl_msg *m);
 
-/* The version and seq of a message pl_msg_decode() refused, when its
- * envelope can still be read (within the same limits): so that a peer of
- * another version gets an answer it can match to its request.  0, or -1
- * (EPROTO). */
+/* The version and seq of a message pl_msg_decode() refused, when the
+ * head of its envelope can still be read (an array of 3 or more whose
+ * first three are unsigned integers; the rest is not read): so that a
+ * peer of another version gets an answer it can match to its request.
+ * 0, or -1 (EPROTO). */
 int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
                 uint64_t *seq);
 
