@@ -64,14 +64,16 @@ is "$(json '[n["state"] for n in j["nodes"]]' <<<"$STATUS")" '["up"]' \
 is "$(json 'j["tasks"]["total"]' <<<"$STATUS")" 0 "the garbage made no task"
 
 # --- slow but valid requests ----------------------------------------------
-# 10 requests of 0.3-0.7 s each (4 Mi values to decode, 100,000 ids to
-# look up) from one peer: a status request from another waits for at most
-# two of them, not for all (pilotd's batches end after 20 ms of work)
-CAPTURE_TIMEOUT=120 capture "$ZGARBAGE" -n 0 --socket client --heavy 10 "$PDIR"
-HEAVY=$(sed -n 's/.*status behind 10 heavy requests: \([0-9.]*\) s$/\1/p' <<<"$OUT")
-diag "pilot status behind 10 slow requests of another client: ${HEAVY:-?} s"
-ok "... answered within 2.5 s (${HEAVY:-no answer} s)" \
-    "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 2.5 else 1)' "${HEAVY:-99}"
+# 10 requests of 0.3-0.7 s each (4 Mi values to decode; several times
+# that under ASan) from one peer: a status request from another waits for
+# the one being handled and at most two more, not for all ten (pilotd's
+# batches end after 20 ms of work; before, it waited for all: 95%)
+CAPTURE_TIMEOUT=300 capture "$ZGARBAGE" -n 0 --socket client --heavy 10 "$PDIR"
+LINE=$(grep 'heavy requests' <<<"$OUT")
+diag "${LINE:-zgarbage --heavy: $ERR}"
+HEAVY=$(sed -n 's/.*requests: \([0-9.]*\) s, all 10 answered in \([0-9.]*\) s$/\1 \2/p' <<<"$LINE")
+ok "a status request waits for a few of 10 slow ones of another client, not all (${HEAVY:-?} s)" \
+    "$PY" -c 'import sys; s, t = map(float, sys.argv[1].split()); sys.exit(0 if s < 0.5 * t else 1)' "${HEAVY:-99 1}"
 
 # --- still working ------------------------------------------------------
 capture pilot submit -- sh -c 'echo after-the-flood'
