@@ -43,7 +43,8 @@ LIBC    := $(BUILD)/libclient.a
 BINS    := $(BUILD)/bin/pilotd $(BUILD)/bin/pilot-agent $(BUILD)/bin/pilot
 UNITS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 # programs the e2e tests drive besides pilot's own (tests/tools/)
-TOOLS   := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(wildcard tests/tools/*.c))
+TOOLS   := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,\
+                      $(wildcard tests/tools/*.c))
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built by clang with ASan and
 # UBSan in their own directory; each runs FUZZ_SECONDS (0: only replay
@@ -95,8 +96,8 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBD) $(LIBA) $(LIBC) $(LIBPL)
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(BUILD)/daemon/decode.o $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o $(BUILD)/daemon/decode.o \
-                         $(LIBA) $(LIBPL)
+$(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o \
+                         $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o \

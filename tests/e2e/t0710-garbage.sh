@@ -12,7 +12,8 @@ plan 17
 
 ZGARBAGE=${ZGARBAGE:-$PILOT_BIN/../tests/zgarbage}
 FRAMES=${GARBAGE_FRAMES:-10000}
-BAD_RE='bad message|bad client message|did not register|bad register|agent socket:|send to client|bad event'
+BAD_RE='bad message|bad client message|did not register|bad register'
+BAD_RE+='|agent socket:|send to client|bad event'
 
 ok "zgarbage is built ($ZGARBAGE)" test -x "$ZGARBAGE" \
     || abort "no zgarbage: run 'make test' or 'make check'"
@@ -50,14 +51,16 @@ for i in 1 2 3 4 5; do
     capture pilot status --json
     t=$(elapsed "$t0" "$(now)")
     [[ $RC == 0 ]] || break
-    MAX=$("$PY" -c 'import sys; print(max(float(sys.argv[1]), float(sys.argv[2])))' "$MAX" "$t")
+    MAX=$("$PY" -c 'import sys; print(max(map(float, sys.argv[1:])))' \
+          "$MAX" "$t")
 done
 is "$RC" 0 "pilot status answers after the flood"
 STATUS=$OUT
 diag "pilot status after the flood: slowest of 5 in ${MAX} s"
 ok "... within 1 s (slowest of 5: ${MAX} s)" \
     "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 1.0 else 1)' "$MAX"
-is "$(json 'j["pid"]' <<<"$STATUS")" "$PILOTD_PID" "the same pilotd (pid $PILOTD_PID)"
+is "$(json 'j["pid"]' <<<"$STATUS")" "$PILOTD_PID" \
+    "the same pilotd (pid $PILOTD_PID)"
 ok "pilotd $PILOTD_PID is alive" alive "$PILOTD_PID"
 is "$(json '[n["state"] for n in j["nodes"]]' <<<"$STATUS")" '["up"]' \
     "one node, up: the garbage registered none and lost none"
@@ -71,9 +74,12 @@ is "$(json 'j["tasks"]["total"]' <<<"$STATUS")" 0 "the garbage made no task"
 CAPTURE_TIMEOUT=300 capture "$ZGARBAGE" -n 0 --socket client --heavy 10 "$PDIR"
 LINE=$(grep 'heavy requests' <<<"$OUT")
 diag "${LINE:-zgarbage --heavy: $ERR}"
-HEAVY=$(sed -n 's/.*requests: \([0-9.]*\) s, all 10 answered in \([0-9.]*\) s$/\1 \2/p' <<<"$LINE")
-ok "a status request waits for a few of 10 slow ones of another client, not all (${HEAVY:-?} s)" \
-    "$PY" -c 'import sys; s, t = map(float, sys.argv[1].split()); sys.exit(0 if s < 0.5 * t else 1)' "${HEAVY:-99 1}"
+# "S s, all 10 answered in T s" -> "S T"
+HEAVY=$(sed -n 's/.*: \([0-9.]*\) s, all 10 answered in \([0-9.]*\) s$/\1 \2/p' \
+        <<<"$LINE")
+ok "a status waits for a few of 10 slow requests of another, not all (${HEAVY:-?} s)" \
+    "$PY" -c 'import sys; s, t = map(float, sys.argv[1].split())
+sys.exit(0 if s < 0.5 * t else 1)' "${HEAVY:-99 1}"
 
 # --- still working ------------------------------------------------------
 capture pilot submit -- sh -c 'echo after-the-flood'

@@ -25,8 +25,9 @@
  *
  * Prints the seed first (rerun with -s to repeat a run), then per socket
  * the frames of each kind and the replies received, and with --heavy
- * "status behind K heavy requests: S s, all K answered in T s".  Exits 1 if pilotd
- * stops taking frames for 30 s (a send times out), 2 on usage errors.
+ * "status behind K heavy requests: S s, all K answered in T s".  Exits 1
+ * if pilotd stops taking frames for 30 s (a send times out), 2 on usage
+ * errors.
  */
 #include <errno.h>
 #include <getopt.h>
