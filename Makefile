@@ -42,8 +42,22 @@ LIBA    := $(BUILD)/libagent.a
 LIBC    := $(BUILD)/libclient.a
 BINS    := $(BUILD)/bin/pilotd $(BUILD)/bin/pilot-agent $(BUILD)/bin/pilot
 UNITS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+# programs the e2e tests drive besides pilot's own (tests/tools/)
+TOOLS   := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,\
+                      $(wildcard tests/tools/*.c))
 
-.PHONY: all test check check-e2e asan install clean cluster demo
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built by clang with ASan and
+# UBSan in their own directory; each runs FUZZ_SECONDS (0: only replay
+# the corpus and the regression inputs)
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS    := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_TARGETS))
+FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
+                OPT='-O1 -g' WERROR=1
+
+.PHONY: all test check check-e2e asan install clean cluster demo \
+        fuzz fuzz-bins fuzz-corpus
 all: $(BINS)
 
 # a change of flags rebuilds everything
@@ -79,17 +93,41 @@ $(BUILD)/bin/pilot: $(BUILD)/client/main.o $(LIBC) $(LIBPL)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBD) $(LIBA) $(LIBC) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(BUILD)/daemon/decode.o $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o \
+                         $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o \
+                 $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 # unit tests only: fast, no cluster
-test: $(BINS) $(UNITS)
+test: $(BINS) $(UNITS) $(TOOLS)
 	prove -f -e '' $(UNITS)
+
+# the fuzzers, FUZZ_SECONDS each (tests/fuzz/run.sh); fails on a finding
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) $(FUZZ_FLAGS) fuzz-bins
+	tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzz-bins: $(FUZZ_BINS)
+# keep the objects make reaches through a chain of pattern rules
+.SECONDARY: $(call obj,$(wildcard tests/fuzz/*.c tests/tools/*.c))
+
+# rewrite the seed corpus from tests/fuzz/mkcorpus.c
+fuzz-corpus: $(BUILD)/tests/mkcorpus
+	$(BUILD)/tests/mkcorpus tests/fuzz/corpus
 
 # everything: packages, -Werror build, the dev cluster, unit and e2e tests
 check:
 	scripts/install-deps.sh
-	$(MAKE) WERROR=1 all $(UNITS)
+	$(MAKE) WERROR=1 all $(UNITS) $(TOOLS)
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) prove -f -e '' $(UNITS) tests/e2e/t*.sh
+	$(MAKE) fuzz
 
 asan:
 	$(MAKE) BUILD=build-asan SANITIZE=address,undefined OPT='-O1 -g' check
@@ -109,6 +147,6 @@ install: $(BINS)
 	install -m 644 scripts/pilot.sbatch $(DESTDIR)$(PREFIX)/share/pilot/
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

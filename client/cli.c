@@ -225,6 +225,11 @@ int pl_cli_parse_ids(int argc, char **argv, uint64_t **ids,
 {
     uint64_t *v;
 
+    if (argc > PL_CLI_MAX_IDS) {
+        errno = E2BIG;
+        return pl_errprintf(errp, "more than %d ids at once",
+                            PL_CLI_MAX_IDS);
+    }
     if (!(v = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*v)))) {
         pl_errprintf(errp, "out of memory");
         return -1;

@@ -89,8 +89,12 @@ int pl_cli_parse_secs(const char *what, const char *s, double *v,
                       struct pl_error *errp);
 int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);
 
+/* Most task ids one request to pilotd may carry (docs/protocol.md). */
+#define PL_CLI_MAX_IDS 100000
+
 /* Parse task ids argv[0..argc-1] into a new array (free()).  Returns
- * 0, or -1 with errp set (a bad id, or ENOMEM). */
+ * 0, or -1 with errp set (a bad id, more than PL_CLI_MAX_IDS, or
+ * ENOMEM). */
 int pl_cli_parse_ids(int argc, char **argv, uint64_t **ids,
                      struct pl_error *errp);
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/db.h"
+#include "daemon/decode.h"
 #include "daemon/launch.h"
 #include "daemon/sched.h"
 #include "daemon/slurmjob.h"
@@ -36,17 +38,30 @@
 
 #define MAX_SUBMIT 100000      /* tasks in one submit request */
 #define LIST_MAX 100000        /* tasks in one list reply */
-#define MAX_ARGV 4096
-#define MAX_ARG_LEN (64 * 1024)
+/* ids in one list, counts or cancel request: a lookup each, 7 us here,
+ * so 0.7 s at most (a million held pilotd for 7.5 s) */
+#define MAX_IDS 100000
 #define KILL_GRACE 5.0         /* s between SIGTERM and SIGKILL */
 #define STOP_GRACE 15000       /* ms to wait for agents at shutdown */
 #define RESTART_DELAY 5000     /* ms before restarting the agents' step */
 #define MAX_RESTARTS 5
-#define DEFAULT_RETRIES 2      /* runs on lost nodes a task may survive */
 #define RECOVER_HEARTBEATS 5   /* a restarted pilotd waits this many agent
                                   heartbeats for the agents to come back */
 #define ORPHAN_TIMEOUT 600     /* s an agent outlives a silent pilotd */
 #define NODE_RESTARTS 3        /* agents started on a node that lost its */
+/* Lines about what a peer sent wrong: at most BAD_LOG_BURST in each
+ * BAD_LOG_WINDOW, then one line says how many were left out.  A peer
+ * sending garbage as fast as it can would otherwise write a line per
+ * frame (10,000 frames a second is about 1 MB of log a second). */
+#define BAD_LOG_BURST 20
+#define BAD_LOG_WINDOW 10.0    /* s */
+/* A batch of messages ends after PL_ZBATCH of them or BATCH_NS of work:
+ * flush() sends the batch's replies only at its end, and a peer's run of
+ * slow but valid requests (4 Mi values to decode, 100,000 ids to look
+ * up: 0.3-0.7 s each) held another client's status reply for as long as
+ * all of them took (7 s for 10).  Now a quick request waits for at most
+ * two slow ones.  The watcher calls us again at once if more is queued. */
+#define BATCH_NS (20 * 1000 * 1000ULL)
 
 /* A message to send after the batch's commit. */
 struct out {
@@ -102,6 +117,9 @@ struct pl_daemon {
     size_t nnode_launch;
     bool draining;               /* stopping for the walltime (SIGTERM):
                                   interrupted tasks go back to the queue */
+    double bad_since;            /* start of the bad-input log window */
+    unsigned bad_logged;         /* lines logged in it */
+    unsigned long long bad_dropped; /* lines left out in it */
 };
 
 static double now(void)
@@ -110,6 +128,50 @@ static double now(void)
 
     gettimeofday(&tv, NULL);
     return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* ------------------------------------------------------------ bad input */
+
+/* End the window of bad-input lines once it is over, saying how many it
+ * left out.  Called for each such line and every second (tick_cb). */
+static void bad_log_window(struct pl_daemon *d, double t)
+{
+    if (t - d->bad_since < BAD_LOG_WINDOW)
+        return;
+    if (d->bad_dropped)
+        pl_log(LOG_WARNING, "%llu more bad messages suppressed in the last "
+               "%.0f s", d->bad_dropped, t - d->bad_since);
+    d->bad_since = t;
+    d->bad_logged = 0;
+    d->bad_dropped = 0;
+}
+
+/* pl_log() for a line about bad input from a peer, within the limit. */
+__attribute__((format(printf, 3, 4)))
+static void bad_log(struct pl_daemon *d, int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (level > pl_log_level)
+        return;
+    bad_log_window(d, now());
+    if (d->bad_logged >= BAD_LOG_BURST) {
+        d->bad_dropped++;
+        return;
+    }
+    d->bad_logged++;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pl_log(level, "%s", msg);
+}
+
+/* Whether a batch begun at 't0' (uv_hrtime()) has done enough, after
+ * 'i' messages. */
+static bool batch_over(uint64_t t0, int i)
+{
+    return i >= PL_ZBATCH || (i > 0 && uv_hrtime() - t0 > BATCH_NS);
 }
 
 /* ------------------------------------------------------------ out queue */
@@ -218,10 +280,15 @@ static void flush(struct pl_daemon *d)
         if (failed && o->needs_commit)
             ; /* not stored: the agent sends it again */
         else if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
-                          o->w.sb.size) < 0)
-            pl_log(LOG_WARNING, "send to %s: %s (message dropped)",
-                   o->sock == d->csock ? "client" : "agent",
-                   zmq_strerror(errno));
+                               o->w.sb.size) < 0) {
+            /* a client that left, or does not read its replies */
+            if (o->sock == d->csock)
+                bad_log(d, LOG_WARNING, "send to client: %s (message "
+                        "dropped)", zmq_strerror(errno));
+            else
+                pl_log(LOG_WARNING, "send to agent: %s (message dropped)",
+                       zmq_strerror(errno));
+        }
         out_free(o);
     }
     d->outq = NULL;
@@ -230,14 +297,18 @@ static void flush(struct pl_daemon *d)
 
 /* ------------------------------------------------------------ helpers */
 
+/* 'v' as a JSON array, or NULL (ENOMEM, or a string that is not UTF-8:
+ * never a shorter array). */
 static char *json_strv(char *const *v)
 {
     json_t *a = json_array();
-    char *s;
+    char *s = NULL;
 
-    for (size_t i = 0; v && v[i]; i++)
-        json_array_append_new(a, json_string(v[i]));
-    s = json_dumps(a, JSON_COMPACT);
+    for (size_t i = 0; a && v && v[i]; i++)
+        if (json_array_append_new(a, json_string(v[i])) < 0)
+            goto done;
+    s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+done:
     json_decref(a);
     return s;
 }
@@ -1002,45 +1073,41 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
                            const struct pl_msg *m)
 {
     struct pl_error err;
-    char *name = NULL;
-    char **gpus = NULL;
-    uint64_t *cpu = NULL, pid = 0;
-    uint32_t ncpu = 0;
+    struct pl_agent_reg reg;
     struct pl_node *n;
     struct held *run = NULL, *ended = NULL;
     long nrun = 0, nended = 0;
     const msgpack_object *evs = NULL;
     uint64_t last_run = 0;
 
-    if (pl_mp_str(m->body, "node", true, 63, &name, &err) < 0
-        || pl_mp_uint(m->body, "pid", false, INT32_MAX, &pid, &err) < 0
-        || pl_mp_uintv(m->body, "cores", true, 4096, 1 << 20, &cpu, &ncpu,
-                       &err) < 0
-        || pl_mp_strv(m->body, "gpus", false, 0, 64, 64, &gpus, &err) < 0
-        || (nrun = held_decode(m->body, "running", &run, &err)) < 0
+    if (pl_agent_reg_decode(m->body, &reg, &err) < 0) {
+        bad_log(d, LOG_WARNING, "bad register from an agent: %s", err.text);
+        return;
+    }
+    if ((nrun = held_decode(m->body, "running", &run, &err)) < 0
         || (nended = held_decode(m->body, "ended", &ended, &err)) < 0
         || pl_mp_array(m->body, "ended", false, 1 << 20, &evs, &err) < 0
         || pl_mp_uint(m->body, "last_run", false, UINT64_MAX, &last_run,
                       &err) < 0) {
-        pl_log(LOG_WARNING, "bad register from an agent: %s", err.text);
+        bad_log(d, LOG_WARNING, "bad register from an agent: %s", err.text);
         goto done;
     }
-    if (!name[0] || ncpu == 0 || ridlen > sizeof(n->rid)) {
-        pl_log(LOG_WARNING, "bad register from an agent: %s",
-               ncpu == 0 ? "no cores" : "bad node name");
+    if (ridlen > sizeof(n->rid)) {
+        bad_log(d, LOG_WARNING, "bad register from an agent: routing id of "
+                "%zu bytes", ridlen);
         goto done;
     }
     if (d->stopping)
         goto done;
-    if ((n = pl_sched_node_find(d->sched, name)) && n->state == PL_NODE_UP
+    if ((n = pl_sched_node_find(d->sched, reg.node)) && n->state == PL_NODE_UP
         && (n->ridlen != ridlen || memcmp(n->rid, rid, ridlen))
-        && (long)pid != n->pid && now() - n->last_seen < d->cfg.lost_after) {
+        && (long)reg.pid != n->pid && now() - n->last_seen < d->cfg.lost_after) {
         /* one agent per node: the one that holds it lives (an agent of
          * a healed network cut, after a replacement started) */
         struct out *o = out_new(d->asock, rid, ridlen);
         pl_log(LOG_WARNING, "a second agent on %s (pid %llu) while pid %ld "
-               "serves it: telling it to exit", name,
-               (unsigned long long)pid, n->pid);
+               "serves it: telling it to exit", reg.node,
+               (unsigned long long)reg.pid, n->pid);
         if (o) {
             pl_wbuf_init(&o->w, PL_MSG_EXIT, 0, 0);
             out_push(d, o);
@@ -1051,32 +1118,32 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         /* it reconnected, or restarted: what it no longer runs ended */
         /* a new agent process knew none of our RUNs */
         struct gone g = { d, n, run, ended, (size_t)nrun, (size_t)nended,
-                          (long)pid == n->pid ? last_run : UINT64_MAX };
+                          (long)reg.pid == n->pid ? last_run : UINT64_MAX };
         pl_sched_node_tasks(d->sched, n, gone_cb, &g);
-        if (n->ncores != ncpu || n->ngpus != pl_strv_len(gpus)) {
+        if (n->ncores != reg.ncpu || n->ngpus != pl_strv_len(reg.gpus)) {
             pl_log(LOG_WARNING, "agent on %s came back with other resources "
-                   "(%u cores); keeping %u", name, ncpu, n->ncores);
+                   "(%u cores); keeping %u", reg.node, reg.ncpu, n->ncores);
         }
         pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu, %ld running, "
-               "%ld ended meanwhile)", name, (unsigned long long)pid, nrun,
+               "%ld ended meanwhile)", reg.node, (unsigned long long)reg.pid, nrun,
                nended);
     }
     else {
-        if (!(n = pl_node_new(name, cpu, ncpu, gpus))
+        if (!(n = pl_node_new(reg.node, reg.cpu, reg.ncpu, reg.gpus))
             || pl_sched_node_add(d->sched, n) < 0) {
-            pl_log_error("node %s", name);
+            pl_log_error("node %s", reg.node);
             pl_node_free(n);
             goto done;
         }
         n->joined = now();
         pl_log(LOG_NOTICE, "agent on %s joined: %u cores, %u gpus (pid %llu, "
-               "%ld running, %ld ended)", name, ncpu, n->ngpus,
-               (unsigned long long)pid, nrun, nended);
+               "%ld running, %ld ended)", reg.node, reg.ncpu, n->ngpus,
+               (unsigned long long)reg.pid, nrun, nended);
     }
     memcpy(n->rid, rid, ridlen);
     n->ridlen = ridlen;
     n->state = PL_NODE_UP;
-    n->pid = (long)pid;
+    n->pid = (long)reg.pid;
     n->want = false;
     n->last_seen = now();
     node_record(d, n, "up");
@@ -1090,60 +1157,47 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     send_welcome(d, n, m->seq);
     check_fit(d);
 done:
-    free(name);
-    free(cpu);
     free(run);
     free(ended);
-    pl_strv_free(gpus);
+    pl_agent_reg_clear(&reg);
 }
 
 static void agent_event(struct pl_daemon *d, struct pl_node *n,
                         const msgpack_object *ev)
 {
     struct pl_error err;
-    uint64_t id = 0, attempt = 0, maxrss = 0, rank = 0;
-    int64_t exit_code = -1, sig = -1;
-    double t_ev = 0;
-    char *state = NULL, *error = NULL;
+    struct pl_agent_event e;
     struct pl_dtask *t;
     int st;
-    int has_rss;
     char why[64];
 
-    if (ev->type != MSGPACK_OBJECT_MAP
-        || pl_mp_uint(ev, "id", true, UINT64_MAX, &id, &err) < 0
-        || pl_mp_uint(ev, "attempt", true, UINT32_MAX, &attempt, &err) < 0
-        || pl_mp_uint(ev, "rank", false, UINT32_MAX, &rank, &err) < 0
-        || pl_mp_str(ev, "state", true, 16, &state, &err) < 0
-        || pl_mp_double(ev, "time", false, &t_ev, &err) < 0
-        || pl_mp_int(ev, "exit_code", false, &exit_code, &err) < 0
-        || pl_mp_int(ev, "signal", false, &sig, &err) < 0
-        || (has_rss = pl_mp_uint(ev, "maxrss_kb", false, INT64_MAX, &maxrss,
-                                 &err)) < 0
-        || pl_mp_str(ev, "error", false, 1024, &error, &err) < 0) {
-        pl_log(LOG_WARNING, "agent %s: bad event: %s", n->name,
-               ev->type != MSGPACK_OBJECT_MAP ? "not a map" : err.text);
-        goto done;
+    if (pl_agent_event_decode(ev, &e, &err) < 0) {
+        bad_log(d, LOG_WARNING, "agent %s: bad event: %s", n->name,
+                err.text);
+        return;
     }
+    uint64_t id = e.id, attempt = e.attempt, rank = e.rank;
+    const char *state = e.state;
+    double t_ev = e.time;
     st = pl_state_parse(state);
     t = pl_sched_task_get(d->sched, id);
     if (!t || !t->rank || t->attempt != attempt || rank >= t->ranks
         || t->rank[rank].node != n) {
-        pl_log(LOG_WARNING, "agent %s: event '%s' for task %llu rank %llu "
-               "attempt %llu that is not running there (ignored)", n->name,
-               state, (unsigned long long)id, (unsigned long long)rank,
-               (unsigned long long)attempt);
+        bad_log(d, LOG_WARNING, "agent %s: event '%s' for task %llu rank %llu "
+                "attempt %llu that is not running there (ignored)", n->name,
+                state, (unsigned long long)id, (unsigned long long)rank,
+                (unsigned long long)attempt);
         goto done;
     }
     if (!isfinite(t_ev) || t_ev <= 0)
         t_ev = now();
     struct pl_db_change c = {
         .time = t_ev,
-        .exit_code = exit_code >= INT32_MIN && exit_code <= INT32_MAX
-                         ? (int)exit_code : -1,
-        .signal = sig >= 0 && sig < 256 ? (int)sig : -1,
-        .maxrss_kb = has_rss == 1 ? (int64_t)maxrss : -1,
-        .reason = error,
+        .exit_code = e.exit_code >= INT32_MIN && e.exit_code <= INT32_MAX
+                         ? (int)e.exit_code : -1,
+        .signal = e.signal >= 0 && e.signal < 256 ? (int)e.signal : -1,
+        .maxrss_kb = e.has_rss ? (int64_t)e.maxrss_kb : -1,
+        .reason = e.error,
     };
     /* an MPI launcher's events stand for all the job's ranks */
     uint32_t r0 = (uint32_t)rank, r1 = t->comm == PL_COMM_MPI ? t->ranks
@@ -1181,13 +1235,12 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                 break; /* the task ended and may be gone */
         break;
     default:
-        pl_log(LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
-               state);
+        bad_log(d, LOG_WARNING, "agent %s: event with bad state '%s'", n->name,
+                state);
         break;
     }
 done:
-    free(state);
-    free(error);
+    pl_agent_event_clear(&e);
 }
 
 static void agent_events(struct pl_daemon *d, struct pl_node *n,
@@ -1197,7 +1250,8 @@ static void agent_events(struct pl_daemon *d, struct pl_node *n,
     struct pl_error err;
 
     if (pl_mp_array(m->body, "events", true, 1000000, &arr, &err) < 0) {
-        pl_log(LOG_WARNING, "agent %s: bad events: %s", n->name, err.text);
+        bad_log(d, LOG_WARNING, "agent %s: bad events: %s", n->name,
+                err.text);
         return;
     }
     for (uint32_t i = 0; i < arr->via.array.size; i++)
@@ -1215,10 +1269,11 @@ static void agent_events(struct pl_daemon *d, struct pl_node *n,
 static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
 {
     struct pl_daemon *d = arg;
+    uint64_t t0 = uv_hrtime();
     (void)zw;
     (void)revents;
 
-    for (int i = 0; i < PL_ZBATCH; i++) {
+    for (int i = 0; !batch_over(t0, i); i++) {
         zmq_msg_t rid, body;
         struct pl_msg m;
         struct pl_error err;
@@ -1232,13 +1287,13 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
             zmq_msg_close(&body);
             if (e == EAGAIN)
                 break;
-            pl_log(LOG_WARNING, "agent socket: %s", zmq_strerror(e));
+            bad_log(d, LOG_WARNING, "agent socket: %s", zmq_strerror(e));
             continue;
         }
         if (pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
                           &err) < 0) {
-            pl_log(LOG_WARNING, "bad message on the agent socket: %s",
-                   err.text);
+            bad_log(d, LOG_WARNING, "bad message on the agent socket: %s",
+                    err.text);
             goto next;
         }
         n = pl_sched_node_by_rid(d->sched, zmq_msg_data(&rid),
@@ -1250,8 +1305,8 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
              * registers again, with what it runs */
             struct out *o = out_new(d->asock, zmq_msg_data(&rid),
                                     zmq_msg_size(&rid));
-            pl_log(LOG_INFO, "%s from an agent that did not register: "
-                   "asking it to", pl_msg_type_name(m.type));
+            bad_log(d, LOG_INFO, "%s from an agent that did not register: "
+                    "asking it to", pl_msg_type_name(m.type));
             if (o) {
                 pl_wbuf_init(&o->w, PL_MSG_REREGISTER, 0, 0);
                 out_push(d, o);
@@ -1262,8 +1317,8 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
              * were given up; it registers again, and what it still runs
              * of them is stopped */
             struct out *o = agent_out(d, n);
-            pl_log(LOG_NOTICE, "agent on %s is back: asking it to register",
-                   n->name);
+            bad_log(d, LOG_NOTICE, "agent on %s is back: asking it to "
+                    "register", n->name);
             if (o) {
                 pl_wbuf_init(&o->w, PL_MSG_REREGISTER, 0, 0);
                 send_agent(d, n, o);
@@ -1282,8 +1337,8 @@ static void agent_cb(struct pl_zwatch *zw, int revents, void *arg)
             case PL_MSG_HEARTBEAT:
                 break;
             default:
-                pl_log(LOG_WARNING, "agent %s sent unexpected %s", n->name,
-                       pl_msg_type_name(m.type));
+                bad_log(d, LOG_WARNING, "agent %s sent unexpected %s", n->name,
+                        pl_msg_type_name(m.type));
                 break;
             }
         }
@@ -1303,28 +1358,9 @@ struct req {
     uint64_t seq;
 };
 
-struct spec {
-    char *name, *cwd, *comm, *launcher;
-    char **argv, **env;
-    uint64_t ranks, cpr, gpr, retries, nodes, rpn;
-    bool exclusive;
-    double timeout;
-};
-
-static void spec_clear(struct spec *s)
-{
-    free(s->comm);
-    free(s->launcher);
-    free(s->name);
-    free(s->cwd);
-    pl_strv_free(s->argv);
-    pl_strv_free(s->env);
-    memset(s, 0, sizeof(*s));
-}
-
 /* The task a spec describes, as stored: its shape and strings
  * (borrowed from 's'); argv and env JSON are left for the caller. */
-static void spec_db(const struct spec *s, struct pl_db_spec *ds)
+static void spec_db(const struct pl_spec *s, struct pl_db_spec *ds)
 {
     *ds = (struct pl_db_spec){
         .name = s->name, .cwd = s->cwd, .ranks = (uint32_t)s->ranks,
@@ -1353,118 +1389,12 @@ static void shape(const struct pl_db_spec *ds, struct pl_dtask *t)
     t->timeout = ds->timeout;
 }
 
+/* Decode spec 'o' and check that some node of the pilot can hold it. */
 static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
-                      struct spec *s, struct pl_error *errp)
+                      struct pl_spec *s, struct pl_error *errp)
 {
-    int has_ranks = 0;
-    int has_retries = 0;
-
-    memset(s, 0, sizeof(*s));
-    s->ranks = s->cpr = 1;
-    if (o->type != MSGPACK_OBJECT_MAP) {
-        errno = EPROTO;
-        return pl_errprintf(errp, "a task spec must be a map");
-    }
-    /* the limits a person may hit, in words before the generic checks */
-    const msgpack_object *av = pl_mp_get(o, "argv");
-    if (av && av->type == MSGPACK_OBJECT_ARRAY) {
-        errno = EINVAL;
-        if (av->via.array.size > MAX_ARGV) {
-            pl_errprintf(errp, "the command has %u arguments; at most %d",
-                         av->via.array.size, MAX_ARGV);
-            goto error;
-        }
-        for (uint32_t i = 0; i < av->via.array.size; i++) {
-            if (av->via.array.ptr[i].type == MSGPACK_OBJECT_STR
-                && av->via.array.ptr[i].via.str.size > MAX_ARG_LEN) {
-                pl_errprintf(errp, "argument %u of the command is longer "
-                             "than %d KiB", i, MAX_ARG_LEN / 1024);
-                goto error;
-            }
-        }
-    }
-    if (pl_mp_strv(o, "argv", true, 1, MAX_ARGV, MAX_ARG_LEN, &s->argv,
-                   errp) < 0
-        || pl_mp_str(o, "name", false, 256, &s->name, errp) < 0
-        || pl_mp_str(o, "cwd", false, PL_PATH_MAX * 4, &s->cwd, errp) < 0
-        || pl_mp_strv(o, "env", false, 0, 4096, MAX_ARG_LEN, &s->env,
-                      errp) < 0
-        || (has_ranks = pl_mp_uint(o, "ranks", false, 65536, &s->ranks,
-                                   errp)) < 0
-        || pl_mp_uint(o, "nodes", false, 65536, &s->nodes, errp) < 0
-        || pl_mp_uint(o, "ranks_per_node", false, 4096, &s->rpn, errp) < 0
-        || pl_mp_bool(o, "exclusive", false, &s->exclusive, errp) < 0
-        || pl_mp_str(o, "comm", false, 16, &s->comm, errp) < 0
-        || pl_mp_str(o, "launcher", false, 16, &s->launcher, errp) < 0
-        || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
-        || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
-        || (has_retries = pl_mp_uint(o, "retries", false, 100, &s->retries,
-                                     errp)) < 0
-        || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0)
-        goto error;
-    errno = EINVAL;
-    if (!s->argv[0][0]) {
-        pl_errprintf(errp, "the command is empty");
-        goto error;
-    }
-    if (!has_retries)
-        s->retries = DEFAULT_RETRIES;
-    if (!has_ranks && (s->nodes || s->rpn))
-        /* --nodes and --ranks-per-node alone say how many ranks */
-        s->ranks = (s->nodes ? s->nodes : 1) * (s->rpn ? s->rpn : 1);
-    if (s->ranks == 0) {
-        pl_errprintf(errp, "ranks must be at least 1");
-        goto error;
-    }
-    if (s->cpr == 0) {
-        pl_errprintf(errp, "cores_per_rank must be at least 1");
-        goto error;
-    }
-    if (!isfinite(s->timeout) || s->timeout < 0) {
-        pl_errprintf(errp, "timeout must be a positive number of seconds");
-        goto error;
-    }
-    for (size_t i = 0; s->env && s->env[i]; i++) {
-        const char *eq = strchr(s->env[i], '=');
-        if (!eq || eq == s->env[i]) {
-            pl_errprintf(errp, "environment entry '%.40s' is not KEY=VALUE",
-                         s->env[i]);
-            goto error;
-        }
-    }
-    if (s->env && !s->env[0]) {
-        pl_strv_free(s->env);
-        s->env = NULL;
-    }
-    if (s->launcher && strcmp(s->launcher, "srun")
-        && strcmp(s->launcher, "mpirun")) {
-        pl_errprintf(errp, "unknown launcher '%.20s' (srun or mpirun)",
-                     s->launcher);
-        goto error;
-    }
-    if (s->launcher && (!s->comm || strcmp(s->comm, "mpi"))) {
-        pl_errprintf(errp, "a launcher is for --comm mpi only");
-        goto error;
-    }
-    if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")
-        && strcmp(s->comm, "mpi")) {
-        pl_errprintf(errp, "unknown comm '%.20s' (none, torch or mpi)",
-                     s->comm);
-        goto error;
-    }
-    if (s->nodes && s->rpn && s->ranks > s->nodes * s->rpn) {
-        pl_errprintf(errp, "%llu ranks do not fit %llu nodes x %llu ranks "
-                     "per node", (unsigned long long)s->ranks,
-                     (unsigned long long)s->nodes,
-                     (unsigned long long)s->rpn);
-        goto error;
-    }
-    if (s->nodes > s->ranks) {
-        pl_errprintf(errp, "--nodes %llu needs at least as many ranks "
-                     "(--ranks %llu)", (unsigned long long)s->nodes,
-                     (unsigned long long)s->ranks);
-        goto error;
-    }
+    if (pl_spec_decode(o, s, errp) < 0)
+        return -1;
     if (pl_sched_nnodes(d->sched) > 0) {
         struct pl_dtask t = { 0 };
         struct pl_db_spec ds;
@@ -1472,14 +1402,12 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
         spec_db(s, &ds);
         shape(&ds, &t);
         if (!pl_sched_fits(d->sched, &t, why, sizeof(why))) {
-            pl_errprintf(errp, "%s", why);
-            goto error;
+            pl_spec_clear(s);
+            errno = EINVAL;
+            return pl_errprintf(errp, "%s", why);
         }
     }
     return 0;
-error:
-    spec_clear(s);
-    return -1;
 }
 
 static void h_submit(struct pl_daemon *d, const struct req *r,
@@ -1487,7 +1415,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
 {
     const msgpack_object *arr;
     struct pl_error err;
-    struct spec *specs = NULL;
+    struct pl_spec *specs = NULL;
     uint32_t n = 0, i;
     struct out *o = NULL;
     double t_now = now();
@@ -1525,7 +1453,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     if (pl_db_savepoint(d->db, &err) < 0)
         goto bad;
     for (i = 0; i < n; i++) {
-        struct spec *s = &specs[i];
+        struct pl_spec *s = &specs[i];
         char *argv_json = json_strv(s->argv);
         char *env_json = s->env ? json_strv(s->env) : NULL;
         struct pl_db_spec ds;
@@ -1533,9 +1461,15 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
         ds.argv_json = argv_json;
         ds.env_json = env_json;
         uint64_t id;
-        int rc = argv_json ? pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now,
-                                               &id, &err)
-                           : -1;
+        int rc = -1;
+        if (!argv_json || (s->env && !env_json)) {
+            /* the spec's strings were checked: only memory is left */
+            errno = ENOMEM;
+            pl_errprintf(&err, "out of memory");
+        }
+        else
+            rc = pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now, &id,
+                                   &err);
         free(argv_json);
         free(env_json);
         struct pl_dtask *t = NULL;
@@ -1581,7 +1515,7 @@ bad:
         out_free(o);
 done:
     for (i = 0; specs && i < n; i++)
-        spec_clear(&specs[i]);
+        pl_spec_clear(&specs[i]);
     free(specs);
 }
 
@@ -1595,8 +1529,8 @@ static void h_list(struct pl_daemon *d, const struct req *r,
     json_t *res;
 
     if (pl_mp_str(m->body, "state", false, 16, &state, &err) < 0
-        || pl_mp_uintv(m->body, "ids", false, 1000000, UINT64_MAX, &ids, &nids,
-                       &err) < 0
+        || pl_mp_uintv(m->body, "ids", false, MAX_IDS, UINT64_MAX, &ids,
+                       &nids, &err) < 0
         || pl_mp_uint(m->body, "limit", false, UINT64_MAX, &limit, &err) < 0)
         goto bad;
     if (state && pl_state_parse(state) < 0) {
@@ -1650,7 +1584,7 @@ static void h_counts(struct pl_daemon *d, const struct req *r,
     uint32_t nids = 0;
     json_t *res = NULL;
 
-    if (pl_mp_uintv(m->body, "ids", false, 1000000, UINT64_MAX, &ids, &nids,
+    if (pl_mp_uintv(m->body, "ids", false, MAX_IDS, UINT64_MAX, &ids, &nids,
                     &err) < 0) {
         reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
         return;
@@ -1683,7 +1617,7 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
     uint32_t nids = 0;
     json_t *canceled = NULL, *final = NULL, *res;
 
-    if (pl_mp_uintv(m->body, "ids", true, MAX_SUBMIT, UINT64_MAX, &ids, &nids,
+    if (pl_mp_uintv(m->body, "ids", true, MAX_IDS, UINT64_MAX, &ids, &nids,
                     &err) < 0)
         goto bad;
     if (nids == 0) {
@@ -1851,10 +1785,11 @@ static const struct {
 static void client_cb(struct pl_zwatch *zw, int revents, void *arg)
 {
     struct pl_daemon *d = arg;
+    uint64_t t0 = uv_hrtime();
     (void)zw;
     (void)revents;
 
-    for (int i = 0; i < PL_ZBATCH; i++) {
+    for (int i = 0; !batch_over(t0, i); i++) {
         zmq_msg_t rid, body;
         struct pl_msg m;
         struct pl_error err;
@@ -1880,7 +1815,7 @@ static void client_cb(struct pl_zwatch *zw, int revents, void *arg)
                              "client %llu: use the pilot commands of the "
                              "same version", PL_PROTO_VERSION,
                              (unsigned long long)v);
-            pl_log(LOG_INFO, "bad client message: %s", err.text);
+            bad_log(d, LOG_INFO, "bad client message: %s", err.text);
             reply_err(d, r.rid, r.ridlen, seq, EPROTO, err.text);
             goto next;
         }
@@ -2100,6 +2035,7 @@ static void tick_cb(uv_timer_t *h)
         && (t >= d->recover_until
             || (int)pl_sched_nnodes(d->sched) >= d->cfg.expected_agents))
         end_recovery(d);
+    bad_log_window(d, t);
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         if (n->state == PL_NODE_UP && t - n->last_seen > d->cfg.lost_after) {

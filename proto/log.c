@@ -37,6 +37,7 @@ const char *pl_log_ident(void)
     return logcfg.ident;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void vlog(int level, const char *fmt, va_list ap, int errnum)
 {
     static const char *names[] = { "emerg", "alert", "crit", "error",

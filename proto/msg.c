@@ -59,11 +59,14 @@ static uint64_t be(const unsigned char *p, size_t n)
  * claims before it reads them (msgpack/msgpack-c#1013): 5 bytes can ask
  * for 100 GiB.  So walk the headers first and refuse a message whose
  * element counts exceed the bytes left (every element takes at least one
- * byte), or that ends early.  Returns 0 or -1. */
-static int precheck(const unsigned char *p, size_t len)
+ * byte), or that ends early, or that holds more than 'max' objects
+ * (PL_MSG_MAX_OBJECTS: what msgpack-c then builds costs time and memory
+ * in proportion).  Returns 0, -1 (malformed) or -2 (too many objects). */
+static int precheck(const unsigned char *p, size_t len, uint64_t max)
 {
     size_t off = 0;
     uint64_t pending = 1; /* objects still to read */
+    uint64_t seen = 0;    /* objects read */
 
     while (pending > 0) {
         uint64_t n = 0, skip = 0;
@@ -75,6 +78,7 @@ static int precheck(const unsigned char *p, size_t len)
             return -1;
         c = p[off++];
         pending--;
+        seen++;
         if (c <= 0x7f || c >= 0xe0)
             continue;
         if (c <= 0x8f) {
@@ -116,8 +120,12 @@ static int precheck(const unsigned char *p, size_t len)
                 skip += be(p + off, hdr);
             off += hdr;
         }
+        /* every object is the root or declared by a header: checking
+         * here counts them all */
         if (n > len - off || pending + n > len - off)
             return -1;
+        if (seen + pending + n > max)
+            return -2;
         pending += n;
         if (skip > len - off)
             return -1;
@@ -129,6 +137,12 @@ static int precheck(const unsigned char *p, size_t len)
 int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
                   struct pl_error *errp)
 {
+    return pl_msg_decode_max(buf, len, PL_MSG_MAX_OBJECTS, m, errp);
+}
+
+int pl_msg_decode_max(const void *buf, size_t len, uint64_t max_objects,
+                      struct pl_msg *m, struct pl_error *errp)
+{
     size_t off = 0;
     const msgpack_object *a;
 
@@ -138,7 +152,13 @@ int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
         proto_err(errp, "message size out of range");
         goto error;
     }
-    if (precheck(buf, len) < 0
+    int rc = precheck(buf, len, max_objects);
+    if (rc == -2) {
+        proto_err(errp, "message holds more than %llu values",
+                  (unsigned long long)max_objects);
+        goto error;
+    }
+    if (rc < 0
         || msgpack_unpack_next(&m->up, buf, len, &off)
                != MSGPACK_UNPACK_SUCCESS) {
         proto_err(errp, "malformed message");
@@ -190,30 +210,58 @@ error:
     return -1;
 }
 
+/* The unsigned integer at p + *off, as msgpack-c reads one (a signed
+ * encoding of a value >= 0 counts), moving *off past it: 0, or -1. */
+static int head_uint(const unsigned char *p, size_t len, size_t *off,
+                     uint64_t *v)
+{
+    unsigned c;
+    size_t n;
+
+    if (*off >= len)
+        return -1;
+    c = p[(*off)++];
+    if (c <= 0x7f) {
+        *v = c;
+        return 0;
+    }
+    if (c < 0xcc || c > 0xd3)
+        return -1;
+    n = (size_t)1 << ((c - 0xcc) & 3); /* uint8..64, then int8..64 */
+    if (n > len - *off)
+        return -1;
+    *v = be(p + *off, n);
+    if (c >= 0xd0 && (*v >> (8 * n - 1)))
+        return -1; /* negative */
+    *off += n;
+    return 0;
+}
+
+/* N.B. only the head is read: a frame refused after msgpack-c decoded
+ * all of it (4 Mi values, 0.5 s) is not decoded a second time. */
 int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
                 uint64_t *seq)
 {
-    msgpack_unpacked up;
-    size_t off = 0;
-    int rc = -1;
+    const unsigned char *p = buf;
+    size_t off = 1;
+    uint64_t n = 0, type;
 
-    if (len == 0 || len > PL_MSG_MAX || precheck(buf, len) < 0) {
-        errno = EPROTO;
-        return -1;
+    if (len == 0 || len > PL_MSG_MAX)
+        goto error;
+    if (p[0] >= 0x90 && p[0] <= 0x9f)
+        n = p[0] & 0x0f;
+    else if ((p[0] == 0xdc || p[0] == 0xdd) && len > (p[0] == 0xdc ? 2 : 4)) {
+        off += p[0] == 0xdc ? 2 : 4;
+        n = be(p + 1, off - 1);
     }
-    msgpack_unpacked_init(&up);
-    if (msgpack_unpack_next(&up, buf, len, &off) == MSGPACK_UNPACK_SUCCESS
-        && up.data.type == MSGPACK_OBJECT_ARRAY && up.data.via.array.size >= 3
-        && up.data.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
-        && up.data.via.array.ptr[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        *version = up.data.via.array.ptr[0].via.u64;
-        *seq = up.data.via.array.ptr[2].via.u64;
-        rc = 0;
-    }
-    msgpack_unpacked_destroy(&up);
-    if (rc < 0)
-        errno = EPROTO;
-    return rc;
+    if (n < 3 || head_uint(p, len, &off, version) < 0
+        || head_uint(p, len, &off, &type) < 0
+        || head_uint(p, len, &off, seq) < 0)
+        goto error;
+    return 0;
+error:
+    errno = EPROTO;
+    return -1;
 }
 
 void pl_msg_release(struct pl_msg *m)
@@ -226,6 +274,42 @@ void pl_msg_release(struct pl_msg *m)
         m->own = NULL;
         errno = saved;
     }
+}
+
+bool pl_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+
+    while (i < len) {
+        unsigned c = p[i];
+        size_t n;
+        uint32_t cp, min;
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            n = 1, cp = c & 0x1f, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef)
+            n = 2, cp = c & 0x0f, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4)
+            n = 3, cp = c & 0x07, min = 0x10000;
+        else
+            return false; /* a continuation byte, 0xc0, 0xc1, >= 0xf5 */
+        if (n >= len - i)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n + 1;
+    }
+    return true;
 }
 
 const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key)

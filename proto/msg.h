@@ -18,6 +18,14 @@
 /* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
 #define PL_MSG_MAX (64 * 1024 * 1024)
 
+/* Most msgpack objects (each value, key, array and map counts one) in a
+ * message pl_msg_decode() accepts.  msgpack-c builds a tree of 24 bytes
+ * an object, at 0.1-0.2 us each on a loaded 2-vCPU VM: a frame of
+ * PL_MSG_MAX nils cost pilotd's only thread 8 s and 1.5 GiB.  4 Mi
+ * objects: at most 96 MiB and ~0.7 s, and room for a submit of 100,000
+ * specs of 40 objects each (the CLI's spec of 3 arguments is 14). */
+#define PL_MSG_MAX_OBJECTS (4 * 1024 * 1024)
+
 enum pl_msg_type {
     PL_MSG_REPLY = 1, /* any request's answer: errno, error, data */
 
@@ -67,11 +75,19 @@ struct pl_msg {
  * to release.  Returns 0, or -1 with errp set (errno EPROTO). */
 int pl_msg_decode(const void *buf, size_t len, struct pl_msg *m,
                   struct pl_error *errp);
+/* pl_msg_decode() with a budget of 'max_objects' instead of
+ * PL_MSG_MAX_OBJECTS: the CLI reads pilotd's replies (a listing of
+ * 100,000 tasks is more) with PL_MSG_MAX, that is no budget beyond the
+ * size. */
+int pl_msg_decode_max(const void *buf, size_t len, uint64_t max_objects,
+                      struct pl_msg *m, struct pl_error *errp);
 void pl_msg_release(struct pl_msg *m);
 
-/* The version and seq of a message pl_msg_decode() refused, when its
- * envelope can still be read: so that a peer of another version gets an
- * answer it can match to its request.  0, or -1 (EPROTO). */
+/* The version and seq of a message pl_msg_decode() refused, when the
+ * head of its envelope can still be read (an array of 3 or more whose
+ * first three are unsigned integers; the rest is not read): so that a
+ * peer of another version gets an answer it can match to its request.
+ * 0, or -1 (EPROTO). */
 int pl_msg_peek(const void *buf, size_t len, uint64_t *version,
                 uint64_t *seq);
 
@@ -107,6 +123,9 @@ int pl_mp_strv(const msgpack_object *map, const char *key, bool required,
 int pl_mp_uintv(const msgpack_object *map, const char *key, bool required,
                 uint32_t maxn, uint64_t max, uint64_t **v, uint32_t *n,
                 struct pl_error *errp);
+/* Whether 'len' bytes at 's' are valid UTF-8 (no overlong forms, no
+ * surrogates, nothing past U+10FFFF): what a JSON string may hold. */
+bool pl_utf8_valid(const char *s, size_t len);
 /* The value of 'key' in 'map', or NULL.  Borrowed. */
 const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key);
 /* A copy of a msgpack string object (no NUL bytes), or NULL (EPROTO). */

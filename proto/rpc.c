@@ -64,7 +64,9 @@ static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
             continue;
         }
         memcpy(copy, zmq_msg_data(&body), len);
-        if (pl_msg_decode(copy, len, &m, &r->err) < 0) {
+        /* pilotd is the one peer here, and a listing of 100,000 tasks
+         * holds more than PL_MSG_MAX_OBJECTS */
+        if (pl_msg_decode_max(copy, len, PL_MSG_MAX, &m, &r->err) < 0) {
             uint64_t v, seq;
             /* a pilotd of another version: say so rather than time out */
             if (pl_msg_peek(copy, len, &v, &seq) == 0 && seq == r->want_seq

@@ -16,7 +16,10 @@ void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
     void *s;
     int linger = 2000;       /* ms: enough to flush a final reply */
     int hwm = 1000000;       /* messages: a burst of submissions or events */
-    int64_t maxmsg = PL_MSG_MAX;
+    /* N.B. libzmq checks the size on the wire: under CURVE a message
+     * travels as a MESSAGE command 33 bytes longer ("\x07MESSAGE", an
+     * 8-byte nonce, a 16-byte MAC, a flags byte) */
+    int64_t maxmsg = PL_MSG_MAX + 33;
     int one = 1;
     int ivl = 100, ivl_max = 2000; /* ms: reconnect backoff, 0.1 s to 2 s */
 

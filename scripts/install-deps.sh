@@ -36,8 +36,10 @@ declare -A pkgs=(
     [cluster]="slurm-wlm slurmctld slurmd slurm-client munge iproute2 util-linux procps"
     [mpi]="libopenmpi-dev openmpi-bin libpmix-dev"
     # python3 is Debian's /usr/bin/python3, the one python3-torch installs into;
-    # clang is for the fuzzers (libFuzzer).
-    [tests]="python3 clang"
+    # clang is for the fuzzers (make fuzz), and libclang-rt-14-dev holds
+    # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
+    # clang-14 only recommends it, and we install without recommends.
+    [tests]="python3 clang libclang-rt-14-dev"
 )
 [[ $minimal == 1 ]] || pkgs[tests]+=" python3-torch"
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <msgpack.h>
@@ -643,9 +644,144 @@ static void test_strv(void)
     ok(1, "pl_strv_free(NULL)");
 }
 
+/* pl_utf8_valid: what jansson takes as a JSON string, no more */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        int valid;
+        const char *what;
+    } cases[] = {
+        { "", 1, "empty" },
+        { "plain ascii", 1, "ASCII" },
+        { "\xc3\xa9t\xc3\xa9", 1, "2-byte sequences" },
+        { "\xe2\x82\xac", 1, "a 3-byte sequence" },
+        { "\xf0\x9f\x98\x80", 1, "a 4-byte sequence" },
+        { "\xf4\x8f\xbf\xbf", 1, "U+10FFFF" },
+        { "\xe9t\xe9", 0, "Latin-1" },
+        { "\xc3", 0, "a sequence cut at the end" },
+        { "\xe2\x82", 0, "a 3-byte sequence cut at the end" },
+        { "\x80", 0, "a lone continuation byte" },
+        { "\xc0\xaf", 0, "an overlong '/'" },
+        { "\xe0\x80\xaf", 0, "an overlong 3-byte '/'" },
+        { "\xed\xa0\x80", 0, "a surrogate" },
+        { "\xf4\x90\x80\x80", 0, "past U+10FFFF" },
+        { "\xff", 0, "0xff" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        is(pl_utf8_valid(cases[i].s, strlen(cases[i].s)), cases[i].valid,
+           "pl_utf8_valid: %s", cases[i].what);
+    /* the length is the limit, not a NUL */
+    ok(!pl_utf8_valid("\xc3\xa9", 1), "pl_utf8_valid: stops at 'len'");
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* [2, 105, 1, {"pad": [nil x n]}]: n + 7 objects. */
+static void nils(struct raw *r, size_t n)
+{
+    raw_init(r);
+    raw_head(r, PL_PROTO_VERSION, PL_MSG_STATUS, 1);
+    msgpack_pack_map(&r->pk, 1);
+    raw_str(r, "pad", 3);
+    msgpack_pack_array(&r->pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        msgpack_pack_nil(&r->pk);
+}
+
+/* The object budget: a frame of PL_MSG_MAX nils once took pilotd 8 s
+ * and 1.5 GiB to decode (found by tests/tools/zgarbage --big). */
+static void test_object_budget(void)
+{
+    struct raw r;
+    struct pl_msg m;
+    struct pl_error e = { "" };
+
+    nils(&r, 3); /* 10 objects */
+    is(pl_msg_decode_max(r.sb.data, r.sb.size, 10, &m, &e), 0,
+       "budget: a message of exactly the budget decodes");
+    pl_msg_release(&m);
+    errno = 0;
+    ok(pl_msg_decode_max(r.sb.data, r.sb.size, 9, &m, &e) == -1
+           && errno == EPROTO && strstr(e.text, "more than 9"),
+       "budget: one object more is refused (%s)", e.text);
+    raw_destroy(&r);
+
+    /* a whole frame of nils: refused at the array's header */
+    nils(&r, PL_MSG_MAX - 20);
+    ok(r.sb.size <= PL_MSG_MAX, "a frame of %zu bytes of nils", r.sb.size);
+    double t0 = mono();
+    ok(refused(r.sb.data, r.sb.size), "pl_msg_decode refuses it");
+    uint64_t v, seq;
+    ok(pl_msg_peek(r.sb.data, r.sb.size, &v, &seq) == 0
+           && v == PL_PROTO_VERSION && seq == 1,
+       "pl_msg_peek reads only its head");
+    double dt = mono() - t0;
+    ok(dt < 0.5, "both within 0.5 s (%.3f s)", dt);
+    raw_destroy(&r);
+
+    /* the CLI reads pilotd's replies with no budget beyond the size */
+    nils(&r, PL_MSG_MAX_OBJECTS);
+    ok(refused(r.sb.data, r.sb.size), "PL_MSG_MAX_OBJECTS + 7 refused");
+    is(pl_msg_decode_max(r.sb.data, r.sb.size, PL_MSG_MAX, &m, &e), 0,
+       "... but decoded with the budget PL_MSG_MAX");
+    pl_msg_release(&m);
+    raw_destroy(&r);
+}
+
+/* pl_msg_peek: the head of an envelope only, so that pilotd can answer a
+ * peer of another version; once it decoded the whole frame again. */
+static void test_peek(void)
+{
+    static const struct {
+        const unsigned char b[16];
+        size_t len;
+        int rc;
+        uint64_t v, seq;
+        const char *what;
+    } cases[] = {
+        { { 0x94, 0x01, 0x66, 0x07, 0xc1 }, 5, 0, 1, 7,
+          "version 1, a body that is not msgpack" },
+        { { 0x93, 0x09, 0xcc, 0xc8, 0xcd, 0x01, 0x00 }, 7, 0, 9, 256,
+          "3 elements, uint8 type, uint16 seq" },
+        { { 0xdc, 0x00, 0x05, 0xd0, 0x03, 0x01, 0xd1, 0x00, 0x02 }, 9, 0, 3,
+          2, "array16, int8 and int16 of values >= 0" },
+        { { 0xdd, 0x00, 0x00, 0x00, 0x04, 0x02, 0x01, 0xcf, 0, 0, 0, 0, 0, 0,
+            0, 5 }, 16, 0, 2, 5, "array32, uint64 seq" },
+        { { 0x92, 0x02, 0x01 }, 3, -1, 0, 0, "2 elements" },
+        { { 0x94, 0xd0, 0xff, 0x01, 0x01 }, 5, -1, 0, 0, "a negative version" },
+        { { 0x94, 0x02, 0x01, 0xa1, 'x' }, 5, -1, 0, 0, "a string seq" },
+        { { 0x94, 0x02, 0x01, 0xcd, 0x01 }, 5, -1, 0, 0, "a seq cut short" },
+        { { 0xdc, 0x00 }, 2, -1, 0, 0, "an array16 header cut short" },
+        { { 0x81, 0x01, 0x02 }, 3, -1, 0, 0, "a map" },
+        { { 0 }, 0, -1, 0, 0, "nothing" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t v = 0, seq = 0;
+        int rc = pl_msg_peek(cases[i].b, cases[i].len, &v, &seq);
+        if (cases[i].rc == 0)
+            ok(rc == 0 && v == cases[i].v && seq == cases[i].seq,
+               "pl_msg_peek: %s", cases[i].what);
+        else
+            ok(rc == -1 && errno == EPROTO, "pl_msg_peek refuses %s",
+               cases[i].what);
+    }
+}
+
 int main(void)
 {
-    plan(130);
+    plan(165);
+    test_utf8();
+    test_peek();
+    test_object_budget();
     test_roundtrip();
     test_nul_strings();
     test_envelope();

@@ -1,0 +1,327 @@
+/* daemon/decode.c - the bodies pilotd receives, decoded and checked */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/decode.h"
+#include "proto/msg.h"
+#include "proto/pilotdir.h"
+
+#define MAX_ARGV 4096
+#define MAX_ARG_LEN (64 * 1024)
+#define MAX_ENV 4096
+#define NODE_LEN 63           /* struct pl_node's name[64] */
+#define MAX_CPUS 4096         /* CPU ids an agent may register */
+#define MAX_CPU_ID (1 << 20)
+#define MAX_GPUS 64
+#define GPU_ID_LEN 64
+
+void pl_spec_clear(struct pl_spec *s)
+{
+    int saved = errno;
+
+    free(s->comm);
+    free(s->launcher);
+    free(s->name);
+    free(s->cwd);
+    pl_strv_free(s->argv);
+    pl_strv_free(s->env);
+    memset(s, 0, sizeof(*s));
+    errno = saved;
+}
+
+static bool utf8(const char *s)
+{
+    return !s || pl_utf8_valid(s, strlen(s));
+}
+
+int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
+                   struct pl_error *errp)
+{
+    int has_ranks = 0;
+    int has_retries = 0;
+
+    memset(s, 0, sizeof(*s));
+    s->ranks = s->cpr = 1;
+    if (o->type != MSGPACK_OBJECT_MAP) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "a task spec must be a map");
+    }
+    /* the limits a person may hit, in words before the generic checks */
+    const msgpack_object *av = pl_mp_get(o, "argv");
+    if (av && av->type == MSGPACK_OBJECT_ARRAY) {
+        errno = EINVAL;
+        if (av->via.array.size > MAX_ARGV) {
+            pl_errprintf(errp, "the command has %u arguments; at most %d",
+                         av->via.array.size, MAX_ARGV);
+            goto error;
+        }
+        for (uint32_t i = 0; i < av->via.array.size; i++) {
+            if (av->via.array.ptr[i].type == MSGPACK_OBJECT_STR
+                && av->via.array.ptr[i].via.str.size > MAX_ARG_LEN) {
+                pl_errprintf(errp, "argument %u of the command is longer "
+                             "than %d KiB", i, MAX_ARG_LEN / 1024);
+                goto error;
+            }
+        }
+    }
+    if (pl_mp_strv(o, "argv", true, 1, MAX_ARGV, MAX_ARG_LEN, &s->argv,
+                   errp) < 0
+        || pl_mp_str(o, "name", false, 256, &s->name, errp) < 0
+        || pl_mp_str(o, "cwd", false, PL_PATH_MAX * 4, &s->cwd, errp) < 0
+        || pl_mp_strv(o, "env", false, 0, MAX_ENV, MAX_ARG_LEN, &s->env,
+                      errp) < 0
+        || (has_ranks = pl_mp_uint(o, "ranks", false, 65536, &s->ranks,
+                                   errp)) < 0
+        || pl_mp_uint(o, "nodes", false, 65536, &s->nodes, errp) < 0
+        || pl_mp_uint(o, "ranks_per_node", false, 4096, &s->rpn, errp) < 0
+        || pl_mp_bool(o, "exclusive", false, &s->exclusive, errp) < 0
+        || pl_mp_str(o, "comm", false, 16, &s->comm, errp) < 0
+        || pl_mp_str(o, "launcher", false, 16, &s->launcher, errp) < 0
+        || pl_mp_uint(o, "cores_per_rank", false, 4096, &s->cpr, errp) < 0
+        || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
+        || (has_retries = pl_mp_uint(o, "retries", false, 100, &s->retries,
+                                     errp)) < 0
+        || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0)
+        goto error;
+    errno = EINVAL;
+    if (!s->argv[0][0]) {
+        pl_errprintf(errp, "the command is empty");
+        goto error;
+    }
+    /* N.B. argv and env are kept as JSON (the database, list, show):
+     * jansson refuses other bytes, and a string it refused was once
+     * dropped from the stored argv, so a task run again from the
+     * database ran another command */
+    for (size_t i = 0; s->argv[i]; i++) {
+        if (!utf8(s->argv[i])) {
+            pl_errprintf(errp, "argument %zu of the command is not UTF-8",
+                         i);
+            goto error;
+        }
+    }
+    for (size_t i = 0; s->env && s->env[i]; i++) {
+        if (!utf8(s->env[i])) {
+            pl_errprintf(errp, "environment entry %zu is not UTF-8", i);
+            goto error;
+        }
+    }
+    if (!utf8(s->name) || !utf8(s->cwd)) {
+        pl_errprintf(errp, "the %s is not UTF-8", utf8(s->name) ? "cwd"
+                                                                 : "name");
+        goto error;
+    }
+    if (!has_retries)
+        s->retries = PL_DEFAULT_RETRIES;
+    if (!has_ranks && (s->nodes || s->rpn))
+        /* --nodes and --ranks-per-node alone say how many ranks */
+        s->ranks = (s->nodes ? s->nodes : 1) * (s->rpn ? s->rpn : 1);
+    if (s->ranks == 0) {
+        pl_errprintf(errp, "ranks must be at least 1");
+        goto error;
+    }
+    if (s->cpr == 0) {
+        pl_errprintf(errp, "cores_per_rank must be at least 1");
+        goto error;
+    }
+    if (!isfinite(s->timeout) || s->timeout < 0) {
+        pl_errprintf(errp, "timeout must be a positive number of seconds");
+        goto error;
+    }
+    for (size_t i = 0; s->env && s->env[i]; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        if (!eq || eq == s->env[i]) {
+            pl_errprintf(errp, "environment entry '%.40s' is not KEY=VALUE",
+                         s->env[i]);
+            goto error;
+        }
+    }
+    if (s->env && !s->env[0]) {
+        pl_strv_free(s->env);
+        s->env = NULL;
+    }
+    if (s->launcher && strcmp(s->launcher, "srun")
+        && strcmp(s->launcher, "mpirun")) {
+        pl_errprintf(errp, "unknown launcher '%.20s' (srun or mpirun)",
+                     s->launcher);
+        goto error;
+    }
+    if (s->launcher && (!s->comm || strcmp(s->comm, "mpi"))) {
+        pl_errprintf(errp, "a launcher is for --comm mpi only");
+        goto error;
+    }
+    if (s->comm && strcmp(s->comm, "none") && strcmp(s->comm, "torch")
+        && strcmp(s->comm, "mpi")) {
+        pl_errprintf(errp, "unknown comm '%.20s' (none, torch or mpi)",
+                     s->comm);
+        goto error;
+    }
+    if (s->nodes && s->rpn && s->ranks > s->nodes * s->rpn) {
+        pl_errprintf(errp, "%llu ranks do not fit %llu nodes x %llu ranks "
+                     "per node", (unsigned long long)s->ranks,
+                     (unsigned long long)s->nodes,
+                     (unsigned long long)s->rpn);
+        goto error;
+    }
+    if (s->nodes > s->ranks) {
+        pl_errprintf(errp, "--nodes %llu needs at least as many ranks "
+                     "(--ranks %llu)", (unsigned long long)s->nodes,
+                     (unsigned long long)s->ranks);
+        goto error;
+    }
+    return 0;
+error:
+    pl_spec_clear(s);
+    return -1;
+}
+
+void pl_agent_reg_clear(struct pl_agent_reg *r)
+{
+    int saved = errno;
+
+    free(r->node);
+    free(r->cpu);
+    pl_strv_free(r->gpus);
+    memset(r, 0, sizeof(*r));
+    errno = saved;
+}
+
+/* A name for the logs, the database and the run entries' 'nodelist' and
+ * 'hosts', whose readers refuse commas, colons and spaces: a host name's
+ * characters (and Slurm's '_'). */
+static bool node_name_ok(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z')
+            && !(*s >= '0' && *s <= '9') && !strchr("._-", *s))
+            return false;
+    return true;
+}
+
+/* A GPU id goes into comma- and semicolon-joined lists (status, the
+ * run entries' 'rank_gpus'): printable, without either. */
+static bool gpu_id_ok(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s <= ' ' || *s > '~' || *s == ',' || *s == ';')
+            return false;
+    return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Whether the 'n' ids at 'v' are all different (sorts a copy). */
+static int unique(const uint64_t *v, uint32_t n, bool *yes)
+{
+    uint64_t *c = malloc((n ? n : 1) * sizeof(*c));
+
+    if (!c)
+        return -1;
+    memcpy(c, v, n * sizeof(*c));
+    qsort(c, n, sizeof(*c), cmp_u64);
+    *yes = true;
+    for (uint32_t i = 1; i < n && *yes; i++)
+        *yes = c[i] != c[i - 1];
+    free(c);
+    return 0;
+}
+
+int pl_agent_reg_decode(const msgpack_object *body, struct pl_agent_reg *r,
+                        struct pl_error *errp)
+{
+    bool once;
+
+    memset(r, 0, sizeof(*r));
+    if (pl_mp_str(body, "node", true, NODE_LEN, &r->node, errp) < 0
+        || pl_mp_uint(body, "pid", false, INT32_MAX, &r->pid, errp) < 0
+        || pl_mp_uintv(body, "cores", true, MAX_CPUS, MAX_CPU_ID, &r->cpu,
+                       &r->ncpu, errp) < 0
+        || pl_mp_strv(body, "gpus", false, 0, MAX_GPUS, GPU_ID_LEN, &r->gpus,
+                      errp) < 0)
+        goto error;
+    errno = EPROTO;
+    if (!node_name_ok(r->node)) {
+        pl_errprintf(errp, "bad node name (want 1..%d of A-Z a-z 0-9 . _ -)",
+                     NODE_LEN);
+        goto error;
+    }
+    if (r->ncpu == 0) {
+        pl_errprintf(errp, "no cores");
+        goto error;
+    }
+    /* pilotd would place two tasks on a core given twice */
+    if (unique(r->cpu, r->ncpu, &once) < 0) {
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
+    if (!once) {
+        errno = EPROTO;
+        pl_errprintf(errp, "a CPU id given twice");
+        goto error;
+    }
+    errno = EPROTO;
+    for (size_t i = 0; r->gpus && r->gpus[i]; i++) {
+        if (!gpu_id_ok(r->gpus[i])) {
+            pl_errprintf(errp, "bad GPU id (want printable, no ',' or ';')");
+            goto error;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (!strcmp(r->gpus[i], r->gpus[j])) {
+                pl_errprintf(errp, "GPU id '%s' given twice", r->gpus[i]);
+                goto error;
+            }
+        }
+    }
+    return 0;
+error:
+    pl_agent_reg_clear(r);
+    return -1;
+}
+
+void pl_agent_event_clear(struct pl_agent_event *e)
+{
+    int saved = errno;
+
+    free(e->state);
+    free(e->error);
+    memset(e, 0, sizeof(*e));
+    errno = saved;
+}
+
+int pl_agent_event_decode(const msgpack_object *ev, struct pl_agent_event *e,
+                          struct pl_error *errp)
+{
+    int has_rss = 0;
+
+    memset(e, 0, sizeof(*e));
+    e->exit_code = e->signal = -1;
+    if (ev->type != MSGPACK_OBJECT_MAP) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "not a map");
+    }
+    if (pl_mp_uint(ev, "id", true, UINT64_MAX, &e->id, errp) < 0
+        || pl_mp_uint(ev, "attempt", true, UINT32_MAX, &e->attempt, errp) < 0
+        || pl_mp_uint(ev, "rank", false, UINT32_MAX, &e->rank, errp) < 0
+        || pl_mp_str(ev, "state", true, 16, &e->state, errp) < 0
+        || pl_mp_double(ev, "time", false, &e->time, errp) < 0
+        || pl_mp_int(ev, "exit_code", false, &e->exit_code, errp) < 0
+        || pl_mp_int(ev, "signal", false, &e->signal, errp) < 0
+        || (has_rss = pl_mp_uint(ev, "maxrss_kb", false, INT64_MAX,
+                                 &e->maxrss_kb, errp)) < 0
+        || pl_mp_str(ev, "error", false, 1024, &e->error, errp) < 0) {
+        pl_agent_event_clear(e);
+        return -1;
+    }
+    e->has_rss = has_rss == 1;
+    return 0;
+}

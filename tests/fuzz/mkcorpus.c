@@ -1,0 +1,384 @@
+/* tests/fuzz/mkcorpus.c - write the fuzzers' seed corpus: valid messages
+ *
+ * mkcorpus DIR writes DIR/msg/<type>-N (one whole frame of each message
+ * type, as pilotd, the agent and the CLI send them) and DIR/task/<kind>-N
+ * (one task entry alone: run entries, submit specs, an event) for
+ * tests/fuzz/fuzz_msg.c and fuzz_task.c.  `make fuzz-corpus` runs it;
+ * the output is committed, so a change here shows up in the diff.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/task.h"
+#include "daemon/decode.h"
+#include "proto/msg.h"
+
+static const char *outdir;
+
+static void put(const char *sub, const char *name, const void *buf,
+                size_t len)
+{
+    char path[4096];
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/%s", outdir, sub);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+        perror(path);
+        exit(1);
+    }
+    snprintf(path, sizeof(path), "%s/%s/%s", outdir, sub, name);
+    if (!(fp = fopen(path, "wb")) || fwrite(buf, 1, len, fp) != len
+        || fclose(fp) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static void put_msg(const char *name, struct pl_wbuf *w)
+{
+    struct pl_msg m;
+    struct pl_error e;
+
+    /* every seed must be valid, or it seeds nothing */
+    if (pl_msg_decode(w->sb.data, w->sb.size, &m, &e) < 0) {
+        fprintf(stderr, "mkcorpus: %s does not decode: %s\n", name, e.text);
+        exit(1);
+    }
+    pl_msg_release(&m);
+    put("msg", name, w->sb.data, w->sb.size);
+    pl_wbuf_destroy(w);
+}
+
+/* One object packed alone, for fuzz_task. */
+typedef void (*entry_f)(msgpack_packer *pk);
+
+/* 0 if the decoder of 'kind' accepts 'o': a seed the decoder refuses
+ * would only seed its first checks. */
+static int accepted(const char *kind, const msgpack_object *o,
+                    struct pl_error *e)
+{
+    int rc;
+
+    if (!strcmp(kind, "spec")) {
+        struct pl_spec s;
+        if ((rc = pl_spec_decode(o, &s, e)) == 0)
+            pl_spec_clear(&s);
+    }
+    else if (!strcmp(kind, "run")) {
+        struct pl_task_spec s;
+        bool have_id;
+        rc = pl_task_spec_decode(o, &s, &have_id, e);
+        pl_task_spec_release(&s);
+    }
+    else {
+        struct pl_agent_event ev;
+        if ((rc = pl_agent_event_decode(o, &ev, e)) == 0)
+            pl_agent_event_clear(&ev);
+    }
+    return rc;
+}
+
+static void put_entry(const char *name, entry_f f)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_unpacked up;
+    struct pl_error e;
+    char kind[16];
+
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    f(&pk);
+    msgpack_unpacked_init(&up);
+    snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(name, "-"), name);
+    if (msgpack_unpack_next(&up, sb.data, sb.size, NULL)
+            != MSGPACK_UNPACK_SUCCESS
+        || accepted(kind, &up.data, &e) < 0) {
+        fprintf(stderr, "mkcorpus: %s is refused: %s\n", name, e.text);
+        exit(1);
+    }
+    msgpack_unpacked_destroy(&up);
+    put("task", name, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* ---- task specs (client/cmd_submit.c) ---- */
+
+static char a_sh[] = "sh", a_c[] = "-c", a_cmd[] = "echo $PILOT_RANK";
+static char *argv3[] = { a_sh, a_c, a_cmd, NULL };
+static char e_a[] = "A=1", e_b[] = "PATH=/usr/bin:/bin";
+static char *env2[] = { e_a, e_b, NULL };
+
+static void spec_min(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 1);
+    pl_w_kstrv(pk, "argv", argv3);
+}
+
+static void spec_full(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 14);
+    pl_w_kstrv(pk, "argv", argv3);
+    pl_w_kstr(pk, "name", "train");
+    pl_w_kstr(pk, "cwd", "/tmp");
+    pl_w_kstrv(pk, "env", env2);
+    pl_w_kuint(pk, "ranks", 8);
+    pl_w_kuint(pk, "nodes", 2);
+    pl_w_kuint(pk, "ranks_per_node", 4);
+    pl_w_kbool(pk, "exclusive", true);
+    pl_w_kstr(pk, "comm", "mpi");
+    pl_w_kstr(pk, "launcher", "mpirun");
+    pl_w_kuint(pk, "cores_per_rank", 2);
+    pl_w_kuint(pk, "gpus_per_rank", 0);
+    pl_w_kdouble(pk, "timeout", 30.5);
+    pl_w_kuint(pk, "retries", 2);
+}
+
+static void spec_torch(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 5);
+    pl_w_kstrv(pk, "argv", argv3);
+    pl_w_kuint(pk, "nodes", 2);
+    pl_w_kuint(pk, "ranks_per_node", 2);
+    pl_w_kstr(pk, "comm", "torch");
+    pl_w_kuint(pk, "gpus_per_rank", 1);
+}
+
+/* ---- run entries (daemon/daemon.c, pack_run_rank) ---- */
+
+static void run_common(msgpack_packer *pk, uint64_t id)
+{
+    uint64_t cores[] = { 0, 1 };
+    uint64_t gpus[] = { 0 };
+
+    pl_w_kuint(pk, "id", id);
+    pl_w_kuint(pk, "attempt", 1);
+    pl_w_kstrv(pk, "argv", argv3);
+    pl_w_kstrv(pk, "env", env2);
+    pl_w_kstr(pk, "cwd", "/tmp");
+    pl_w_kuintv(pk, "cores", cores, 2);
+    pl_w_kuintv(pk, "gpus", gpus, 1);
+    pl_w_kstr(pk, "stdout", "/tmp/p1/tasks/0/7.out");
+    pl_w_kstr(pk, "stderr", "/tmp/p1/tasks/0/7.err");
+    pl_w_kdouble(pk, "timeout", 60);
+}
+
+static char n1[] = "n1", n2[] = "n2";
+static char *nodes2[] = { n1, n2, NULL };
+
+static void run_rank(msgpack_packer *pk, const char *comm)
+{
+    pl_w_kuint(pk, "rank", 1);
+    pl_w_kuint(pk, "size", 4);
+    pl_w_kuint(pk, "local_rank", 1);
+    pl_w_kuint(pk, "local_size", 2);
+    pl_w_kuint(pk, "node_rank", 0);
+    pl_w_kstrv(pk, "nodelist", nodes2);
+    pl_w_kstr(pk, "comm", comm);
+}
+
+static void run_none(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 10);
+    run_common(pk, 7);
+}
+
+static void run_torch(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 19);
+    run_common(pk, 8);
+    run_rank(pk, "torch");
+    pl_w_kstr(pk, "master_addr", "n1");
+    pl_w_kuint(pk, "master_port", 20001);
+}
+
+static void run_mpi(msgpack_packer *pk)
+{
+    char *hosts[] = { n1, n1, n2, n2, NULL };
+    static const char *g[] = { "0", "1", "0", "1" };
+
+    msgpack_pack_map(pk, 21);
+    run_common(pk, 9);
+    pl_w_kuint(pk, "rank", 0);
+    pl_w_kuint(pk, "size", 4);
+    pl_w_kuint(pk, "local_rank", 0);
+    pl_w_kuint(pk, "local_size", 2);
+    pl_w_kuint(pk, "node_rank", 0);
+    pl_w_kstrv(pk, "nodelist", nodes2);
+    pl_w_kstr(pk, "comm", "mpi");
+    pl_w_kstr(pk, "launcher", "srun");
+    pl_w_kstrv(pk, "hosts", hosts);
+    pl_w_key(pk, "rank_cores");
+    msgpack_pack_array(pk, 4);
+    for (int r = 0; r < 4; r++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint64(pk, 2 * (r % 2));
+        msgpack_pack_uint64(pk, 2 * (r % 2) + 1);
+    }
+    pl_w_key(pk, "rank_gpus");
+    msgpack_pack_array(pk, 4);
+    for (int r = 0; r < 4; r++) {
+        msgpack_pack_array(pk, 1);
+        pl_w_str(pk, g[r]);
+    }
+}
+
+/* ---- agent events (agent/agent.c, send_events) ---- */
+
+static void event_full(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 10);
+    pl_w_kuint(pk, "id", 7);
+    pl_w_kuint(pk, "attempt", 1);
+    pl_w_kuint(pk, "rank", 0);
+    pl_w_kstr(pk, "state", "failed");
+    pl_w_kdouble(pk, "time", 1700000000.25);
+    pl_w_kuint(pk, "pid", 4242);
+    pl_w_kint(pk, "exit_code", 127);
+    pl_w_kint(pk, "signal", 0);
+    pl_w_kuint(pk, "maxrss_kb", 2048);
+    pl_w_kstr(pk, "error", "spawn: no such file or directory");
+}
+
+static void event_running(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 6);
+    pl_w_kuint(pk, "id", 8);
+    pl_w_kuint(pk, "attempt", 1);
+    pl_w_kuint(pk, "rank", 3);
+    pl_w_kstr(pk, "state", "running");
+    pl_w_kdouble(pk, "time", 1700000000.5);
+    pl_w_kuint(pk, "pid", 4243);
+}
+
+static void messages(void)
+{
+    struct pl_wbuf w;
+    uint64_t ids[] = { 1, 2, 3 };
+    uint64_t cores[] = { 0, 1, 2, 3 };
+    char g0[] = "0", g1[] = "1";
+    char *gpus[] = { g0, g1, NULL };
+
+    /* client -> pilotd */
+    pl_wbuf_init(&w, PL_MSG_SUBMIT, 1, 1);
+    pl_w_key(&w.pk, "tasks");
+    msgpack_pack_array(&w.pk, 1);
+    spec_min(&w.pk);
+    put_msg("submit-1", &w);
+    pl_wbuf_init(&w, PL_MSG_SUBMIT, 2, 1);
+    pl_w_key(&w.pk, "tasks");
+    msgpack_pack_array(&w.pk, 3);
+    spec_full(&w.pk);
+    spec_torch(&w.pk);
+    spec_min(&w.pk);
+    put_msg("submit-2", &w);
+    pl_wbuf_init(&w, PL_MSG_LIST, 3, 3);
+    pl_w_kstr(&w.pk, "state", "running");
+    pl_w_kuintv(&w.pk, "ids", ids, 3);
+    pl_w_kuint(&w.pk, "limit", 10);
+    put_msg("list-1", &w);
+    pl_wbuf_init(&w, PL_MSG_SHOW, 4, 1);
+    pl_w_kuint(&w.pk, "id", 7);
+    put_msg("show-1", &w);
+    pl_wbuf_init(&w, PL_MSG_CANCEL, 5, 1);
+    pl_w_kuintv(&w.pk, "ids", ids, 3);
+    put_msg("cancel-1", &w);
+    pl_wbuf_init(&w, PL_MSG_STATUS, 6, 0);
+    put_msg("status-1", &w);
+    pl_wbuf_init(&w, PL_MSG_SHUTDOWN, 7, 0);
+    put_msg("shutdown-1", &w);
+    pl_wbuf_init(&w, PL_MSG_COUNTS, 8, 1);
+    pl_w_kuintv(&w.pk, "ids", ids, 2);
+    put_msg("counts-1", &w);
+
+    /* pilotd -> agent */
+    pl_wbuf_init(&w, PL_MSG_WELCOME, 0, 2);
+    pl_w_kstr(&w.pk, "node", "n1");
+    pl_w_kdouble(&w.pk, "heartbeat", 2.0);
+    put_msg("welcome-1", &w);
+    pl_wbuf_init(&w, PL_MSG_RUN, 0, 1);
+    pl_w_key(&w.pk, "tasks");
+    msgpack_pack_array(&w.pk, 3);
+    run_none(&w.pk);
+    run_torch(&w.pk);
+    run_mpi(&w.pk);
+    put_msg("run-1", &w);
+    pl_wbuf_init(&w, PL_MSG_KILL, 0, 4);
+    pl_w_kuint(&w.pk, "id", 7);
+    pl_w_kuint(&w.pk, "attempt", 1);
+    pl_w_kuint(&w.pk, "rank", 0);
+    pl_w_kdouble(&w.pk, "grace", 5.0);
+    put_msg("kill-1", &w);
+    pl_wbuf_init(&w, PL_MSG_EXIT, 0, 0);
+    put_msg("exit-1", &w);
+
+    /* agent -> pilotd */
+    pl_wbuf_init(&w, PL_MSG_REGISTER, 1, 5);
+    pl_w_kstr(&w.pk, "node", "n1");
+    pl_w_kuint(&w.pk, "pid", 1234);
+    pl_w_kuintv(&w.pk, "cores", cores, 4);
+    pl_w_kstrv(&w.pk, "gpus", gpus);
+    pl_w_key(&w.pk, "running");
+    msgpack_pack_array(&w.pk, 1);
+    msgpack_pack_map(&w.pk, 3);
+    pl_w_kuint(&w.pk, "id", 7);
+    pl_w_kuint(&w.pk, "attempt", 1);
+    pl_w_kuint(&w.pk, "rank", 0);
+    put_msg("register-1", &w);
+    pl_wbuf_init(&w, PL_MSG_PULL, 2, 2);
+    pl_w_kuint(&w.pk, "free_cores", 4);
+    pl_w_kuint(&w.pk, "free_gpus", 2);
+    put_msg("pull-1", &w);
+    pl_wbuf_init(&w, PL_MSG_EVENTS, 3, 1);
+    pl_w_key(&w.pk, "events");
+    msgpack_pack_array(&w.pk, 2);
+    event_running(&w.pk);
+    event_full(&w.pk);
+    put_msg("events-1", &w);
+    pl_wbuf_init(&w, PL_MSG_HEARTBEAT, 4, 0);
+    put_msg("heartbeat-1", &w);
+
+    /* replies */
+    pl_wbuf_reply(&w, 6, 0, NULL);
+    msgpack_pack_map(&w.pk, 6);
+    pl_w_kstr(&w.pk, "pilot", "p1");
+    pl_w_kint(&w.pk, "walltime_left", -1);
+    pl_w_kdouble(&w.pk, "started", 1.5);
+    pl_w_kbool(&w.pk, "ok", true);
+    pl_w_key(&w.pk, "nodes");
+    msgpack_pack_array(&w.pk, 1);
+    msgpack_pack_map(&w.pk, 2);
+    pl_w_kstr(&w.pk, "name", "n1");
+    pl_w_kuintv(&w.pk, "cores", cores, 4);
+    pl_w_key(&w.pk, "job");
+    msgpack_pack_nil(&w.pk);
+    put_msg("reply-1", &w);
+    pl_wbuf_reply(&w, 7, 2, "no task 7");
+    put_msg("reply-2", &w);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: mkcorpus DIR\n");
+        return 2;
+    }
+    outdir = argv[1];
+    if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
+        perror(outdir);
+        return 1;
+    }
+    messages();
+    put_entry("spec-min", spec_min);
+    put_entry("spec-full", spec_full);
+    put_entry("spec-torch", spec_torch);
+    put_entry("run-none", run_none);
+    put_entry("run-torch", run_torch);
+    put_entry("run-mpi", run_mpi);
+    put_entry("event-full", event_full);
+    put_entry("event-running", event_running);
+    return 0;
+}
