@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/db.h"
@@ -105,6 +106,7 @@ struct pl_db {
     size_t jlen;
     int failed;              /* errno of the failed commit, 0: none */
     char why[160];           /* ... and its text */
+    double failed_at;        /* ... and when (s since the epoch) */
     char dir[4096];          /* the database's directory (statvfs) */
 };
 
@@ -195,7 +197,13 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
         goto error;
     }
     sqlite3_busy_timeout(db->h, 2000);
+    /* synchronous=NORMAL: a commit is in the WAL when it returns (it
+     * survives pilotd), fsync only at checkpoints (a power loss may take
+     * the last commits).  The daemon checkpoints often (pl_db_checkpoint)
+     * and SQLite past 1000 pages (4 MiB, its default); after a burst the
+     * WAL file is cut back to 4 MiB. */
     if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                 "PRAGMA journal_size_limit=4194304;"
                  "PRAGMA foreign_keys=OFF;", errp) < 0)
         goto error;
     if (sqlite3_prepare_v2(db->h, "PRAGMA quick_check", -1, &st, NULL)
@@ -291,6 +299,8 @@ static void set_failed(struct pl_db *db, const struct pl_error *errp)
 {
     int saved = errno;
 
+    if (!db->failed)
+        db->failed_at = (double)time(NULL);
     db->failed = saved ? saved : EIO;
     snprintf(db->why, sizeof(db->why), "%s",
              errp && errp->text[0] ? errp->text : strerror(db->failed));
@@ -530,6 +540,26 @@ static int write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
     return 0;
 }
 
+/* A full filesystem with less than this free is still full: a retry
+ * waits for it (64 pages of WAL, a few batches).  Without it a retry
+ * small enough for the room left in the WAL's last pages would succeed,
+ * the next submission fail, and so on. */
+#define ROOM (256 * 1024)
+
+/* Whether the failed database's directory has room again; true when
+ * its reason was not a full disk, or statvfs cannot say. */
+static bool has_room(const struct pl_db *db)
+{
+    struct statvfs sv;
+
+    if (db->failed != ENOSPC && db->failed != EFBIG)
+        return true;
+    if (statvfs(db->dir, &sv) < 0)
+        return true;
+    unsigned long long avail = geteuid() == 0 ? sv.f_bfree : sv.f_bavail;
+    return avail * sv.f_frsize >= ROOM;
+}
+
 int pl_db_commit(struct pl_db *db, struct pl_error *errp)
 {
     struct pl_error local;
@@ -538,7 +568,16 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp)
         errp = &local; /* the reason is kept for pl_db_failed() */
     errp->text[0] = '\0';
     if (db->failed) {
-        /* SQLite rolled back what the failed commit held: do it again */
+        if (!has_room(db)) {
+            errno = db->failed;
+            return pl_errprintf(errp, "%s", db->why);
+        }
+        /* SQLite rolled back what the failed commit held: do it again.
+         * A checkpoint first: if it copies the whole WAL into the
+         * database, the retry writes the WAL from its start, over space
+         * it already has (it fails if the database must grow) */
+        sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                  NULL, NULL);
         if (begin(db, errp) < 0)
             goto error;
         for (struct jent *j = db->jhead; j; j = j->next) {
@@ -548,6 +587,17 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp)
                 && errno != EINVAL)
                 goto error;
         }
+        /* and one write of its own, so that the retry of an empty
+         * journal (the failed batch held only submissions) proves the
+         * directory writable too: when the last failure ended, and why */
+        char buf[sizeof(db->why) + 64];
+        struct jent rec = { .kind = J_META };
+        snprintf(buf, sizeof(buf), "%.0f %.0f %s", db->failed_at,
+                 (double)time(NULL), db->why);
+        rec.s[0] = "store_failure";
+        rec.s[1] = buf;
+        if (apply(db, &rec, true, errp) < 0)
+            goto error;
     }
     if (!db->in_txn)
         return 0;
@@ -564,6 +614,18 @@ error:
     else
         set_failed(db, errp); /* BEGIN failed, or SQLite rolled back */
     return -1;
+}
+
+int pl_db_checkpoint(struct pl_db *db, struct pl_error *errp)
+{
+    int log = 0, done = 0;
+
+    if (db->in_txn)
+        return 0;
+    if (sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                  &log, &done) != SQLITE_OK)
+        return dberr(db, errp, "checkpoint");
+    return 0;
 }
 
 /* The text a write refused while the commit has failed gets. */

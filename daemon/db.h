@@ -45,7 +45,8 @@ struct pl_db_spec {
 
 /* Open (creating if needed) the database at 'path': WAL journal,
  * synchronous=NORMAL (a commit survives a crash of pilotd; only a power
- * loss may lose the last commits), schema, quick_check.  NULL + errp. */
+ * loss may lose the last commits), the WAL cut back to 4 MiB after a
+ * checkpoint, schema, quick_check.  NULL + errp. */
 struct pl_db *pl_db_open(const char *path, struct pl_error *errp);
 void pl_db_close(struct pl_db *db);
 
@@ -65,7 +66,11 @@ sqlite3 *pl_db_handle(struct pl_db *db);
  * savepoints are refused with the errno of the failure; reads see the
  * last commit.  pl_db_commit() on a failed database is the retry: a new
  * transaction replays the journal (skipping writes for tasks that are not
- * in the database: their submission was undone) and commits it.
+ * in the database: their submission was undone), writes the meta row
+ * 'store_failure' ("FAILED_AT STORED_AT WHY", times in s since the
+ * epoch), and commits.  After ENOSPC it is not tried until the
+ * directory has 256 KiB free (else a small retry could fit where the
+ * next submission does not).
  *
  * pl_db_commit returns 0 once every write is stored, or -1 with errno
  * (ENOSPC, EDQUOT: full; EROFS: read-only; EIO, EBUSY, ...) and errp. */
@@ -75,6 +80,13 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp);
  * (the database is no longer failed). */
 void pl_db_rollback(struct pl_db *db);
 int pl_db_in_txn(const struct pl_db *db);
+
+/* Copy what the WAL holds into the database (a passive checkpoint: it
+ * never waits), outside a transaction; the next commit then writes the
+ * WAL from its start.  pilotd calls it 4 times a second at most, so the
+ * WAL stays small.  0, or -1 (errp): the database may have to grow and
+ * the disk is full; nothing is lost. */
+int pl_db_checkpoint(struct pl_db *db, struct pl_error *errp);
 
 /* 0 if nothing waits for a failed commit, else its errno; *why (may be
  * NULL) is its text, borrowed until the next call on 'db'. */

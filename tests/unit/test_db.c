@@ -286,6 +286,14 @@ static void journal_page_limit(const char *dir)
            "... node n1 up, joined at its first write, last seen at its last");
     scalar(h, "SELECT value FROM meta WHERE key = 'job'", buf, sizeof(buf));
     is_str(buf, "8", "... meta job is the last value");
+    char rec[256];
+    scalar(h, "SELECT value FROM meta WHERE key = 'store_failure'", rec,
+           sizeof(rec));
+    unsigned long long t0 = 0, t1 = 0;
+    int off = 0;
+    ok(sscanf(rec, "%llu %llu %n", &t0, &t1, &off) == 2 && t0 > 0
+           && t1 >= t0 && strstr(rec + off, "full"),
+       "... meta store_failure says when and why: %s", rec);
     is(pl_db_commit(db, &e), 0, "limit: a commit with nothing open");
     pl_db_close(db);
 }
@@ -478,7 +486,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(149);
+    plan(150);
     snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
     if (!mkdtemp(tmp)) {
         diag("mkdtemp: %s", strerror(errno));
