@@ -1596,13 +1596,15 @@ static bool store_refused(struct pl_daemon *d, const struct req *r)
     return true;
 }
 
-/* A write of a request failed with the state directory: say so in the
- * words of store_refused(). */
+/* A write of a request failed (errno) with the state directory: say so
+ * in the words of store_refused(). */
 static void store_text(const struct pl_daemon *d, struct pl_error *errp)
 {
     int saved = errno, errnum = pl_db_failed(d->db, NULL);
     char why[PL_PATH_MAX + 64];
 
+    if (!errnum && (saved == ENOSPC || saved == EDQUOT || saved == EROFS))
+        errnum = saved; /* this write only: SQLite kept the transaction */
     if (!errnum)
         return;
     store_why(d, errnum, why, sizeof(why));
@@ -1947,10 +1949,11 @@ static void h_status(struct pl_daemon *d, const struct req *r,
     /* the state directory: "ok", or why nothing new is stored */
     const char *text;
     int fe = pl_db_failed(d->db, &text);
-    char why[PL_PATH_MAX + 240];
-    store_why(d, fe, why, sizeof(why));
-    snprintf(why + strlen(why), sizeof(why) - strlen(why), ": %s",
-             fe ? text : "");
+    char why[PL_PATH_MAX + 240] = "";
+    if (fe) {
+        store_why(d, fe, why, sizeof(why));
+        snprintf(why + strlen(why), sizeof(why) - strlen(why), ": %s", text);
+    }
     json_object_set_new(s, "state_store", json_string(store_state(fe)));
     json_object_set_new(s, "state_store_error",
                         fe ? json_string(why) : json_null());

@@ -6,7 +6,7 @@
 # Needs root (mount); docs/state.md, "Durability".
 . "$(dirname "$0")/lib.sh"
 
-plan 35
+plan 36
 
 # seconds taken by CMD..., with its output in OUT, ERR and RC (capture)
 timed() {
@@ -77,11 +77,13 @@ like "$(<"$WORK/dd.err")" 'No space left on device' \
     "the tmpfs is filled up ($(df -k "$PILOT_HOME" | awk 'NR == 2 { print $4 }') KiB left)"
 T_FULL=$(now)
 
-# pilotd writes in place while its WAL has room: submit until refused
+# pilotd writes in place while its WAL has room: submit until refused;
+# each task notes that it ran in a file off the tmpfs
+RAN="echo \$PILOT_TASK_ID >> '$WORK/ran'"
 ACCEPTED=()
 REFUSED=0
 for ((i = 0; i < 200; i++)); do
-    capture pilot submit -- true
+    capture pilot submit -- sh -c "$RAN"
     if ((RC != 0)); then
         REFUSED=1
         break
@@ -155,6 +157,9 @@ ok "pilotd logged that its state directory can be written again" \
     grep -q 'can be written again after' "$PDIR/logs/pilotd.log"
 capture pilot wait --all --timeout 60
 is "$RC" 0 "every task ends done"
+TWICE=$(sort -n "$WORK/ran" 2>/dev/null | uniq -d | wc -l)
+is "$TWICE $(wc -l <"$WORK/ran" 2>/dev/null)" "0 ${#ACCEPTED[@]}" \
+    "the ${#ACCEPTED[@]} tasks stored after the fill ran once each"
 
 capture pilot ls --json
 LS=$OUT
@@ -168,9 +173,9 @@ ENDS=$(json "[t['end_time'] for t in j if t['id'] in ($GATES,)]" <<<"$LS")
 ok "the gate tasks' ends are stored, at times while full ($ENDS)" \
     "$PY" -c '
 import json, sys
-ends = json.loads(sys.argv[1])
-sys.exit(0 if len(ends) == int(sys.argv[4]) and all(e and float(sys.argv[2]) <= e < float(sys.argv[3]) for e in ends) else 1)' \
-    "$ENDS" "$T_GO" "$T_FREE" "$NGATE"
+ends, t0, t1, n = json.loads(sys.argv[1]), *map(float, sys.argv[2:])
+sys.exit(0 if len(ends) == n and all(e and t0 <= e < t1 for e in ends)
+         else 1)' "$ENDS" "$T_GO" "$T_FREE" "$NGATE"
 capture pilot show "${GATE[0]}" --json
 is "$(json '[e["state"] for e in j["events"] if "rank" not in e or e["rank"] is None]' <<<"$OUT")" \
     '["queued", "assigned", "running", "done"]' \
