@@ -486,7 +486,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(150);
+    plan(153);
     snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
     if (!mkdtemp(tmp)) {
         diag("mkdtemp: %s", strerror(errno));
@@ -504,6 +504,11 @@ int main(void)
     scalar(h, "PRAGMA journal_mode", buf, sizeof(buf));
     is_str(buf, "wal", "journal_mode is WAL");
     is(count(h, "PRAGMA synchronous"), 1, "synchronous is NORMAL");
+    is(count(h, "PRAGMA journal_size_limit"), 4194304,
+       "the WAL is cut back to 4 MiB after a checkpoint");
+    is(count(h, "PRAGMA wal_autocheckpoint"), 1000,
+       "SQLite checkpoints at 1000 pages (pilotd more often)");
+    is(pl_db_checkpoint(db, &e), 0, "pl_db_checkpoint");
     is(count(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
                 "name IN ('tasks', 'events', 'nodes', 'meta')"),
        4, "tables tasks, events, nodes, meta");
