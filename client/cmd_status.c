@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/cli.h"
@@ -13,8 +14,9 @@ static const char help[] =
     "\n"
     "Show the pilot: its id, Slurm job and host, whether it runs, the\n"
     "walltime left, its nodes and agents (up or lost), cores and GPUs\n"
-    "busy, and its tasks by state.  On a pilot that is down, shows what\n"
-    "it last recorded.\n"
+    "busy, and its tasks by state.  When pilotd cannot write its state\n"
+    "directory (full, read-only), a 'store:' line says so.  On a pilot\n"
+    "that is down, shows what it last recorded.\n"
     "\n"
     "options:\n"
     "  --pilot ID   the pilot to show\n"
@@ -50,6 +52,26 @@ static void print_head(const struct pl_conn *conn, const json_t *s)
     if (!isnan(left) && !strcmp(state, "running"))
         printf(", walltime left %s", pl_out_duration(left, d, sizeof(d)));
     putchar('\n');
+}
+
+/* "store: full for 12s, 7 changes wait: the state directory ... is full
+ * (ENOSPC): ...; submit and cancel are refused": nothing when "ok" (or
+ * from a pilotd that does not say) */
+static void print_store(const json_t *s)
+{
+    const char *st = pl_out_jstr(s, "state_store");
+    const char *why = pl_out_jstr(s, "state_store_error");
+    double since = pl_out_jreal(s, "state_store_since", NAN);
+    char d[32];
+
+    if (!st || !strcmp(st, "ok"))
+        return;
+    printf("store: %s", st);
+    if (!isnan(since))
+        printf(" for %s", pl_out_duration(fmax(0, time(NULL) - since), d,
+                                          sizeof(d)));
+    printf(", %lld changes wait: %s; submit and cancel are refused\n",
+           pl_out_jcount(s, "unstored"), why ? why : "");
 }
 
 static void print_nodes(const json_t *nodes)
@@ -95,6 +117,7 @@ static void print_status(const struct pl_conn *conn, const json_t *s)
     size_t i;
 
     print_head(conn, s);
+    print_store(s);
     json_array_foreach(nodes, i, n) {
         const char *st = pl_out_jstr(n, "state");
         if (st && !strcmp(st, "up"))

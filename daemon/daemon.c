@@ -4,7 +4,9 @@
  * batches; after each batch flush() runs the scheduler, commits the one
  * open transaction (group commit), and only then sends the replies and
  * the work queued during the batch, so an acknowledged submission is
- * always committed.
+ * always committed.  When the commit fails (the state directory is full
+ * or read-only) pilotd keeps going on its journal (daemon/db.h) without
+ * acknowledging or starting anything, and retries (docs/state.md).
  */
 #include <errno.h>
 #include <math.h>
@@ -62,6 +64,22 @@
  * all of them took (7 s for 10).  Now a quick request waits for at most
  * two slow ones.  The watcher calls us again at once if more is queued. */
 #define BATCH_NS (20 * 1000 * 1000ULL)
+/* After a failed commit: retry at most this often (s) from the loop
+ * (the 1 s tick makes it every second), and from a submit or cancel.  A
+ * retry replays the journal, one statement per write kept: what changed
+ * since the failure, which is little, as no task starts meanwhile. */
+#define STORE_RETRY 0.5
+#define STORE_RETRY_REQ 0.1
+/* The WAL is copied into the database at most this often (s) after a
+ * commit, and at the 1 s tick: it stays about 0.25 s of writes long
+ * (SQLite's own checkpoint at 1000 pages, 4 MiB, bounds a burst).  A
+ * copy costs two fsyncs (8 ms here for 100 pages): SQLite's own alone,
+ * every 1000 pages, would let the WAL grow to 4 MiB; every 100 pages, it
+ * made a commit 3 times as slow (1.0 ms, not 0.34 ms, 8 writes each). */
+#define CHECKPOINT 0.25
+/* run_seq of a rank placed whose RUN waits for the commit: for
+ * agent_register() it is on its way */
+#define RUN_UNSENT UINT64_MAX
 
 /* A message to send after the batch's commit. */
 struct out {
@@ -73,8 +91,16 @@ struct out {
     uint64_t seq;            /* the request answered, for an error reply */
     uint64_t *undo;          /* tasks this reply acknowledges */
     size_t nundo;
-    bool needs_commit;       /* acknowledges what the batch stores: not
-                                sent if its commit fails */
+    bool needs_commit;       /* acknowledges what the batch stores: if
+                                its commit fails, an agent's is not sent
+                                and a client's becomes an error */
+    bool cancel;             /* the reply to a cancel */
+};
+
+/* A task placed whose RUN waits for the commit of its assignment. */
+struct unsent {
+    uint64_t id;
+    uint32_t attempt;
 };
 
 struct pl_daemon {
@@ -120,6 +146,14 @@ struct pl_daemon {
     double bad_since;            /* start of the bad-input log window */
     unsigned bad_logged;         /* lines logged in it */
     unsigned long long bad_dropped; /* lines left out in it */
+    struct unsent *unsent;       /* placed, RUN not sent (send_runs()) */
+    size_t nunsent, capunsent;
+    /* A commit failed: until a retry stores the journal, nothing is
+     * acknowledged and no task is started (store_failed()). */
+    double store_failed_since;   /* 0: everything is stored */
+    double store_retry_at;       /* the last retry */
+    double ckpt_at;              /* the last checkpoint */
+    int store_errno;             /* the reason last logged */
 };
 
 static double now(void)
@@ -215,8 +249,10 @@ static void reply_err(struct pl_daemon *d, const void *rid, size_t ridlen,
     out_push(d, o);
 }
 
-static void reply_json(struct pl_daemon *d, const void *rid, size_t ridlen,
-                       uint64_t seq, json_t *data)
+/* Queue a reply holding 'data' (taken).  Returns it (borrowed: the out
+ * queue owns it), or NULL if out of memory. */
+static struct out *reply_json(struct pl_daemon *d, const void *rid,
+                              size_t ridlen, uint64_t seq, json_t *data)
 {
     struct out *o = out_new(d->csock, rid, ridlen);
 
@@ -228,6 +264,7 @@ static void reply_json(struct pl_daemon *d, const void *rid, size_t ridlen,
     out_push(d, o);
 done:
     json_decref(data);
+    return o;
 }
 
 static void count_move(struct pl_daemon *d, int from, int to)
@@ -256,28 +293,138 @@ static void undo_reply(struct pl_daemon *d, struct out *o, const char *why,
 }
 
 static void schedule(struct pl_daemon *d);
+static void send_runs(struct pl_daemon *d);
+
+/* "ENOSPC": the name of the errno values a state directory fails with. */
+static const char *errno_name(int errnum)
+{
+    switch (errnum) {
+    case ENOSPC: return "ENOSPC";
+    case EDQUOT: return "EDQUOT";
+    case EFBIG: return "EFBIG";
+    case EROFS: return "EROFS";
+    case EACCES: return "EACCES";
+    case EBUSY: return "EBUSY";
+    case ENOMEM: return "ENOMEM";
+    default: return "EIO";
+    }
+}
+
+/* What the status object says of the state directory: "ok", "full",
+ * "read-only" or "error". */
+static const char *store_state(int errnum)
+{
+    if (errnum == 0)
+        return "ok";
+    if (errnum == ENOSPC || errnum == EDQUOT || errnum == EFBIG)
+        return "full";
+    if (errnum == EROFS || errnum == EACCES)
+        return "read-only";
+    return "error";
+}
+
+/* "the state directory /p/pilots/p1 is full (ENOSPC)" */
+static void store_why(const struct pl_daemon *d, int errnum, char *buf,
+                      size_t len)
+{
+    const char *st = store_state(errnum);
+
+    snprintf(buf, len, "the state directory %s %s (%s)", d->dir,
+             !strcmp(st, "full")        ? "is full"
+             : !strcmp(st, "read-only") ? "is read-only"
+                                        : "cannot be written",
+             errno_name(errnum));
+}
+
+/* The batch ends with writes not stored (its commit failed, or one of
+ * its writes did, or an earlier commit): log it once (and when the
+ * reason changes), and turn the batch's acknowledgements into errors:
+ * its submissions are forgotten (they were not stored), its cancels may
+ * not be stored. */
+static void store_failed(struct pl_daemon *d)
+{
+    const char *text;
+    int errnum = pl_db_failed(d->db, &text);
+    char why[PL_PATH_MAX + 64], reply[PL_PATH_MAX + 160];
+
+    store_why(d, errnum, why, sizeof(why));
+    if (!d->store_failed_since) {
+        d->store_failed_since = now();
+        pl_log(LOG_ERR, "%s: %s; until it can be written again, nothing "
+               "is stored, submissions and cancels are refused, no task "
+               "starts, reads are served (retrying every second)", why,
+               text);
+    }
+    else if (errnum != d->store_errno)
+        pl_log(LOG_WARNING, "%s now: %s", why, text);
+    d->store_errno = errnum;
+    for (struct out *o = d->outq; o; o = o->next) {
+        if (!o->needs_commit || o->sock != d->csock)
+            continue;
+        snprintf(reply, sizeof(reply), "%s: %s", o->cancel
+                 ? "the cancel may not be stored" : "not stored", why);
+        undo_reply(d, o, reply, errnum);
+        o->needs_commit = false; /* the error goes */
+    }
+}
+
+/* Try to store the journal again, if the last try is 'interval' s old.
+ * On success: log it, send the RUNs that waited, schedule again. */
+static void store_retry(struct pl_daemon *d, double interval)
+{
+    struct pl_error err;
+    double t = now();
+    size_t n = pl_db_unstored(d->db);
+
+    if (!pl_db_failed(d->db, NULL) || t - d->store_retry_at < interval)
+        return;
+    d->store_retry_at = t;
+    if (pl_db_commit(d->db, &err) < 0)
+        return; /* flush() says it if the reason changed */
+    pl_log(LOG_NOTICE, "the state directory %s can be written again after "
+           "%.1f s: %zu changes stored", d->dir, t - d->store_failed_since,
+           n);
+    d->store_failed_since = 0;
+    d->store_errno = 0;
+    send_runs(d);
+    d->want_sched = true;
+}
+
+/* Copy the WAL into the database if the last copy is 'interval' s old
+ * (db.h: the WAL stays about that many seconds of writes long). */
+static void checkpoint(struct pl_daemon *d, double interval)
+{
+    struct pl_error err;
+    double t = now();
+
+    if (pl_db_failed(d->db, NULL) || t - d->ckpt_at < interval)
+        return;
+    d->ckpt_at = t;
+    if (pl_db_checkpoint(d->db, &err) < 0)
+        pl_log(LOG_DEBUG, "checkpoint: %s", err.text);
+}
 
 /* End of a batch: schedule, commit, then send what the batch produced. */
 static void flush(struct pl_daemon *d)
 {
-    struct pl_error err;
     struct out *o, *next;
 
-    if (d->want_sched && !d->stopping)
+    store_retry(d, STORE_RETRY);
+    if (d->want_sched && !d->stopping && !pl_db_failed(d->db, NULL))
         schedule(d);
-    if (pl_db_in_txn(d->db) && pl_db_commit(d->db, &err) < 0) {
-        int errnum = errno;
-        char why[200];
-        pl_log(LOG_ERR, "commit failed: %s", err.text);
-        snprintf(why, sizeof(why), "not stored: %s", err.text);
-        for (o = d->outq; o; o = o->next)
-            if (o->nundo)
-                undo_reply(d, o, why, errnum);
-    }
-    bool failed = pl_db_in_txn(d->db);
+    bool wrote = pl_db_in_txn(d->db);
+    if (wrote)
+        pl_db_commit(d->db, NULL); /* a failure is kept in d->db */
+    bool stored = !pl_db_failed(d->db, NULL);
+    if (stored)
+        send_runs(d);
+    else
+        store_failed(d);
+    if (wrote)
+        checkpoint(d, CHECKPOINT);
     for (o = d->outq; o; o = next) {
         next = o->next;
-        if (failed && o->needs_commit)
+        if (!stored && o->needs_commit)
             ; /* not stored: the agent sends it again */
         else if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
                                o->w.sb.size) < 0) {
@@ -649,46 +796,95 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
     }
 }
 
+/* Place what fits and record it (in the open transaction); the RUNs
+ * leave after the commit (send_runs()). */
 static void schedule(struct pl_daemon *d)
 {
     struct placed p = { 0 };
 
     d->want_sched = false;
     pl_sched_run(d->sched, place_cb, &p);
+    if (p.n > d->capunsent - d->nunsent) {
+        size_t cap = d->nunsent + p.n;
+        struct unsent *u = realloc(d->unsent, cap * sizeof(*u));
+        if (u) {
+            d->unsent = u;
+            d->capunsent = cap;
+        }
+    }
     for (size_t i = 0; i < p.n; i++) {
         struct pl_dtask *t = p.t[i];
         t->state = PL_ST_QUEUED; /* what the counters last saw */
         change(d, t, PL_ST_ASSIGNED, NULL);
-        for (uint32_t r = 0; r < t->ranks; r++)
+        for (uint32_t r = 0; r < t->ranks; r++) {
             rank_event(d, t, r, PL_ST_ASSIGNED, 0, NULL);
+            if (r < launched(t))
+                t->rank[r].run_seq = RUN_UNSENT;
+        }
+        /* N.B. out of memory: the task stays assigned, as in place_cb */
+        if (d->nunsent < d->capunsent)
+            d->unsent[d->nunsent++] = (struct unsent){ t->id, t->attempt };
     }
-    /* one run message per node, ranks in placement order */
-    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+    free(p.t);
+}
+
+/* The ranks of 't' whose RUN waits, on 'n': still assigned there, in
+ * the attempt that was placed. */
+static bool run_waits(const struct pl_dtask *t, uint32_t r,
+                      const struct pl_node *n)
+{
+    const struct pl_rank *k = &t->rank[r];
+
+    return k->node == n && k->state == PL_ST_ASSIGNED
+           && k->run_seq == RUN_UNSENT;
+}
+
+/* The assignments of the tasks placed are stored: send their RUNs, one
+ * per node, ranks in placement order.  A task that changed meanwhile
+ * (while a failed commit was retried: its node lost, it requeued) is
+ * skipped. */
+static void send_runs(struct pl_daemon *d)
+{
+    size_t m = 0;
+
+    /* the tasks still as they were placed */
+    for (size_t i = 0; i < d->nunsent; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, d->unsent[i].id);
+        if (t && t->rank && t->state == PL_ST_ASSIGNED
+            && t->attempt == d->unsent[i].attempt)
+            d->unsent[m++] = d->unsent[i];
+    }
+    for (size_t k = 0; m && k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         uint32_t cnt = 0;
         struct out *o;
-        for (size_t i = 0; i < p.n; i++)
-            for (uint32_t r = 0; r < launched(p.t[i]); r++)
-                if (p.t[i]->rank[r].node == n)
-                    cnt++;
-        if (cnt == 0 || !(o = agent_out(d, n)))
+        for (size_t i = 0; i < m; i++) {
+            struct pl_dtask *t = pl_sched_task_get(d->sched,
+                                                   d->unsent[i].id);
+            for (uint32_t r = 0; r < launched(t); r++)
+                cnt += run_waits(t, r, n);
+        }
+        if (cnt == 0 || n->state != PL_NODE_UP || !(o = agent_out(d, n)))
             continue;
         /* numbered per node: a REGISTER says up to which RUN it knows */
         uint64_t seq = ++n->run_seq;
         pl_wbuf_init(&o->w, PL_MSG_RUN, seq, 1);
         pl_w_key(&o->w.pk, "tasks");
         msgpack_pack_array(&o->w.pk, cnt);
-        for (size_t i = 0; i < p.n; i++)
-            for (uint32_t r = 0; r < launched(p.t[i]); r++)
-                if (p.t[i]->rank[r].node == n) {
-                    pack_run_rank(d, &o->w.pk, p.t[i], r);
-                    p.t[i]->rank[r].run_seq = seq;
+        for (size_t i = 0; i < m; i++) {
+            struct pl_dtask *t = pl_sched_task_get(d->sched,
+                                                   d->unsent[i].id);
+            for (uint32_t r = 0; r < launched(t); r++)
+                if (run_waits(t, r, n)) {
+                    pack_run_rank(d, &o->w.pk, t, r);
+                    t->rank[r].run_seq = seq;
                 }
+        }
         n->want = false; /* it pulls again if it still has room */
         send_agent(d, n, o);
         pl_log(LOG_DEBUG, "run %u ranks on %s", cnt, n->name);
     }
-    free(p.t);
+    d->nunsent = 0;
 }
 
 static void node_record(struct pl_daemon *d, struct pl_node *n,
@@ -1410,6 +1606,40 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
     return 0;
 }
 
+/* While the state directory cannot be written, a request that would
+ * change state is refused with one line and no acknowledgement, after
+ * one more try (the space may be back).  Returns true if it was. */
+static bool store_refused(struct pl_daemon *d, const struct req *r)
+{
+    char why[PL_PATH_MAX + 64], text[PL_PATH_MAX + 160];
+    int errnum;
+
+    store_retry(d, STORE_RETRY_REQ);
+    if (!(errnum = pl_db_failed(d->db, NULL)))
+        return false;
+    store_why(d, errnum, why, sizeof(why));
+    snprintf(text, sizeof(text), "%s: pilotd stores nothing new until it "
+             "can write there again", why);
+    reply_err(d, r->rid, r->ridlen, r->seq, errnum, text);
+    return true;
+}
+
+/* A write of a request failed (errno) with the state directory: say so
+ * in the words of store_refused(). */
+static void store_text(const struct pl_daemon *d, struct pl_error *errp)
+{
+    int saved = errno, errnum = pl_db_failed(d->db, NULL);
+    char why[PL_PATH_MAX + 64];
+
+    if (!errnum && (saved == ENOSPC || saved == EDQUOT || saved == EROFS))
+        errnum = saved; /* this write only: SQLite kept the transaction */
+    if (!errnum)
+        return;
+    store_why(d, errnum, why, sizeof(why));
+    pl_errprintf(errp, "not stored: %s", why);
+    errno = saved;
+}
+
 static void h_submit(struct pl_daemon *d, const struct req *r,
                      const struct pl_msg *m)
 {
@@ -1425,6 +1655,8 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
                   "the pilot is shutting down");
         return;
     }
+    if (store_refused(d, r))
+        return;
     if (pl_mp_array(m->body, "tasks", true, MAX_SUBMIT, &arr, &err) < 0)
         goto bad;
     n = arr->via.array.size;
@@ -1450,8 +1682,10 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
         || !(o->undo = calloc(n, sizeof(*o->undo))))
         goto nomem;
     o->seq = r->seq;
-    if (pl_db_savepoint(d->db, &err) < 0)
+    if (pl_db_savepoint(d->db, &err) < 0) {
+        store_text(d, &err);
         goto bad;
+    }
     for (i = 0; i < n; i++) {
         struct pl_spec *s = &specs[i];
         char *argv_json = json_strv(s->argv);
@@ -1482,6 +1716,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
             if (rc == 0)
                 pl_errprintf(&err, "out of memory");
             pl_db_savepoint_end(d->db, false, NULL);
+            store_text(d, &err);
             undo_reply(d, o, err.text, errnum);
             out_push(d, o);
             goto done;
@@ -1493,6 +1728,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     }
     if (pl_db_savepoint_end(d->db, true, &err) < 0) {
         int errnum = errno;
+        store_text(d, &err);
         undo_reply(d, o, err.text, errnum);
         out_push(d, o);
         goto done;
@@ -1500,6 +1736,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     pl_wbuf_reply(&o->w, r->seq, 0, NULL);
     msgpack_pack_map(&o->w.pk, 1);
     pl_w_kuintv(&o->w.pk, "ids", o->undo, (uint32_t)o->nundo);
+    o->needs_commit = true;
     out_push(d, o);
     d->want_sched = true;
     pl_log(LOG_INFO, "submitted %u tasks (%llu..%llu)", n,
@@ -1625,6 +1862,10 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
         pl_errprintf(&err, "no task ids given");
         goto bad;
     }
+    if (store_refused(d, r)) {
+        free(ids);
+        return;
+    }
     /* all ids must exist before anything changes */
     for (uint32_t i = 0; i < nids; i++) {
         if (pl_sched_task_get(d->sched, ids[i]))
@@ -1662,7 +1903,13 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
     res = json_object();
     json_object_set_new(res, "canceled", canceled);
     json_object_set_new(res, "final", final);
-    reply_json(d, r->rid, r->ridlen, r->seq, res);
+    struct out *o = reply_json(d, r->rid, r->ridlen, r->seq, res);
+    if (o) {
+        /* the cancel of a queued task is a write: acknowledged once
+         * stored */
+        o->needs_commit = true;
+        o->cancel = true;
+    }
     free(ids);
     return;
 bad:
@@ -1733,6 +1980,23 @@ static void h_status(struct pl_daemon *d, const struct req *r,
                                                             : "slurm"));
     json_object_set_new(s, "state", json_string(d->stopping ? "stopping"
                                                             : "running"));
+    /* the state directory: "ok", or why nothing new is stored */
+    const char *text;
+    int fe = pl_db_failed(d->db, &text);
+    char why[PL_PATH_MAX + 240] = "";
+    if (fe) {
+        store_why(d, fe, why, sizeof(why));
+        snprintf(why + strlen(why), sizeof(why) - strlen(why), ": %s", text);
+    }
+    json_object_set_new(s, "state_store", json_string(store_state(fe)));
+    json_object_set_new(s, "state_store_error",
+                        fe ? json_string(why) : json_null());
+    json_object_set_new(s, "state_store_since",
+                        fe && d->store_failed_since
+                            ? json_real(d->store_failed_since)
+                            : json_null());
+    json_object_set_new(s, "unstored",
+                        json_integer((json_int_t)pl_db_unstored(d->db)));
     json_object_set_new(s, "job", d->cfg.job > 0 ? json_integer(d->cfg.job)
                                                  : json_null());
     json_object_set_new(s, "host", json_string(d->host));
@@ -1881,7 +2145,8 @@ static void finish_stop(struct pl_daemon *d)
         node_record(d, n, "down");
     }
     if (pl_db_commit(d->db, &err) < 0)
-        pl_log(LOG_ERR, "final commit: %s", err.text);
+        pl_log(LOG_ERR, "final commit: %s: %zu changes are lost",
+               err.text, pl_db_unstored(d->db));
     flush(d);
     pl_endpoint_remove(d->dir);
     pl_zwatch_free(d->czw);
@@ -2052,6 +2317,7 @@ static void tick_cb(uv_timer_t *h)
         }
     }
     flush(d);
+    checkpoint(d, 0); /* the last writes of a burst */
 }
 
 static void restart_cb(uv_timer_t *h)
@@ -2456,6 +2722,7 @@ void pl_daemon_free(struct pl_daemon *d)
         zmq_ctx_term(d->zctx);
     pl_sched_free(d->sched);
     pl_db_close(d->db);
+    free(d->unsent);
     free(d);
     errno = saved;
 }

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "daemon/db.h"
 #include "proto/schema.h"
@@ -21,6 +24,7 @@ enum {
     ST_SAVE,
     ST_RELEASE,
     ST_ROLLBACK_TO,
+    ST_EVENT_IF,
     ST_COUNT
 };
 
@@ -50,7 +54,7 @@ static const char *sql[ST_COUNT] = {
         "   THEN ?11 ELSE NULL END"
         " WHERE id = ?1",
     [ST_NODE] = "INSERT INTO nodes (name, cores, gpus, state, joined, "
-                "last_seen) VALUES (?1,?2,?3,?4,?5,?5) ON CONFLICT(name) DO "
+                "last_seen) VALUES (?1,?2,?3,?4,?6,?5) ON CONFLICT(name) DO "
                 "UPDATE SET cores = coalesce(?2, cores), gpus = "
                 "coalesce(?3, gpus), state = ?4, last_seen = ?5",
     [ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
@@ -58,23 +62,91 @@ static const char *sql[ST_COUNT] = {
     [ST_SAVE] = "SAVEPOINT req",
     [ST_RELEASE] = "RELEASE req",
     [ST_ROLLBACK_TO] = "ROLLBACK TO req",
+    /* the replay of a rank event: its task may be one whose submission
+     * was undone with the failed commit (its id is free again) */
+    [ST_EVENT_IF] = "INSERT INTO events (task, time, state, attempt, node, "
+                    "cores, gpus, detail, rank) SELECT ?1,?2,?3,?4,?5,?6,?7,"
+                    "?8,?9 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+};
+
+/* What a failing statement is called in an error text. */
+static const char *const st_name[ST_COUNT] = {
+    [ST_BEGIN] = "begin", [ST_COMMIT] = "commit",
+    [ST_ROLLBACK] = "rollback", [ST_INSERT] = "insert a task",
+    [ST_EVENT] = "insert an event", [ST_CHANGE] = "change a task",
+    [ST_NODE] = "write a node", [ST_META] = "write meta",
+    [ST_STATE] = "read a task's state", [ST_SAVE] = "savepoint",
+    [ST_RELEASE] = "release a savepoint",
+    [ST_ROLLBACK_TO] = "roll back a savepoint",
+    [ST_EVENT_IF] = "insert an event",
+};
+
+/* One write since the last commit (not the insert of a submission),
+ * kept to be done again when the commit fails. */
+enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META };
+
+struct jent {
+    struct jent *next;
+    enum jkind kind;
+    struct pl_db_change c;   /* J_CHANGE, J_RANK: strings point into buf */
+    uint32_t rank;           /* J_RANK */
+    double joined;           /* J_NODE: the first time it was written */
+    const char *s[4];        /* J_NODE: name, cores, gpus, state;
+                                J_META: key, value (NULL or into buf) */
+    char buf[];
 };
 
 struct pl_db {
     sqlite3 *h;
     sqlite3_stmt *st[ST_COUNT];
     int in_txn;
+    /* The journal: every write since the last commit, oldest first. */
+    struct jent *jhead, **jtail;
+    struct jent **mark;      /* jtail at the open savepoint, or NULL */
+    size_t jlen;
+    int failed;              /* errno of the failed commit, 0: none */
+    char why[160];           /* ... and its text */
+    double failed_at;        /* ... and when (s since the epoch) */
+    char dir[4096];          /* the database's directory (statvfs) */
 };
+
+/* EROFS if the database's filesystem is read-only, ENOSPC if it is
+ * full, else EIO: why a write failed, when SQLite does not say. */
+static int fs_errno(const struct pl_db *db)
+{
+    struct statvfs sv;
+
+    if (!db->dir[0] || statvfs(db->dir, &sv) < 0)
+        return EIO;
+    if (sv.f_flag & ST_RDONLY)
+        return EROFS;
+    if (sv.f_bfree == 0 || (geteuid() != 0 && sv.f_bavail == 0))
+        return ENOSPC;
+    return EIO;
+}
 
 static int dberr(struct pl_db *db, struct pl_error *errp, const char *what)
 {
     int rc = sqlite3_extended_errcode(db->h);
+    int sys = sqlite3_system_errno(db->h);
 
     /* one map from SQLite codes to errno, so callers can tell a full disk
      * or a read-only directory from a bug */
     switch (rc & 0xff) {
     case SQLITE_FULL: errno = ENOSPC; break;
     case SQLITE_READONLY: errno = EROFS; break;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+        /* N.B. a failed write() is SQLITE_IOERR_WRITE unless it was
+         * ENOSPC: the system's errno tells a quota or a filesystem
+         * remounted read-only (after errors) from a broken disk, when
+         * SQLite still has it (a rollback after a failed COMMIT may
+         * clear it); else the filesystem says */
+        if (sys == EDQUOT || sys == EROFS || sys == EFBIG || sys == ENOSPC)
+            errno = sys;
+        else
+            errno = fs_errno(db);
+        break;
     case SQLITE_PERM:
     case SQLITE_AUTH: errno = EACCES; break;
     case SQLITE_BUSY:
@@ -109,6 +181,13 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
         pl_errprintf(errp, "out of memory");
         return NULL;
     }
+    db->jtail = &db->jhead;
+    snprintf(db->dir, sizeof(db->dir), "%s", path);
+    char *slash = strrchr(db->dir, '/');
+    if (slash)
+        *(slash == db->dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(db->dir, sizeof(db->dir), ".");
     if (sqlite3_open_v2(path, &db->h,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
         != SQLITE_OK) {
@@ -118,7 +197,13 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
         goto error;
     }
     sqlite3_busy_timeout(db->h, 2000);
+    /* synchronous=NORMAL: a commit is in the WAL when it returns (it
+     * survives pilotd), fsync only at checkpoints (a power loss may take
+     * the last commits).  The daemon checkpoints often (pl_db_checkpoint)
+     * and SQLite past 1000 pages (4 MiB, its default); after a burst the
+     * WAL file is cut back to 4 MiB. */
     if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                 "PRAGMA journal_size_limit=4194304;"
                  "PRAGMA foreign_keys=OFF;", errp) < 0)
         goto error;
     if (sqlite3_prepare_v2(db->h, "PRAGMA quick_check", -1, &st, NULL)
@@ -153,6 +238,25 @@ error:
     return NULL;
 }
 
+static void journal_free(struct jent *j)
+{
+    while (j) {
+        struct jent *next = j->next;
+        free(j);
+        j = next;
+    }
+}
+
+/* Forget the journal: its writes are stored, or given up. */
+static void journal_clear(struct pl_db *db)
+{
+    journal_free(db->jhead);
+    db->jhead = NULL;
+    db->jtail = &db->jhead;
+    db->mark = NULL;
+    db->jlen = 0;
+}
+
 void pl_db_close(struct pl_db *db)
 {
     if (!db)
@@ -160,6 +264,7 @@ void pl_db_close(struct pl_db *db)
     int saved = errno;
     if (db->in_txn)
         pl_db_rollback(db);
+    journal_clear(db);
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(db->st[i]);
     sqlite3_close(db->h);
@@ -177,6 +282,47 @@ int pl_db_in_txn(const struct pl_db *db)
     return db->in_txn;
 }
 
+int pl_db_failed(const struct pl_db *db, const char **why)
+{
+    if (why)
+        *why = db->failed ? db->why : NULL;
+    return db->failed;
+}
+
+size_t pl_db_unstored(const struct pl_db *db)
+{
+    return db->jlen;
+}
+
+/* Record why the writes now wait in the journal: errno and 'errp'. */
+static void set_failed(struct pl_db *db, const struct pl_error *errp)
+{
+    int saved = errno;
+
+    if (!db->failed)
+        db->failed_at = (double)time(NULL);
+    db->failed = saved ? saved : EIO;
+    snprintf(db->why, sizeof(db->why), "%s",
+             errp && errp->text[0] ? errp->text : strerror(db->failed));
+    errno = saved;
+}
+
+/* The open transaction is lost (SQLite rolled it back on its own after
+ * SQLITE_FULL or an I/O error, or we roll it back here): from now on the
+ * journal is the only copy of its writes, until pl_db_commit() replays
+ * it.  errno and 'errp' say why. */
+static void txn_lost(struct pl_db *db, const struct pl_error *errp)
+{
+    int saved = errno;
+
+    if (!sqlite3_get_autocommit(db->h))
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    db->in_txn = 0;
+    db->mark = NULL;
+    errno = saved;
+    set_failed(db, errp);
+}
+
 /* Run a prepared statement to completion and reset it. */
 static int step(struct pl_db *db, int which, struct pl_error *errp)
 {
@@ -184,9 +330,14 @@ static int step(struct pl_db *db, int which, struct pl_error *errp)
     int rc = sqlite3_step(st);
 
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        dberr(db, errp, sql[which]);
+        struct pl_error e;
+        dberr(db, &e, st_name[which]);
+        if (errp)
+            *errp = e;
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
+        if (db->in_txn && sqlite3_get_autocommit(db->h))
+            txn_lost(db, &e);
         return -1;
     }
     sqlite3_reset(st);
@@ -204,44 +355,6 @@ static int begin(struct pl_db *db, struct pl_error *errp)
     return 0;
 }
 
-int pl_db_commit(struct pl_db *db, struct pl_error *errp)
-{
-    if (!db->in_txn)
-        return 0;
-    if (step(db, ST_COMMIT, errp) < 0) {
-        int saved = errno;
-        pl_db_rollback(db);
-        errno = saved;
-        return -1;
-    }
-    db->in_txn = 0;
-    return 0;
-}
-
-int pl_db_savepoint(struct pl_db *db, struct pl_error *errp)
-{
-    if (begin(db, errp) < 0)
-        return -1;
-    return step(db, ST_SAVE, errp);
-}
-
-int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp)
-{
-    if (!keep && step(db, ST_ROLLBACK_TO, errp) < 0)
-        return -1;
-    return step(db, ST_RELEASE, errp);
-}
-
-void pl_db_rollback(struct pl_db *db)
-{
-    if (!db->in_txn)
-        return;
-    /* N.B. after some errors (SQLITE_FULL) SQLite has already rolled back */
-    if (!sqlite3_get_autocommit(db->h))
-        step(db, ST_ROLLBACK, NULL);
-    db->in_txn = 0;
-}
-
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
 {
     if (s)
@@ -250,12 +363,12 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
-static int event(struct pl_db *db, uint64_t id, double now, int state,
-                 uint32_t attempt, const char *node, const char *cores,
-                 const char *gpus, const char *detail, int64_t rank,
-                 struct pl_error *errp)
+static int event(struct pl_db *db, int which, uint64_t id, double now,
+                 int state, uint32_t attempt, const char *node,
+                 const char *cores, const char *gpus, const char *detail,
+                 int64_t rank, struct pl_error *errp)
 {
-    sqlite3_stmt *st = db->st[ST_EVENT];
+    sqlite3_stmt *st = db->st[which];
 
     if (rank >= 0)
         sqlite3_bind_int64(st, 9, rank);
@@ -268,7 +381,304 @@ static int event(struct pl_db *db, uint64_t id, double now, int state,
     bind_text(st, 6, cores);
     bind_text(st, 7, gpus);
     bind_text(st, 8, detail);
-    return step(db, ST_EVENT, errp);
+    return step(db, which, errp);
+}
+
+static int do_change(struct pl_db *db, const struct pl_db_change *c,
+                     struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_CHANGE];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)c->id);
+    sqlite3_bind_text(st, 2, pl_state_name(c->state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, c->attempt);
+    bind_text(st, 4, c->node);
+    bind_text(st, 5, c->cores);
+    bind_text(st, 6, c->gpus);
+    bind_text(st, 7, c->reason);
+    if (c->exit_code >= 0)
+        sqlite3_bind_int(st, 8, c->exit_code);
+    if (c->signal >= 0)
+        sqlite3_bind_int(st, 9, c->signal);
+    if (c->maxrss_kb >= 0)
+        sqlite3_bind_int64(st, 10, c->maxrss_kb);
+    sqlite3_bind_double(st, 11, c->time);
+    if (step(db, ST_CHANGE, errp) < 0)
+        return -1;
+    if (sqlite3_changes(db->h) == 0) {
+        errno = ENOENT;
+        return pl_errprintf(errp, "no task %llu", (unsigned long long)c->id);
+    }
+    return event(db, ST_EVENT, c->id, c->time, c->state, c->attempt, c->node,
+                 c->cores, c->gpus, c->reason, -1, errp);
+}
+
+/* Do the write 'j' in the open transaction; 'replay': again, after a
+ * failed commit. */
+static int apply(struct pl_db *db, const struct jent *j, bool replay,
+                 struct pl_error *errp)
+{
+    const struct pl_db_change *c = &j->c;
+    sqlite3_stmt *st;
+
+    switch (j->kind) {
+    case J_CHANGE:
+        return do_change(db, c, errp);
+    case J_RANK:
+        return event(db, replay ? ST_EVENT_IF : ST_EVENT, c->id, c->time,
+                     c->state, c->attempt, c->node, c->cores, c->gpus,
+                     c->reason, j->rank, errp);
+    case J_NODE:
+        st = db->st[ST_NODE];
+        bind_text(st, 1, j->s[0]);
+        bind_text(st, 2, j->s[1]);
+        bind_text(st, 3, j->s[2]);
+        bind_text(st, 4, j->s[3]);
+        sqlite3_bind_double(st, 5, c->time);
+        sqlite3_bind_double(st, 6, j->joined);
+        return step(db, ST_NODE, errp);
+    case J_META:
+        st = db->st[ST_META];
+        bind_text(st, 1, j->s[0]);
+        bind_text(st, 2, j->s[1]);
+        return step(db, ST_META, errp);
+    }
+    errno = EINVAL;
+    return pl_errprintf(errp, "bad journal entry");
+}
+
+/* A new journal entry whose s[] holds copies of the 'n' strings 'v'
+ * (each may be NULL).  NULL: out of memory. */
+static struct jent *jent_new(enum jkind kind, const char *const *v, int n)
+{
+    size_t len = 0, off = 0;
+    struct jent *j;
+
+    for (int i = 0; i < n; i++)
+        len += v[i] ? strlen(v[i]) + 1 : 0;
+    if (!(j = calloc(1, sizeof(*j) + len)))
+        return NULL;
+    j->kind = kind;
+    for (int i = 0; i < n; i++) {
+        if (!v[i])
+            continue;
+        size_t l = strlen(v[i]) + 1;
+        memcpy(j->buf + off, v[i], l);
+        j->s[i] = j->buf + off;
+        off += l;
+    }
+    return j;
+}
+
+static struct jent *jent_change(enum jkind kind, const struct pl_db_change *c)
+{
+    const char *v[4] = { c->node, c->cores, c->gpus, c->reason };
+    struct jent *j = jent_new(kind, v, 4);
+
+    if (!j)
+        return NULL;
+    j->c = *c;
+    j->c.node = j->s[0];
+    j->c.cores = j->s[1];
+    j->c.gpus = j->s[2];
+    j->c.reason = j->s[3];
+    return j;
+}
+
+/* While the commit has failed, a node's or a meta key's row is written
+ * once, with its last values: an agent that registers every 2 s until
+ * pilotd can welcome it would otherwise grow the journal without end.
+ * Unlinks and frees the older entry of the same row, keeping what the
+ * last write would not overwrite. */
+static void coalesce(struct pl_db *db, struct jent *j)
+{
+    for (struct jent **pp = &db->jhead; *pp; pp = &(*pp)->next) {
+        struct jent *o = *pp;
+        if (o->kind != j->kind || strcmp(o->s[0], j->s[0]) != 0)
+            continue;
+        if (j->kind == J_NODE) {
+            /* a NULL keeps the cores or gpus the older entry writes */
+            if ((!j->s[1] && o->s[1]) || (!j->s[2] && o->s[2]))
+                return;
+            j->joined = o->joined;
+        }
+        *pp = o->next;
+        if (db->jtail == &o->next)
+            db->jtail = pp;
+        db->jlen--;
+        free(o);
+        return;
+    }
+}
+
+/* Keep 'j' (taken) in the journal and, unless the commit has failed, do
+ * it in the open transaction.  A write that fails for what it is (no
+ * such task: ENOENT; a constraint: EINVAL) is dropped and fails; one
+ * that fails for the disk is kept, and the transaction is given up. */
+static int write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
+{
+    struct jent **slot;
+
+    if (db->failed && (j->kind == J_NODE || j->kind == J_META))
+        coalesce(db, j);
+    slot = db->jtail;
+    *slot = j;
+    db->jtail = &j->next;
+    db->jlen++;
+    if (db->failed)
+        return 0; /* stored by the next pl_db_commit() */
+    if (begin(db, errp) == 0 && apply(db, j, false, errp) == 0)
+        return 0;
+    if (errno == ENOENT || errno == EINVAL) {
+        *slot = NULL;
+        db->jtail = slot;
+        db->jlen--;
+        free(j);
+        return -1;
+    }
+    txn_lost(db, errp);
+    return 0;
+}
+
+/* A full filesystem with less than this free is still full: a retry
+ * waits for it (64 pages of WAL, a few batches).  Without it a retry
+ * small enough for the room left in the WAL's last pages would succeed,
+ * the next submission fail, and so on. */
+#define ROOM (256 * 1024)
+
+/* Whether the failed database's directory has room again; true when
+ * its reason was not a full disk, or statvfs cannot say. */
+static bool has_room(const struct pl_db *db)
+{
+    struct statvfs sv;
+
+    if (db->failed != ENOSPC && db->failed != EFBIG)
+        return true;
+    if (statvfs(db->dir, &sv) < 0)
+        return true;
+    unsigned long long avail = geteuid() == 0 ? sv.f_bfree : sv.f_bavail;
+    return avail * sv.f_frsize >= ROOM;
+}
+
+int pl_db_commit(struct pl_db *db, struct pl_error *errp)
+{
+    struct pl_error local;
+
+    if (!errp)
+        errp = &local; /* the reason is kept for pl_db_failed() */
+    errp->text[0] = '\0';
+    if (db->failed) {
+        if (!has_room(db)) {
+            errno = db->failed;
+            return pl_errprintf(errp, "%s", db->why);
+        }
+        /* SQLite rolled back what the failed commit held: do it again.
+         * A checkpoint first: if it copies the whole WAL into the
+         * database, the retry writes the WAL from its start, over space
+         * it already has (it fails if the database must grow) */
+        sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                  NULL, NULL);
+        if (begin(db, errp) < 0)
+            goto error;
+        for (struct jent *j = db->jhead; j; j = j->next) {
+            /* a task whose submission was undone with the failed commit
+             * has nothing to change */
+            if (apply(db, j, true, errp) < 0 && errno != ENOENT
+                && errno != EINVAL)
+                goto error;
+        }
+        /* and one write of its own, so that the retry of an empty
+         * journal (the failed batch held only submissions) proves the
+         * directory writable too: when the last failure ended, and why */
+        char buf[sizeof(db->why) + 64];
+        struct jent rec = { .kind = J_META };
+        snprintf(buf, sizeof(buf), "%.0f %.0f %s", db->failed_at,
+                 (double)time(NULL), db->why);
+        rec.s[0] = "store_failure";
+        rec.s[1] = buf;
+        if (apply(db, &rec, true, errp) < 0)
+            goto error;
+    }
+    if (!db->in_txn)
+        return 0;
+    if (step(db, ST_COMMIT, errp) < 0)
+        goto error;
+    db->in_txn = 0;
+    db->failed = 0;
+    db->why[0] = '\0';
+    journal_clear(db);
+    return 0;
+error:
+    if (db->in_txn)
+        txn_lost(db, errp);
+    else
+        set_failed(db, errp); /* BEGIN failed, or SQLite rolled back */
+    return -1;
+}
+
+int pl_db_checkpoint(struct pl_db *db, struct pl_error *errp)
+{
+    int log = 0, done = 0;
+
+    if (db->in_txn)
+        return 0;
+    if (sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                  &log, &done) != SQLITE_OK)
+        return dberr(db, errp, "checkpoint");
+    return 0;
+}
+
+/* The text a write refused while the commit has failed gets. */
+static int refuse(struct pl_db *db, struct pl_error *errp)
+{
+    errno = db->failed;
+    return pl_errprintf(errp, "%s", db->why);
+}
+
+int pl_db_savepoint(struct pl_db *db, struct pl_error *errp)
+{
+    if (db->failed)
+        return refuse(db, errp);
+    if (begin(db, errp) < 0 || step(db, ST_SAVE, errp) < 0)
+        return -1;
+    db->mark = db->jtail;
+    return 0;
+}
+
+int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp)
+{
+    struct jent **mark = db->mark;
+
+    if (!db->in_txn) {
+        errno = db->failed ? db->failed : EINVAL;
+        return pl_errprintf(errp, "no savepoint: %s",
+                            db->failed ? db->why : "no transaction");
+    }
+    db->mark = NULL;
+    if (!keep) {
+        if (step(db, ST_ROLLBACK_TO, errp) < 0)
+            return -1;
+        /* the journal forgets what the savepoint held */
+        if (mark) {
+            for (struct jent *j = *mark; j; j = j->next)
+                db->jlen--;
+            journal_free(*mark);
+            *mark = NULL;
+            db->jtail = mark;
+        }
+    }
+    return step(db, ST_RELEASE, errp);
+}
+
+void pl_db_rollback(struct pl_db *db)
+{
+    /* N.B. after some errors (SQLITE_FULL) SQLite has already rolled back */
+    if (db->in_txn && !sqlite3_get_autocommit(db->h))
+        step(db, ST_ROLLBACK, NULL);
+    db->in_txn = 0;
+    db->failed = 0;
+    db->why[0] = '\0';
+    journal_clear(db);
 }
 
 int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
@@ -276,6 +686,8 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
 {
     sqlite3_stmt *st = db->st[ST_INSERT];
 
+    if (db->failed)
+        return refuse(db, errp);
     if (begin(db, errp) < 0)
         return -1;
     bind_text(st, 1, s->name);
@@ -300,75 +712,69 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
     if (step(db, ST_INSERT, errp) < 0)
         return -1;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
-    return event(db, *id, now, state, 0, NULL, NULL, NULL, NULL, -1, errp);
+    return event(db, ST_EVENT, *id, now, state, 0, NULL, NULL, NULL, NULL,
+                 -1, errp);
 }
 
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
                       struct pl_error *errp)
 {
-    sqlite3_stmt *st = db->st[ST_CHANGE];
+    struct jent *j = jent_change(J_CHANGE, c);
 
-    if (begin(db, errp) < 0)
-        return -1;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)c->id);
-    sqlite3_bind_text(st, 2, pl_state_name(c->state), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, c->attempt);
-    bind_text(st, 4, c->node);
-    bind_text(st, 5, c->cores);
-    bind_text(st, 6, c->gpus);
-    bind_text(st, 7, c->reason);
-    if (c->exit_code >= 0)
-        sqlite3_bind_int(st, 8, c->exit_code);
-    if (c->signal >= 0)
-        sqlite3_bind_int(st, 9, c->signal);
-    if (c->maxrss_kb >= 0)
-        sqlite3_bind_int64(st, 10, c->maxrss_kb);
-    sqlite3_bind_double(st, 11, c->time);
-    if (step(db, ST_CHANGE, errp) < 0)
-        return -1;
-    if (sqlite3_changes(db->h) == 0) {
-        errno = ENOENT;
-        return pl_errprintf(errp, "no task %llu", (unsigned long long)c->id);
+    if (!j) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
     }
-    return event(db, c->id, c->time, c->state, c->attempt, c->node, c->cores,
-                 c->gpus, c->reason, -1, errp);
+    return write_j(db, j, errp);
 }
 
 int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
                      uint32_t rank, struct pl_error *errp)
 {
-    if (begin(db, errp) < 0)
-        return -1;
-    return event(db, c->id, c->time, c->state, c->attempt, c->node, c->cores,
-                 c->gpus, c->reason, rank, errp);
+    struct jent *j = jent_change(J_RANK, c);
+
+    if (!j) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    j->rank = rank;
+    return write_j(db, j, errp);
 }
 
 int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
                    const char *gpus, const char *state, double now,
                    struct pl_error *errp)
 {
-    sqlite3_stmt *st = db->st[ST_NODE];
+    const char *v[4] = { name, cores, gpus, state };
+    struct jent *j;
 
-    if (begin(db, errp) < 0)
-        return -1;
-    bind_text(st, 1, name);
-    bind_text(st, 2, cores);
-    bind_text(st, 3, gpus);
-    bind_text(st, 4, state);
-    sqlite3_bind_double(st, 5, now);
-    return step(db, ST_NODE, errp);
+    if (!name || !state) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a node row needs a name and a state");
+    }
+    if (!(j = jent_new(J_NODE, v, 4))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    j->c.time = j->joined = now;
+    return write_j(db, j, errp);
 }
 
 int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
                    struct pl_error *errp)
 {
-    sqlite3_stmt *st = db->st[ST_META];
+    const char *v[2] = { key, val };
+    struct jent *j;
 
-    if (begin(db, errp) < 0)
-        return -1;
-    bind_text(st, 1, key);
-    bind_text(st, 2, val);
-    return step(db, ST_META, errp);
+    if (!key) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a meta row needs a key");
+    }
+    if (!(j = jent_new(J_META, v, 2))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    return write_j(db, j, errp);
 }
 
 int pl_db_meta_get(struct pl_db *db, const char *key, char **val,

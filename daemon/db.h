@@ -3,6 +3,7 @@
 #define PL_DAEMON_DB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -44,7 +45,8 @@ struct pl_db_spec {
 
 /* Open (creating if needed) the database at 'path': WAL journal,
  * synchronous=NORMAL (a commit survives a crash of pilotd; only a power
- * loss may lose the last commits), schema, quick_check.  NULL + errp. */
+ * loss may lose the last commits), the WAL cut back to 4 MiB after a
+ * checkpoint, schema, quick_check.  NULL + errp. */
 struct pl_db *pl_db_open(const char *path, struct pl_error *errp);
 void pl_db_close(struct pl_db *db);
 
@@ -52,25 +54,62 @@ void pl_db_close(struct pl_db *db);
 sqlite3 *pl_db_handle(struct pl_db *db);
 
 /* Writes open a transaction if none is open; pl_db_commit() ends it (group
- * commit: the daemon commits once per batch of messages).  A failed
- * commit rolls back: the caller must then treat the batch as not done. */
+ * commit: the daemon commits once per batch of messages).
+ *
+ * Every write but the insert of a submission (task changes, rank events,
+ * node and meta rows) is also kept in memory, in the journal, until a
+ * commit stores it.  When a commit fails (or a write fails for the disk
+ * and SQLite rolls the transaction back) the database is 'failed': the
+ * transaction is rolled back, so its submissions are not stored (the
+ * caller undoes them), but its other writes stay in the journal.  While
+ * failed, writes only go to the journal (they return 0), and inserts and
+ * savepoints are refused with the errno of the failure; reads see the
+ * last commit.  pl_db_commit() on a failed database is the retry: a new
+ * transaction replays the journal (skipping writes for tasks that are not
+ * in the database: their submission was undone), writes the meta row
+ * 'store_failure' ("FAILED_AT STORED_AT WHY", times in s since the
+ * epoch), and commits.  After ENOSPC it is not tried until the
+ * directory has 256 KiB free (else a small retry could fit where the
+ * next submission does not).
+ *
+ * pl_db_commit returns 0 once every write is stored, or -1 with errno
+ * (ENOSPC, EDQUOT: full; EROFS: read-only; EIO, EBUSY, ...) and errp. */
 int pl_db_commit(struct pl_db *db, struct pl_error *errp);
+
+/* Give up every write not stored: the open transaction and the journal
+ * (the database is no longer failed). */
 void pl_db_rollback(struct pl_db *db);
 int pl_db_in_txn(const struct pl_db *db);
 
+/* Copy what the WAL holds into the database (a passive checkpoint: it
+ * never waits), outside a transaction; the next commit then writes the
+ * WAL from its start.  pilotd calls it 4 times a second at most, so the
+ * WAL stays small.  0, or -1 (errp): the database may have to grow and
+ * the disk is full; nothing is lost. */
+int pl_db_checkpoint(struct pl_db *db, struct pl_error *errp);
+
+/* 0 if nothing waits for a failed commit, else its errno; *why (may be
+ * NULL) is its text, borrowed until the next call on 'db'. */
+int pl_db_failed(const struct pl_db *db, const char **why);
+
+/* Writes in the journal: not stored yet. */
+size_t pl_db_unstored(const struct pl_db *db);
+
 /* A savepoint inside the open transaction, so that one request's writes
  * can be undone without losing the rest of the batch.  _end releases it
- * ('keep') or rolls back to it and releases it. */
+ * ('keep') or rolls back to it (the journal forgets its writes too) and
+ * releases it.  One at a time.  Refused while the database is failed. */
 int pl_db_savepoint(struct pl_db *db, struct pl_error *errp);
 int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp);
 
 /* Insert a task in 'state' (queued) with its first event; *id gets the
- * new id.  Returns 0 or -1 (errp). */
+ * new id.  Not journaled: a failed commit loses it, and the caller must
+ * forget the task.  Returns 0 or -1 (errp; while failed, its errno). */
 int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
                       double now, uint64_t *id, struct pl_error *errp);
 
 /* Record a state change: update the row, add the event.  ENOENT if
- * there is no such task. */
+ * there is no such task (the write is dropped).  The strings are copied. */
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
                       struct pl_error *errp);
 
@@ -78,7 +117,7 @@ int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
 int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
                      uint32_t rank, struct pl_error *errp);
 
-/* Insert or update a node row. */
+/* Insert or update a node row ('joined' is 'now' for a new one). */
 int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
                    const char *gpus, const char *state, double now,
                    struct pl_error *errp);

@@ -30,9 +30,12 @@
 #   pilot_dir ID          $PILOT_HOME/pilots/ID
 #   job_end JOBID         "STATE EXITCODE" once a Slurm job has ended
 #   cleanup_job JOBID     scancel JOBID when the test ends
+#   cleanup_hook CMD      eval CMD when the test ends, once its pilots and
+#                         their processes are gone (unmount what it mounted)
 # On exit: 'pilot down' for every pilot under $PILOT_HOME, scancel of
 # their Slurm jobs, SIGKILL for any process left with our PILOT_HOME in
-# its environment, and on failure the tail of every pilot log.
+# its environment, on failure the tail of every pilot log, then the
+# cleanup hooks, last first.
 
 set -u
 
@@ -40,6 +43,7 @@ _tap_planned=0
 _tap_n=0
 _tap_failed=0
 _cleanup_jobs=()
+_cleanup_hooks=()
 
 if [[ -z ${PILOT_BIN:-} ]]; then
     echo "1..0 # PILOT_BIN is not set (run through 'make check')"
@@ -330,6 +334,10 @@ cleanup_job() {
     _cleanup_jobs+=("$1")
 }
 
+cleanup_hook() {
+    _cleanup_hooks+=("$1")
+}
+
 # is PID a live process (a zombie counts as gone)?
 alive() {
     local st
@@ -405,6 +413,16 @@ _cleanup() {
                 tail -n 40 "$f"
             } >&2
         done
+    fi
+    local i
+    for ((i = ${#_cleanup_hooks[@]} - 1; i >= 0; i--)); do
+        if ! eval "${_cleanup_hooks[i]}"; then
+            echo "pilot e2e: $TEST_NAME: cleanup hook failed:" \
+                 "${_cleanup_hooks[i]}" >&2
+            rc=1
+        fi
+    done
+    if ((rc != 0)); then
         echo "pilot e2e: $TEST_NAME failed; its files are kept in $WORK" >&2
     else
         rm -rf "$WORK"

@@ -1,10 +1,18 @@
 /* tests/unit/test_db.c - SQLite state (daemon/db.h) and its queries
- * (proto/query.h) over one real database file */
+ * (proto/query.h) over one real database file; its journal over a
+ * database that cannot be written (a full tmpfs, SQLite's page limit,
+ * query_only) */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -157,6 +165,320 @@ static const char *jstr(json_t *o, const char *key)
     return s ? s : "(null)";
 }
 
+/* ------------------------------------------------------------ the journal */
+
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+
+    while (d && (de = readdir(d))) {
+        char p[320];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+static int rank_ev(struct pl_db *db, uint64_t id, uint32_t rank, int state,
+                   double time, const char *node, const char *detail)
+{
+    struct pl_db_change c = {
+        .id = id, .state = state, .attempt = 1, .time = time, .node = node,
+        .reason = detail, .exit_code = -1, .signal = -1, .maxrss_kb = -1,
+    };
+    struct pl_error e;
+
+    if (pl_db_rank_event(db, &c, rank, &e) < 0) {
+        diag("rank event: %s", e.text);
+        return -1;
+    }
+    return 0;
+}
+
+static long long pragma(sqlite3 *h, const char *sql)
+{
+    return count(h, sql);
+}
+
+/* SQLite's own limit on the file (max_page_count) makes a write that
+ * needs a new page fail with SQLITE_FULL: a real failure in the middle
+ * of a transaction, which SQLite rolls back. */
+static void journal_page_limit(const char *dir)
+{
+    char path[128], buf[64], big[6000];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    sqlite3 *h;
+    const char *why = NULL;
+
+    snprintf(path, sizeof(path), "%s/limit.db", dir);
+    if (!(db = pl_db_open(path, &e))) {
+        diag("%s", e.text);
+        return;
+    }
+    h = pl_db_handle(db);
+    uint64_t a = insert(db, "a", 1, 10), b = insert(db, "b", 1, 11);
+    is(pl_db_commit(db, &e), 0, "limit: 2 tasks stored");
+    is(pl_db_unstored(db), 0, "... the journal is empty after a commit");
+
+    /* the file may not grow by one page */
+    long long pages = pragma(h, "PRAGMA page_count");
+    snprintf(buf, sizeof(buf), "PRAGMA max_page_count = %lld", pages);
+    sqlite3_exec(h, buf, NULL, NULL, NULL);
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    int rc = change(db, a, PL_ST_ASSIGNED, 1, 20, "n1", "0", NULL, -1, -1,
+                    -1);
+    rc |= rank_ev(db, a, 0, PL_ST_ASSIGNED, 20, "n1", big);
+    is(rc, 0, "limit: writes past the limit return 0 (journaled)");
+    int failed = pl_db_failed(db, &why);
+    ok(failed == ENOSPC && why && strstr(why, "full"),
+       "... the database is failed: ENOSPC (%s)", why ? why : "(null)");
+    is(pl_db_in_txn(db), 0, "... the transaction is rolled back");
+    is(pl_db_unstored(db), 2, "... both writes wait in the journal");
+    is(pl_db_task_state(db, a, &e), PL_ST_QUEUED,
+       "... a read sees the last commit (task a queued)");
+
+    /* while failed */
+    rc = change(db, b, PL_ST_CANCELED, 0, 21, NULL, NULL, "canceled by user",
+                -1, -1, -1);
+    rc |= pl_db_node_set(db, "n1", "0,1", "", "up", 22, &e);
+    rc |= pl_db_node_set(db, "n1", "0,1", "", "lost", 23, &e);
+    rc |= pl_db_node_set(db, "n1", "0,1", "", "up", 24, &e);
+    rc |= pl_db_meta_set(db, "job", "7", &e);
+    rc |= pl_db_meta_set(db, "job", "8", &e);
+    is(rc, 0, "limit: writes while failed return 0");
+    is(pl_db_unstored(db), 5,
+       "... 3 rows of node n1 and 2 of meta job are one each in the journal");
+    uint64_t id = 0;
+    errno = 0;
+    ok(pl_db_task_insert(db, &(struct pl_db_spec){ .argv_json = "[\"x\"]" },
+                         PL_ST_QUEUED, 25, &id, &e) == -1
+           && errno == ENOSPC && id == 0,
+       "... an insert is refused with ENOSPC: %s", e.text);
+    errno = 0;
+    ok(pl_db_savepoint(db, &e) == -1 && errno == ENOSPC,
+       "... a savepoint too");
+    errno = 0;
+    ok(pl_db_commit(db, &e) == -1 && errno == ENOSPC,
+       "... a retry while still full fails: %s", e.text);
+    is(pl_db_unstored(db), 5, "... and keeps the journal");
+    is(pl_db_task_state(db, b, &e), PL_ST_QUEUED, "... task b still queued");
+
+    /* the space comes back */
+    sqlite3_exec(h, "PRAGMA max_page_count = 1000000", NULL, NULL, NULL);
+    is(pl_db_commit(db, &e), 0, "limit: the retry stores the journal");
+    ok(pl_db_failed(db, &why) == 0 && why == NULL && pl_db_unstored(db) == 0,
+       "... not failed, the journal empty");
+    is(pl_db_task_state(db, a, &e), PL_ST_ASSIGNED, "... task a assigned");
+    is(pl_db_task_state(db, b, &e), PL_ST_CANCELED, "... task b canceled");
+    is(count(h, "SELECT count(*) FROM events WHERE task = 1 AND rank = 0 AND "
+                "length(detail) = 5999"),
+       1, "... with the rank event that did not fit");
+    scalar(h, "SELECT state || ' ' || joined || ' ' || last_seen FROM nodes "
+              "WHERE name = 'n1'", buf, sizeof(buf));
+    is_str(buf, "up 22.0 24.0",
+           "... node n1 up, joined at its first write, last seen at its last");
+    scalar(h, "SELECT value FROM meta WHERE key = 'job'", buf, sizeof(buf));
+    is_str(buf, "8", "... meta job is the last value");
+    char rec[256];
+    scalar(h, "SELECT value FROM meta WHERE key = 'store_failure'", rec,
+           sizeof(rec));
+    unsigned long long t0 = 0, t1 = 0;
+    int off = 0;
+    ok(sscanf(rec, "%llu %llu %n", &t0, &t1, &off) == 2 && t0 > 0
+           && t1 >= t0 && strstr(rec + off, "full"),
+       "... meta store_failure says when and why: %s", rec);
+    is(pl_db_commit(db, &e), 0, "limit: a commit with nothing open");
+    pl_db_close(db);
+}
+
+/* The tasks of a failed commit's submissions are gone with it; their
+ * ids are free again.  A write for them in the journal (the scheduler
+ * assigned one in the same batch) must not land on the next task that
+ * gets the id. */
+static void journal_undone(struct pl_db *db)
+{
+    struct pl_error e;
+
+    /* first stored: task 1 */
+    uint64_t keep = insert(db, "keep", 1, 30);
+    is(pl_db_commit(db, &e), 0, "undone: task %llu stored",
+       (unsigned long long)keep);
+    /* a batch: a submission, its assignment, a change of task 1 */
+    uint64_t gone = insert(db, "gone", 1, 31);
+    change(db, gone, PL_ST_ASSIGNED, 1, 32, "n1", "0", NULL, -1, -1, -1);
+    rank_ev(db, gone, 0, PL_ST_ASSIGNED, 32, "n1", NULL);
+    change(db, keep, PL_ST_ASSIGNED, 1, 33, "n1", "1", NULL, -1, -1, -1);
+    is(pl_db_unstored(db), 3, "undone: 3 writes journaled (not the insert)");
+}
+
+/* A real full filesystem (a 1 MiB tmpfs, in a mount namespace of our
+ * own so nothing is left mounted; without the privilege, a file size
+ * limit): the COMMIT fails, the retry after the space returns stores
+ * the journal. */
+static void journal_full(const char *dir)
+{
+    char mnt[128], path[160], filler[160];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    sqlite3 *h;
+    bool tmpfs = false;
+    struct rlimit old_lim;
+
+    snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+    mkdir(mnt, 0700);
+    if (unshare(CLONE_NEWNS) == 0
+        && mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0
+        && mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0700") == 0)
+        tmpfs = true;
+    else
+        diag("no tmpfs (%s): a file size limit fills the disk instead",
+             strerror(errno));
+    snprintf(path, sizeof(path), "%s/state.db", mnt);
+    snprintf(filler, sizeof(filler), "%s/filler", mnt);
+    if (!(db = pl_db_open(path, &e))) {
+        diag("%s", e.text);
+        return;
+    }
+    h = pl_db_handle(db);
+    journal_undone(db);
+
+    /* fill it */
+    getrlimit(RLIMIT_FSIZE, &old_lim);
+    if (tmpfs) {
+        int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        static char block[65536];
+        ssize_t w = 0;
+        while (fd >= 0 && (w = write(fd, block, sizeof(block))) > 0)
+            ;
+        ok(fd >= 0 && w < 0 && errno == ENOSPC,
+           "full: the tmpfs is filled up (%s)", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    else {
+        struct stat sb;
+        char wal[200];
+        snprintf(wal, sizeof(wal), "%s-wal", path);
+        stat(wal, &sb);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = { (rlim_t)sb.st_size, old_lim.rlim_max };
+        ok(setrlimit(RLIMIT_FSIZE, &lim) == 0,
+           "full: files may not grow past the WAL's %lld bytes",
+           (long long)sb.st_size);
+    }
+    errno = 0;
+    e.text[0] = '\0';
+    int rc = pl_db_commit(db, &e);
+    int err = errno;
+    /* N.B. EFBIG (the limit) is not ENOSPC: SQLite says "I/O error" */
+    ok(rc == -1 && (err == ENOSPC || (!tmpfs && err != 0)),
+       "full: the COMMIT fails: %s (%s)", e.text, strerror(err));
+    ok(pl_db_failed(db, NULL) == err && pl_db_unstored(db) == 3,
+       "... failed, 3 writes wait");
+    is(count(h, "SELECT count(*) FROM tasks"), 1,
+       "... the submission of the batch is gone with it");
+    uint64_t id = 0;
+    ok(pl_db_task_insert(db, &(struct pl_db_spec){ .argv_json = "[\"x\"]" },
+                         PL_ST_QUEUED, 34, &id, &e) == -1 && id == 0,
+       "... a new one is refused");
+    ok(pl_db_commit(db, &e) == -1, "... the retry fails while full");
+    /* the space returns */
+    if (tmpfs)
+        unlink(filler);
+    else
+        setrlimit(RLIMIT_FSIZE, &old_lim);
+    is(pl_db_commit(db, &e), 0, "full: the retry stores the journal once "
+       "there is space");
+    is(pl_db_task_state(db, 1, &e), PL_ST_ASSIGNED, "... task 1 assigned");
+    is(count(h, "SELECT count(*) FROM events WHERE task = 2"), 0,
+       "... no event of the undone task 2");
+    uint64_t next = insert(db, "next", 1, 40);
+    is(pl_db_commit(db, &e), 0, "... a new submission is stored");
+    ok(next == 2 && count(h, "SELECT count(*) FROM events WHERE task = 2")
+                        == 1,
+       "... it reuses the free id 2 with its one event, none of the undone "
+       "task's");
+    pl_db_close(db);
+    /* what the retry stored is on disk */
+    db = pl_db_open(path, &e);
+    ok(db && pl_db_task_state(db, 1, &e) == PL_ST_ASSIGNED
+           && pl_db_task_state(db, 2, &e) == PL_ST_QUEUED,
+       "full: after a reopen task 1 is assigned, task 2 queued");
+    pl_db_close(db);
+    if (tmpfs)
+        umount(mnt);
+    rm_dir(mnt);
+}
+
+/* A read-only database (SQLite's query_only: SQLITE_READONLY) is
+ * failed with EROFS, and comes back. */
+static void journal_readonly(const char *dir)
+{
+    char path[128];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    sqlite3 *h;
+
+    snprintf(path, sizeof(path), "%s/ro.db", dir);
+    if (!(db = pl_db_open(path, &e))) {
+        diag("%s", e.text);
+        return;
+    }
+    h = pl_db_handle(db);
+    uint64_t a = insert(db, "a", 1, 10);
+    pl_db_commit(db, &e);
+    sqlite3_exec(h, "PRAGMA query_only = 1", NULL, NULL, NULL);
+    is(change(db, a, PL_ST_CANCELED, 0, 11, NULL, NULL, "x", -1, -1, -1), 0,
+       "read-only: a change returns 0 (journaled)");
+    is(pl_db_failed(db, NULL), EROFS, "... the database is failed: EROFS");
+    errno = 0;
+    ok(pl_db_commit(db, &e) == -1 && errno == EROFS,
+       "... the retry fails: %s", e.text);
+    sqlite3_exec(h, "PRAGMA query_only = 0", NULL, NULL, NULL);
+    is(pl_db_commit(db, &e), 0, "read-only: writable again, stored");
+    is(pl_db_task_state(db, a, &e), PL_ST_CANCELED, "... task a canceled");
+
+    /* writes that fail for what they are do not fail the database */
+    errno = 0;
+    ok(change(db, 99, PL_ST_DONE, 1, 12, NULL, NULL, NULL, 0, -1, -1) == -1
+           && errno == ENOENT && pl_db_unstored(db) == 0
+           && pl_db_failed(db, NULL) == 0,
+       "a change of no task: ENOENT, not journaled, not failed");
+    /* the journal forgets a savepoint rolled back */
+    change(db, a, PL_ST_CANCELED, 0, 13, NULL, NULL, "y", -1, -1, -1);
+    is(pl_db_savepoint(db, &e), 0, "savepoint");
+    change(db, a, PL_ST_CANCELED, 0, 14, NULL, NULL, "z", -1, -1, -1);
+    pl_db_node_set(db, "n2", "0", NULL, "up", 14, &e);
+    is(pl_db_unstored(db), 3, "... 3 writes journaled");
+    is(pl_db_savepoint_end(db, false, &e), 0, "... rolled back");
+    is(pl_db_unstored(db), 1, "... the journal keeps the write before it");
+    pl_db_rollback(db);
+    is(pl_db_unstored(db), 0, "rollback empties the journal");
+    pl_db_close(db);
+}
+
+static void journal(void)
+{
+    char dir[64];
+
+    snprintf(dir, sizeof(dir), "/tmp/pl-test-journal-XXXXXX");
+    if (!mkdtemp(dir)) {
+        diag("mkdtemp: %s", strerror(errno));
+        return;
+    }
+    journal_page_limit(dir);
+    journal_readonly(dir);
+    journal_full(dir); /* last: it may leave our mount namespace private */
+    rm_dir(dir);
+}
+
 int main(void)
 {
     char path[128], buf[64];
@@ -164,7 +486,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(102);
+    plan(153);
     snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
     if (!mkdtemp(tmp)) {
         diag("mkdtemp: %s", strerror(errno));
@@ -182,6 +504,11 @@ int main(void)
     scalar(h, "PRAGMA journal_mode", buf, sizeof(buf));
     is_str(buf, "wal", "journal_mode is WAL");
     is(count(h, "PRAGMA synchronous"), 1, "synchronous is NORMAL");
+    is(count(h, "PRAGMA journal_size_limit"), 4194304,
+       "the WAL is cut back to 4 MiB after a checkpoint");
+    is(count(h, "PRAGMA wal_autocheckpoint"), 1000,
+       "SQLite checkpoints at 1000 pages (pilotd more often)");
+    is(pl_db_checkpoint(db, &e), 0, "pl_db_checkpoint");
     is(count(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
                 "name IN ('tasks', 'events', 'nodes', 'meta')"),
        4, "tables tasks, events, nodes, meta");
@@ -530,5 +857,7 @@ int main(void)
     if (d)
         closedir(d);
     ok(rmdir(tmp) == 0, "temporary directory removed");
+
+    journal();
     return done_testing();
 }
