@@ -158,7 +158,8 @@ ok "pilotd logged that its state directory can be written again" \
 capture pilot wait --all --timeout 60
 is "$RC" 0 "every task ends done"
 TWICE=$(sort -n "$WORK/ran" 2>/dev/null | uniq -d | wc -l)
-is "$TWICE $(wc -l <"$WORK/ran" 2>/dev/null)" "0 ${#ACCEPTED[@]}" \
+# (none at all when the disk refused the first submission after the fill)
+is "$TWICE $(cat "$WORK/ran" 2>/dev/null | wc -l)" "0 ${#ACCEPTED[@]}" \
     "the ${#ACCEPTED[@]} tasks stored after the fill ran once each"
 
 capture pilot ls --json
