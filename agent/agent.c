@@ -808,6 +808,15 @@ static void reg_cb(uv_timer_t *h)
     send_register(a);
 }
 
+/* Leave the welcomed state and REGISTER until a WELCOME comes. */
+static void register_again(struct pl_agent *a)
+{
+    a->welcomed = false;
+    uv_timer_stop(&a->heartbeat);
+    send_register(a);
+    uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+}
+
 static int welcome_cb(struct pl_agent *a, const struct pl_msg *m,
                       struct pl_error *errp)
 {
@@ -944,14 +953,9 @@ static int reregister_cb(struct pl_agent *a, const struct pl_msg *m,
      * from us before our REGISTER, and the reg timer repeats it anyway */
     if (a->exiting || !a->welcomed)
         return 0;
-    if (a->welcomed)
-        pl_log(LOG_NOTICE, "pilotd does not know us (restarted?): "
-               "registering again with %zu running, %zu ended", a->nrunning,
-               a->nunacked);
-    a->welcomed = false;
-    uv_timer_stop(&a->heartbeat);
-    send_register(a);
-    uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+    pl_log(LOG_NOTICE, "pilotd does not know us (restarted?): registering "
+           "again with %zu running, %zu ended", a->nrunning, a->nunacked);
+    register_again(a);
     return 0;
 }
 
@@ -1171,10 +1175,7 @@ static void reread_endpoint(struct pl_agent *a)
         return;
     }
     snprintf(a->endpoint, sizeof(a->endpoint), "%s", ep.agent);
-    a->welcomed = false;
-    uv_timer_stop(&a->heartbeat);
-    send_register(a);
-    uv_timer_start(&a->reg, reg_cb, REGISTER_MS, REGISTER_MS);
+    register_again(a);
 }
 
 static void watch_cb(uv_timer_t *h)

@@ -612,6 +612,23 @@ static void send_kill(struct pl_daemon *d, struct pl_dtask *t)
     }
 }
 
+/* 't' goes back to the head of the queue, its attempt over ('reason');
+ * 'spare': not charged to its --retries. */
+static void requeue(struct pl_daemon *d, struct pl_dtask *t,
+                    const char *reason, bool spare)
+{
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = reason };
+    int old = t->state;
+
+    if (spare)
+        t->spared++;
+    pl_sched_requeue(d->sched, t, true);
+    t->state = old; /* for the counters */
+    change(d, t, PL_ST_QUEUED, &c);
+    d->want_sched = true;
+}
+
 /* Every rank of 't' has ended: end the task, or run it again when an
  * agent was lost under it and retries are left. */
 static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
@@ -626,14 +643,7 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
     /* stopped by the drain, not by anyone's cancel: it runs again in the
      * next allocation (pilot up --resume), not charged to --retries */
     if (d->draining && !t->cancel && st == PL_ST_CANCELED) {
-        int old = t->state;
-        c.exit_code = c.signal = -1;
-        c.maxrss_kb = -1;
-        c.reason = "interrupted by the walltime drain";
-        t->spared++;
-        pl_sched_requeue(d->sched, t, true);
-        t->state = old; /* for the counters */
-        change(d, t, PL_ST_QUEUED, &c);
+        requeue(d, t, "interrupted by the walltime drain", true);
         return;
     }
     if (t->cancel && st != PL_ST_DONE) {
@@ -642,13 +652,7 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
             c.reason = "canceled";
     }
     if (t->lost && !t->cancel && t->attempt <= t->retries + t->spared) {
-        int old = t->state;
-        c.exit_code = c.signal = -1;
-        c.maxrss_kb = -1;
-        pl_sched_requeue(d->sched, t, true);
-        t->state = old; /* for the counters */
-        change(d, t, PL_ST_QUEUED, &c);
-        d->want_sched = true;
+        requeue(d, t, c.reason, false);
         return;
     }
     if (st == PL_ST_DONE)
@@ -2120,12 +2124,7 @@ static void stop_task_cb(struct pl_dtask *t, void *arg)
         return;
     if (d->draining && !t->cancel) {
         /* no end came back in time: queued for the next allocation */
-        int old = t->state;
-        c.reason = "interrupted by the walltime drain";
-        t->spared++;
-        pl_sched_requeue(d->sched, t, true);
-        t->state = old;
-        change(d, t, PL_ST_QUEUED, &c);
+        requeue(d, t, "interrupted by the walltime drain", true);
         return;
     }
     finish(d, t, PL_ST_CANCELED, &c);

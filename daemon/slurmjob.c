@@ -6,6 +6,7 @@
 #include <slurm/slurm.h>
 
 #include "daemon/slurmjob.h"
+#include "proto/msg.h"
 
 static void init_once(void)
 {
@@ -60,17 +61,12 @@ char **pl_slurmjob_hostlist_expand(const char *hostlist, struct pl_error *errp)
 {
     hostlist_t hl;
     char *h;
-    char **v;
-    size_t n = 0;
-    int count;
+    char **v = calloc(1, sizeof(*v));
+    size_t n = 0, cap = 1;
 
-    if ((count = pl_slurmjob_hostlist_count(hostlist, errp)) < 0)
-        return NULL;
-    if (!(v = calloc((size_t)count + 1, sizeof(*v)))) {
-        errno = ENOMEM;
-        pl_errprintf(errp, "out of memory");
-        return NULL;
-    }
+    init_once();
+    if (!v)
+        goto nomem;
     if (!(hl = slurm_hostlist_create(hostlist))) {
         free(v);
         errno = EINVAL;
@@ -78,8 +74,25 @@ char **pl_slurmjob_hostlist_expand(const char *hostlist, struct pl_error *errp)
         return NULL;
     }
     /* N.B. libslurm's strings are malloc()ed: ours to keep */
-    while ((h = slurm_hostlist_shift(hl)) && n < (size_t)count)
+    while ((h = slurm_hostlist_shift(hl))) {
+        if (n + 1 == cap) {
+            char **nv = realloc(v, cap * 2 * sizeof(*nv));
+            if (!nv) {
+                free(h);
+                slurm_hostlist_destroy(hl);
+                pl_strv_free(v);
+                goto nomem;
+            }
+            v = nv;
+            cap *= 2;
+        }
         v[n++] = h;
+        v[n] = NULL;
+    }
     slurm_hostlist_destroy(hl);
     return v;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(errp, "out of memory");
+    return NULL;
 }

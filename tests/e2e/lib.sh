@@ -30,6 +30,8 @@
 #   pilot_dir ID          $PILOT_HOME/pilots/ID
 #   job_end JOBID         "STATE EXITCODE" once a Slurm job has ended
 #   cleanup_job JOBID     scancel JOBID when the test ends
+#   last_start FILE T0 N  ms from T0 (epoch s) to the last " start EPOCH"
+#                         stamp in FILE, once it holds N of them, else "?"
 #   cleanup_hook CMD      eval CMD when the test ends, once its pilots and
 #                         their processes are gone (unmount what it mounted)
 # On exit: 'pilot down' for every pilot under $PILOT_HOME, scancel of
@@ -271,6 +273,13 @@ pilot_dir() {
 # seconds since the epoch, with fractions
 now() {
     date +%s.%N
+}
+
+last_start() {
+    "$PY" -c '
+import re, sys
+t = [float(m.group(1)) for m in re.finditer(r" start (\d+\.\d+)", open(sys.argv[1]).read())]
+print("%.1f" % ((max(t) - float(sys.argv[2])) * 1000) if len(t) == int(sys.argv[3]) else "?")' "$1" "$2" "$3"
 }
 
 elapsed() {

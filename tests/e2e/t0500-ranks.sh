@@ -115,12 +115,6 @@ diag "torch 2x2: submit to all ranks running: $(res 'j["to_running"]')s" \
 # on 2 nodes x 2 tasks of the same allocation
 JOB=$(pilot status --json | json 'j["job"]')
 STAMP='import time; t = time.time(); import os; print("rank", os.environ.get("RANK", os.environ.get("SLURM_PROCID")), "start %.6f" % t)'
-last_start() {
-    "$PY" -c '
-import re, sys
-t = [float(m.group(1)) for m in re.finditer(r" start (\d+\.\d+)", open(sys.argv[1]).read())]
-print("%.1f" % ((max(t) - float(sys.argv[2])) * 1000) if len(t) == 4 else "?")' "$1" "$2"
-}
 PL_MS=() SR_MS=()
 for i in 1 2 3; do
     t0=$(now)
@@ -128,11 +122,11 @@ for i in 1 2 3; do
          -- /usr/bin/python3 -c "$STAMP")
     pilot wait "$id" --timeout 60 >/dev/null 2>&1
     pilot logs "$id" >"$WORK/lat-p$i" 2>&1
-    PL_MS+=("$(last_start "$WORK/lat-p$i" "$t0")")
+    PL_MS+=("$(last_start "$WORK/lat-p$i" "$t0" 4)")
     t0=$(now)
     run_timeout 60 srun --jobid="$JOB" --overlap -N2 --ntasks-per-node=2 \
         /usr/bin/python3 -c "$STAMP" >"$WORK/lat-s$i" 2>&1
-    SR_MS+=("$(last_start "$WORK/lat-s$i" "$t0")")
+    SR_MS+=("$(last_start "$WORK/lat-s$i" "$t0" 4)")
 done
 diag "2x2 torch ranks, command to last rank started (ms): pilot submit" \
      "${PL_MS[*]}; plain srun step ${SR_MS[*]}"

@@ -139,12 +139,6 @@ check_run mpirun "2x2 GPU ranks" --nodes 2 --ranks-per-node 2 --gpus-per-rank 1
 # pilot MPI task (pilot submit; the agent's srun step) against a plain
 # srun step of the same program on 3 nodes of the same allocation
 JOB=$(pilot status --json | json 'j["job"]')
-last_start() {
-    "$PY" -c '
-import re, sys
-t = [float(m.group(1)) for m in re.finditer(r" start (\d+\.\d+)", open(sys.argv[1]).read())]
-print("%.1f" % ((max(t) - float(sys.argv[2])) * 1000) if len(t) == 3 else "?")' "$1" "$2"
-}
 PL_MS=() SR_MS=()
 for i in 1 2 3; do
     t0=$(now)
@@ -152,12 +146,12 @@ for i in 1 2 3; do
          --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 -- "$WORK/hello")
     pilot wait "$id" --timeout 60 >/dev/null 2>&1
     pilot logs "$id" >"$WORK/lat-p$i" 2>&1
-    PL_MS+=("$(last_start "$WORK/lat-p$i" "$t0")")
+    PL_MS+=("$(last_start "$WORK/lat-p$i" "$t0" 3)")
     t0=$(now)
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         run_timeout 60 srun --jobid="$JOB" --overlap --mpi=pmix -N3 -n3 \
         "$WORK/hello" >"$WORK/lat-s$i" 2>&1
-    SR_MS+=("$(last_start "$WORK/lat-s$i" "$t0")")
+    SR_MS+=("$(last_start "$WORK/lat-s$i" "$t0" 3)")
 done
 diag "3-node MPI, command to last rank started (ms): pilot submit ${PL_MS[*]};" \
      "plain srun step ${SR_MS[*]}"
