@@ -42,6 +42,9 @@ static const char help[] =
     "  --sbatch-arg ARG      one more sbatch option, as written in a\n"
     "                        batch script (repeatable)\n"
     "  --local               no Slurm: pilotd and one agent here\n"
+    "  --agents N            with --local: 1 (default), or 0: start no\n"
+    "                        agent; agents started by hand join\n"
+    "                        (pilot-agent --dir DIR --keys DIR/keys)\n"
     "  --wait                return once every agent has registered\n"
     "  --wait-timeout S      give up waiting after S (default 600 s);\n"
     "                        the pilot stays\n"
@@ -82,6 +85,7 @@ enum {
     OPT_WAIT_TIMEOUT,
     OPT_RESUME,
     OPT_LOST_AFTER,
+    OPT_AGENTS,
 };
 
 #define DEFAULT_TIME "1:00:00"
@@ -103,6 +107,7 @@ struct up_opts {
     bool wait_timeout_set;
     const char *resume; /* pilot id to run again, or NULL */
     double lost_after;  /* 0: pilotd's default */
+    bool no_agent;      /* --local --agents 0 */
 };
 
 /* Slurm's time formats (sbatch(1) --time): MM, MM:SS, HH:MM:SS, D-HH,
@@ -156,6 +161,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
         { "resume", required_argument, NULL, OPT_RESUME },
         { "lost-after", required_argument, NULL, OPT_LOST_AFTER },
+        { "agents", required_argument, NULL, OPT_AGENTS },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -220,6 +226,12 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         case OPT_LOCAL:
             o->local = true;
             break;
+        case OPT_AGENTS:
+            if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+                return pl_cli_usage(cli, "--agents: want 0 or 1, not '%s'",
+                                    optarg);
+            o->no_agent = !strcmp(optarg, "0");
+            break;
         case OPT_WAIT:
             o->wait = true;
             break;
@@ -238,6 +250,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         return pl_cli_usage(cli, "unexpected argument '%s'", argv[optind]);
     if (o->wait_timeout_set && !o->wait)
         return pl_cli_usage(cli, "--wait-timeout needs --wait");
+    if (o->no_agent && !o->local)
+        return pl_cli_usage(cli, "--agents 0 needs --local");
     if (o->local) {
         const char *bad = o->time            ? "--time"
                           : o->gpus_set      ? "--gpus-per-node"
@@ -520,7 +534,7 @@ static int submit(const char *script, long *job, struct pl_error *errp)
 
 /* Start pilotd --local in its own session, output to logs/pilotd.out.
  * Returns its pid, or -1 with errp set. */
-static pid_t spawn_local(const char *pilotd, const char *dir,
+static pid_t spawn_local(const char *pilotd, const char *dir, bool no_agent,
                          struct pl_error *errp)
 {
     char log[PL_PATH_MAX + 32];
@@ -547,7 +561,8 @@ static pid_t spawn_local(const char *pilotd, const char *dir,
     }
     if (pid == 0) {
         char *argv[] = { (char *)"pilotd", (char *)"--dir", (char *)dir,
-                         (char *)"--local", NULL };
+                         (char *)"--local", (char *)"--agents",
+                         (char *)(no_agent ? "0" : "1"), NULL };
         setsid(); /* no SIGINT or SIGHUP from this terminal */
         dup2(in, STDIN_FILENO);
         dup2(out, STDOUT_FILENO);
@@ -689,6 +704,10 @@ static int wait_up(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                                                  : (int)left;
             if ((st = pl_conn_status(conn, &err))) {
                 up = count_up(st);
+                /* pilotd knows best (--local --agents 0 expects none) */
+                json_t *e = json_object_get(st, "agents_expected");
+                if (json_is_integer(e) && json_integer_value(e) >= 0)
+                    expected = (long)json_integer_value(e);
                 json_decref(st);
             }
             else if (errno == EACCES || errno == EPROTO) {
@@ -863,7 +882,7 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
         goto done;
     }
     if (o.local) {
-        if ((pid = spawn_local(pilotd, p.dir, &err)) < 0) {
+        if ((pid = spawn_local(pilotd, p.dir, o.no_agent, &err)) < 0) {
             pl_cli_error("%s", err.text);
             goto done;
         }

@@ -2426,6 +2426,8 @@ static int start_agents(struct pl_daemon *d, const char *nodelist, int count,
     int n = 0;
 
     snprintf(agent, sizeof(agent), "%s/pilot-agent", d->bindir);
+    if (d->cfg.local && d->cfg.no_agent)
+        return 0;
     if (!d->launch) {
         if (d->cfg.local) {
             snprintf(logpath, sizeof(logpath), "%s/logs/agent-local.log",

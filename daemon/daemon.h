@@ -23,6 +23,8 @@ struct pl_daemon_config {
                                 the drain: no task whose timeout goes
                                 past it starts */
     const char *agent_cores; /* local mode: --cores for the agent, or NULL */
+    bool no_agent;           /* local mode: start none (they connect on
+                                their own: pilot-agent --dir, --bench) */
 };
 
 struct pl_daemon;

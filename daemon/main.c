@@ -32,6 +32,8 @@ static void usage(FILE *fp)
         "                     $PILOT_HOME/pilots, or ~/.pilot/pilots)\n"
         "  --local            run one agent on this machine, no Slurm\n"
         "  --cores LIST       local mode: CPU ids for the agent (0,1)\n"
+        "  --agents N         local mode: 1 (default), or 0 to start none:\n"
+        "                     agents started by hand join (pilot-agent --dir)\n"
         "  --heartbeat S      seconds between agent heartbeats (2)\n"
         "  --lost-after S     seconds of agent silence before it is lost (30)\n"
         "  --drain-before S   the batch script's --signal=B:TERM@S: start no\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
         { "dir", required_argument, NULL, 'd' },
         { "local", no_argument, NULL, 'l' },
         { "cores", required_argument, NULL, 'c' },
+        { "agents", required_argument, NULL, 'a' },
         { "heartbeat", required_argument, NULL, 'b' },
         { "lost-after", required_argument, NULL, 'L' },
         { "drain-before", required_argument, NULL, 'D' },
@@ -84,6 +87,11 @@ int main(int argc, char **argv)
         case 'd': snprintf(dir, sizeof(dir), "%s", optarg); break;
         case 'l': cfg.local = true; break;
         case 'c': cfg.agent_cores = optarg; break;
+        case 'a':
+            if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+                pl_fatal(2, "--agents: want 0 or 1, not '%s'", optarg);
+            cfg.no_agent = !strcmp(optarg, "0");
+            break;
         case 'b': cfg.heartbeat = parse_secs(optarg, "--heartbeat"); break;
         case 'L': cfg.lost_after = parse_secs(optarg, "--lost-after"); break;
         case 'D':
@@ -150,8 +158,10 @@ int main(int argc, char **argv)
     cfg.keydir = keydir;
 
 
+    if (cfg.no_agent && !cfg.local)
+        pl_fatal(2, "--agents 0 needs --local");
     if (cfg.local) {
-        cfg.expected_agents = 1;
+        cfg.expected_agents = cfg.no_agent ? 0 : 1;
         snprintf(addr, sizeof(addr), "127.0.0.1");
     }
     else {
