@@ -75,11 +75,7 @@ struct outmsg {
 };
 
 struct pl_agent {
-    /* N.B. 'sigchld' must stay before 'loop': libuv calls the SIGCHLD
-     * watchers of a loop in order of address, and ours must run before
-     * the loop's own (loop->child_watcher, which reaps the children) to
-     * read their rusage.  See the N.B. at pl_task_rusage_poll(). */
-    uv_signal_t sigchld;
+    uv_signal_t sigchld;   /* reaps the tasks (pl_task_reap()) */
     uv_loop_t loop;
     uv_timer_t flush;      /* zero timeout: the iteration's events leave */
     uv_timer_t reg;        /* REGISTER again until WELCOME */
@@ -129,10 +125,6 @@ struct pl_agent {
     bool exiting;
     bool finished;         /* uv_stop() called */
 };
-
-_Static_assert(offsetof(struct pl_agent, sigchld)
-                   < offsetof(struct pl_agent, loop),
-               "our SIGCHLD watcher must sit below the loop's");
 
 static double now_epoch(void)
 {
@@ -1104,8 +1096,11 @@ static void sigchld_cb(uv_signal_t *h, int signum)
     struct pl_agent *a = h->data;
 
     (void)signum;
-    for (size_t i = 0; i < a->nrunning; i++)
-        pl_task_rusage_poll(a->running[i]);
+    /* backwards: an ended task leaves 'running' by a swap with the last,
+     * which was seen already */
+    for (size_t i = a->nrunning; i-- > 0;)
+        if (i < a->nrunning)
+            pl_task_reap(a->running[i]);
 }
 
 static void deadline_cb(uv_timer_t *h)

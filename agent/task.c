@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,7 +44,6 @@
 #define TIMEOUT_GRACE 5.0
 
 struct pl_task {
-    uv_process_t proc;
     uv_timer_t timer;       /* the timeout, then SIGKILL after the grace */
     uv_loop_t *loop;
     struct pl_task_spec spec;
@@ -52,7 +53,6 @@ struct pl_task {
     int reason;             /* 0, or why we are killing it */
     int termed;             /* SIGTERM sent */
     int killed;             /* SIGKILL sent */
-    int spawned;            /* uv_spawn() was called: 'proc' needs closing */
     int closing;            /* handles whose close callback is still due */
     int pid;
     int exit_code;
@@ -380,7 +380,6 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_task_spec *spec,
              (unsigned long long)t->spec.rank);
     uv_timer_init(loop, &t->timer);
     t->timer.data = t;
-    t->proc.data = t;
     return t;
 }
 
@@ -399,10 +398,8 @@ void pl_task_free(struct pl_task *t)
     if (!t || t->closing)
         return;
     int saved = errno;
-    t->closing = 1 + (t->spawned ? 1 : 0);
+    t->closing = 1;
     uv_close((uv_handle_t *)&t->timer, close_cb);
-    if (t->spawned)
-        uv_close((uv_handle_t *)&t->proc, close_cb);
     errno = saved;
 }
 
@@ -511,45 +508,12 @@ void pl_task_kill(struct pl_task *t, int reason, double grace)
         uv_timer_start(&t->timer, timer_cb, ms, 0);
 }
 
-/* N.B. Per-task max RSS.  libuv reaps children itself, in the SIGCHLD
- * watcher embedded in the loop (loop->child_watcher, whose callback calls
- * waitpid(pid, WNOHANG) for each uv_process_t) and hands exit_cb only the
- * status: the rusage is gone.  Two facts get it back:
- *  - libuv 1.44 keeps all uv_signal_t in one red-black tree ordered by
- *    (signum, one-shot flag, loop address, handle address), see
- *    uv__signal_compare() in src/unix/signal.c, and its signal handler
- *    writes one message per watcher into the loop's pipe in that order;
- *    so a SIGCHLD watcher of ours on the same loop at a LOWER address
- *    than loop->child_watcher is called first (struct pl_agent declares
- *    it just before its embedded uv_loop_t);
- *  - the raw waitid() system call fills a struct rusage (its 5th
- *    argument, which glibc's wrapper does not expose) even with WNOWAIT,
- *    which leaves the zombie in place for libuv to reap.
- * If a child exits between our call and libuv's, the SIGCHLD it raises
- * comes after the zombie is gone: that task reports no maxrss_kb. */
-void pl_task_rusage_poll(struct pl_task *t)
+static void ended(struct pl_task *t, int status, int sig)
 {
-    siginfo_t info;
-    struct rusage ru;
-
-    if (t->state != PL_ST_RUNNING || t->maxrss_kb >= 0 || t->pid <= 0)
-        return;
-    memset(&info, 0, sizeof(info));
-    memset(&ru, 0, sizeof(ru));
-    if (syscall(SYS_waitid, P_PID, (id_t)t->pid, &info,
-                WEXITED | WNOHANG | WNOWAIT, &ru) == 0
-        && info.si_pid == t->pid)
-        t->maxrss_kb = ru.ru_maxrss; /* kB on Linux */
-}
-
-static void exit_cb(uv_process_t *p, int64_t status, int sig)
-{
-    struct pl_task *t = p->data;
-
     t->t_end = uv_hrtime();
     uv_timer_stop(&t->timer);
     t->signal = sig;
-    t->exit_code = sig ? 128 + sig : (int)status;
+    t->exit_code = sig ? 128 + sig : status;
     if (t->reason) {
         t->state = t->reason;
         /* Leave nothing of a killed task behind.  N.B. the leader is
@@ -566,6 +530,29 @@ static void exit_cb(uv_process_t *p, int64_t status, int sig)
         (void)kill(-t->pid, SIGKILL);
     }
     t->cb(t, t->arg);
+}
+
+/* N.B. The raw waitid() system call fills a struct rusage (its 5th
+ * argument, which glibc's wrapper does not expose): reaping the task
+ * with it gives its peak RSS and that of the children it reaped. */
+void pl_task_reap(struct pl_task *t)
+{
+    siginfo_t info;
+    struct rusage ru;
+
+    if (t->state != PL_ST_RUNNING || t->pid <= 0)
+        return;
+    memset(&info, 0, sizeof(info));
+    memset(&ru, 0, sizeof(ru));
+    if (syscall(SYS_waitid, P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG,
+                &ru) != 0
+        || info.si_pid != t->pid)
+        return; /* still running */
+    t->maxrss_kb = ru.ru_maxrss; /* kB on Linux */
+    if (info.si_code == CLD_EXITED)
+        ended(t, info.si_status, 0);
+    else
+        ended(t, 0, info.si_status);
 }
 
 /* Open an output file, creating its directory (0700) if missing.  The
@@ -606,14 +593,64 @@ static int start_failed(struct pl_task *t, int errnum, struct pl_error *errp)
     return -1;
 }
 
+/* The program execvp() would run for 'file', searching the PATH of the
+ * task's environment 'env' (else the agent's), into 'buf'.  0, or an
+ * errno value (ENOENT, EACCES, ENAMETOOLONG). */
+static int find_program(const char *file, char *const *env, char *buf,
+                        size_t len)
+{
+    const char *path = NULL;
+    int err = ENOENT;
+
+    if (strchr(file, '/')) {
+        if (snprintf(buf, len, "%s", file) >= (int)len)
+            return ENAMETOOLONG;
+        return 0;
+    }
+    for (size_t i = 0; env && env[i]; i++)
+        if (!strncmp(env[i], "PATH=", 5))
+            path = env[i] + 5;
+    if (!path && !(path = getenv("PATH")))
+        path = "/bin:/usr/bin";
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        struct stat st;
+        /* an empty entry is the current directory, as for execvp() */
+        if (snprintf(buf, len, "%.*s%s%s", (int)n, p, n ? "/" : "", file)
+            < (int)len) {
+            if (access(buf, X_OK) == 0 && stat(buf, &st) == 0
+                && S_ISREG(st.st_mode))
+                return 0;
+            if (errno == EACCES)
+                err = EACCES;
+        }
+        if (!end)
+            break;
+        p = end;
+    }
+    return err;
+}
+
+/* N.B. posix_spawn(), not fork(): glibc's is clone(CLONE_VM |
+ * CLONE_VFORK), which copies neither the agent's mappings nor its page
+ * tables; a fork() of the agent (libuv's uv_spawn()) cost page faults
+ * and TLB flushes to ZeroMQ's thread, and held the no-op rate at half
+ * the node's (docs/PERFORMANCE.md).  The child inherits the calling
+ * thread's CPU mask (pl_bind_cpu_enter()), leads a new session, gets the
+ * default action for every signal and an empty mask; the exit is found
+ * by the agent's SIGCHLD watcher (pl_task_reap()). */
 int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
                   struct pl_error *errp)
 {
-    uv_stdio_container_t stdio[3];
-    uv_process_options_t o;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    char prog[PATH_LEN + 256];
+    sigset_t none, all;
     int out = -1;
     int err = -1;
     int rc;
+    pid_t pid;
 
     if ((out = open_output(t->spec.out, t->spec.size > 1)) < 0) {
         rc = errno;
@@ -628,13 +665,6 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
         pl_errprintf(&t->error, "stderr %s: %s", t->spec.err, strerror(rc));
         return start_failed(t, rc, errp);
     }
-    memset(&o, 0, sizeof(o));
-    stdio[0].flags = UV_INHERIT_FD;
-    stdio[0].data.fd = stdin_fd;
-    stdio[1].flags = UV_INHERIT_FD;
-    stdio[1].data.fd = out;
-    stdio[2].flags = UV_INHERIT_FD;
-    stdio[2].data.fd = err;
     /* the environment, and the key that finds the task's processes */
     size_t nenv = 0;
     while (env && env[nenv])
@@ -653,27 +683,36 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     for (nenv = 0; kenv[nenv]; nenv++)
         ;
     kenv[nenv] = t->key;
-    o.exit_cb = exit_cb;
-    o.file = t->spec.argv[0];
-    o.args = t->spec.argv;
-    o.env = kenv;
-    o.cwd = t->spec.cwd;
-    o.flags = UV_PROCESS_DETACHED; /* setsid(): the task leads its group */
-    o.stdio_count = 3;
-    o.stdio = stdio;
-    t->spawned = 1;   /* uv_spawn() inits the handle even when it fails */
-    rc = uv_spawn(t->loop, &t->proc, &o);
-    t->proc.data = t;
+    if ((rc = find_program(t->spec.argv[0], kenv, prog, sizeof(prog))) == 0) {
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&attr);
+        if ((rc = posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0)) == 0
+            && (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) == 0
+            && (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) == 0
+            && (!t->spec.cwd
+                || (rc = posix_spawn_file_actions_addchdir_np(
+                        &fa, t->spec.cwd)) == 0)
+            && (rc = posix_spawnattr_setflags(
+                    &attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK
+                               | POSIX_SPAWN_SETSIGDEF)) == 0
+            && (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0
+            && (rc = posix_spawnattr_setsigdefault(&attr, &all)) == 0)
+            rc = posix_spawn(&pid, prog, &fa, &attr, t->spec.argv, kenv);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+    }
     free(kenv);
     close(out);
     if (err != out)
         close(err);
-    if (rc < 0) {
+    if (rc != 0) {
         t->exit_code = 127; /* what a shell says for a command it can't run */
-        pl_errprintf(&t->error, "spawn: %s", uv_strerror(rc));
-        return start_failed(t, -rc, errp);
+        pl_errprintf(&t->error, "spawn: %s", uv_strerror(uv_translate_sys_error(rc)));
+        return start_failed(t, rc, errp);
     }
-    t->pid = t->proc.pid;
+    t->pid = (int)pid;
     t->state = PL_ST_RUNNING;
     t->t_start = uv_hrtime();
     if (t->spec.timeout > 0)

@@ -83,10 +83,10 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
  * second call may only shorten the grace.  No-op if not running. */
 void pl_task_kill(struct pl_task *t, int reason, double grace);
 
-/* Record the process's resource use if it has exited but is not reaped
- * yet; call from a SIGCHLD watcher that runs before libuv's (see the
- * N.B. in task.c).  No-op if not running or already recorded. */
-void pl_task_rusage_poll(struct pl_task *t);
+/* If the task's process has exited: reap it (its peak RSS with it) and
+ * end the task (its callback runs).  Call from a SIGCHLD watcher for
+ * every running task.  No-op if not running or still running. */
+void pl_task_reap(struct pl_task *t);
 
 /* Borrowed views of 't'. */
 const struct pl_task_spec *pl_task_spec(const struct pl_task *t);

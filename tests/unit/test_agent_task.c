@@ -19,9 +19,7 @@
 extern char **environ;
 
 struct fixture {
-    /* N.B. below the loop, as in struct pl_agent: our SIGCHLD watcher must
-     * run before libuv's reaper for pl_task_rusage_poll() to see rusage */
-    uv_signal_t sigchld;
+    uv_signal_t sigchld;    /* reaps the tasks, as the agent's does */
     uv_loop_t loop;
     struct pl_task *tasks[32];
     int ntasks;
@@ -35,7 +33,7 @@ static void sigchld_cb(uv_signal_t *h, int signum)
 
     (void)signum;
     for (int i = 0; i < f->ntasks; i++)
-        pl_task_rusage_poll(f->tasks[i]);
+        pl_task_reap(f->tasks[i]);
 }
 
 static void exit_cb(struct pl_task *t, void *arg)
@@ -477,7 +475,6 @@ int main(void)
     uv_signal_init(&f->loop, &f->sigchld);
     f->sigchld.data = f;
     uv_signal_start(&f->sigchld, sigchld_cb, SIGCHLD);
-    uv_unref((uv_handle_t *)&f->sigchld);
 
     test_decode();
     test_exits(f);
