@@ -13,6 +13,7 @@
 
 static const char help[] =
     "usage: pilot submit [options] [--] COMMAND [ARGS...]\n"
+    "       pilot submit --file TASKS.jsonl\n"
     "\n"
     "Submit COMMAND as a task to the running pilot and print its id.\n"
     "Options stop at the first word that is not one, so '--' is needed\n"
@@ -39,8 +40,24 @@ static const char help[] =
     "  --cwd DIR               working directory (default: this one)\n"
     "  --env KEY=VALUE         set a variable (repeatable); the pilot's\n"
     "                          environment is inherited\n"
+    "  --after DEPS            wait until these tasks end: ID or NAME (the\n"
+    "                          latest task of that name), comma-separated,\n"
+    "                          each with :ok (default: it must end done,\n"
+    "                          else this task fails with reason\n"
+    "                          'dependency') or :any (any end will do)\n"
+    "  --array A-B[:STEP]      one task per index A, A+STEP, ... <= B; '{}'\n"
+    "                          in the arguments and the name is replaced\n"
+    "                          by the index, PILOT_ARRAY_INDEX holds it;\n"
+    "                          prints the array's id (its first task's;\n"
+    "                          the others follow it)\n"
+    "  --file FILE             many tasks in one request: one JSON object\n"
+    "                          a line (- reads stdin), keys as the long\n"
+    "                          options with '_' for '-' (argv: [..] or\n"
+    "                          cmd: \"shell line\"; after may name tasks\n"
+    "                          of the file); prints their ids in order;\n"
+    "                          nothing is queued if a line is wrong\n"
     "  --pilot ID              the pilot to submit to\n"
-    "  --json                  print {\"ids\": [ID]}\n"
+    "  --json                  print {\"ids\": [ID...]}\n"
     "  -h, --help              this help\n"
     "\n"
     "Every rank gets PILOT_TASK_ID, PILOT_RANK, PILOT_SIZE,\n"
@@ -61,7 +78,13 @@ static const char help[] =
     "  pilot submit --ranks 16 --cores-per-rank 2 --comm mpi -- ./prep in/ "
     "out/\n"
     "  # a whole node to itself\n"
-    "  pilot submit --exclusive --nodes 1 -- ./needs-whole-node\n";
+    "  pilot submit --exclusive --nodes 1 -- ./needs-whole-node\n"
+    "  # 100 tasks, then one that runs once all of them are done\n"
+    "  A=$(pilot submit --array 0-99 -- ./prep part-{}.csv)\n"
+    "  pilot submit --after $A --name train -- ./train\n"
+    "  # a file: {\"name\": \"a\", \"cmd\": \"./prep\"}\n"
+    "  #         {\"argv\": [\"./train\"], \"after\": [\"a\"]}\n"
+    "  pilot submit --file tasks.jsonl\n";
 
 enum {
     OPT_NAME = PL_OPT_CMD,
@@ -77,6 +100,9 @@ enum {
     OPT_EXCLUSIVE,
     OPT_COMM,
     OPT_LAUNCHER,
+    OPT_AFTER,
+    OPT_ARRAY,
+    OPT_FILE,
 };
 
 /* The limits of docs/protocol.md "task spec". */
@@ -116,7 +142,113 @@ struct submit_opts {
     double timeout;
     bool have_timeout, have_retries, have_ranks, exclusive;
     json_t *env; /* [KEY=VALUE] */
+    json_t *after; /* [{id} or {name}, any] */
+    json_t *array; /* [start, end, step], or NULL */
+    const char *file;
+    bool task_opts; /* an option that describes a task (not with --file) */
 };
+
+#define MAX_AFTER 10000
+#define MAX_ARRAY 1000000
+#define SUBMIT_CHUNK 100000 /* specs in one request (protocol.md) */
+
+/* "ID[:ok|:any],NAME..." into 'arr'.  0, or -1 with errp set. */
+static int parse_after(const char *s, json_t *arr, struct pl_error *errp)
+{
+    const char *p = s;
+
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        char item[300];
+        bool any = false;
+        json_t *e;
+        if (n == 0 || n >= sizeof(item))
+            return pl_errprintf(errp, "--after: '%s': %s", s, n ? "an entry "
+                                "is too long" : "an empty entry");
+        memcpy(item, p, n);
+        item[n] = '\0';
+        char *colon = strrchr(item, ':');
+        if (colon && (!strcmp(colon, ":any") || !strcmp(colon, ":ok"))) {
+            any = !strcmp(colon, ":any");
+            *colon = '\0';
+        }
+        if (!item[0])
+            return pl_errprintf(errp, "--after: '%s': an entry without a "
+                                "task", s);
+        if (strspn(item, "0123456789") == strlen(item)) {
+            char *end;
+            errno = 0;
+            unsigned long long id = strtoull(item, &end, 10);
+            if (errno || id == 0)
+                return pl_errprintf(errp, "--after: '%s' is not a task id",
+                                    item);
+            e = json_pack("{s:I}", "id", (json_int_t)id);
+        }
+        else
+            e = json_pack("{s:s}", "name", item);
+        if (!e)
+            return pl_errprintf(errp, "--after: '%s' is not UTF-8", item);
+        if (any)
+            json_object_set_new(e, "any", json_true());
+        if (json_array_size(arr) >= MAX_AFTER) {
+            json_decref(e);
+            return pl_errprintf(errp, "--after: more than %d tasks",
+                                MAX_AFTER);
+        }
+        json_array_append_new(arr, e);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (json_array_size(arr) == 0)
+        return pl_errprintf(errp, "--after: no task given");
+    return 0;
+}
+
+/* A decimal number at *p (digits only), moving *p past it. */
+static bool read_num(const char **p, unsigned long long *v)
+{
+    char *end;
+
+    if (**p < '0' || **p > '9')
+        return false;
+    errno = 0;
+    *v = strtoull(*p, &end, 10);
+    *p = end;
+    return errno == 0;
+}
+
+/* "A-B[:STEP]" as [A, B, STEP].  NULL with errp set. */
+static json_t *parse_array(const char *s, struct pl_error *errp)
+{
+    unsigned long long a, b, step = 1;
+    const char *p = s;
+
+    if (!read_num(&p, &a) || *p++ != '-' || !read_num(&p, &b)
+        || (*p == ':' && (p++, !read_num(&p, &step))) || *p) {
+        pl_errprintf(errp, "--array: '%s' is not A-B or A-B:STEP", s);
+        return NULL;
+    }
+    if (step == 0) {
+        pl_errprintf(errp, "--array: the step must be at least 1");
+        return NULL;
+    }
+    if (b < a) {
+        pl_errprintf(errp, "--array: %llu-%llu ends before it starts", a, b);
+        return NULL;
+    }
+    if (b > UINT32_MAX) {
+        pl_errprintf(errp, "--array: indexes go up to %u", UINT32_MAX);
+        return NULL;
+    }
+    if ((b - a) / step + 1 > MAX_ARRAY) {
+        pl_errprintf(errp, "--array: %llu tasks; at most %d",
+                     (b - a) / step + 1, MAX_ARRAY);
+        return NULL;
+    }
+    return json_pack("[I,I,I]", (json_int_t)a, (json_int_t)b,
+                     (json_int_t)step);
+}
 
 /* Reconcile --ranks, --nodes and --ranks-per-node.  Without --ranks the
  * task has NODES x RANKS-PER-NODE ranks, either count defaulting to 1 (as
@@ -168,6 +300,9 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "exclusive", no_argument, NULL, OPT_EXCLUSIVE },
         { "comm", required_argument, NULL, OPT_COMM },
         { "launcher", required_argument, NULL, OPT_LAUNCHER },
+        { "after", required_argument, NULL, OPT_AFTER },
+        { "array", required_argument, NULL, OPT_ARRAY },
+        { "file", required_argument, NULL, OPT_FILE },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -180,7 +315,23 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             return rc;
         if (r > 0)
             continue;
+        if (c != OPT_FILE)
+            o->task_opts = true;
         switch (c) {
+        case OPT_AFTER:
+            if (parse_after(optarg, o->after, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_ARRAY:
+            json_decref(o->array);
+            if (!(o->array = parse_array(optarg, &err)))
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_FILE:
+            if (!*optarg)
+                return pl_cli_usage(cli, "--file: empty file name");
+            o->file = optarg;
+            break;
         case OPT_NAME:
             if (strlen(optarg) > 256)
                 return pl_cli_usage(cli, "--name: longer than 256 bytes");
@@ -258,6 +409,15 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
     }
     if (o->launcher && (!o->comm || strcmp(o->comm, "mpi")))
         return pl_cli_usage(cli, "--launcher goes with --comm mpi");
+    if (o->file) {
+        if (o->task_opts)
+            return pl_cli_usage(cli, "--file: the file says what each task "
+                                "is; no other task option goes with it");
+        if (optind < argc)
+            return pl_cli_usage(cli, "--file: no command goes with it ('%s')",
+                                argv[optind]);
+        return -1;
+    }
     if (optind >= argc)
         return pl_cli_usage(cli, "no command given (usage: pilot submit "
                             "[options] -- COMMAND [ARGS...])");
@@ -323,6 +483,10 @@ static json_t *make_spec(const struct submit_opts *o, int argc, char **argv,
         json_object_set_new(spec, "comm", json_string(o->comm));
     if (o->launcher)
         json_object_set_new(spec, "launcher", json_string(o->launcher));
+    if (json_array_size(o->after) > 0)
+        json_object_set(spec, "after", o->after);
+    if (o->array)
+        json_object_set(spec, "array", o->array);
     return spec;
 nomem:
     errno = ENOMEM;
@@ -330,48 +494,512 @@ nomem:
     return NULL;
 }
 
+/* ------------------------------------------------------------ --file */
+
+/* A task spec from one line's object 'in', or NULL with errp set. */
+static json_t *line_spec(json_t *in, const char *here, struct pl_error *errp)
+{
+    json_t *spec = json_object(), *v, *after = NULL;
+    const char *key;
+    struct pl_error e;
+
+    if (!json_is_object(in)) {
+        pl_errprintf(errp, "not a JSON object");
+        goto error;
+    }
+    json_object_foreach(in, key, v) {
+        if (!strcmp(key, "argv")) {
+            size_t i;
+            json_t *a;
+            if (!json_is_array(v) || json_array_size(v) == 0)
+                goto type;
+            json_array_foreach(v, i, a) if (!json_is_string(a)) goto type;
+            json_object_set(spec, "argv", v);
+        }
+        else if (!strcmp(key, "cmd")) {
+            if (!json_is_string(v))
+                goto type;
+            json_object_set_new(spec, "argv", json_pack("[s,s,O]", "/bin/sh",
+                                                         "-c", v));
+        }
+        else if (!strcmp(key, "name") || !strcmp(key, "comm")
+                 || !strcmp(key, "launcher")) {
+            if (!json_is_string(v))
+                goto type;
+            json_object_set(spec, key, v);
+        }
+        else if (!strcmp(key, "cwd")) {
+            char path[PATH_MAX * 2];
+            if (!json_is_string(v) || !json_string_length(v))
+                goto type;
+            snprintf(path, sizeof(path), "%s%s%s",
+                     json_string_value(v)[0] == '/' ? "" : here,
+                     json_string_value(v)[0] == '/' ? "" : "/",
+                     json_string_value(v));
+            json_object_set_new(spec, "cwd", json_string(path));
+        }
+        else if (!strcmp(key, "ranks") || !strcmp(key, "nodes")
+                 || !strcmp(key, "ranks_per_node")
+                 || !strcmp(key, "cores_per_rank")
+                 || !strcmp(key, "gpus_per_rank")
+                 || !strcmp(key, "retries")) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0)
+                goto type;
+            json_object_set(spec, key, v);
+        }
+        else if (!strcmp(key, "exclusive")) {
+            if (!json_is_boolean(v))
+                goto type;
+            json_object_set(spec, key, v);
+        }
+        else if (!strcmp(key, "timeout")) {
+            double secs;
+            if (json_is_number(v) && json_number_value(v) >= 0)
+                secs = json_number_value(v);
+            else if (!json_is_string(v)
+                     || pl_cli_parse_secs("timeout", json_string_value(v),
+                                          &secs, &e) < 0)
+                goto type;
+            json_object_set_new(spec, "timeout", json_real(secs));
+        }
+        else if (!strcmp(key, "env")) {
+            json_t *env = json_array(), *x;
+            const char *k;
+            size_t i;
+            if (json_is_object(v)) {
+                json_object_foreach(v, k, x) {
+                    char kv[8192];
+                    if (!json_is_string(x) || !*k || strchr(k, '=')) {
+                        json_decref(env);
+                        goto type;
+                    }
+                    snprintf(kv, sizeof(kv), "%s=%s", k, json_string_value(x));
+                    json_array_append_new(env, json_string(kv));
+                }
+            }
+            else if (json_is_array(v)) {
+                json_array_foreach(v, i, x) {
+                    if (!json_is_string(x) || !env_ok(json_string_value(x))) {
+                        json_decref(env);
+                        goto type;
+                    }
+                    json_array_append(env, x);
+                }
+            }
+            else {
+                json_decref(env);
+                goto type;
+            }
+            json_object_set_new(spec, "env", env);
+        }
+        else if (!strcmp(key, "after")) {
+            json_t *x;
+            size_t i;
+            after = json_array();
+            if (json_is_string(v)) {
+                if (parse_after(json_string_value(v), after, errp) < 0)
+                    goto error;
+            }
+            else if (json_is_array(v)) {
+                json_array_foreach(v, i, x) {
+                    char buf[32];
+                    const char *t = buf;
+                    if (json_is_integer(x) && json_integer_value(x) > 0)
+                        snprintf(buf, sizeof(buf), "%lld",
+                                 (long long)json_integer_value(x));
+                    else if (json_is_string(x))
+                        t = json_string_value(x);
+                    else
+                        goto type;
+                    if (parse_after(t, after, errp) < 0)
+                        goto error;
+                }
+            }
+            else
+                goto type;
+            json_object_set(spec, "after", after);
+        }
+        else if (!strcmp(key, "array")) {
+            json_t *arr;
+            if (json_is_string(v)) {
+                if (!(arr = parse_array(json_string_value(v), errp)))
+                    goto error;
+            }
+            else if (json_is_array(v) && json_array_size(v) == 3
+                     && json_is_integer(json_array_get(v, 0))
+                     && json_is_integer(json_array_get(v, 1))
+                     && json_is_integer(json_array_get(v, 2))) {
+                char buf[96];
+                snprintf(buf, sizeof(buf), "%lld-%lld:%lld",
+                         (long long)json_integer_value(json_array_get(v, 0)),
+                         (long long)json_integer_value(json_array_get(v, 1)),
+                         (long long)json_integer_value(json_array_get(v, 2)));
+                if (!(arr = parse_array(buf, errp)))
+                    goto error;
+            }
+            else
+                goto type;
+            json_object_set_new(spec, "array", arr);
+        }
+        else {
+            pl_errprintf(errp, "unknown field '%.40s'", key);
+            goto error;
+        }
+    }
+    if (!json_object_get(spec, "argv")) {
+        pl_errprintf(errp, "no command: give argv (a list) or cmd (a shell "
+                     "line)");
+        goto error;
+    }
+    if (json_object_get(in, "argv") && json_object_get(in, "cmd")) {
+        pl_errprintf(errp, "argv and cmd: give one of them");
+        goto error;
+    }
+    if (!json_object_get(spec, "cwd"))
+        json_object_set_new(spec, "cwd", json_string(here));
+    json_decref(after);
+    return spec;
+type:
+    pl_errprintf(errp, "field '%.40s' has the wrong type or value", key);
+error:
+    json_decref(after);
+    json_decref(spec);
+    return NULL;
+}
+
+/* Read FILE ('-': stdin) into specs; 'lines[i]' is spec i's line.  Order
+ * them so that a task named in another's "after" comes first.  0, or -1
+ * after printing the error. */
+static int read_file(const char *path, json_t **specs_out, size_t **lines_out)
+{
+    FILE *fp = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    json_t *specs = json_array(), *names = json_object();
+    size_t *lines = NULL, cap = 0, n = 0, lineno = 0;
+    char here[PATH_MAX], *buf = NULL;
+    size_t bufcap = 0;
+    ssize_t len;
+    int rc = -1;
+
+    if (!fp) {
+        pl_cli_error("--file: cannot open %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (!getcwd(here, sizeof(here))) {
+        pl_cli_error("cannot get the current directory: %s", strerror(errno));
+        goto done;
+    }
+    while ((len = getline(&buf, &bufcap, fp)) >= 0) {
+        json_error_t je;
+        struct pl_error err;
+        lineno++;
+        size_t sp = strspn(buf, " \t\r\n");
+        if (buf[sp] == '\0' || buf[sp] == '#')
+            continue;
+        json_t *obj = json_loadb(buf, (size_t)len, 0, &je);
+        if (!obj) {
+            pl_cli_error("%s: line %zu: not JSON: %s", path, lineno, je.text);
+            goto done;
+        }
+        json_t *spec = line_spec(obj, here, &err);
+        json_decref(obj);
+        if (!spec) {
+            pl_cli_error("%s: line %zu: %s", path, lineno, err.text);
+            goto done;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            size_t *nl = realloc(lines, cap * sizeof(*nl));
+            if (!nl) {
+                json_decref(spec);
+                pl_cli_error("out of memory");
+                goto done;
+            }
+            lines = nl;
+        }
+        lines[n] = lineno;
+        json_t *nm = json_object_get(spec, "name");
+        if (nm) /* the last line of a name is the one "after" means */
+            json_object_set_new(names, json_string_value(nm),
+                                json_integer((json_int_t)n));
+        json_array_append_new(specs, spec);
+        n++;
+    }
+    if (ferror(fp)) {
+        pl_cli_error("--file: cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (n == 0) {
+        pl_cli_error("%s: no tasks in it", path);
+        goto done;
+    }
+    /* Kahn's order, stable: a spec goes once the file's tasks it names
+     * have gone */
+    size_t *indeg = calloc(n, sizeof(*indeg)), *order = malloc(n * sizeof(*order));
+    size_t *edge_from = NULL, nedges = 0, ecap = 0, *edge_to = NULL;
+    bool ok = indeg && order;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *after = json_object_get(json_array_get(specs, i), "after"), *e;
+        size_t k;
+        json_array_foreach(after, k, e) {
+            json_t *nm = json_object_get(e, "name");
+            json_t *def = nm ? json_object_get(names, json_string_value(nm))
+                             : NULL;
+            if (!def)
+                continue;
+            size_t from = (size_t)json_integer_value(def);
+            if (from == i) {
+                pl_cli_error("%s: line %zu: it waits for itself ('%s')", path,
+                             lines[i], json_string_value(nm));
+                goto cleanup;
+            }
+            if (nedges == ecap) {
+                ecap = ecap ? ecap * 2 : 256;
+                size_t *nf = realloc(edge_from, ecap * sizeof(*nf));
+                if (nf)
+                    edge_from = nf;
+                size_t *nt = nf ? realloc(edge_to, ecap * sizeof(*nt)) : NULL;
+                if (!nt) {
+                    ok = false;
+                    break;
+                }
+                edge_to = nt;
+            }
+            edge_from[nedges] = from;
+            edge_to[nedges++] = i;
+            indeg[i]++;
+        }
+    }
+    if (!ok) {
+        pl_cli_error("out of memory");
+        goto cleanup;
+    }
+    size_t done_n = 0;
+    bool *taken = calloc(n, sizeof(*taken));
+    if (!taken) {
+        pl_cli_error("out of memory");
+        goto cleanup;
+    }
+    /* quadratic only in the length of chains that point forward */
+    for (bool moved = true; moved && done_n < n;) {
+        moved = false;
+        for (size_t i = 0; i < n; i++) {
+            if (taken[i] || indeg[i])
+                continue;
+            taken[i] = true;
+            order[done_n++] = i;
+            moved = true;
+            for (size_t k = 0; k < nedges; k++)
+                if (edge_from[k] == i)
+                    indeg[edge_to[k]]--;
+        }
+    }
+    if (done_n < n) {
+        for (size_t i = 0; i < n; i++)
+            if (!taken[i]) {
+                pl_cli_error("%s: line %zu: its \"after\" is part of a "
+                             "cycle", path, lines[i]);
+                break;
+            }
+        free(taken);
+        goto cleanup;
+    }
+    free(taken);
+    json_t *sorted = json_array();
+    size_t *slines = malloc(n * sizeof(*slines));
+    if (!sorted || !slines) {
+        json_decref(sorted);
+        free(slines);
+        pl_cli_error("out of memory");
+        goto cleanup;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_array_append(sorted, json_array_get(specs, order[i]));
+        slines[i] = lines[order[i]];
+    }
+    json_decref(specs);
+    specs = sorted;
+    free(lines);
+    lines = slines;
+    rc = 0;
+cleanup:
+    free(indeg);
+    free(order);
+    free(edge_from);
+    free(edge_to);
+done:
+    if (fp && fp != stdin)
+        fclose(fp);
+    free(buf);
+    json_decref(names);
+    if (rc == 0) {
+        *specs_out = specs;
+        *lines_out = lines;
+    }
+    else {
+        json_decref(specs);
+        free(lines);
+    }
+    return rc;
+}
+
+/* Send 'specs' in requests of SUBMIT_CHUNK; their ids into 'ids'.  An
+ * error of spec K of a request names its line when 'lines' is given.
+ * 0, or -1 after printing the error. */
+static int send_specs(struct pl_cli *cli, json_t *specs, const size_t *lines,
+                      const char *file, json_t *ids)
+{
+    struct pl_error err;
+    struct pl_conn *conn = pl_conn_open(cli, PL_CONN_WRITE, &err);
+    size_t n = json_array_size(specs), total = 0;
+    bool tty = isatty(STDERR_FILENO) && n > SUBMIT_CHUNK;
+    int rc = -1;
+
+    if (!conn) {
+        pl_cli_error("%s", err.text);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *arr = json_object_get(json_array_get(specs, i), "array");
+        total += arr ? (size_t)((json_integer_value(json_array_get(arr, 1))
+                                 - json_integer_value(json_array_get(arr, 0)))
+                                    / json_integer_value(json_array_get(arr, 2))
+                                + 1)
+                     : 1;
+    }
+    /* pilotd stores about 200,000 tasks a second: give it the time */
+    if (conn->timeout_ms < 10000 + (int)(total / 20))
+        conn->timeout_ms = 10000 + (int)(total / 20);
+    for (size_t off = 0; off < n; off += SUBMIT_CHUNK) {
+        size_t m = n - off < SUBMIT_CHUNK ? n - off : SUBMIT_CHUNK;
+        json_t *chunk = json_array(), *body, *reply, *got;
+        for (size_t i = 0; i < m; i++)
+            json_array_append(chunk, json_array_get(specs, off + i));
+        body = json_pack("{s:o}", "tasks", chunk);
+        reply = body ? pl_conn_request(conn, PL_MSG_SUBMIT, body, &err)
+                     : NULL;
+        json_decref(body);
+        if (!reply) {
+            unsigned k;
+            int used = 0;
+            if (lines && sscanf(err.text, "task %u: %n", &k, &used) == 1
+                && used > 0 && k >= 1 && k <= m)
+                pl_cli_error("%s: line %zu: %s%s", file, lines[off + k - 1],
+                             err.text + used,
+                             off ? " (the lines before it were queued)" : "");
+            else if (lines && m == 1)
+                pl_cli_error("%s: line %zu: %s", file, lines[off], err.text);
+            else
+                pl_cli_error("%s%s", err.text,
+                             off ? " (the tasks before were queued)" : "");
+            goto done;
+        }
+        got = json_object_get(reply, "ids");
+        if (!json_is_array(got) || json_array_size(got) == 0) {
+            json_decref(reply);
+            pl_cli_error("pilotd answered submit without task ids");
+            goto done;
+        }
+        json_array_extend(ids, got);
+        json_decref(reply);
+        if (tty)
+            fprintf(stderr, "\rsubmitted %zu of %zu", off + m, n);
+    }
+    if (tty)
+        fprintf(stderr, "\n");
+    rc = 0;
+done:
+    pl_conn_free(conn);
+    return rc;
+}
+
+struct byline {
+    size_t line;
+    json_int_t id;
+};
+
+static int cmp_line(const void *a, const void *b)
+{
+    const struct byline *x = a, *y = b;
+
+    return (x->line > y->line) - (x->line < y->line);
+}
+
 int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
 {
     struct submit_opts o = { .cores = 1, .ranks = 1 };
     struct pl_error err;
-    struct pl_conn *conn = NULL;
-    json_t *spec = NULL, *body = NULL, *reply = NULL, *ids;
+    json_t *spec = NULL, *specs = NULL, *ids = json_array();
+    size_t *lines = NULL;
     int rc;
 
-    if (!(o.env = json_array()))
-        return pl_cli_error("out of memory");
+    if (!(o.env = json_array()) || !(o.after = json_array()) || !ids) {
+        rc = pl_cli_error("out of memory");
+        goto done;
+    }
     if ((rc = parse_opts(cli, argc, argv, &o)) >= 0)
         goto done;
     rc = PL_EXIT_ERROR;
-    if (!(spec = make_spec(&o, argc - optind, argv + optind, &err))) {
-        pl_cli_error("%s", err.text);
-        goto done;
+    if (o.file) {
+        if (read_file(o.file, &specs, &lines) < 0)
+            goto done;
     }
-    if (!(body = json_pack("{s:[O]}", "tasks", spec))) {
-        pl_cli_error("out of memory");
-        goto done;
+    else {
+        if (!(spec = make_spec(&o, argc - optind, argv + optind, &err))) {
+            pl_cli_error("%s", err.text);
+            goto done;
+        }
+        specs = json_pack("[O]", spec);
     }
-    if (!(conn = pl_conn_open(cli, PL_CONN_WRITE, &err))
-        || !(reply = pl_conn_request(conn, PL_MSG_SUBMIT, body, &err))) {
-        pl_cli_error("%s", err.text);
+    if (send_specs(cli, specs, lines, o.file, ids) < 0)
         goto done;
+    if (cli->json) {
+        json_t *out = json_pack("{s:O}", "ids", ids);
+        if (o.array)
+            json_object_set(out, "array", json_array_get(ids, 0));
+        pl_out_json(out);
+        json_decref(out);
     }
-    ids = json_object_get(reply, "ids");
-    if (!json_is_array(ids) || json_array_size(ids) != 1
-        || !json_is_integer(json_array_get(ids, 0))) {
-        pl_cli_error("pilotd answered submit without a task id");
-        goto done;
-    }
-    if (cli->json)
-        pl_out_json(reply);
-    else
+    else if (o.array) {
+        /* the array's id; its tasks follow it */
         printf("%lld\n", (long long)json_integer_value(json_array_get(ids, 0)));
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "array %lld: %zu tasks (%lld..%lld)\n",
+                    (long long)json_integer_value(json_array_get(ids, 0)),
+                    json_array_size(ids),
+                    (long long)json_integer_value(json_array_get(ids, 0)),
+                    (long long)json_integer_value(
+                        json_array_get(ids, json_array_size(ids) - 1)));
+    }
+    else if (lines && json_array_size(ids) == json_array_size(specs)) {
+        /* in the file's order, not the order they were sent in */
+        size_t n = json_array_size(ids);
+        struct byline *bl = malloc(n * sizeof(*bl));
+        for (size_t i = 0; bl && i < n; i++)
+            bl[i] = (struct byline){ lines[i],
+                                     json_integer_value(json_array_get(ids,
+                                                                       i)) };
+        if (bl)
+            qsort(bl, n, sizeof(*bl), cmp_line);
+        for (size_t i = 0; i < n; i++)
+            printf("%lld\n", bl ? (long long)bl[i].id
+                                : (long long)json_integer_value(
+                                      json_array_get(ids, i)));
+        free(bl);
+    }
+    else {
+        size_t i;
+        json_t *id;
+        json_array_foreach(ids, i, id)
+            printf("%lld\n", (long long)json_integer_value(id));
+    }
     rc = PL_EXIT_OK;
 done:
-    json_decref(reply);
-    json_decref(body);
     json_decref(spec);
+    json_decref(specs);
+    json_decref(ids);
     json_decref(o.env);
-    pl_conn_free(conn);
+    json_decref(o.after);
+    json_decref(o.array);
+    free(lines);
     return rc;
 }

@@ -103,8 +103,19 @@ struct unsent {
     uint32_t attempt;
 };
 
+/* A task whose dependency failed: it fails too, after the one that
+ * ended (a list, not a recursion: a chain may be long). */
+struct depfail {
+    uint64_t id, serial, dep;
+    int state;                   /* the dependency's */
+};
+
 struct pl_daemon {
     uv_loop_t *loop;
+    uint64_t serial;             /* tasks made (pl_dtask.serial) */
+    struct depfail *depfail;     /* to fail, 'ndepfail' of them */
+    size_t ndepfail, capdepfail;
+    bool in_depfail;
     struct pl_daemon_config cfg;
     char dir[PL_PATH_MAX];
     char keydir[PL_PATH_MAX];
@@ -559,15 +570,114 @@ static void rank_event(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
                r, err.text);
 }
 
-/* 't' reached a final state: record it and forget it. */
+/* ------------------------------------------------------ dependencies */
+
+/* Task 'w' (serial 'serial') waits for 'dep' to end. */
+static int waiter_add(struct pl_dtask *dep, const struct pl_dtask *w,
+                      bool any)
+{
+    if (dep->nwaiters == dep->capwaiters) {
+        uint32_t ncap = dep->capwaiters ? dep->capwaiters * 2 : 4;
+        struct pl_waiter *nw = realloc(dep->waiters, ncap * sizeof(*nw));
+        if (!nw)
+            return -1;
+        dep->waiters = nw;
+        dep->capwaiters = ncap;
+    }
+    dep->waiters[dep->nwaiters++] = (struct pl_waiter){ w->id, w->serial,
+                                                        any };
+    return 0;
+}
+
+/* The task a waiter entry names, if it is still that one and waits. */
+static struct pl_dtask *waiter_get(struct pl_daemon *d, uint64_t id,
+                                   uint64_t serial)
+{
+    struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+
+    return t && t->serial == serial && t->state == PL_ST_WAITING ? t : NULL;
+}
+
+/* A waiting task whose dependencies all ended well joins the queue. */
+static void deps_met(struct pl_daemon *d, struct pl_dtask *t)
+{
+    pl_sched_requeue(d->sched, t, false);
+    t->state = PL_ST_WAITING; /* for the counters */
+    change(d, t, PL_ST_QUEUED, NULL);
+    d->want_sched = true;
+}
+
+/* 'dep' ended in 'state': its waiters go on, or fail after it. */
+static void deps_release(struct pl_daemon *d, struct pl_dtask *dep, int state)
+{
+    struct pl_waiter *w = dep->waiters;
+    uint32_t n = dep->nwaiters;
+
+    dep->waiters = NULL;
+    dep->nwaiters = dep->capwaiters = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct pl_dtask *t = waiter_get(d, w[i].id, w[i].serial);
+        if (!t)
+            continue; /* canceled meanwhile */
+        if (state == PL_ST_DONE || w[i].any) {
+            if (t->ndeps > 0 && --t->ndeps == 0)
+                deps_met(d, t);
+            continue;
+        }
+        if (d->ndepfail == d->capdepfail) {
+            size_t ncap = d->capdepfail ? d->capdepfail * 2 : 64;
+            struct depfail *nf = realloc(d->depfail, ncap * sizeof(*nf));
+            if (!nf) {
+                pl_log(LOG_ERR, "task %llu: out of memory: it waits on",
+                       (unsigned long long)t->id);
+                continue;
+            }
+            d->depfail = nf;
+            d->capdepfail = ncap;
+        }
+        d->depfail[d->ndepfail++] = (struct depfail){ t->id, t->serial,
+                                                      dep->id, state };
+    }
+    free(w);
+}
+
+static void finish(struct pl_daemon *d, struct pl_dtask *t, int state,
+                   const struct pl_db_change *extra);
+
+/* Fail the waiters of failed dependencies, down the graph. */
+static void deps_fail_all(struct pl_daemon *d)
+{
+    if (d->in_depfail)
+        return; /* the outer call goes on with the list */
+    d->in_depfail = true;
+    while (d->ndepfail > 0) {
+        struct depfail f = d->depfail[--d->ndepfail];
+        struct pl_dtask *t = waiter_get(d, f.id, f.serial);
+        char why[96];
+        if (!t)
+            continue;
+        snprintf(why, sizeof(why), "dependency: task %llu %s",
+                 (unsigned long long)f.dep, pl_state_name(f.state));
+        struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1, .reason = why };
+        finish(d, t, PL_ST_FAILED, &c);
+    }
+    d->in_depfail = false;
+}
+
+/* 't' reached a final state: record it and forget it; what waited for it
+ * goes on, or fails with it. */
 static void finish(struct pl_daemon *d, struct pl_dtask *t, int state,
                    const struct pl_db_change *extra)
 {
     change(d, t, state, extra);
     pl_log(LOG_INFO, "task %llu: %s", (unsigned long long)t->id,
            pl_state_name(state));
+    if (t->nwaiters)
+        deps_release(d, t, state);
     pl_sched_task_remove(d->sched, t);
     d->want_sched = true;
+    deps_fail_all(d);
 }
 
 /* ------------------------------------------------------------ agents */
@@ -726,7 +836,7 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
     char out[PL_PATH_MAX + 64], err[PL_PATH_MAX + 64];
     uint64_t cores[k->ncores + 1], gpus[k->ngpus + 1];
     bool multi = t->ranks > 1 || t->comm != PL_COMM_NONE;
-    uint32_t nf = 7 + (t->env ? 1 : 0) + (t->cwd ? 1 : 0)
+    uint32_t nf = 7 + (t->env || t->array_id ? 1 : 0) + (t->cwd ? 1 : 0)
                   + (t->timeout > 0 ? 1 : 0) + (multi ? 7 : 0)
                   + (t->comm == PL_COMM_TORCH ? 2 : 0)
                   + (t->comm == PL_COMM_MPI ? 3 + !!t->gpus_per_rank : 0);
@@ -741,7 +851,24 @@ static void pack_run_rank(struct pl_daemon *d, msgpack_packer *pk,
     pl_w_kuint(pk, "id", t->id);
     pl_w_kuint(pk, "attempt", t->attempt);
     pl_w_kstrv(pk, "argv", t->argv);
-    if (t->env)
+    if (t->array_id) {
+        /* an array element: its index and array, after the spec's env */
+        char aidx[48], aid[48];
+        uint32_t ne = 0;
+        while (t->env && t->env[ne])
+            ne++;
+        snprintf(aidx, sizeof(aidx), "PILOT_ARRAY_INDEX=%llu",
+                 (unsigned long long)t->array_index);
+        snprintf(aid, sizeof(aid), "PILOT_ARRAY_ID=%llu",
+                 (unsigned long long)t->array_id);
+        pl_w_key(pk, "env");
+        msgpack_pack_array(pk, ne + 2);
+        for (uint32_t i = 0; i < ne; i++)
+            pl_w_str(pk, t->env[i]);
+        pl_w_str(pk, aidx);
+        pl_w_str(pk, aid);
+    }
+    else if (t->env)
         pl_w_kstrv(pk, "env", t->env);
     if (t->cwd)
         pl_w_kstr(pk, "cwd", t->cwd);
@@ -1644,6 +1771,258 @@ static void store_text(const struct pl_daemon *d, struct pl_error *errp)
     errno = saved;
 }
 
+/* The dependencies of a spec, resolved at submit. */
+struct deps {
+    uint64_t *live;              /* tasks that have not ended: wait */
+    bool *any;                   /* ... for any end, not only done */
+    uint32_t nlive, cap;
+    char *json;                  /* what is stored: [[id, any]...], or NULL */
+    char why[96];                /* a dependency that failed: fail too */
+};
+
+static void deps_clear(struct deps *dp)
+{
+    free(dp->live);
+    free(dp->any);
+    free(dp->json);
+    memset(dp, 0, sizeof(*dp));
+}
+
+/* One task 'id' in state 'st' that a spec waits for ('any' end). */
+static int dep_add(struct pl_daemon *d, struct deps *dp, uint64_t id, int st,
+                   bool any)
+{
+    if (pl_sched_task_get(d->sched, id)) {
+        if (dp->nlive == dp->cap) {
+            uint32_t ncap = dp->cap ? dp->cap * 2 : 8;
+            uint64_t *nl = realloc(dp->live, ncap * sizeof(*nl));
+            bool *na = nl ? realloc(dp->any, ncap * sizeof(*na)) : NULL;
+            if (nl)
+                dp->live = nl;
+            if (!na)
+                return -1;
+            dp->any = na;
+            dp->cap = ncap;
+        }
+        dp->live[dp->nlive] = id;
+        dp->any[dp->nlive++] = any;
+    }
+    else if (st != PL_ST_DONE && !any && !dp->why[0])
+        snprintf(dp->why, sizeof(dp->why), "dependency: task %llu %s",
+                 (unsigned long long)id, pl_state_name(st));
+    return 0;
+}
+
+struct member_arg {
+    struct pl_daemon *d;
+    struct deps *dp;
+    bool any;
+};
+
+static int member_cb(uint64_t id, int state, void *arg)
+{
+    struct member_arg *a = arg;
+
+    return dep_add(a->d, a->dp, id, state, a->any);
+}
+
+/* Resolve the 'after' of 's': ids and names (the latest task of that
+ * name, this request's earlier ones included) to the tasks still live,
+ * and the first that failed; an array's id stands for all its tasks.
+ * 0, or -1 with errp (EINVAL: no such task). */
+static int deps_resolve(struct pl_daemon *d, const struct pl_spec *s,
+                        struct deps *dp, struct pl_error *errp)
+{
+    size_t len = 0, cap = (size_t)s->nafter * 28 + 3;
+
+    memset(dp, 0, sizeof(*dp));
+    if (!s->nafter)
+        return 0;
+    if (!(dp->json = malloc(cap))) {
+        deps_clear(dp);
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    dp->json[len++] = '[';
+    for (uint32_t i = 0; i < s->nafter; i++) {
+        const struct pl_dep *e = &s->after[i];
+        uint64_t id = e->id;
+        int st;
+        if (e->name) {
+            if ((id = pl_db_task_by_name(d->db, e->name, errp)) == UINT64_MAX)
+                goto error;
+            if (id == 0) {
+                errno = EINVAL;
+                pl_errprintf(errp, "after: no task is named '%.64s'",
+                             e->name);
+                goto error;
+            }
+        }
+        struct member_arg ma = { d, dp, e->any };
+        long nm = pl_db_array_members(d->db, id, member_cb, &ma, errp);
+        if (nm < 0)
+            goto error;
+        if (nm == 0) {
+            if ((st = pl_db_task_state(d->db, id, errp)) <= 0) {
+                if (st == 0) {
+                    errno = EINVAL;
+                    pl_errprintf(errp, "after: no task %llu",
+                                 (unsigned long long)id);
+                }
+                goto error;
+            }
+            if (dep_add(d, dp, id, st, e->any) < 0) {
+                errno = ENOMEM;
+                pl_errprintf(errp, "out of memory");
+                goto error;
+            }
+        }
+        len += (size_t)snprintf(dp->json + len, cap - len, "%s[%llu,%d]",
+                                i ? "," : "", (unsigned long long)id,
+                                e->any ? 1 : 0);
+    }
+    dp->json[len++] = ']';
+    dp->json[len] = '\0';
+    return 0;
+error:
+    deps_clear(dp);
+    return -1;
+}
+
+/* 's' with every "{}" replaced by 'idx'; NULL stays NULL (errno 0). */
+static char *subst(const char *s, uint64_t idx)
+{
+    char num[24], *out, *o;
+    size_t n = 0;
+
+    errno = 0;
+    if (!s)
+        return NULL;
+    int nl = snprintf(num, sizeof(num), "%llu", (unsigned long long)idx);
+    for (const char *p = s; (p = strstr(p, "{}")); p += 2)
+        n++;
+    if (!(out = malloc(strlen(s) + n * (size_t)nl + 1)))
+        return NULL;
+    for (o = out; *s;) {
+        if (s[0] == '{' && s[1] == '}') {
+            memcpy(o, num, (size_t)nl);
+            o += nl;
+            s += 2;
+        }
+        else
+            *o++ = *s++;
+    }
+    *o = '\0';
+    return out;
+}
+
+static char **subst_strv(char *const *v, uint64_t idx)
+{
+    size_t n = 0;
+    char **out;
+
+    while (v[n])
+        n++;
+    if (!(out = calloc(n + 1, sizeof(*out))))
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!(out[i] = subst(v[i], idx))) {
+            pl_strv_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Store and queue element 'k' of spec 's' (its only one if not an
+ * array); '*first' is the array's id once element 0 is in.  The task,
+ * or NULL with errp set. */
+static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
+                                   uint64_t k, const struct deps *dp,
+                                   double t_now, uint64_t *first,
+                                   struct out *o, struct pl_error *errp)
+{
+    uint64_t idx = s->astart + k * s->astep;
+    bool last = k + 1 == pl_spec_count(s);
+    char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
+    char *argv_json = NULL, *env_json = NULL;
+    struct pl_dtask *t = NULL;
+    struct pl_db_spec ds;
+    uint64_t id;
+    int state = dp->nlive || dp->why[0] ? PL_ST_WAITING : PL_ST_QUEUED;
+
+    /* the last element takes the spec's strings, the others copies */
+    if (s->array) {
+        if (!(argv = subst_strv(s->argv, idx))
+            || (s->name && !(name = subst(s->name, idx))))
+            goto nomem;
+    }
+    else {
+        argv = s->argv;
+        s->argv = NULL;
+    }
+    if (last) {
+        env = s->env;
+        cwd = s->cwd;
+        s->env = NULL;
+        s->cwd = NULL;
+    }
+    else if ((s->env && !(env = pl_strv_dup(s->env)))
+             || (s->cwd && !(cwd = strdup(s->cwd))))
+        goto nomem;
+    if (!(argv_json = json_strv(argv)) || (env && !(env_json = json_strv(env))))
+        goto nomem;
+    spec_db(s, &ds);
+    if (name)
+        ds.name = name;
+    ds.argv_json = argv_json;
+    ds.env_json = env_json;
+    ds.after_json = dp->json;
+    ds.array_id = s->array && k > 0 ? *first : 0;
+    ds.array_index = idx;
+    if (pl_db_task_insert(d->db, &ds, state, t_now, &id, errp) < 0
+        || (s->array && k == 0
+            && pl_db_task_array(d->db, id, idx, errp) < 0))
+        goto error;
+    if (s->array && k == 0)
+        *first = id;
+    if (!(t = pl_sched_task_add(d->sched, id, state, &argv, &env, &cwd)))
+        goto nomem;
+    o->undo[o->nundo++] = id; /* from here the request's undo takes it */
+    shape(&ds, t);
+    t->serial = ++d->serial;
+    t->array_id = s->array ? *first : 0;
+    t->array_index = s->array ? idx : 0;
+    d->count[state]++;
+    d->total++;
+    if (dp->nlive && !dp->why[0]) {
+        if (!(t->deps = malloc(dp->nlive * sizeof(*t->deps))))
+            goto nomem_t;
+        memcpy(t->deps, dp->live, dp->nlive * sizeof(*t->deps));
+        t->ndeps = t->ndeps_live = dp->nlive;
+        for (uint32_t i = 0; i < dp->nlive; i++) {
+            struct pl_dtask *dep = pl_sched_task_get(d->sched, dp->live[i]);
+            if (waiter_add(dep, t, dp->any[i]) < 0)
+                goto nomem_t;
+        }
+    }
+    goto done;
+nomem_t:
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(errp, "out of memory");
+error:
+    t = NULL;
+done:
+    pl_strv_free(argv);
+    pl_strv_free(env);
+    free(cwd);
+    free(name);
+    free(argv_json);
+    free(env_json);
+    return t;
+}
+
 static void h_submit(struct pl_daemon *d, const struct req *r,
                      const struct pl_msg *m)
 {
@@ -1651,6 +2030,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     struct pl_error err;
     struct pl_spec *specs = NULL;
     uint32_t n = 0, i;
+    uint64_t total = 0;
     struct out *o = NULL;
     double t_now = now();
 
@@ -1681,9 +2061,16 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
             }
             goto bad;
         }
+        total += pl_spec_count(&specs[i]);
+    }
+    if (total > PL_MAX_ARRAY) {
+        errno = E2BIG;
+        pl_errprintf(&err, "%llu tasks in one request; at most %d",
+                     (unsigned long long)total, PL_MAX_ARRAY);
+        goto bad;
     }
     if (!(o = out_new(d->csock, r->rid, r->ridlen))
-        || !(o->undo = calloc(n, sizeof(*o->undo))))
+        || !(o->undo = calloc(total, sizeof(*o->undo))))
         goto nomem;
     o->seq = r->seq;
     if (pl_db_savepoint(d->db, &err) < 0) {
@@ -1692,43 +2079,36 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     }
     for (i = 0; i < n; i++) {
         struct pl_spec *s = &specs[i];
-        char *argv_json = json_strv(s->argv);
-        char *env_json = s->env ? json_strv(s->env) : NULL;
-        struct pl_db_spec ds;
-        spec_db(s, &ds);
-        ds.argv_json = argv_json;
-        ds.env_json = env_json;
-        uint64_t id;
-        int rc = -1;
-        if (!argv_json || (s->env && !env_json)) {
-            /* the spec's strings were checked: only memory is left */
-            errno = ENOMEM;
-            pl_errprintf(&err, "out of memory");
+        struct deps dp;
+        uint64_t first = 0, cnt = pl_spec_count(s);
+        int rc = deps_resolve(d, s, &dp, &err);
+        for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
+            struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, o,
+                                            &err);
+            if (!t)
+                rc = -1;
+            else if (dp.why[0]) {
+                /* a dependency failed already: so does this task */
+                struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                          .maxrss_kb = -1, .reason = dp.why };
+                finish(d, t, PL_ST_FAILED, &c);
+            }
         }
-        else
-            rc = pl_db_task_insert(d->db, &ds, PL_ST_QUEUED, t_now, &id,
-                                   &err);
-        free(argv_json);
-        free(env_json);
-        struct pl_dtask *t = NULL;
-        if (rc == 0)
-            t = pl_sched_task_add(d->sched, id, PL_ST_QUEUED, &s->argv,
-                                  &s->env, &s->cwd);
-        if (!t) {
+        deps_clear(&dp);
+        if (rc < 0) {
             /* undo this request's tasks: the whole submit fails */
             int errnum = errno ? errno : EIO;
-            if (rc == 0)
-                pl_errprintf(&err, "out of memory");
+            if (n > 1) {
+                struct pl_error e2;
+                pl_errprintf(&e2, "task %u: %s", i + 1, err.text);
+                err = e2;
+            }
             pl_db_savepoint_end(d->db, false, NULL);
             store_text(d, &err);
             undo_reply(d, o, err.text, errnum);
             out_push(d, o);
             goto done;
         }
-        shape(&ds, t);
-        d->count[PL_ST_QUEUED]++;
-        d->total++;
-        o->undo[o->nundo++] = id;
     }
     if (pl_db_savepoint_end(d->db, true, &err) < 0) {
         int errnum = errno;
@@ -1743,7 +2123,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     o->needs_commit = true;
     out_push(d, o);
     d->want_sched = true;
-    pl_log(LOG_INFO, "submitted %u tasks (%llu..%llu)", n,
+    pl_log(LOG_INFO, "submitted %zu tasks (%llu..%llu)", o->nundo,
            (unsigned long long)o->undo[0],
            (unsigned long long)o->undo[o->nundo - 1]);
     goto done;
@@ -2516,6 +2896,72 @@ static int orphan_load(struct pl_daemon *d, struct pl_dtask *t)
     return 0;
 }
 
+/* A waiting task from the database: its dependencies are loaded before
+ * it (smaller ids); wait for those still live, fail if one failed, queue
+ * it if none is left.  Takes argv, env, cwd. */
+static int load_waiting(struct pl_daemon *d, uint64_t id,
+                        const struct pl_db_spec *s, char ***argv, char ***env,
+                        char **cwd)
+{
+    json_t *after = s->after_json ? json_loads(s->after_json, 0, NULL) : NULL;
+    struct pl_dtask *t = pl_sched_task_add(d->sched, id, PL_ST_WAITING, argv,
+                                           env, cwd);
+    struct deps dp = { 0 };
+    struct pl_error err;
+    int rc = -1;
+    size_t i;
+    json_t *e;
+
+    if (!t) {
+        pl_strv_free(*argv);
+        pl_strv_free(*env);
+        free(*cwd);
+        goto done;
+    }
+    shape(s, t);
+    t->serial = ++d->serial;
+    t->array_id = s->array_id;
+    t->array_index = s->array_index;
+    json_array_foreach(after, i, e) {
+        uint64_t dep = (uint64_t)json_integer_value(json_array_get(e, 0));
+        struct member_arg ma = { d, &dp, json_integer_value(
+                                             json_array_get(e, 1)) != 0 };
+        long nm = pl_db_array_members(d->db, dep, member_cb, &ma, &err);
+        int st;
+        if (nm < 0)
+            goto done;
+        if (nm == 0) {
+            st = pl_db_task_state(d->db, dep, &err);
+            if (st == 0 && !ma.any && !dp.why[0])
+                snprintf(dp.why, sizeof(dp.why), "dependency: task %llu is "
+                         "gone", (unsigned long long)dep);
+            else if (st > 0 && dep_add(d, &dp, dep, st, ma.any) < 0)
+                goto done;
+        }
+    }
+    if (dp.why[0]) {
+        struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1, .reason = dp.why };
+        finish(d, t, PL_ST_FAILED, &c);
+    }
+    else if (dp.nlive == 0)
+        deps_met(d, t);
+    else {
+        t->deps = dp.live;
+        dp.live = NULL;
+        t->ndeps = t->ndeps_live = dp.nlive;
+        for (uint32_t k = 0; k < dp.nlive; k++)
+            if (waiter_add(pl_sched_task_get(d->sched, t->deps[k]), t,
+                           dp.any[k]) < 0)
+                goto done;
+    }
+    rc = 0;
+done:
+    json_decref(after);
+    deps_clear(&dp);
+    return rc;
+}
+
 /* Rebuild the queue from the database (a restarted pilotd, or --resume):
  * tasks that were on agents of an earlier daemon go back to the queue. */
 static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
@@ -2531,6 +2977,8 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
         return 0; /* cannot happen: submit stored a valid array */
     bool orphan = d->recovering
                   && (state == PL_ST_ASSIGNED || state == PL_ST_RUNNING);
+    if (state == PL_ST_WAITING)
+        return load_waiting(d, id, s, &argv, &env, &cwd);
     if (!(t = pl_sched_task_add(d->sched, id, orphan ? state : PL_ST_QUEUED,
                                 &argv, &env, &cwd))) {
         pl_strv_free(argv);
@@ -2539,6 +2987,9 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
         return -1;
     }
     shape(s, t);
+    t->serial = ++d->serial;
+    t->array_id = s->array_id;
+    t->array_index = s->array_index;
     t->attempt = attempts;
     if (orphan) {
         if (orphan_load(d, t) == 0)

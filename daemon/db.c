@@ -25,6 +25,9 @@ enum {
     ST_RELEASE,
     ST_ROLLBACK_TO,
     ST_EVENT_IF,
+    ST_BY_NAME,
+    ST_ARRAY,
+    ST_MEMBERS,
     ST_COUNT
 };
 
@@ -35,8 +38,8 @@ static const char *sql[ST_COUNT] = {
     [ST_INSERT] = "INSERT INTO tasks (name, argv, env, cwd, ranks, "
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
                   "submit_time, nodes, ranks_per_node, exclusive, comm, "
-                  "launcher) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
-                  "?13,?14,?15,?16)",
+                  "launcher, after, array_id, array_index) VALUES (?1,?2,?3,"
+                  "?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
@@ -67,6 +70,11 @@ static const char *sql[ST_COUNT] = {
     [ST_EVENT_IF] = "INSERT INTO events (task, time, state, attempt, node, "
                     "cores, gpus, detail, rank) SELECT ?1,?2,?3,?4,?5,?6,?7,"
                     "?8,?9 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+    [ST_BY_NAME] = "SELECT max(id) FROM tasks WHERE name = ?1",
+    [ST_ARRAY] = "UPDATE tasks SET array_id = ?1, array_index = ?2 "
+                 "WHERE id = ?1",
+    [ST_MEMBERS] = "SELECT id, state FROM tasks WHERE array_id = ?1 "
+                   "ORDER BY id",
 };
 
 /* What a failing statement is called in an error text. */
@@ -79,6 +87,9 @@ static const char *const st_name[ST_COUNT] = {
     [ST_RELEASE] = "release a savepoint",
     [ST_ROLLBACK_TO] = "roll back a savepoint",
     [ST_EVENT_IF] = "insert an event",
+    [ST_BY_NAME] = "find a task by name",
+    [ST_ARRAY] = "mark an array",
+    [ST_MEMBERS] = "list an array",
 };
 
 /* One write since the last commit (not the insert of a submission),
@@ -220,6 +231,22 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
     }
     sqlite3_finalize(st);
     if (exec(db, PL_SCHEMA_SQL, errp) < 0)
+        goto error;
+    /* a database of schema 3 (a pilot of an older pilotd, resumed) */
+    static const char *const v4[] = PL_SCHEMA_V4_COLUMNS;
+    for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
+        char *msg = NULL;
+        if (sqlite3_exec(db->h, v4[i], NULL, NULL, &msg) != SQLITE_OK
+            && !(msg && strstr(msg, "duplicate column"))) {
+            pl_errprintf(errp, "%s: upgrade the schema: %s", path,
+                         msg ? msg : "out of memory");
+            sqlite3_free(msg);
+            errno = EIO;
+            goto error;
+        }
+        sqlite3_free(msg);
+    }
+    if (exec(db, PL_SCHEMA_INDEXES, errp) < 0)
         goto error;
     for (int i = 0; i < ST_COUNT; i++) {
         if (sqlite3_prepare_v3(db->h, sql[i], -1, SQLITE_PREPARE_PERSISTENT,
@@ -709,11 +736,60 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
     sqlite3_bind_int(st, 14, s->exclusive);
     bind_text(st, 15, s->comm ? s->comm : "none");
     bind_text(st, 16, s->launcher);
+    bind_text(st, 17, s->after_json);
+    if (s->array_id) {
+        sqlite3_bind_int64(st, 18, (sqlite3_int64)s->array_id);
+        sqlite3_bind_int64(st, 19, (sqlite3_int64)s->array_index);
+    }
+    else {
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+    }
     if (step(db, ST_INSERT, errp) < 0)
         return -1;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
     return event(db, ST_EVENT, *id, now, state, 0, NULL, NULL, NULL, NULL,
                  -1, errp);
+}
+
+int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
+                     struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_ARRAY];
+
+    if (db->failed)
+        return refuse(db, errp);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)index);
+    return step(db, ST_ARRAY, errp);
+}
+
+long pl_db_array_members(struct pl_db *db, uint64_t id,
+                         int (*cb)(uint64_t id, int state, void *arg),
+                         void *arg, struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_MEMBERS];
+    long n = 0;
+    int rc;
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        n++;
+        if (cb((uint64_t)sqlite3_column_int64(st, 0),
+               pl_state_parse((const char *)sqlite3_column_text(st, 1)),
+               arg) < 0) {
+            pl_errprintf(errp, "out of memory");
+            n = -1;
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        dberr(db, errp, st_name[ST_MEMBERS]);
+        n = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return n;
 }
 
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
@@ -848,8 +924,9 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "SELECT id, state, name, argv, env, cwd, ranks, "
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
                            "attempts, nodes, ranks_per_node, exclusive, comm, "
-                           "launcher FROM tasks WHERE state NOT IN ('done', "
-                           "'failed', 'canceled', 'timeout') ORDER BY id",
+                           "launcher, after, array_id, array_index FROM tasks "
+                           "WHERE state NOT IN ('done', 'failed', 'canceled', "
+                           "'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return dberr(db, errp, "load tasks");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -868,6 +945,9 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
             .exclusive = sqlite3_column_int(st, 14) != 0,
             .comm = (const char *)sqlite3_column_text(st, 15),
             .launcher = (const char *)sqlite3_column_text(st, 16),
+            .after_json = (const char *)sqlite3_column_text(st, 17),
+            .array_id = (uint64_t)sqlite3_column_int64(st, 18),
+            .array_index = (uint64_t)sqlite3_column_int64(st, 19),
         };
         int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
         if (cb((uint64_t)sqlite3_column_int64(st, 0), state, &s,
@@ -884,6 +964,25 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
+                            struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_BY_NAME];
+    uint64_t id = 0;
+    int rc;
+
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        id = (uint64_t)sqlite3_column_int64(st, 0);
+    else if (rc != SQLITE_DONE) {
+        dberr(db, errp, "task by name");
+        id = UINT64_MAX;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return id;
 }
 
 int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp)

@@ -41,6 +41,9 @@ struct pl_db_spec {
     const char *comm;      /* "none", "torch", "mpi", or NULL (none) */
     const char *launcher;  /* comm mpi: "srun" or "mpirun", or NULL */
     double timeout;
+    const char *after_json; /* JSON [[id, any]], or NULL: none */
+    uint64_t array_id;     /* 0: not an array element */
+    uint64_t array_index;
 };
 
 /* Open (creating if needed) the database at 'path': WAL journal,
@@ -108,6 +111,15 @@ int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp);
 int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
                       double now, uint64_t *id, struct pl_error *errp);
 
+/* Task 'id' (just inserted) is the first element of an array: its own
+ * array_id, at 'index'. */
+int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
+                     struct pl_error *errp);
+/* Call 'cb' for each task of array 'id' (none: 'id' is not an array's),
+ * in order.  The count, or -1 with errp set (cb failed: ENOMEM). */
+long pl_db_array_members(struct pl_db *db, uint64_t id,
+                         int (*cb)(uint64_t id, int state, void *arg),
+                         void *arg, struct pl_error *errp);
 /* Record a state change: update the row, add the event.  ENOENT if
  * there is no such task (the write is dropped).  The strings are copied. */
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
@@ -146,6 +158,10 @@ typedef int (*pl_db_live_f)(uint64_t id, int state, const struct pl_db_spec *s,
 int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                     struct pl_error *errp);
 
+/* The id of the latest task named 'name' (this transaction's included),
+ * 0 if none, UINT64_MAX with errp set on error. */
+uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
+                            struct pl_error *errp);
 /* The state of task 'id' (enum pl_state), 0 if there is no such task, or
  * -1 on error (errp). */
 int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp);

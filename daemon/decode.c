@@ -27,6 +27,9 @@ void pl_spec_clear(struct pl_spec *s)
     free(s->cwd);
     pl_strv_free(s->argv);
     pl_strv_free(s->env);
+    for (uint32_t i = 0; i < s->nafter; i++)
+        free(s->after[i].name);
+    free(s->after);
     memset(s, 0, sizeof(*s));
     errno = saved;
 }
@@ -34,6 +37,92 @@ void pl_spec_clear(struct pl_spec *s)
 static bool utf8(const char *s)
 {
     return !s || pl_utf8_valid(s, strlen(s));
+}
+
+uint64_t pl_spec_count(const struct pl_spec *s)
+{
+    return s->array ? (s->aend - s->astart) / s->astep + 1 : 1;
+}
+
+/* 'after': [{id: uint} or {name: str}, with any: bool], into s->after. */
+static int after_decode(const msgpack_object *o, struct pl_spec *s,
+                        struct pl_error *errp)
+{
+    const msgpack_object *a;
+    int rc = pl_mp_array(o, "after", false, PL_MAX_AFTER, &a, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (a->via.array.size == 0)
+        return 0;
+    if (!(s->after = calloc(a->via.array.size, sizeof(*s->after)))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    for (uint32_t i = 0; i < a->via.array.size; i++) {
+        const msgpack_object *e = &a->via.array.ptr[i];
+        struct pl_dep *dp = &s->after[s->nafter++];
+        int hid, hname;
+        if (e->type != MSGPACK_OBJECT_MAP) {
+            errno = EPROTO;
+            return pl_errprintf(errp, "after: entry %u is not a map", i + 1);
+        }
+        if ((hid = pl_mp_uint(e, "id", false, UINT64_MAX, &dp->id, errp)) < 0
+            || (hname = pl_mp_str(e, "name", false, 256, &dp->name,
+                                  errp)) < 0
+            || pl_mp_bool(e, "any", false, &dp->any, errp) < 0)
+            return -1;
+        errno = EINVAL;
+        if (hid + hname != 1)
+            return pl_errprintf(errp, "after: entry %u needs an id or a "
+                                "name (one of them)", i + 1);
+        if (hid && dp->id == 0)
+            return pl_errprintf(errp, "after: task 0 does not exist");
+        if (hname && (!dp->name[0] || !utf8(dp->name)))
+            return pl_errprintf(errp, "after: entry %u: a name must be "
+                                "non-empty UTF-8", i + 1);
+    }
+    return 0;
+}
+
+/* 'array': [start, end, step] (an array of tasks, '{}' in the arguments
+ * and the name stands for the index). */
+static int array_decode(const msgpack_object *o, struct pl_spec *s,
+                        struct pl_error *errp)
+{
+    const msgpack_object *a;
+    int rc = pl_mp_array(o, "array", false, 3, &a, errp);
+    uint64_t v[3];
+
+    if (rc <= 0)
+        return rc;
+    errno = EPROTO;
+    if (a->via.array.size != 3)
+        return pl_errprintf(errp, "array: want [start, end, step]");
+    for (int i = 0; i < 3; i++) {
+        if (a->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return pl_errprintf(errp, "array: want [start, end, step] as "
+                                "integers >= 0");
+        v[i] = a->via.array.ptr[i].via.u64;
+    }
+    errno = EINVAL;
+    if (v[2] == 0)
+        return pl_errprintf(errp, "array: the step must be at least 1");
+    if (v[1] < v[0])
+        return pl_errprintf(errp, "array: the end %llu is below the start "
+                            "%llu", (unsigned long long)v[1],
+                            (unsigned long long)v[0]);
+    if (v[1] > UINT32_MAX)
+        return pl_errprintf(errp, "array: indexes go up to %u", UINT32_MAX);
+    if ((v[1] - v[0]) / v[2] + 1 > PL_MAX_ARRAY)
+        return pl_errprintf(errp, "array: %llu elements; at most %d",
+                            (unsigned long long)((v[1] - v[0]) / v[2] + 1),
+                            PL_MAX_ARRAY);
+    s->array = true;
+    s->astart = v[0];
+    s->aend = v[1];
+    s->astep = v[2];
+    return 0;
 }
 
 int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
@@ -83,7 +172,8 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
         || pl_mp_uint(o, "gpus_per_rank", false, 64, &s->gpr, errp) < 0
         || (has_retries = pl_mp_uint(o, "retries", false, 100, &s->retries,
                                      errp)) < 0
-        || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0)
+        || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0
+        || after_decode(o, s, errp) < 0 || array_decode(o, s, errp) < 0)
         goto error;
     errno = EINVAL;
     if (!s->argv[0][0]) {

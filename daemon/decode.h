@@ -14,6 +14,16 @@
  * without a database, sockets or a loop.  Each checks every field
  * (docs/protocol.md) and changes nothing outside its output. */
 
+/* One dependency of a spec: a task id, or the latest task of a name. */
+struct pl_dep {
+    uint64_t id;                        /* 0 when 'name' is given */
+    char *name;                         /* owned, or NULL */
+    bool any;                           /* any end will do, not only done */
+};
+
+#define PL_MAX_AFTER 10000              /* dependencies of one spec */
+#define PL_MAX_ARRAY 1000000            /* elements of one array */
+
 /* One task spec of a submit request (docs/protocol.md, "A task spec").
  * Every pointer is owned by the spec. */
 struct pl_spec {
@@ -23,7 +33,14 @@ struct pl_spec {
     uint64_t ranks, cpr, gpr, retries, nodes, rpn;
     bool exclusive;
     double timeout;                     /* finite, >= 0 */
+    struct pl_dep *after;               /* 'nafter' of them, or NULL */
+    uint32_t nafter;
+    bool array;                         /* an array: astart..aend by astep */
+    uint64_t astart, aend, astep;
 };
+
+/* Elements of the array of 's' (1 when it is not one). */
+uint64_t pl_spec_count(const struct pl_spec *s);
 
 /* Decode and check spec 'o'.  Returns 0, or -1 with errp set for a
  * person (errno EPROTO: not the right types; EINVAL: a value out of its

@@ -59,6 +59,8 @@ static void task_free(struct pl_dtask *t)
     pl_strv_free(t->env);
     free(t->cwd);
     ranks_free(t);
+    free(t->waiters);
+    free(t->deps);
     free(t);
 }
 

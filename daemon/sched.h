@@ -42,6 +42,13 @@ struct pl_rank {
 
 /* A task pilotd still has to act on (not final).  Final tasks live only
  * in the database. */
+/* A task that waits for another to end ('any': not only done). */
+struct pl_waiter {
+    uint64_t id;
+    uint64_t serial;           /* that task's: an id may be used again */
+    bool any;
+};
+
 struct pl_dtask {
     uint64_t id;
     int state;                 /* enum pl_state */
@@ -72,6 +79,15 @@ struct pl_dtask {
     bool lost;                 /* an agent under it was lost (attempt) */
     bool inq;                  /* linked in the queue (qent valid) */
     TAILQ_ENTRY(pl_dtask) qent; /* in the queue while queued */
+    uint32_t ndeps;            /* waiting: dependencies not ended yet */
+    uint64_t *deps;            /* owned: the live tasks it waits for (as
+                                  submitted; 'ndeps' of them still run) */
+    uint32_t ndeps_live;       /* entries of 'deps' */
+    struct pl_waiter *waiters; /* owned: the tasks waiting for this one */
+    uint32_t nwaiters, capwaiters;
+    uint64_t serial;           /* pilotd's count of tasks it has made */
+    uint64_t array_id;         /* its array's first element; 0: none */
+    uint64_t array_index;
 };
 
 struct pl_sched;

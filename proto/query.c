@@ -12,6 +12,24 @@
     "signal, submit_time, start_time, end_time, maxrss_kb, nodes, "           \
     "ranks_per_node, exclusive, comm, launcher"
 
+/* The columns schema 4 added, and what a database of schema 3 (a pilot
+ * of an older pilotd, read while down) gives instead. */
+#define TASK_COLS_V4 TASK_COLS ", after, array_id, array_index"
+#define TASK_COLS_V3                                                           \
+    TASK_COLS ", NULL AS after, NULL AS array_id, NULL AS array_index"
+
+/* Prepare "SELECT <task columns> <rest>". */
+static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
+{
+    char sql[1024];
+
+    snprintf(sql, sizeof(sql), "SELECT %s %s", TASK_COLS_V4, rest);
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    snprintf(sql, sizeof(sql), "SELECT %s %s", TASK_COLS_V3, rest);
+    return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+}
+
 static int db_err(sqlite3 *db, struct pl_error *errp, const char *what)
 {
     pl_errprintf(errp, "%s: %s", what, sqlite3_errmsg(db));
@@ -63,6 +81,25 @@ static json_t *col_json(sqlite3_stmt *st, int i)
     }
 }
 
+/* The stored [[id, any]...] as [{id, any}...]; none: []. */
+static json_t *after_json(const char *text)
+{
+    json_t *in = text ? json_loads(text, 0, NULL) : NULL, *out = json_array();
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(in, i, e) {
+        json_array_append_new(out, json_pack("{s:I, s:b}", "id",
+                                             json_integer_value(
+                                                 json_array_get(e, 0)),
+                                             "any",
+                                             (int)json_integer_value(
+                                                 json_array_get(e, 1))));
+    }
+    json_decref(in);
+    return out;
+}
+
 static json_t *task_row(sqlite3_stmt *st)
 {
     json_t *t = json_object();
@@ -79,6 +116,8 @@ static json_t *task_row(sqlite3_stmt *st)
             if (!v)
                 v = json_array();
         }
+        else if (!strcmp(name, "after"))
+            v = after_json((const char *)sqlite3_column_text(st, i));
         else if (!strcmp(name, "exclusive"))
             v = json_boolean(sqlite3_column_int(st, i) != 0);
         else if (!strcmp(name, "cores") || !strcmp(name, "gpus"))
@@ -111,10 +150,8 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
     if (!arr)
         goto nomem;
     if (nids > 0) {
-        const char *sql = state
-            ? "SELECT " TASK_COLS " FROM tasks WHERE id = ?1 AND state = ?2"
-            : "SELECT " TASK_COLS " FROM tasks WHERE id = ?1";
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        if (prep_tasks(db, state ? "FROM tasks WHERE id = ?1 AND state = ?2"
+                                 : "FROM tasks WHERE id = ?1", &st) < 0)
             goto dberr;
         for (size_t i = 0; i < nids; i++) {
             sqlite3_reset(st);
@@ -130,11 +167,9 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
         }
     }
     else {
-        const char *sql = state
-            ? "SELECT " TASK_COLS " FROM tasks WHERE state = ?1 ORDER BY id "
-              "LIMIT ?2"
-            : "SELECT " TASK_COLS " FROM tasks ORDER BY id LIMIT ?2";
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        if (prep_tasks(db, state ? "FROM tasks WHERE state = ?1 ORDER BY id "
+                                   "LIMIT ?2"
+                                 : "FROM tasks ORDER BY id LIMIT ?2", &st) < 0)
             goto dberr;
         if (state)
             sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
@@ -163,8 +198,7 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     json_t *t = NULL, *ev = NULL;
     int rc;
 
-    if (sqlite3_prepare_v2(db, "SELECT " TASK_COLS ", env FROM tasks "
-                               "WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+    if (prep_tasks(db, ", env FROM tasks WHERE id = ?1", &st) < 0)
         goto dberr;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     if ((rc = sqlite3_step(st)) == SQLITE_DONE) {

@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 3
+#define PL_SCHEMA_VERSION 4
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -35,7 +35,10 @@
     "  submit_time REAL NOT NULL,"                                             \
     "  start_time REAL,"                                                       \
     "  end_time REAL,"                                                         \
-    "  maxrss_kb INTEGER);"                                                    \
+    "  maxrss_kb INTEGER,"                                                     \
+    "  after TEXT,"               /* JSON [[id, any]]: waits for these */      \
+    "  array_id INTEGER,"         /* the id of its array's first element */    \
+    "  array_index INTEGER);"     /* its index in the array */                 \
     "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
     "CREATE TABLE IF NOT EXISTS events ("                                      \
     "  id INTEGER PRIMARY KEY,"                                                \
@@ -56,5 +59,17 @@
     "  state TEXT NOT NULL,"      /* up, lost, down */                         \
     "  joined REAL,"                                                           \
     "  last_seen REAL);"
+
+/* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
+ * schema 3 lacks), then PL_SCHEMA_INDEXES. */
+#define PL_SCHEMA_V4_COLUMNS                                                   \
+    { "ALTER TABLE tasks ADD COLUMN after TEXT",                               \
+      "ALTER TABLE tasks ADD COLUMN array_id INTEGER",                         \
+      "ALTER TABLE tasks ADD COLUMN array_index INTEGER" }
+#define PL_SCHEMA_INDEXES                                                      \
+    "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
+    "  WHERE name IS NOT NULL;"                                                \
+    "CREATE INDEX IF NOT EXISTS tasks_array ON tasks(array_id)"                \
+    "  WHERE array_id IS NOT NULL;"
 
 #endif /* !PL_PROTO_SCHEMA_H */
