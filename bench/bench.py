@@ -39,11 +39,12 @@ FINAL = ("done", "failed", "canceled", "timeout")
 # are reported in tasks/s like the others.
 FULL = {
     "reps": 3,
-    "s1": {"limit": 10000, "pilot-local": 10000, "limit-16": 5000,
-           "pilot-slurm": 5000, "xargs": 10000, "parallel": 500, "srun-seq": 100,
-           "srun-16": 200, "sbatch-array": 200},
+    "s1": {"limit": 10000, "pilot-local": 10000, "limit-fork": 5000,
+           "limit-16": 5000, "pilot-slurm": 5000, "xargs": 5000,
+           "parallel": 300, "srun-seq": 100, "srun-16": 100,
+           "sbatch-array": 100},
     "s2": {"agents": [1, 16, 256], "n": 200000, "slots": 1024},
-    "s3": {"n": 1000000},
+    "s3": {"n": 1000000, "reps": 2},
     "s4": {"n": 1000},
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
 }
@@ -52,7 +53,7 @@ QUICK = {
     "s1": {"limit": 2000, "pilot-local": 2000, "limit-16": 1000,
            "pilot-slurm": 1000, "xargs": 2000, "parallel": 60, "srun-seq": 20,
            "srun-16": 32, "sbatch-array": 30},
-    "s2": {"agents": [1, 16], "n": 50000, "slots": 1024},
+    "s2": {"agents": [1, 16], "n": 30000, "slots": 1024},
     "s3": {"n": 100000},
     "s4": {"n": 200},
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
@@ -183,6 +184,14 @@ class Bench:
                   p["dir"], str(n), "--"] + argv)
         return json.loads(out)
 
+    def submit_n(self, p, n, argv):
+        """Queue n copies of argv: 'pilot submit --array', else feed."""
+        if self.has["array"]:
+            self.pilot_cmd(["submit", "--array", "1-%d" % n, "--"] + argv,
+                           pid=p["id"], stdout=False, timeout=600)
+        else:
+            self.feed(p, n, argv)
+
     def wait_all(self, p, timeout=1200):
         self.pilot_cmd(["wait", "--all", "--timeout", str(timeout)],
                        pid=p["id"], stdout=False, timeout=timeout + 30)
@@ -218,9 +227,9 @@ class Bench:
 
     # ---- scenario 1: no-op throughput ----
 
-    def s1_limit(self, n, p):
-        j = json.loads(sh([os.path.join(self.tools, "limit"), "-n", str(n),
-                           "-p", str(p), "/bin/true"]))
+    def s1_limit(self, n, p, opts=()):
+        j = json.loads(sh([os.path.join(self.tools, "limit")] + list(opts)
+                          + ["-n", str(n), "-p", str(p), "/bin/true"]))
         return j["tasks_per_s"], j
 
     def s1_pilot(self, n, slurm):
@@ -233,7 +242,7 @@ class Bench:
         p = self.up(slurm=slurm)
         try:
             t0 = time.time()
-            self.feed(p, n, ["/bin/true"])
+            self.submit_n(p, n, ["/bin/true"])
             self.wait_all(p)
             count, done, sub, start, end = self.db_times(p)
         finally:
@@ -300,8 +309,10 @@ class Bench:
         vs_srun = []
         # limit-16: the limit at the Slurm pilot's concurrency (4 nodes x
         # 4 cores, all of them on this machine), the pilot-slurm's ratio
+        # limit-fork: fork() + exec, as libuv 1.44's uv_spawn() does
         order = ["limit", "pilot-local", "xargs", "parallel", "limit-16",
-                 "pilot-slurm", "srun", "sbatch-array"]
+                 "pilot-slurm", "srun", "sbatch-array", "limit-fork"]
+        order = [o for o in order if o in c or o == "srun"]
         for rep in range(self.cfg["reps"]):
             got = {}
             k = rep % len(order)
@@ -311,6 +322,9 @@ class Bench:
                     got["limit"] = self.s1_limit(c["limit"], self.ncores)
                 elif sysname == "limit-16":
                     got[sysname] = self.s1_limit(c[sysname], 16)
+                elif sysname == "limit-fork":
+                    got[sysname] = self.s1_limit(c[sysname], self.ncores,
+                                                 ["-f"])
                 elif sysname == "pilot-local":
                     got[sysname] = self.s1_pilot(c[sysname], False)
                 elif sysname == "pilot-slurm":
@@ -355,7 +369,7 @@ class Bench:
                 time.sleep(0.5)
             cpu0 = cpu_seconds(pid)
             t0 = time.time()
-            self.feed(p, n, ["/bin/true"])
+            self.submit_n(p, n, ["/bin/true"])
             self.wait_all(p)
             cpu1 = cpu_seconds(pid)
             rss = rss_kb(pid)
@@ -436,7 +450,8 @@ class Bench:
         n = self.cfg["s3"]["n"]
         methods = [m for m in ("array", "jsonl") if self.has[
             "array" if m == "array" else "file"]]
-        methods.append("feed")
+        if not methods:
+            methods.append("feed")
         jsonl = None
         if "jsonl" in methods:
             jsonl = os.path.join(self.home, "tasks.jsonl")
@@ -444,7 +459,7 @@ class Bench:
                 for i in range(n):
                     f.write('{"argv": ["/bin/true", "%d"]}\n' % i)
         runs = {m: [] for m in methods}
-        for rep in range(self.cfg["reps"]):
+        for rep in range(self.cfg["s3"].get("reps", self.cfg["reps"])):
             for m in methods[rep % len(methods):] + methods[:rep %
                                                             len(methods)]:
                 log("s3 rep %d: %d tasks by %s" % (rep + 1, n, m))
@@ -492,17 +507,15 @@ class Bench:
     def _s5_pilot(self, p, c):
         sleep = ["sleep", str(c["sleep"])]
         t0 = time.time()
-        if self.has["after"]:
-            prev = []
+        if self.has["after"] and self.has["array"]:
+            # as the sbatch chain: one array a stage, after the last one
+            prev = None
             for s in range(c["stages"]):
-                ids = []
-                for i in range(c["width"]):
-                    argv = ["submit", "--name", "s%d-%d" % (s + 1, i)]
-                    if prev:
-                        argv += ["--after", ",".join(prev)]
-                    ids.append(self.pilot_cmd(argv + ["--"] + sleep,
-                                              pid=p["id"]).strip())
-                prev = ids
+                argv = ["submit", "--array", "1-%d" % c["width"]]
+                if prev:
+                    argv += ["--after", prev]
+                prev = self.pilot_cmd(argv + ["--"] + sleep,
+                                      pid=p["id"]).strip()
             self.wait_all(p)
         else:
             # no --after yet: the chain is kept here, polling the state
@@ -577,8 +590,9 @@ class Bench:
                               "runs": runs[k]} for k in systems}
         self.res["s5"]["work_seconds"] = work
         self.res["s5"]["tasks"] = c["stages"] * c["width"]
-        self.res["s5"]["pilot_how"] = ("--after" if self.has["after"] else
-                                       "chained by bench.py (no --after)")
+        self.res["s5"]["pilot_how"] = (
+            "pilot submit --array --after" if self.has["after"]
+            and self.has["array"] else "chained by bench.py (no --after)")
         self.res["s5"]["sbatch_over_pilot"] = summary(ratio)
 
     def cleanup(self):
@@ -621,7 +635,8 @@ def rows(b):
             if k.endswith("srun"):
                 continue
             add("1 no-op", k, v["n"], "tasks/s", v["tasks_per_s"],
-                v["ratio_to_limit"] if not k.startswith("limit") else None)
+                v["ratio_to_limit"] if k not in ("limit", "limit-16")
+                else None)
     if "s2" in r:
         for k, v in r["s2"].items():
             add("2 capacity", "pilotd, " + k, v["n"], "tasks/s",
@@ -759,9 +774,9 @@ def main():
         log("QUICK: scenario 1 at N=%d, 2 without 256 agents, 3 with "
             "%d tasks instead of 1,000,000" % (b.cfg["s1"]["limit"],
                                                b.cfg["s3"]["n"]))
-    if not b.has["array"] or not b.has["file"]:
-        log("the CLI has no --array/--file yet: scenario 3 submits with "
-            "bench/feed (100,000 specs per request) only")
+    if not b.has["array"] and not b.has["file"]:
+        log("the CLI has no --array/--file yet: scenarios 1-3 submit with "
+            "bench/feed (specs in bulk over the wire) instead")
     rc = 0
     try:
         for s in args.only.split(","):
