@@ -51,8 +51,8 @@ FULL = {
 QUICK = {
     "reps": 1,
     "s1": {"limit": 2000, "pilot-local": 2000, "limit-16": 1000,
-           "pilot-slurm": 1000, "xargs": 2000, "parallel": 60, "srun-seq": 20,
-           "srun-16": 32, "sbatch-array": 30},
+           "pilot-slurm": 1000, "xargs": 2000, "parallel": 60,
+           "srun-seq": 20, "srun-16": 32, "sbatch-array": 30},
     "s2": {"agents": [1, 16], "n": 30000, "slots": 1024},
     "s3": {"n": 100000},
     "s4": {"n": 200},
@@ -275,12 +275,14 @@ class Bench:
             'srun --overlap -n1 -N1 /bin/true || exit 1; done; '
             't1=$(date +%%s.%%N); seq %d | xargs -P16 -I{} '
             'srun --overlap -n1 -N1 /bin/true || exit 1; '
-            't2=$(date +%%s.%%N); echo "{\\"seq\\": $(echo "$t1 - $t0" | bc),'
-            ' \\"conc\\": $(echo "$t2 - $t1" | bc)}"' % (nseq, nconc))
+            't2=$(date +%%s.%%N); echo "times $t0 $t1 $t2"'
+            % (nseq, nconc))
         with cluster_lock():
             out = sh(["salloc", "-N4", "-n16", "--time=10", "bash", "-c",
                       script])
-        j = json.loads(out.strip().splitlines()[-1])
+        t = [float(x) for x in [l for l in out.splitlines()
+                                if l.startswith("times ")][-1].split()[1:]]
+        j = {"seq": t[1] - t[0], "conc": t[2] - t[1]}
         return ((nseq / j["seq"], {"seconds": j["seq"]}),
                 (nconc / j["conc"], {"seconds": j["conc"]}))
 
@@ -761,6 +763,16 @@ def main():
         os.makedirs(args.profile, exist_ok=True)
         args.profile = os.path.abspath(args.profile)
 
+    need = {"parallel": "parallel", "salloc": "slurm-client",
+            "sbatch": "slurm-client", "squeue": "slurm-client"}
+    if args.profile:
+        need["perf"] = "linux-perf"
+    missing = sorted({pkg for cmd, pkg in need.items()
+                      if not shutil.which(cmd)})
+    if missing:
+        log("missing commands: install the Debian packages %s "
+            "(scripts/install-deps.sh)" % " ".join(missing))
+        return 2
     b = Bench(args)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out = args.out or os.path.join(HERE, "results", stamp + ".json")
