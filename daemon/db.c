@@ -44,17 +44,18 @@ static const char *sql[ST_COUNT] = {
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
     /* running sets start_time; final states set end_time; assigned/queued
-     * clear the result of an earlier attempt */
+     * clear the result of an earlier attempt.  N.B. decided in C (?12,
+     * ?13): an IN list here made SQLite open an ephemeral table for
+     * every change, a tenth of pilotd's CPU (docs/PERFORMANCE.md) */
     [ST_CHANGE] =
         "UPDATE tasks SET state = ?2, attempts = max(attempts, ?3),"
         " node = coalesce(?4, node), cores = coalesce(?5, cores),"
         " gpus = coalesce(?6, gpus), reason = ?7,"
         " exit_code = coalesce(?8, exit_code), signal = coalesce(?9, signal),"
         " maxrss_kb = coalesce(?10, maxrss_kb),"
-        " start_time = CASE WHEN ?2 = 'running' THEN ?11"
-        "   WHEN ?2 IN ('queued', 'assigned') THEN NULL ELSE start_time END,"
-        " end_time = CASE WHEN ?2 IN ('done','failed','canceled','timeout')"
-        "   THEN ?11 ELSE NULL END"
+        " start_time = CASE ?12 WHEN 1 THEN ?11 WHEN 2 THEN NULL"
+        "   ELSE start_time END,"
+        " end_time = ?13"
         " WHERE id = ?1",
     [ST_NODE] = "INSERT INTO nodes (name, cores, gpus, state, joined, "
                 "last_seen) VALUES (?1,?2,?3,?4,?6,?5) ON CONFLICT(name) DO "
@@ -199,8 +200,14 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
         *(slash == db->dir ? slash + 1 : slash) = '\0';
     else
         snprintf(db->dir, sizeof(db->dir), ".");
+    /* pilotd uses SQLite from one thread: no memory statistics (their
+     * mutex was taken at every malloc), no mutex per connection.  The
+     * config call fails harmlessly once SQLite is initialised. */
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     if (sqlite3_open_v2(path, &db->h,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                            | SQLITE_OPEN_NOMUTEX,
+                        NULL)
         != SQLITE_OK) {
         pl_errprintf(errp, "cannot open %s: %s", path,
                      db->h ? sqlite3_errmsg(db->h) : "out of memory");
@@ -430,6 +437,13 @@ static int do_change(struct pl_db *db, const struct pl_db_change *c,
     if (c->maxrss_kb >= 0)
         sqlite3_bind_int64(st, 10, c->maxrss_kb);
     sqlite3_bind_double(st, 11, c->time);
+    sqlite3_bind_int(st, 12, c->state == PL_ST_RUNNING ? 1
+                             : c->state == PL_ST_QUEUED
+                                     || c->state == PL_ST_ASSIGNED
+                                 ? 2
+                                 : 0);
+    if (pl_state_final(c->state))
+        sqlite3_bind_double(st, 13, c->time);
     if (step(db, ST_CHANGE, errp) < 0)
         return -1;
     if (sqlite3_changes(db->h) == 0) {

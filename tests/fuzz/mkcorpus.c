@@ -120,9 +120,21 @@ static void spec_min(msgpack_packer *pk)
 
 static void spec_full(msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 14);
+    msgpack_pack_map(pk, 16);
     pl_w_kstrv(pk, "argv", argv3);
     pl_w_kstr(pk, "name", "train");
+    pl_w_key(pk, "after");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_map(pk, 1);
+    pl_w_kuint(pk, "id", 12);
+    msgpack_pack_map(pk, 2);
+    pl_w_kstr(pk, "name", "prep");
+    pl_w_kbool(pk, "any", true);
+    pl_w_key(pk, "array");
+    msgpack_pack_array(pk, 3);
+    msgpack_pack_uint64(pk, 0);
+    msgpack_pack_uint64(pk, 99);
+    msgpack_pack_uint64(pk, 3);
     pl_w_kstr(pk, "cwd", "/tmp");
     pl_w_kstrv(pk, "env", env2);
     pl_w_kuint(pk, "ranks", 8);
