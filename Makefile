@@ -57,7 +57,7 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
                 OPT='-O1 -g' WERROR=1
 
 .PHONY: all test check check-e2e asan install clean cluster demo \
-        fuzz fuzz-bins fuzz-corpus
+        fuzz fuzz-bins fuzz-corpus bench
 all: $(BINS)
 
 # a change of flags rebuilds everything
@@ -104,6 +104,21 @@ $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o \
                  $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# the benchmark's helpers (bench/): the fork/exec limit, a bulk feeder
+BENCH_BINS := $(BUILD)/bench/limit $(BUILD)/bench/feed
+$(BUILD)/bench/limit: $(BUILD)/bench/limit.o
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/bench/feed: $(BUILD)/bench/feed.o $(LIBPL)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# every scenario of docs/PERFORMANCE.md (QUICK=1: small, under 2 minutes);
+# not part of check
+bench:
+	$(MAKE) all $(BENCH_BINS)
+	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
+	PILOT_BIN=$(abspath $(BUILD)/bin) /usr/bin/python3 bench/bench.py \
+	    --build $(abspath $(BUILD)) $(if $(QUICK),--quick)
 
 # unit tests only: fast, no cluster
 test: $(BINS) $(UNITS) $(TOOLS)

@@ -124,6 +124,7 @@ struct pl_agent {
     bool pulled;           /* sent PULL since the last RUN */
     bool exiting;
     bool finished;         /* uv_stop() called */
+    bool bench;            /* run nothing: report each task done at once */
 };
 
 static double now_epoch(void)
@@ -723,6 +724,15 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
         event_failed(a, &spec, "agent is shutting down");
         goto done;
     }
+    if (a->bench) {
+        /* no process, no files, no cores held: what pilotd costs alone */
+        (void)event_add(a, spec.id, spec.attempt, spec.rank, PL_ST_RUNNING);
+        struct event *e = event_add(a, spec.id, spec.attempt, spec.rank,
+                                    PL_ST_DONE);
+        if (e)
+            e->exit_code = 0;
+        goto done;
+    }
     if ((t = find_task(a, spec.id, spec.attempt, spec.rank))) {
         /* The same rank of the same attempt again: it runs, its events
          * will come.  Another attempt: refuse it rather than leave pilotd
@@ -1188,6 +1198,11 @@ static void watch_cb(uv_timer_t *h)
     }
     if (a->dir[0] && silent > REREAD_S && now_s(a) - a->reread > REREAD_S)
         reread_endpoint(a);
+}
+
+void pl_agent_set_bench(struct pl_agent *a, bool on)
+{
+    a->bench = on;
 }
 
 void pl_agent_set_recovery(struct pl_agent *a, const char *dir,

@@ -2,6 +2,8 @@
 #ifndef PL_AGENT_AGENT_H
 #define PL_AGENT_AGENT_H
 
+#include <stdbool.h>
+
 #include <uv.h>
 
 #include "agent/resources.h"
@@ -33,6 +35,12 @@ void pl_agent_free(struct pl_agent *a);
  * pl_agent_start(). */
 void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
                            double orphan_after);
+
+/* Benchmark mode ('on'): each entry of a RUN is reported running and
+ * then done (exit 0) in the next EVENTS message, with no process, no
+ * output files, no binding and no cores held; the rest (register, pull,
+ * acks, heartbeats) is unchanged.  Call before pl_agent_start(). */
+void pl_agent_set_bench(struct pl_agent *a, bool on);
 
 /* Borrowed: the loop, valid until pl_agent_free(a). */
 uv_loop_t *pl_agent_loop(struct pl_agent *a);

@@ -37,6 +37,10 @@ static const char usage[] =
     "  --orphan-timeout S with no word from pilotd for S seconds, stop the\n"
     "                     tasks and exit (default 0: never)\n"
     "  --log FILE         log to FILE instead of stderr\n"
+    "  --bench            benchmark mode: report each task running, then\n"
+    "                     done (exit 0) at once, without starting it;\n"
+    "                     --cores may then name more CPUs than there are\n"
+    "                     (virtual slots), and there are no GPUs\n"
     "  --log-level LEVEL  err, warning, notice (default), info or debug\n"
     "  --help             show this help\n"
     "\n"
@@ -54,6 +58,7 @@ struct opts {
     const char *dir;
     double orphan_after;
     bool local;
+    bool bench;
 };
 
 static void parse_opts(int argc, char **argv, struct opts *o)
@@ -68,6 +73,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         { "log-level", required_argument, NULL, 'v' },
         { "dir", required_argument, NULL, 'd' },
         { "orphan-timeout", required_argument, NULL, 'o' },
+        { "bench", no_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -102,6 +108,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'L':
             o->local = true;
+            break;
+        case 'B':
+            o->bench = true;
             break;
         case 'd':
             o->dir = optarg;
@@ -192,7 +201,7 @@ int main(int argc, char **argv)
 {
     struct opts o;
     struct pl_error err;
-    struct pl_gpuprobe *probe;
+    struct pl_gpuprobe *probe = NULL;
     struct pl_resources *res;
     struct pl_agent *a;
     struct pl_keys_peer keys;
@@ -222,20 +231,20 @@ int main(int argc, char **argv)
         .nvml_library = getenv("PILOT_NVML_LIBRARY"),
         .cuda_library = getenv("PILOT_CUDA_LIBRARY"),
     };
-    if (!(probe = pl_gpuprobe_new(&gspec)))
-        pl_fatal(1, "GPU probe: %s", strerror(errno));
-    const struct pl_gpuprobe_dev *devs = pl_gpuprobe_devs(probe, &ndevs);
-    struct pl_resources_spec spec = {
-        .node = node,
-        .cores = o.cores,
-        .step_gpus = getenv("SLURM_STEP_GPUS"),
-        .job_gpus = getenv("SLURM_JOB_GPUS"),
-        .cuda_visible = getenv("CUDA_VISIBLE_DEVICES"),
-        .gpu_probe = pl_gpuprobe_reason(probe),
-        .gpu_lib = pl_gpuprobe_lib(probe),
-        .gpu_devs = devs,
-        .gpu_ndevs = ndevs,
-    };
+    struct pl_resources_spec spec = { .node = node, .cores = o.cores };
+    /* a bench agent has cores only: they are slots, it runs nothing */
+    if (!o.bench) {
+        if (!(probe = pl_gpuprobe_new(&gspec)))
+            pl_fatal(1, "GPU probe: %s", strerror(errno));
+        const struct pl_gpuprobe_dev *devs = pl_gpuprobe_devs(probe, &ndevs);
+        spec.step_gpus = getenv("SLURM_STEP_GPUS");
+        spec.job_gpus = getenv("SLURM_JOB_GPUS");
+        spec.cuda_visible = getenv("CUDA_VISIBLE_DEVICES");
+        spec.gpu_probe = pl_gpuprobe_reason(probe);
+        spec.gpu_lib = pl_gpuprobe_lib(probe);
+        spec.gpu_devs = devs;
+        spec.gpu_ndevs = ndevs;
+    }
     res = pl_resources_new(&spec, &err); /* copies what it keeps */
     pl_gpuprobe_free(probe);
     if (!res)
@@ -253,6 +262,7 @@ int main(int argc, char **argv)
         pl_fatal(1, "%s", err.text);
     }
     pl_agent_set_recovery(a, o.dir, o.orphan_after);
+    pl_agent_set_bench(a, o.bench);
     uv_signal_init(pl_agent_loop(a), &sigterm);
     uv_signal_init(pl_agent_loop(a), &sigint);
     sigterm.data = sigint.data = a;

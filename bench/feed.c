@@ -1,0 +1,341 @@
+/* bench/feed.c - submit N copies of a command in a few big requests
+ *
+ * The benchmark's own feeder, for when the work must be queued faster
+ * than one 'pilot submit' per task: it talks to pilotd as the CLI does
+ * (proto/rpc.c, the client keys of the pilot directory) and sends submit
+ * requests of CHUNK task specs each (docs/protocol.md, 101 submit).  "{}"
+ * in the arguments becomes the task's index (0 to N-1).  Prints one JSON
+ * line: {"n", "chunk", "seconds", "first_id", "last_id"}; "seconds" runs
+ * from the first request to the last reply (every task acknowledged:
+ * pilotd replies after its commit).
+ *
+ * With -l (latency), the N tasks go one at a time over one connection:
+ * submit one, ask for it (list) every -i microseconds until it has ended,
+ * then the next.  Prints {"n", "interval_us", "ack", "start", "report",
+ * "queue"}: per task, seconds from the submit request to its reply, to
+ * the task's start_time, from its end_time to the list that showed it
+ * ended (late by up to one interval), and pilotd's own start_time -
+ * submit_time.  Same host, same clock: a local pilot.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/error.h"
+#include "proto/keys.h"
+#include "proto/msg.h"
+#include "proto/pilotdir.h"
+#include "proto/rpc.h"
+
+#define CHUNK_MAX 100000 /* task specs in one submit (docs/protocol.md) */
+
+static const char usage[] =
+    "Usage: feed [-c CHUNK] [-t SECONDS] DIR N [--] CMD [ARGS]\n"
+    "       feed -l [-i US] DIR N [--] CMD [ARGS]\n"
+    "Submit N tasks running CMD to the pilot whose directory is DIR,\n"
+    "CHUNK (default 10000, at most 100000) per request; {} in ARGS is\n"
+    "the task's index.  -t: each request's timeout (default 120).\n"
+    "-l: one at a time, each after the last ended (polled every US\n"
+    "microseconds, default 1000); print their latencies.\n";
+
+static double now_epoch(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long parse_count(const char *s, const char *what, long max)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > max) {
+        fprintf(stderr, "feed: %s: want 1 to %ld\n", what, max);
+        exit(2);
+    }
+    return v;
+}
+
+/* Pack 'arg' with each "{}" replaced by 'index'. */
+static void pack_arg(msgpack_packer *pk, const char *arg, long index)
+{
+    char buf[4096];
+    size_t len = 0;
+    const char *s = arg;
+    const char *hole;
+
+    if (!strstr(arg, "{}")) {
+        pl_w_str(pk, arg);
+        return;
+    }
+    while ((hole = strstr(s, "{}")) && len < sizeof(buf)) {
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%.*s%ld",
+                                (int)(hole - s), s, index);
+        s = hole + 2;
+    }
+    if (len < sizeof(buf))
+        snprintf(buf + len, sizeof(buf) - len, "%s", s);
+    pl_w_str(pk, buf);
+}
+
+/* Submit tasks 'from' to 'from' + 'n' - 1; their ids go to *first and
+ * *last.  Returns 0, or -1 with errp set. */
+static int submit(struct pl_rpc *r, char **argv, int argc, long from, long n,
+                  int timeout_ms, uint64_t *first, uint64_t *last,
+                  struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    struct pl_msg reply;
+    const msgpack_object *data, *ids;
+    int rc = -1;
+
+    pl_wbuf_init(&w, PL_MSG_SUBMIT, pl_rpc_seq(r), 1);
+    pl_w_key(&w.pk, "tasks");
+    msgpack_pack_array(&w.pk, (uint32_t)n);
+    for (long i = from; i < from + n; i++) {
+        msgpack_pack_map(&w.pk, 5);
+        pl_w_key(&w.pk, "argv");
+        msgpack_pack_array(&w.pk, (uint32_t)argc);
+        for (int k = 0; k < argc; k++)
+            pack_arg(&w.pk, argv[k], i);
+        pl_w_kstr(&w.pk, "cwd", "/");
+        pl_w_kuint(&w.pk, "ranks", 1);
+        pl_w_kuint(&w.pk, "cores_per_rank", 1);
+        pl_w_kuint(&w.pk, "gpus_per_rank", 0);
+    }
+    if (pl_rpc_call(r, &w, timeout_ms, &reply, &data, errp) < 0)
+        goto error;
+    if (data->type != MSGPACK_OBJECT_MAP
+        || !(ids = pl_mp_get(data, "ids"))
+        || ids->type != MSGPACK_OBJECT_ARRAY
+        || ids->via.array.size != (uint32_t)n
+        || ids->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER
+        || ids->via.array.ptr[n - 1].type
+               != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        errno = EPROTO;
+        pl_errprintf(errp, "pilotd answered submit without %ld ids", n);
+    }
+    else {
+        *first = ids->via.array.ptr[0].via.u64;
+        *last = ids->via.array.ptr[n - 1].via.u64;
+        rc = 0;
+    }
+    pl_msg_release(&reply);
+error:
+    pl_wbuf_destroy(&w);
+    return rc;
+}
+
+/* A float field of a task object, or -1 when absent or nil. */
+static double task_time(const msgpack_object *task, const char *key)
+{
+    const msgpack_object *v = pl_mp_get(task, key);
+
+    if (!v)
+        return -1;
+    if (v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32)
+        return v->via.f64;
+    if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return (double)v->via.u64;
+    return -1;
+}
+
+/* Ask for task 'id' until it has ended; its times go to t[0..2]
+ * (submit, start, end), the time of the answer that showed it ended to
+ * *seen.  Returns 0, or -1 with errp set. */
+static int await_end(struct pl_rpc *r, uint64_t id, long interval_us,
+                     int timeout_ms, double t[3], double *seen,
+                     struct pl_error *errp)
+{
+    static const char *const final[] = { "done", "failed", "canceled",
+                                         "timeout", NULL };
+    struct timespec pause = { .tv_sec = interval_us / 1000000,
+                              .tv_nsec = interval_us % 1000000 * 1000 };
+
+    for (;;) {
+        struct pl_wbuf w;
+        struct pl_msg reply;
+        const msgpack_object *data, *st;
+        bool ended = false;
+
+        pl_wbuf_init(&w, PL_MSG_LIST, pl_rpc_seq(r), 1);
+        pl_w_kuintv(&w.pk, "ids", &id, 1);
+        if (pl_rpc_call(r, &w, timeout_ms, &reply, &data, errp) < 0) {
+            pl_wbuf_destroy(&w);
+            return -1;
+        }
+        pl_wbuf_destroy(&w);
+        *seen = now_epoch();
+        if (data->type != MSGPACK_OBJECT_ARRAY || data->via.array.size != 1
+            || data->via.array.ptr[0].type != MSGPACK_OBJECT_MAP
+            || !(st = pl_mp_get(&data->via.array.ptr[0], "state"))
+            || st->type != MSGPACK_OBJECT_STR) {
+            pl_msg_release(&reply);
+            errno = EPROTO;
+            return pl_errprintf(errp, "pilotd answered list of task %llu "
+                                "without it", (unsigned long long)id);
+        }
+        for (int i = 0; final[i] && !ended; i++)
+            ended = st->via.str.size == strlen(final[i])
+                    && !memcmp(st->via.str.ptr, final[i], st->via.str.size);
+        if (ended) {
+            t[0] = task_time(&data->via.array.ptr[0], "submit_time");
+            t[1] = task_time(&data->via.array.ptr[0], "start_time");
+            t[2] = task_time(&data->via.array.ptr[0], "end_time");
+        }
+        pl_msg_release(&reply);
+        if (ended)
+            return 0;
+        nanosleep(&pause, NULL);
+    }
+}
+
+static void print_series(const char *key, const double *v, long n)
+{
+    printf(", \"%s\": [", key);
+    for (long i = 0; i < n; i++)
+        printf("%s%.6f", i ? ", " : "", v[i]);
+    printf("]");
+}
+
+/* The -l mode: N tasks one after another. */
+static int latency(struct pl_rpc *r, char **argv, int argc, long n,
+                   long interval_us, int timeout_ms)
+{
+    struct pl_error err;
+    double *v[4];
+    uint64_t id, same;
+    double t[3] = { 0 }, seen = 0;
+
+    for (int k = 0; k < 4; k++)
+        if (!(v[k] = calloc((size_t)n, sizeof(double)))) {
+            fprintf(stderr, "feed: out of memory\n");
+            return 1;
+        }
+    for (long i = 0; i < n; i++) {
+        double t0 = now_epoch();
+        if (submit(r, argv, argc, i, 1, timeout_ms, &id, &same, &err) < 0
+            || (v[0][i] = now_epoch() - t0) < 0
+            || await_end(r, id, interval_us, timeout_ms, t, &seen, &err)
+                   < 0) {
+            fprintf(stderr, "feed: task %ld: %s\n", i, err.text);
+            return 1;
+        }
+        v[1][i] = t[1] - t0;
+        v[2][i] = seen - t[2];
+        v[3][i] = t[1] - t[0];
+    }
+    printf("{\"n\": %ld, \"interval_us\": %ld", n, interval_us);
+    print_series("ack", v[0], n);
+    print_series("start", v[1], n);
+    print_series("report", v[2], n);
+    print_series("queue", v[3], n);
+    printf("}\n");
+    for (int k = 0; k < 4; k++)
+        free(v[k]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct pl_endpoint ep;
+    struct pl_keys_peer keys;
+    struct pl_error err;
+    struct pl_rpc *r;
+    char kdir[4096];
+    long chunk = 10000, n;
+    long interval_us = 1000;
+    int timeout_ms = 120000;
+    uint64_t first = 0, last = 0, f, l;
+    bool lat = false;
+    int c;
+
+    while ((c = getopt(argc, argv, "+c:t:i:lh")) != -1) {
+        switch (c) {
+        case 'l':
+            lat = true;
+            break;
+        case 'i':
+            interval_us = parse_count(optarg, "-i", 1000000);
+            break;
+        case 'c':
+            chunk = parse_count(optarg, "-c", CHUNK_MAX);
+            break;
+        case 't':
+            timeout_ms = (int)parse_count(optarg, "-t", 86400) * 1000;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (argc - optind < 3) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *dir = argv[optind];
+    n = parse_count(argv[optind + 1], "N", 100000000);
+    optind += 2;
+    if (!strcmp(argv[optind], "--"))
+        optind++;
+    if (optind >= argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    snprintf(kdir, sizeof(kdir), "%s/keys", dir);
+    if (pl_endpoint_read(dir, &ep, &err) < 0
+        || pl_keys_load_peer(kdir, "client", &keys, &err) < 0
+        || !(r = pl_rpc_new(ep.client, &keys, &err))) {
+        fprintf(stderr, "feed: %s\n", err.text);
+        return 1;
+    }
+    explicit_bzero(&keys, sizeof(keys));
+    if (lat) {
+        int rc = latency(r, argv + optind, argc - optind, n, interval_us,
+                         timeout_ms);
+        pl_rpc_free(r);
+        return rc;
+    }
+
+    double t0 = now_mono();
+    for (long from = 0; from < n; from += chunk) {
+        long k = n - from < chunk ? n - from : chunk;
+        if (submit(r, argv + optind, argc - optind, from, k, timeout_ms, &f,
+                   &l, &err) < 0) {
+            fprintf(stderr, "feed: submit of tasks %ld-%ld: %s\n", from,
+                    from + k - 1, err.text);
+            pl_rpc_free(r);
+            return 1;
+        }
+        if (!first)
+            first = f;
+        last = l;
+    }
+    double secs = now_mono() - t0;
+
+    pl_rpc_free(r);
+    printf("{\"n\": %ld, \"chunk\": %ld, \"seconds\": %.6f, "
+           "\"first_id\": %llu, \"last_id\": %llu}\n",
+           n, chunk, secs, (unsigned long long)first,
+           (unsigned long long)last);
+    return 0;
+}
