@@ -100,6 +100,64 @@ static void p_launcher_nompi(msgpack_packer *pk)
     pl_w_kstr(pk, "launcher", "mpirun");
 }
 
+static void p_array(uint64_t a, uint64_t b, uint64_t c, msgpack_packer *pk)
+{
+    pl_w_key(pk, "array");
+    msgpack_pack_array(pk, 3);
+    msgpack_pack_uint64(pk, a);
+    msgpack_pack_uint64(pk, b);
+    msgpack_pack_uint64(pk, c);
+}
+static void p_array_ok(msgpack_packer *pk) { p_array(2, 11, 3, pk); }
+static void p_array_step0(msgpack_packer *pk) { p_array(0, 9, 0, pk); }
+static void p_array_back(msgpack_packer *pk) { p_array(9, 1, 1, pk); }
+static void p_array_big(msgpack_packer *pk) { p_array(0, 1000000, 1, pk); }
+static void p_array_two(msgpack_packer *pk)
+{
+    pl_w_key(pk, "array");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_uint64(pk, 0);
+    msgpack_pack_uint64(pk, 1);
+}
+static void p_after_ok(msgpack_packer *pk)
+{
+    pl_w_key(pk, "after");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_map(pk, 1);
+    pl_w_kuint(pk, "id", 7);
+    msgpack_pack_map(pk, 2);
+    pl_w_kstr(pk, "name", "prep");
+    pl_w_kbool(pk, "any", true);
+}
+static void p_after_both(msgpack_packer *pk)
+{
+    pl_w_key(pk, "after");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 2);
+    pl_w_kuint(pk, "id", 7);
+    pl_w_kstr(pk, "name", "prep");
+}
+static void p_after_none(msgpack_packer *pk)
+{
+    pl_w_key(pk, "after");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    pl_w_kbool(pk, "any", true);
+}
+static void p_after_zero(msgpack_packer *pk)
+{
+    pl_w_key(pk, "after");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 1);
+    pl_w_kuint(pk, "id", 0);
+}
+static void p_after_int(msgpack_packer *pk)
+{
+    pl_w_key(pk, "after");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_uint64(pk, 7);
+}
+
 static void test_spec(void)
 {
     struct pl_spec s;
@@ -127,6 +185,19 @@ static void test_spec(void)
        "... one rank, one core, no env, no comm");
     pl_spec_clear(&s);
     ok(s.argv == NULL, "pl_spec_clear zeroes");
+    is(spec_with(p_array_ok, &s, &e), 0, "spec: array [2, 11, 3] decodes");
+    ok(s.array && s.astart == 2 && s.aend == 11 && s.astep == 3
+           && pl_spec_count(&s) == 4,
+       "... 4 elements: 2, 5, 8, 11");
+    pl_spec_clear(&s);
+    is(spec_with(p_after_ok, &s, &e), 0, "spec: after [{id 7}, {name prep, "
+       "any}] decodes");
+    ok(s.nafter == 2 && s.after[0].id == 7 && !s.after[0].any
+           && !s.after[0].name && s.after[1].id == 0
+           && !strcmp(s.after[1].name, "prep") && s.after[1].any,
+       "... both entries as sent");
+    pl_spec_clear(&s);
+    ok(!s.after && !s.nafter, "... cleared");
 
     struct {
         pack_f f;
@@ -143,6 +214,14 @@ static void test_spec(void)
         { p_name_latin1, EINVAL, "a name that is not UTF-8" },
         { p_cwd_latin1, EINVAL, "a cwd that is not UTF-8" },
         { p_env_latin1, EINVAL, "an env entry that is not UTF-8" },
+        { p_array_step0, EINVAL, "an array of step 0" },
+        { p_array_back, EINVAL, "an array that ends before it starts" },
+        { p_array_big, EINVAL, "an array of 1,000,001" },
+        { p_array_two, EPROTO, "an array of two numbers" },
+        { p_after_both, EINVAL, "an after entry with an id and a name" },
+        { p_after_none, EINVAL, "an after entry with neither" },
+        { p_after_zero, EINVAL, "after task 0" },
+        { p_after_int, EPROTO, "an after entry that is not a map" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e.text[0] = '\0';
@@ -304,7 +383,7 @@ static void test_event(void)
 
 int main(void)
 {
-    plan(42);
+    plan(55);
     test_spec();
     test_register();
     test_event();
