@@ -1788,6 +1788,22 @@ static void deps_clear(struct deps *dp)
     memset(dp, 0, sizeof(*dp));
 }
 
+/* 't' waits for the live tasks of 'dp': it keeps their ids, each of them
+ * lists 't' among its waiters.  0, or -1 (ENOMEM). */
+static int deps_wait(struct pl_daemon *d, struct pl_dtask *t,
+                     const struct deps *dp)
+{
+    if (!(t->deps = malloc(dp->nlive * sizeof(*t->deps))))
+        return -1;
+    memcpy(t->deps, dp->live, dp->nlive * sizeof(*t->deps));
+    t->ndeps = t->ndeps_live = dp->nlive;
+    for (uint32_t i = 0; i < dp->nlive; i++)
+        if (waiter_add(pl_sched_task_get(d->sched, dp->live[i]), t,
+                       dp->any[i]) < 0)
+            return -1;
+    return 0;
+}
+
 /* One task 'id' in state 'st' that a spec waits for ('any' end). */
 static int dep_add(struct pl_daemon *d, struct deps *dp, uint64_t id, int st,
                    bool any)
@@ -1995,19 +2011,9 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
     t->array_index = s->array ? idx : 0;
     d->count[state]++;
     d->total++;
-    if (dp->nlive && !dp->why[0]) {
-        if (!(t->deps = malloc(dp->nlive * sizeof(*t->deps))))
-            goto nomem_t;
-        memcpy(t->deps, dp->live, dp->nlive * sizeof(*t->deps));
-        t->ndeps = t->ndeps_live = dp->nlive;
-        for (uint32_t i = 0; i < dp->nlive; i++) {
-            struct pl_dtask *dep = pl_sched_task_get(d->sched, dp->live[i]);
-            if (waiter_add(dep, t, dp->any[i]) < 0)
-                goto nomem_t;
-        }
-    }
+    if (dp->nlive && !dp->why[0] && deps_wait(d, t, dp) < 0)
+        goto nomem;
     goto done;
-nomem_t:
 nomem:
     errno = ENOMEM;
     pl_errprintf(errp, "out of memory");
@@ -2021,6 +2027,20 @@ done:
     free(argv_json);
     free(env_json);
     return t;
+}
+
+/* Say which spec of a request of 'n' an error is about (1-based, as the
+ * CLI's --file maps it back to a line). */
+static void name_spec(struct pl_error *err, uint32_t i, uint32_t n)
+{
+    int saved = errno;
+    struct pl_error e2;
+
+    if (n > 1) {
+        pl_errprintf(&e2, "task %u: %s", i + 1, err->text);
+        *err = e2;
+    }
+    errno = saved;
 }
 
 static void h_submit(struct pl_daemon *d, const struct req *r,
@@ -2054,11 +2074,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
     /* check every spec before storing any: bad input changes nothing */
     for (i = 0; i < n; i++) {
         if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0) {
-            if (n > 1) {
-                struct pl_error e2;
-                pl_errprintf(&e2, "task %u: %s", i + 1, err.text);
-                err = e2;
-            }
+            name_spec(&err, i, n);
             goto bad;
         }
         total += pl_spec_count(&specs[i]);
@@ -2098,11 +2114,7 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
         if (rc < 0) {
             /* undo this request's tasks: the whole submit fails */
             int errnum = errno ? errno : EIO;
-            if (n > 1) {
-                struct pl_error e2;
-                pl_errprintf(&e2, "task %u: %s", i + 1, err.text);
-                err = e2;
-            }
+            name_spec(&err, i, n);
             pl_db_savepoint_end(d->db, false, NULL);
             store_text(d, &err);
             undo_reply(d, o, err.text, errnum);
@@ -2946,15 +2958,8 @@ static int load_waiting(struct pl_daemon *d, uint64_t id,
     }
     else if (dp.nlive == 0)
         deps_met(d, t);
-    else {
-        t->deps = dp.live;
-        dp.live = NULL;
-        t->ndeps = t->ndeps_live = dp.nlive;
-        for (uint32_t k = 0; k < dp.nlive; k++)
-            if (waiter_add(pl_sched_task_get(d->sched, t->deps[k]), t,
-                           dp.any[k]) < 0)
-                goto done;
-    }
+    else if (deps_wait(d, t, &dp) < 0)
+        goto done;
     rc = 0;
 done:
     json_decref(after);
