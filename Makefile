@@ -6,7 +6,7 @@ CSTD     = -std=c17 -D_GNU_SOURCE
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wpointer-arith -Wwrite-strings -Wundef
 OPT     ?= -O2 -g
-PKGS     = libzmq libuv sqlite3 msgpack jansson
+PKGS     = libzmq libuv sqlite3 msgpack jansson yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CPPFLAGS += -I. $(PKG_CFLAGS)

@@ -220,26 +220,61 @@ int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp)
     return pl_cli_parse_uint("task id", s, 1, INT64_MAX, id, errp);
 }
 
-int pl_cli_parse_ids(int argc, char **argv, uint64_t **ids,
+int pl_cli_parse_sel(int argc, char **argv, struct pl_sel *sel,
                      struct pl_error *errp)
 {
-    uint64_t *v;
+    size_t n = argc > 0 ? (size_t)argc : 1;
+    const char *arg = "";
 
+    memset(sel, 0, sizeof(*sel));
     if (argc > PL_CLI_MAX_IDS) {
         errno = E2BIG;
         return pl_errprintf(errp, "more than %d ids at once",
                             PL_CLI_MAX_IDS);
     }
-    if (!(v = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*v)))) {
-        pl_errprintf(errp, "out of memory");
-        return -1;
+    if (!(sel->ids = calloc(n, sizeof(*sel->ids)))
+        || !(sel->elems = calloc(n * 2, sizeof(*sel->elems)))) {
+        pl_cli_sel_free(sel);
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
     }
-    for (int i = 0; i < argc; i++)
-        if (pl_cli_parse_id(argv[i], &v[i], errp) < 0)
-            goto error;
-    *ids = v;
+    for (int i = 0; i < argc; i++) {
+        const char *dot = strchr(argv[i], '.');
+        char head[32];
+        uint64_t a, idx;
+        arg = argv[i];
+        if (!dot) {
+            if (pl_cli_parse_id(argv[i], &sel->ids[sel->nids], errp) < 0)
+                goto error;
+            sel->nids++;
+            continue;
+        }
+        /* ID.N: element N of array ID */
+        if ((size_t)(dot - argv[i]) >= sizeof(head) || dot == argv[i]
+            || !dot[1])
+            goto bad;
+        snprintf(head, sizeof(head), "%.*s", (int)(dot - argv[i]), argv[i]);
+        if (pl_cli_parse_uint("task id", head, 1, INT64_MAX, &a, errp) < 0
+            || pl_cli_parse_uint("array index", dot + 1, 0, UINT32_MAX, &idx,
+                                 errp) < 0)
+            goto bad;
+        sel->elems[2 * sel->nelems] = a;
+        sel->elems[2 * sel->nelems + 1] = idx;
+        sel->nelems++;
+    }
     return 0;
+bad:
+    errno = EINVAL;
+    pl_errprintf(errp, "'%.40s' is not a task id (ID, or ID.N: element N "
+                 "of array ID)", arg);
 error:
-    free(v);
+    pl_cli_sel_free(sel);
     return -1;
+}
+
+void pl_cli_sel_free(struct pl_sel *sel)
+{
+    free(sel->ids);
+    free(sel->elems);
+    memset(sel, 0, sizeof(*sel));
 }

@@ -92,11 +92,21 @@ int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);
 /* Most task ids one request to pilotd may carry (docs/protocol.md). */
 #define PL_CLI_MAX_IDS 100000
 
-/* Parse task ids argv[0..argc-1] into a new array (free()).  Returns
- * 0, or -1 with errp set (a bad id, more than PL_CLI_MAX_IDS, or
- * ENOMEM). */
-int pl_cli_parse_ids(int argc, char **argv, uint64_t **ids,
+/* Tasks named on a command line: each ID is a task, or every element
+ * of an array when it is the array's id; each ID.N is element N of
+ * array ID.  Both arrays owned (free() via pl_cli_sel_free). */
+struct pl_sel {
+    uint64_t *ids;
+    size_t nids;
+    uint64_t *elems;   /* pairs: array id, index */
+    size_t nelems;     /* pairs */
+};
+
+/* Parse argv[0..argc-1] ("ID" or "ID.N") into 'sel'.  Returns 0, or -1
+ * with errp set (a bad id, more than PL_CLI_MAX_IDS, or ENOMEM). */
+int pl_cli_parse_sel(int argc, char **argv, struct pl_sel *sel,
                      struct pl_error *errp);
+void pl_cli_sel_free(struct pl_sel *sel);
 
 /* The commands: argv[0] is the command's name; each returns an exit
  * code. */

@@ -12,16 +12,17 @@ static const char help[] =
     "\n"
     "Cancel tasks.  A queued task never starts; a running one's whole\n"
     "process group gets SIGTERM, then SIGKILL.  Tasks that have already\n"
-    "ended are left as they are.  If any ID is unknown, nothing is\n"
-    "canceled.\n"
+    "ended are left as they are.  An array's id means all its tasks,\n"
+    "ID.N its element N.  If any ID is unknown, nothing is canceled.\n"
     "\n"
     "options:\n"
     "  --pilot ID   the pilot the tasks belong to\n"
     "  --json       print {\"canceled\": [IDS], \"final\": [IDS]}\n"
     "  -h, --help   this help\n"
     "\n"
-    "example:\n"
-    "  pilot cancel 12 13\n";
+    "examples:\n"
+    "  pilot cancel 12 13\n"
+    "  pilot cancel 40.7        # element 7 of array 40\n";
 
 int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
 {
@@ -29,7 +30,7 @@ int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
     struct pl_error err;
     struct pl_conn *conn = NULL;
     json_t *body = NULL, *reply = NULL;
-    uint64_t *ids = NULL;
+    struct pl_sel sel = { 0 };
     int c, rc;
 
     opterr = 0;
@@ -40,11 +41,10 @@ int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
         return pl_cli_usage(cli, "no task ids given");
     if (argc - optind > 100000)
         return pl_cli_usage(cli, "more than 100000 ids at once");
-    if (pl_cli_parse_ids(argc - optind, argv + optind, &ids, &err) < 0)
+    if (pl_cli_parse_sel(argc - optind, argv + optind, &sel, &err) < 0)
         return pl_cli_usage(cli, "%s", err.text);
     rc = PL_EXIT_ERROR;
-    if (!(body = json_pack("{s:o}", "ids",
-                           pl_conn_idlist(ids, (size_t)(argc - optind))))) {
+    if (!(body = json_object()) || pl_conn_sel_body(body, &sel) < 0) {
         pl_cli_error("out of memory");
         goto done;
     }
@@ -68,6 +68,6 @@ done:
     json_decref(reply);
     json_decref(body);
     pl_conn_free(conn);
-    free(ids);
+    pl_cli_sel_free(&sel);
     return rc;
 }

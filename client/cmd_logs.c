@@ -34,22 +34,41 @@ enum {
 
 #define POLL_NS 200000000L /* 0.2 s between looks while following */
 
+/* The id of the one task 'sel' names (ID.N: asked of pilotd), or 0
+ * with errp set. */
+static uint64_t sel_id(struct pl_conn *conn, const struct pl_sel *sel,
+                       struct pl_error *errp)
+{
+    json_t *t;
+    uint64_t id;
+
+    if (sel->nids)
+        return sel->ids[0];
+    if (!(t = pl_conn_show(conn, sel, errp)))
+        return 0;
+    id = (uint64_t)pl_out_jint(t, "id", 0);
+    json_decref(t);
+    if (!id)
+        pl_errprintf(errp, "pilotd answered show without the task's id");
+    return id;
+}
+
 /* The task's state, or -1 with errp set; *ran: it has started once. */
 static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
                       struct pl_error *errp)
 {
-    json_t *tasks = pl_conn_list(conn, NULL, &id, 1, 0, errp);
-    const json_t *t;
+    struct pl_sel one = { .ids = &id, .nids = 1 };
+    /* show, not list: list would take an array's id for all its tasks */
+    json_t *t = pl_conn_show(conn, &one, errp);
     const char *s;
     int st;
 
-    if (!tasks)
+    if (!t)
         return -1;
-    t = json_array_get(tasks, 0);
     s = pl_out_jstr(t, "state");
     st = s ? pl_state_parse(s) : -1;
     *ran = json_is_number(json_object_get(t, "start_time"));
-    json_decref(tasks);
+    json_decref(t);
     if (st < 0) {
         errno = ENOENT;
         return pl_errprintf(errp, "no task %llu", (unsigned long long)id);
@@ -160,6 +179,7 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
     struct pl_conn *conn = NULL;
     char path[PL_PATH_MAX + 64];
     bool use_err = false, follow = false;
+    struct pl_sel sel = { 0 };
     uint64_t id;
     bool ran;
     int c, r, st, rc;
@@ -183,10 +203,11 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
         return pl_cli_usage(cli, "no task id given");
     if (optind + 1 < argc)
         return pl_cli_usage(cli, "one task id at a time");
-    if (pl_cli_parse_id(argv[optind], &id, &err) < 0)
+    if (pl_cli_parse_sel(1, argv + optind, &sel, &err) < 0)
         return pl_cli_usage(cli, "%s", err.text);
     rc = PL_EXIT_ERROR;
     if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
+        || (id = sel_id(conn, &sel, &err)) == 0
         || (st = task_state(conn, id, &ran, &err)) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
@@ -199,5 +220,6 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
     rc = print_log(conn, id, st, ran, path, follow);
 done:
     pl_conn_free(conn);
+    pl_cli_sel_free(&sel);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* client/cmd_ls.c - pilot ls: the tasks, as a table or JSON */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,28 +12,46 @@
 #include "proto/state.h"
 
 static const char help[] =
-    "usage: pilot ls [--state STATE] [--limit N] [--json] [ID...]\n"
+    "usage: pilot ls [--state STATE] [--tag K=V] [--limit N] [--json] "
+    "[ID...]\n"
     "\n"
     "List the pilot's tasks, oldest first: ID NAME STATE NODE EXIT WALL\n"
     "COMMAND.  WALL is the last attempt's run time (so far, if it runs).\n"
     "EXIT is the exit code, or the signal that ended the task (sig9).\n"
-    "On a pilot that is down, lists its last recorded state.\n"
+    "An array's id lists all its tasks, ID.N its element N.  On a pilot\n"
+    "that is down, lists its last recorded state.\n"
     "\n"
     "options:\n"
     "  --state STATE   only tasks in STATE: waiting, queued, assigned,\n"
     "                  running, done, failed, canceled, timeout\n"
+    "  --tag K=V       only tasks with tag K set to V (K alone: any value);\n"
+    "                  repeatable, all must match\n"
     "  --limit N       at most N tasks\n"
     "  --pilot ID      the pilot to ask\n"
     "  --json          print the task objects as a JSON array\n"
     "  -h, --help      this help\n"
     "\n"
-    "example:\n"
-    "  pilot ls --state failed\n";
+    "examples:\n"
+    "  pilot ls --state failed\n"
+    "  pilot ls --tag model=lstm --json\n"
+    "  pilot ls 40          # every element of array 40\n";
 
 enum {
     OPT_STATE = PL_OPT_CMD,
     OPT_LIMIT,
+    OPT_TAG,
 };
+
+#define MAX_TAGS 16 /* PL_QUERY_MAX_TAGS */
+
+/* "K=V" or "K", K of [A-Za-z0-9_.-] (1..64). */
+static bool tag_ok(const char *s)
+{
+    size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_.-");
+
+    return k > 0 && k <= 64 && (s[k] == '\0' || s[k] == '=');
+}
 
 static void states_list(char *buf, size_t len)
 {
@@ -116,13 +135,17 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
     static const struct option opts[] = {
         { "state", required_argument, NULL, OPT_STATE },
         { "limit", required_argument, NULL, OPT_LIMIT },
+        { "tag", required_argument, NULL, OPT_TAG },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
     struct pl_error err;
     struct pl_conn *conn = NULL;
     const char *state = NULL;
-    uint64_t limit = 0, *ids = NULL;
+    uint64_t limit = 0;
+    const char *tags[MAX_TAGS + 1] = { NULL };
+    size_t ntags = 0;
+    struct pl_sel sel = { 0 };
     json_t *tasks = NULL;
     char names[160];
     int c, r, rc;
@@ -142,6 +165,15 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
             }
             state = optarg;
             break;
+        case OPT_TAG:
+            if (!tag_ok(optarg))
+                return pl_cli_usage(cli, "--tag: '%s' is not KEY=VALUE or "
+                                    "KEY (KEY: letters, digits, '_', '.', "
+                                    "'-')", optarg);
+            if (ntags == MAX_TAGS)
+                return pl_cli_usage(cli, "--tag: more than %d", MAX_TAGS);
+            tags[ntags++] = optarg;
+            break;
         case OPT_LIMIT:
             if (pl_cli_parse_uint("--limit", optarg, 1, UINT32_MAX, &limit,
                                   &err) < 0)
@@ -149,12 +181,11 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
             break;
         }
     }
-    if (pl_cli_parse_ids(argc - optind, argv + optind, &ids, &err) < 0)
+    if (pl_cli_parse_sel(argc - optind, argv + optind, &sel, &err) < 0)
         return pl_cli_usage(cli, "%s", err.text);
     rc = PL_EXIT_ERROR;
     if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
-        || !(tasks = pl_conn_list(conn, state, ids, (size_t)(argc - optind),
-                                  limit, &err))) {
+        || !(tasks = pl_conn_list(conn, state, tags, &sel, limit, &err))) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -168,6 +199,6 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
 done:
     json_decref(tasks);
     pl_conn_free(conn);
-    free(ids);
+    pl_cli_sel_free(&sel);
     return rc;
 }

@@ -16,8 +16,8 @@ static const char help[] =
     "attempts, exit code or signal, times, peak memory, the files that\n"
     "hold its output, where each rank runs (RANK NODE CORES GPUS STATE),\n"
     "and every state change it went through (times relative to its\n"
-    "submission).  On a pilot that is down, shows its last recorded\n"
-    "state.\n"
+    "submission).  ID.N is element N of array ID.  On a pilot that is\n"
+    "down, shows its last recorded state.\n"
     "\n"
     "options:\n"
     "  --pilot ID   the pilot to ask\n"
@@ -117,6 +117,39 @@ static void print_ranks(const json_t *ranks)
     pl_out_table_free(tab);
 }
 
+/* Its array, dependencies, priority and tags, those it has. */
+static void print_queueing(const json_t *t)
+{
+    const json_t *after = json_object_get(t, "after");
+    const json_t *tags = json_object_get(t, "tags"), *v;
+    const char *key;
+    size_t i;
+
+    if (json_is_integer(json_object_get(t, "array_id")))
+        printf(KEY "%lld, element %lld (%lld.%lld)\n", "array:",
+               pl_out_jint(t, "array_id", 0), pl_out_jint(t, "array_index", 0),
+               pl_out_jint(t, "array_id", 0), pl_out_jint(t, "array_index", 0));
+    if (json_array_size(after) > 0) {
+        printf(KEY, "after:");
+        json_array_foreach(after, i, v) {
+            printf("%s%lld%s", i ? ", " : "", pl_out_jint(v, "id", 0),
+                   json_is_true(json_object_get(v, "any")) ? ":any" : "");
+        }
+        putchar('\n');
+    }
+    if (pl_out_jint(t, "priority", 0) != 0)
+        printf(KEY "%lld\n", "priority:", pl_out_jint(t, "priority", 0));
+    if (json_object_size(tags) > 0) {
+        bool first = true;
+        printf(KEY, "tags:");
+        json_object_foreach((json_t *)tags, key, v) {
+            printf("%s%s=%s", first ? "" : " ", key, json_string_value(v));
+            first = false;
+        }
+        putchar('\n');
+    }
+}
+
 /* The placement options the task was submitted with, those given. */
 static void print_placement(const json_t *t)
 {
@@ -159,6 +192,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
     line("command:", cmd);
     free(cmd);
     line("cwd:", pl_out_jstr(t, "cwd"));
+    print_queueing(t);
     /* N.B. the list of ranks comes as 'placement' (or as 'ranks', which
      * list's task objects keep for the count) */
     const json_t *ranks = json_object_get(t, "placement");
@@ -222,7 +256,7 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
     struct pl_error err;
     struct pl_conn *conn = NULL;
     json_t *task = NULL;
-    uint64_t id;
+    struct pl_sel sel = { 0 };
     int c, rc;
 
     opterr = 0;
@@ -234,11 +268,11 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
     if (optind + 1 < argc)
         return pl_cli_usage(cli, "one task id at a time ('pilot ls ID...' "
                             "lists several)");
-    if (pl_cli_parse_id(argv[optind], &id, &err) < 0)
+    if (pl_cli_parse_sel(1, argv + optind, &sel, &err) < 0)
         return pl_cli_usage(cli, "%s", err.text);
     rc = PL_EXIT_ERROR;
     if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
-        || !(task = pl_conn_show(conn, id, &err))) {
+        || !(task = pl_conn_show(conn, &sel, &err))) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -250,5 +284,6 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
 done:
     json_decref(task);
     pl_conn_free(conn);
+    pl_cli_sel_free(&sel);
     return rc;
 }

@@ -9,11 +9,12 @@
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
+#include "client/yaml.h"
 #include "proto/msg.h"
 
 static const char help[] =
     "usage: pilot submit [options] [--] COMMAND [ARGS...]\n"
-    "       pilot submit --file TASKS.jsonl\n"
+    "       pilot submit --file TASKS.jsonl|TASKS.yaml\n"
     "\n"
     "Submit COMMAND as a task to the running pilot and print its id.\n"
     "Options stop at the first word that is not one, so '--' is needed\n"
@@ -50,12 +51,21 @@ static const char help[] =
     "                          by the index, PILOT_ARRAY_INDEX holds it;\n"
     "                          prints the array's id (its first task's;\n"
     "                          the others follow it)\n"
+    "  --retry-failed ID       with the command (and --array A-B:S, to\n"
+    "                          narrow it): a new array of only the indexes\n"
+    "                          whose tasks failed or timed out in array ID\n"
+    "                          (which must have ended)\n"
+    "  --priority N            higher starts first (-1000000..1000000,\n"
+    "                          default 0); FIFO within a priority\n"
+    "  --tag KEY=VALUE         a label for 'pilot ls --tag' (repeatable)\n"
     "  --file FILE             many tasks in one request: one JSON object\n"
-    "                          a line (- reads stdin), keys as the long\n"
-    "                          options with '_' for '-' (argv: [..] or\n"
-    "                          cmd: \"shell line\"; after may name tasks\n"
-    "                          of the file); prints their ids in order;\n"
-    "                          nothing is queued if a line is wrong\n"
+    "                          a line (- reads stdin), or a YAML list of\n"
+    "                          mappings (FILE ending in .yaml or .yml);\n"
+    "                          keys as the long options with '_' for '-'\n"
+    "                          (argv: [..] or cmd: \"shell line\"; after\n"
+    "                          may name tasks of the file; tags: {K: V});\n"
+    "                          prints their ids in order; nothing is\n"
+    "                          queued if an entry is wrong\n"
     "  --pilot ID              the pilot to submit to\n"
     "  --json                  print {\"ids\": [ID...]}\n"
     "  -h, --help              this help\n"
@@ -82,6 +92,8 @@ static const char help[] =
     "  # 100 tasks, then one that runs once all of them are done\n"
     "  A=$(pilot submit --array 0-99 -- ./prep part-{}.csv)\n"
     "  pilot submit --after $A --name train -- ./train\n"
+    "  # once array $A has ended: its failed indexes again\n"
+    "  pilot submit --retry-failed $A -- ./prep part-{}.csv\n"
     "  # a file: {\"name\": \"a\", \"cmd\": \"./prep\"}\n"
     "  #         {\"argv\": [\"./train\"], \"after\": [\"a\"]}\n"
     "  pilot submit --file tasks.jsonl\n";
@@ -103,6 +115,9 @@ enum {
     OPT_AFTER,
     OPT_ARRAY,
     OPT_FILE,
+    OPT_RETRY,
+    OPT_PRIORITY,
+    OPT_TAG,
 };
 
 /* The limits of docs/protocol.md "task spec". */
@@ -113,6 +128,8 @@ enum {
 #define MAX_RANKS 65536
 #define MAX_NODES 65536
 #define MAX_RPN 4096
+#define MAX_PRIORITY 1000000
+#define MAX_TAGS 32
 
 /* --comm values: protocol.md "task spec" field comm */
 static const char *const comm_modes[] = { "none", "torch", "mpi", NULL };
@@ -144,6 +161,10 @@ struct submit_opts {
     json_t *env; /* [KEY=VALUE] */
     json_t *after; /* [{id} or {name}, any] */
     json_t *array; /* [start, end, step], or NULL */
+    json_t *tags; /* ["KEY=VALUE"] */
+    uint64_t retry; /* --retry-failed: that array's id; 0: none */
+    int64_t priority;
+    bool have_priority;
     const char *file;
     bool task_opts; /* an option that describes a task (not with --file) */
 };
@@ -202,6 +223,31 @@ static int parse_after(const char *s, json_t *arr, struct pl_error *errp)
     }
     if (json_array_size(arr) == 0)
         return pl_errprintf(errp, "--after: no task given");
+    return 0;
+}
+
+/* "KEY=VALUE" with KEY of 1-64 [A-Za-z0-9_.-] and VALUE at most 256
+ * bytes (docs/protocol.md, tags). */
+static bool tag_ok(const char *s)
+{
+    size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_.-");
+
+    return k > 0 && k <= 64 && s[k] == '=' && strlen(s + k + 1) <= 256;
+}
+
+/* "N" in -MAX_PRIORITY..MAX_PRIORITY.  0, or -1 with errp set. */
+static int parse_priority(const char *s, int64_t *v, struct pl_error *errp)
+{
+    char *end;
+    long long x;
+
+    errno = 0;
+    x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < -MAX_PRIORITY || x > MAX_PRIORITY)
+        return pl_errprintf(errp, "--priority: '%s' is not an integer in "
+                            "-%d..%d", s, MAX_PRIORITY, MAX_PRIORITY);
+    *v = x;
     return 0;
 }
 
@@ -303,6 +349,9 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "after", required_argument, NULL, OPT_AFTER },
         { "array", required_argument, NULL, OPT_ARRAY },
         { "file", required_argument, NULL, OPT_FILE },
+        { "retry-failed", required_argument, NULL, OPT_RETRY },
+        { "priority", required_argument, NULL, OPT_PRIORITY },
+        { "tag", required_argument, NULL, OPT_TAG },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -326,6 +375,27 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             json_decref(o->array);
             if (!(o->array = parse_array(optarg, &err)))
                 return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_RETRY:
+            if (pl_cli_parse_uint("--retry-failed", optarg, 1, INT64_MAX,
+                                  &o->retry, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_PRIORITY:
+            if (parse_priority(optarg, &o->priority, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            o->have_priority = true;
+            break;
+        case OPT_TAG:
+            if (!tag_ok(optarg))
+                return pl_cli_usage(cli, "--tag: '%s' is not KEY=VALUE (KEY: "
+                                    "1-64 letters, digits, '_', '.', '-'; "
+                                    "VALUE: at most 256 bytes)", optarg);
+            if (json_array_size(o->tags) >= MAX_TAGS)
+                return pl_cli_usage(cli, "--tag: more than %d", MAX_TAGS);
+            if (json_array_append_new(o->tags, json_string(optarg)) < 0)
+                return pl_cli_usage(cli, "--tag: '%s' is not valid UTF-8",
+                                    optarg);
             break;
         case OPT_FILE:
             if (!*optarg)
@@ -487,6 +557,14 @@ static json_t *make_spec(const struct submit_opts *o, int argc, char **argv,
         json_object_set(spec, "after", o->after);
     if (o->array)
         json_object_set(spec, "array", o->array);
+    if (o->retry)
+        json_object_set_new(spec, "retry_failed",
+                            json_integer((json_int_t)o->retry));
+    if (o->have_priority)
+        json_object_set_new(spec, "priority",
+                            json_integer((json_int_t)o->priority));
+    if (json_array_size(o->tags) > 0)
+        json_object_set(spec, "tags", o->tags);
     return spec;
 nomem:
     errno = ENOMEM;
@@ -552,6 +630,57 @@ static json_t *line_spec(json_t *in, const char *here, struct pl_error *errp)
                 goto type;
             json_object_set(spec, key, v);
         }
+        else if (!strcmp(key, "priority")) {
+            if (!json_is_integer(v) || json_integer_value(v) < -MAX_PRIORITY
+                || json_integer_value(v) > MAX_PRIORITY)
+                goto type;
+            json_object_set(spec, key, v);
+        }
+        else if (!strcmp(key, "tags")) {
+            /* {"K": "V"} or ["K=V"] */
+            json_t *tags = json_array(), *x;
+            const char *k;
+            size_t i;
+            if (json_is_object(v)) {
+                json_object_foreach(v, k, x) {
+                    char kv[400];
+                    if (json_is_integer(x))
+                        snprintf(kv, sizeof(kv), "%s=%lld", k,
+                                 (long long)json_integer_value(x));
+                    else if (json_is_real(x))
+                        snprintf(kv, sizeof(kv), "%s=%g", k,
+                                 json_real_value(x));
+                    else if (json_is_string(x))
+                        snprintf(kv, sizeof(kv), "%s=%s", k,
+                                 json_string_value(x));
+                    else
+                        kv[0] = '\0';
+                    if (!tag_ok(kv)) {
+                        json_decref(tags);
+                        goto type;
+                    }
+                    json_array_append_new(tags, json_string(kv));
+                }
+            }
+            else if (json_is_array(v)) {
+                json_array_foreach(v, i, x) {
+                    if (!json_is_string(x) || !tag_ok(json_string_value(x))) {
+                        json_decref(tags);
+                        goto type;
+                    }
+                    json_array_append(tags, x);
+                }
+            }
+            else {
+                json_decref(tags);
+                goto type;
+            }
+            if (json_array_size(tags) > MAX_TAGS) {
+                json_decref(tags);
+                goto type;
+            }
+            json_object_set_new(spec, "tags", tags);
+        }
         else if (!strcmp(key, "timeout")) {
             double secs;
             if (json_is_number(v) && json_number_value(v) >= 0)
@@ -569,11 +698,23 @@ static json_t *line_spec(json_t *in, const char *here, struct pl_error *errp)
             if (json_is_object(v)) {
                 json_object_foreach(v, k, x) {
                     char kv[8192];
-                    if (!json_is_string(x) || !*k || strchr(k, '=')) {
+                    if (!*k || strchr(k, '=')) {
                         json_decref(env);
                         goto type;
                     }
-                    snprintf(kv, sizeof(kv), "%s=%s", k, json_string_value(x));
+                    if (json_is_string(x))
+                        snprintf(kv, sizeof(kv), "%s=%s", k,
+                                 json_string_value(x));
+                    else if (json_is_integer(x))
+                        snprintf(kv, sizeof(kv), "%s=%lld", k,
+                                 (long long)json_integer_value(x));
+                    else if (json_is_real(x))
+                        snprintf(kv, sizeof(kv), "%s=%g", k,
+                                 json_real_value(x));
+                    else {
+                        json_decref(env);
+                        goto type;
+                    }
                     json_array_append_new(env, json_string(kv));
                 }
             }
@@ -667,6 +808,15 @@ error:
     return NULL;
 }
 
+/* Whether 'path' names a YAML file (by its suffix). */
+static bool is_yaml(const char *path)
+{
+    size_t n = strlen(path);
+
+    return (n > 5 && !strcmp(path + n - 5, ".yaml"))
+           || (n > 4 && !strcmp(path + n - 4, ".yml"));
+}
+
 /* Read FILE ('-': stdin) into specs; 'lines[i]' is spec i's line.  Order
  * them so that a task named in another's "after" comes first.  0, or -1
  * after printing the error. */
@@ -676,8 +826,11 @@ static int read_file(const char *path, json_t **specs_out, size_t **lines_out)
     json_t *specs = json_array(), *names = json_object();
     size_t *lines = NULL, cap = 0, n = 0, lineno = 0;
     char here[PATH_MAX], *buf = NULL;
-    size_t bufcap = 0;
+    size_t bufcap = 0, *elines = NULL, ei = 0;
     ssize_t len;
+    json_t *entries = NULL;
+    struct pl_error yerr;
+    bool yaml = is_yaml(path);
     int rc = -1;
 
     if (!fp) {
@@ -688,17 +841,32 @@ static int read_file(const char *path, json_t **specs_out, size_t **lines_out)
         pl_cli_error("cannot get the current directory: %s", strerror(errno));
         goto done;
     }
-    while ((len = getline(&buf, &bufcap, fp)) >= 0) {
+    if (yaml && !(entries = pl_yaml_tasks(fp, &elines, &yerr))) {
+        pl_cli_error("%s: %s", path, yerr.text);
+        goto done;
+    }
+    for (;;) {
         json_error_t je;
         struct pl_error err;
-        lineno++;
-        size_t sp = strspn(buf, " \t\r\n");
-        if (buf[sp] == '\0' || buf[sp] == '#')
-            continue;
-        json_t *obj = json_loadb(buf, (size_t)len, 0, &je);
-        if (!obj) {
-            pl_cli_error("%s: line %zu: not JSON: %s", path, lineno, je.text);
-            goto done;
+        json_t *obj;
+        if (entries) {
+            if (ei >= json_array_size(entries))
+                break;
+            obj = json_incref(json_array_get(entries, ei));
+            lineno = elines[ei++];
+        }
+        else {
+            if ((len = getline(&buf, &bufcap, fp)) < 0)
+                break;
+            lineno++;
+            size_t sp = strspn(buf, " \t\r\n");
+            if (buf[sp] == '\0' || buf[sp] == '#')
+                continue;
+            if (!(obj = json_loadb(buf, (size_t)len, 0, &je))) {
+                pl_cli_error("%s: line %zu: not JSON: %s", path, lineno,
+                             je.text);
+                goto done;
+            }
         }
         json_t *spec = line_spec(obj, here, &err);
         json_decref(obj);
@@ -830,6 +998,8 @@ done:
     if (fp && fp != stdin)
         fclose(fp);
     free(buf);
+    json_decref(entries);
+    free(elines);
     json_decref(names);
     if (rc == 0) {
         *specs_out = specs;
@@ -932,7 +1102,8 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
     size_t *lines = NULL;
     int rc;
 
-    if (!(o.env = json_array()) || !(o.after = json_array()) || !ids) {
+    if (!(o.env = json_array()) || !(o.after = json_array())
+        || !(o.tags = json_array()) || !ids) {
         rc = pl_cli_error("out of memory");
         goto done;
     }
@@ -954,12 +1125,12 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         goto done;
     if (cli->json) {
         json_t *out = json_pack("{s:O}", "ids", ids);
-        if (o.array)
+        if (o.array || o.retry)
             json_object_set(out, "array", json_array_get(ids, 0));
         pl_out_json(out);
         json_decref(out);
     }
-    else if (o.array) {
+    else if (o.array || o.retry) {
         /* the array's id; its tasks follow it */
         printf("%lld\n", (long long)json_integer_value(json_array_get(ids, 0)));
         if (isatty(STDERR_FILENO))
@@ -1000,6 +1171,7 @@ done:
     json_decref(o.env);
     json_decref(o.after);
     json_decref(o.array);
+    json_decref(o.tags);
     free(lines);
     return rc;
 }

@@ -15,7 +15,8 @@ static const char help[] =
     "usage: pilot wait [--timeout S] ID... | --all\n"
     "\n"
     "Wait until the tasks (or, with --all, all the pilot's tasks, those\n"
-    "submitted meanwhile too) have ended.  On a terminal a progress bar\n"
+    "submitted meanwhile too) have ended.  An array's id means all its\n"
+    "tasks, ID.N its element N.  On a terminal a progress bar\n"
     "shows how many are done, failed, running and queued; otherwise a\n"
     "line is printed when the counts change, at most every 2 s.\n"
     "\n"
@@ -153,7 +154,7 @@ static int unknown_error(const json_t *unknown)
 /* Poll until every task has ended.  Returns an exit code; *countsp is
  * the last counts object (or NULL). */
 static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
-                     const uint64_t *ids, size_t nids, double limit,
+                     const struct pl_sel *sel, double limit,
                      json_t **countsp)
 {
     struct pl_error err;
@@ -163,7 +164,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
     long long ended0;
     json_t *counts;
 
-    if (!(counts = pl_conn_counts(conn, ids, nids, &err))) {
+    if (!(counts = pl_conn_counts(conn, sel, &err))) {
         pl_cli_error("%s", err.text);
         return WAIT_ERROR;
     }
@@ -202,7 +203,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             last_plain = elapsed;
         }
         sleep_poll();
-        json_t *next = pl_conn_counts(conn, ids, nids, &err);
+        json_t *next = pl_conn_counts(conn, sel, &err);
         if (!next) {
             if (!pl_conn_recheck(conn)) {
                 if (tty)
@@ -213,7 +214,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             /* the pilot went down: one last look at what it recorded */
             if (!conn->db)
                 continue;
-            if (!(next = pl_conn_counts(conn, ids, nids, &err))) {
+            if (!(next = pl_conn_counts(conn, sel, &err))) {
                 pl_cli_error("%s", err.text);
                 return WAIT_ERROR;
             }
@@ -245,7 +246,7 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
     struct pl_error err;
     struct pl_conn *conn = NULL;
     json_t *counts = NULL;
-    uint64_t *ids = NULL;
+    struct pl_sel sel = { 0 };
     size_t nids;
     bool all = false;
     double limit = 0;
@@ -278,7 +279,7 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
         pl_cli_usage(cli, "no task ids given (or --all)");
         return WAIT_ERROR;
     }
-    if (pl_cli_parse_ids(argc - optind, argv + optind, &ids, &err) < 0) {
+    if (pl_cli_parse_sel(argc - optind, argv + optind, &sel, &err) < 0) {
         pl_cli_usage(cli, "%s", err.text);
         return WAIT_ERROR;
     }
@@ -287,12 +288,12 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
         rc = WAIT_ERROR;
         goto done;
     }
-    rc = wait_loop(cli, conn, ids, nids, limit, &counts);
+    rc = wait_loop(cli, conn, all ? NULL : &sel, limit, &counts);
     if (cli->json && counts && rc != WAIT_ERROR)
         pl_out_json(counts);
 done:
     json_decref(counts);
     pl_conn_free(conn);
-    free(ids);
+    pl_cli_sel_free(&sel);
     return rc;
 }

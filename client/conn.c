@@ -367,20 +367,70 @@ json_t *pl_conn_idlist(const uint64_t *ids, size_t nids)
     return a;
 }
 
+int pl_conn_sel_body(json_t *body, const struct pl_sel *sel)
+{
+    if (sel->nids
+        && json_object_set_new(body, "ids",
+                               pl_conn_idlist(sel->ids, sel->nids)) < 0)
+        return -1;
+    if (sel->nelems
+        && json_object_set_new(body, "elems",
+                               pl_conn_idlist(sel->elems, sel->nelems * 2))
+               < 0)
+        return -1;
+    return 0;
+}
+
+/* A selection resolved on the database (the pilot is down), as pilotd
+ * does it.  0, or -1 with errp set. */
+static int db_resolve(struct pl_conn *c, const struct pl_sel *sel,
+                      uint64_t **ids, size_t *n, struct pl_error *errp)
+{
+    if (!sel) {
+        *ids = NULL;
+        *n = 0;
+        return 0;
+    }
+    return pl_query_resolve(c->db, sel->ids, sel->nids, sel->elems,
+                            sel->nelems, ids, n, errp);
+}
+
+static bool sel_given(const struct pl_sel *sel)
+{
+    return sel && sel->nids + sel->nelems > 0;
+}
+
 json_t *pl_conn_list(struct pl_conn *c, const char *state,
-                     const uint64_t *ids, size_t nids, uint64_t limit,
-                     struct pl_error *errp)
+                     const char *const *tags, const struct pl_sel *sel,
+                     uint64_t limit, struct pl_error *errp)
 {
     json_t *body, *out;
 
-    if (c->db)
-        return pl_query_tasks(c->db, state, ids, nids, limit, errp);
+    if (c->db) {
+        uint64_t *ids;
+        size_t n;
+        if (db_resolve(c, sel, &ids, &n, errp) < 0)
+            return NULL;
+        out = sel_given(sel) && n == 0
+                  ? json_array()
+                  : pl_query_tasks(c->db, state, tags, ids, n, limit, errp);
+        free(ids);
+        return out;
+    }
     if (!(body = json_object()))
         goto nomem;
     if (state)
         json_object_set_new(body, "state", json_string(state));
-    if (nids)
-        json_object_set_new(body, "ids", pl_conn_idlist(ids, nids));
+    if (tags && tags[0]) {
+        json_t *t = json_array();
+        for (size_t i = 0; tags[i]; i++)
+            json_array_append_new(t, json_string(tags[i]));
+        json_object_set_new(body, "tags", t);
+    }
+    if (sel && pl_conn_sel_body(body, sel) < 0) {
+        json_decref(body);
+        goto nomem;
+    }
     if (limit)
         json_object_set_new(body, "limit", json_integer((json_int_t)limit));
     out = pl_conn_request(c, PL_MSG_LIST, body, errp);
@@ -398,13 +448,25 @@ nomem:
     return NULL;
 }
 
-json_t *pl_conn_show(struct pl_conn *c, uint64_t id, struct pl_error *errp)
+json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel *one,
+                     struct pl_error *errp)
 {
     json_t *body, *out;
 
-    if (c->db)
-        return pl_query_task(c->db, id, errp);
-    if (!(body = json_pack("{s:I}", "id", (json_int_t)id))) {
+    if (c->db) {
+        uint64_t *ids;
+        size_t n;
+        if (db_resolve(c, one, &ids, &n, errp) < 0)
+            return NULL;
+        out = pl_query_task(c->db, n ? ids[0] : 0, errp);
+        free(ids);
+        return out;
+    }
+    body = one->nids ? json_pack("{s:I}", "id", (json_int_t)one->ids[0])
+                     : json_pack("{s:[I,I]}", "elem",
+                                 (json_int_t)one->elems[0],
+                                 (json_int_t)one->elems[1]);
+    if (!body) {
         nomem(errp);
         return NULL;
     }
@@ -420,19 +482,25 @@ json_t *pl_conn_show(struct pl_conn *c, uint64_t id, struct pl_error *errp)
     return out;
 }
 
-json_t *pl_conn_counts(struct pl_conn *c, const uint64_t *ids, size_t nids,
+json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
                        struct pl_error *errp)
 {
     json_t *body, *out;
 
-    if (c->db)
-        return pl_query_counts(c->db, ids, nids, errp);
-    if (!(body = json_object())) {
+    if (c->db) {
+        uint64_t *ids;
+        size_t n;
+        if (db_resolve(c, sel, &ids, &n, errp) < 0)
+            return NULL;
+        out = pl_query_counts(c->db, ids, n, errp);
+        free(ids);
+        return out;
+    }
+    if (!(body = json_object()) || (sel && pl_conn_sel_body(body, sel) < 0)) {
+        json_decref(body);
         nomem(errp);
         return NULL;
     }
-    if (nids)
-        json_object_set_new(body, "ids", pl_conn_idlist(ids, nids));
     out = pl_conn_request(c, PL_MSG_COUNTS, body, errp);
     json_decref(body);
     if (out && !json_is_object(out)) {
@@ -459,7 +527,8 @@ static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)
         json_object_set_new(n, "running", json_integer(0));
     }
     for (size_t s = 0; s < 2; s++) {
-        json_t *tasks = pl_query_tasks(db, busy_states[s], NULL, 0, 0, errp);
+        json_t *tasks = pl_query_tasks(db, busy_states[s], NULL, NULL, 0, 0,
+                                       errp);
         json_t *t;
         size_t j;
         if (!tasks)

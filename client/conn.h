@@ -73,19 +73,23 @@ json_t *pl_conn_request(struct pl_conn *c, int type, const json_t *body,
 
 /* The reads, from pilotd or the database, as new JSON values.  NULL
  * with errno and errp set (ENOENT from show: "no task 12").
- * list: 'state' and 'ids' may be NULL/0, 'limit' 0 for all; show: the
- * task with its events; counts: over 'ids', or all tasks if nids is 0;
- * status: the status object (from the database: what it recorded, with
- * "state" saying why the pilot does not answer). */
+ * list: 'state', 'tags' (NULL-terminated "KEY=VALUE" or "KEY") and 'sel'
+ * may be NULL, 'limit' 0 for all; show: the task ('one': its first id
+ * or element) with its events; counts: over 'sel', or all tasks if it
+ * is NULL; status: the status object (from the database: what it
+ * recorded, with "state" saying why the pilot does not answer). */
 json_t *pl_conn_list(struct pl_conn *c, const char *state,
-                     const uint64_t *ids, size_t nids, uint64_t limit,
+                     const char *const *tags, const struct pl_sel *sel,
+                     uint64_t limit, struct pl_error *errp);
+json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel *one,
                      struct pl_error *errp);
-json_t *pl_conn_show(struct pl_conn *c, uint64_t id, struct pl_error *errp);
-json_t *pl_conn_counts(struct pl_conn *c, const uint64_t *ids, size_t nids,
+json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
                        struct pl_error *errp);
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp);
 
 /* The task ids in 'ids' as a new JSON array. */
 json_t *pl_conn_idlist(const uint64_t *ids, size_t nids);
+/* 'sel' into a request body: "ids" and "elems".  0, or -1 (ENOMEM). */
+int pl_conn_sel_body(json_t *body, const struct pl_sel *sel);
 
 #endif /* !PL_CLIENT_CONN_H */

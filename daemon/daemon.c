@@ -471,6 +471,37 @@ done:
     return s;
 }
 
+/* Tags "KEY=VALUE" as a JSON object's text, or NULL (none, or ENOMEM:
+ * errno says). */
+static char *json_tags(char *const *tags)
+{
+    json_t *o;
+    char *s;
+
+    errno = 0;
+    if (!tags || !tags[0])
+        return NULL;
+    if (!(o = json_object())) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; tags[i]; i++) {
+        const char *eq = strchr(tags[i], '=');
+        char key[72];
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - tags[i]), tags[i]);
+        if (json_object_set_new(o, key, json_string(eq + 1)) < 0) {
+            json_decref(o);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!s)
+        errno = ENOMEM;
+    return s;
+}
+
 static char **strv_json(const char *text)
 {
     json_t *a;
@@ -1695,6 +1726,7 @@ static void spec_db(const struct pl_spec *s, struct pl_db_spec *ds)
         .retries = (uint32_t)s->retries, .timeout = s->timeout,
         .nodes = (uint32_t)s->nodes, .ranks_per_node = (uint32_t)s->rpn,
         .exclusive = s->exclusive, .comm = s->comm, .launcher = s->launcher,
+        .priority = (int32_t)s->priority,
     };
 }
 
@@ -1958,10 +1990,10 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                    double t_now, uint64_t *first,
                                    struct out *o, struct pl_error *errp)
 {
-    uint64_t idx = s->astart + k * s->astep;
+    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
     bool last = k + 1 == pl_spec_count(s);
     char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
-    char *argv_json = NULL, *env_json = NULL;
+    char *argv_json = NULL, *env_json = NULL, *tags_json = NULL;
     struct pl_dtask *t = NULL;
     struct pl_db_spec ds;
     uint64_t id;
@@ -1986,9 +2018,11 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
     else if ((s->env && !(env = pl_strv_dup(s->env)))
              || (s->cwd && !(cwd = strdup(s->cwd))))
         goto nomem;
-    if (!(argv_json = json_strv(argv)) || (env && !(env_json = json_strv(env))))
+    if (!(argv_json = json_strv(argv)) || (env && !(env_json = json_strv(env)))
+        || (!(tags_json = json_tags(s->tags)) && errno))
         goto nomem;
     spec_db(s, &ds);
+    ds.tags_json = tags_json;
     if (name)
         ds.name = name;
     ds.argv_json = argv_json;
@@ -2002,7 +2036,8 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
         goto error;
     if (s->array && k == 0)
         *first = id;
-    if (!(t = pl_sched_task_add(d->sched, id, state, &argv, &env, &cwd)))
+    if (!(t = pl_sched_task_add(d->sched, id, state, ds.priority, &argv, &env,
+                                &cwd)))
         goto nomem;
     o->undo[o->nundo++] = id; /* from here the request's undo takes it */
     shape(&ds, t);
@@ -2026,7 +2061,54 @@ done:
     free(name);
     free(argv_json);
     free(env_json);
+    free(tags_json);
     return t;
+}
+
+/* retry_failed: the indexes of array s->retry that failed (within the
+ * spec's range, when it gives one) become the spec's.  The array must
+ * have ended.  0, or -1 with errp set. */
+static int retry_resolve(struct pl_daemon *d, struct pl_spec *s,
+                         struct pl_error *errp)
+{
+    uint64_t *idx = NULL, n = 0, live = 0, k = 0;
+    long count = pl_db_array_failed(d->db, s->retry, &idx, &n, &live, errp);
+    unsigned long long id = (unsigned long long)s->retry;
+    char range[96] = "";
+
+    if (count < 0)
+        return -1;
+    if (s->array)
+        snprintf(range, sizeof(range), " in %llu-%llu:%llu",
+                 (unsigned long long)s->astart, (unsigned long long)s->aend,
+                 (unsigned long long)s->astep);
+    for (uint64_t i = 0; i < n; i++)
+        if (!s->array || (idx[i] >= s->astart && idx[i] <= s->aend
+                          && (idx[i] - s->astart) % s->astep == 0))
+            idx[k++] = idx[i];
+    if (count == 0) {
+        errno = ENOENT;
+        pl_errprintf(errp, "retry_failed: %llu is not an array's id", id);
+    }
+    else if (live > 0) {
+        errno = EBUSY;
+        pl_errprintf(errp, "retry_failed: array %llu has %llu tasks that "
+                     "have not ended; wait for them first", id,
+                     (unsigned long long)live);
+    }
+    else if (k == 0) {
+        errno = ENOENT;
+        pl_errprintf(errp, "retry_failed: no task of array %llu failed%s",
+                     id, range);
+    }
+    else {
+        s->index = idx;
+        s->nindex = k;
+        s->array = true;
+        return 0;
+    }
+    free(idx);
+    return -1;
 }
 
 /* Say which spec of a request of 'n' an error is about (1-based, as the
@@ -2073,7 +2155,8 @@ static void h_submit(struct pl_daemon *d, const struct req *r,
         goto nomem;
     /* check every spec before storing any: bad input changes nothing */
     for (i = 0; i < n; i++) {
-        if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0) {
+        if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0
+            || (specs[i].retry && retry_resolve(d, &specs[i], &err) < 0)) {
             name_spec(&err, i, n);
             goto bad;
         }
@@ -2152,28 +2235,67 @@ done:
     free(specs);
 }
 
+/* The tasks a request names: "ids" (tasks, or arrays: all their
+ * elements) and "elems" (pairs: array id, index), resolved into *ids
+ * (owned) and *n; *given: either key was there.  0, or -1 with errp. */
+static int req_ids(struct pl_daemon *d, const struct pl_msg *m,
+                   uint64_t **ids, size_t *n, bool *given,
+                   struct pl_error *errp)
+{
+    uint64_t *v = NULL, *el = NULL;
+    uint32_t nv = 0, nel = 0;
+    int rc = -1;
+
+    *ids = NULL;
+    *n = 0;
+    if (pl_mp_uintv(m->body, "ids", false, MAX_IDS, UINT64_MAX, &v, &nv,
+                    errp) < 0
+        || pl_mp_uintv(m->body, "elems", false, MAX_IDS * 2, UINT64_MAX, &el,
+                       &nel, errp) < 0)
+        goto done;
+    if (nel % 2) {
+        errno = EPROTO;
+        pl_errprintf(errp, "elems: want pairs of array id and index");
+        goto done;
+    }
+    *given = nv + nel > 0;
+    rc = pl_query_resolve(pl_db_handle(d->db), v, nv, el, nel / 2, ids, n,
+                          errp);
+done:
+    free(v);
+    free(el);
+    return rc;
+}
+
 static void h_list(struct pl_daemon *d, const struct req *r,
                    const struct pl_msg *m)
 {
     struct pl_error err;
-    char *state = NULL;
+    char *state = NULL, **tags = NULL;
     uint64_t *ids = NULL, limit = 0;
-    uint32_t nids = 0;
+    size_t nids = 0;
+    bool given = false;
     json_t *res;
 
     if (pl_mp_str(m->body, "state", false, 16, &state, &err) < 0
-        || pl_mp_uintv(m->body, "ids", false, MAX_IDS, UINT64_MAX, &ids,
-                       &nids, &err) < 0
-        || pl_mp_uint(m->body, "limit", false, UINT64_MAX, &limit, &err) < 0)
+        || pl_mp_strv(m->body, "tags", false, 0, PL_QUERY_MAX_TAGS, 512,
+                      &tags, &err) < 0
+        || pl_mp_uint(m->body, "limit", false, UINT64_MAX, &limit, &err) < 0
+        || req_ids(d, m, &ids, &nids, &given, &err) < 0)
         goto bad;
     if (state && pl_state_parse(state) < 0) {
         errno = EINVAL;
         pl_errprintf(&err, "unknown state '%s'", state);
         goto bad;
     }
+    if (given && nids == 0) {
+        reply_json(d, r->rid, r->ridlen, r->seq, json_array());
+        goto done;
+    }
     /* a listing must fit in one message (64 MiB, about 500 bytes a
      * task): past LIST_MAX the client has to narrow it */
-    if (!(res = pl_query_tasks(pl_db_handle(d->db), state, ids, nids,
+    if (!(res = pl_query_tasks(pl_db_handle(d->db), state,
+                               (const char *const *)tags, ids, nids,
                                limit && limit <= LIST_MAX ? limit
                                                           : LIST_MAX + 1,
                                &err)))
@@ -2182,7 +2304,7 @@ static void h_list(struct pl_daemon *d, const struct req *r,
         json_decref(res);
         errno = E2BIG;
         pl_errprintf(&err, "more than %d tasks match: narrow the listing "
-                     "with --state or --limit", LIST_MAX);
+                     "with --state, --tag or --limit", LIST_MAX);
         goto bad;
     }
     reply_json(d, r->rid, r->ridlen, r->seq, res);
@@ -2191,6 +2313,7 @@ bad:
     reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
 done:
     free(state);
+    pl_strv_free(tags);
     free(ids);
 }
 
@@ -2198,15 +2321,36 @@ static void h_show(struct pl_daemon *d, const struct req *r,
                    const struct pl_msg *m)
 {
     struct pl_error err;
-    uint64_t id;
-    json_t *res;
+    uint64_t id = 0, *el = NULL, *res_ids = NULL;
+    uint32_t nel = 0;
+    size_t n = 0;
+    int has_id;
+    json_t *res = NULL;
 
-    if (pl_mp_uint(m->body, "id", true, UINT64_MAX, &id, &err) < 0
-        || !(res = pl_query_task(pl_db_handle(d->db), id, &err))) {
-        reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
-        return;
+    if ((has_id = pl_mp_uint(m->body, "id", false, UINT64_MAX, &id, &err)) < 0
+        || pl_mp_uintv(m->body, "elem", false, 2, UINT64_MAX, &el, &nel,
+                       &err) < 0)
+        goto bad;
+    if (!has_id && nel != 2) {
+        errno = EPROTO;
+        pl_errprintf(&err, "show: want id, or elem: [array id, index]");
+        goto bad;
     }
+    if (!has_id) {
+        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, &res_ids,
+                             &n, &err) < 0)
+            goto bad;
+        id = res_ids[0];
+    }
+    if (!(res = pl_query_task(pl_db_handle(d->db), id, &err)))
+        goto bad;
     reply_json(d, r->rid, r->ridlen, r->seq, res);
+    goto done;
+bad:
+    reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
+done:
+    free(el);
+    free(res_ids);
 }
 
 static void h_counts(struct pl_daemon *d, const struct req *r,
@@ -2214,15 +2358,15 @@ static void h_counts(struct pl_daemon *d, const struct req *r,
 {
     struct pl_error err;
     uint64_t *ids = NULL;
-    uint32_t nids = 0;
+    size_t nids = 0;
+    bool given = false;
     json_t *res = NULL;
 
-    if (pl_mp_uintv(m->body, "ids", false, MAX_IDS, UINT64_MAX, &ids, &nids,
-                    &err) < 0) {
+    if (req_ids(d, m, &ids, &nids, &given, &err) < 0) {
         reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
         return;
     }
-    if (nids > 0) {
+    if (given) {
         if (!(res = pl_query_counts(pl_db_handle(d->db), ids, nids, &err))) {
             reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
             free(ids);
@@ -2247,13 +2391,13 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
 {
     struct pl_error err;
     uint64_t *ids = NULL;
-    uint32_t nids = 0;
+    size_t nids = 0;
+    bool given = false;
     json_t *canceled = NULL, *final = NULL, *res;
 
-    if (pl_mp_uintv(m->body, "ids", true, MAX_IDS, UINT64_MAX, &ids, &nids,
-                    &err) < 0)
+    if (req_ids(d, m, &ids, &nids, &given, &err) < 0)
         goto bad;
-    if (nids == 0) {
+    if (!given) {
         errno = EINVAL;
         pl_errprintf(&err, "no task ids given");
         goto bad;
@@ -2263,7 +2407,7 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
         return;
     }
     /* all ids must exist before anything changes */
-    for (uint32_t i = 0; i < nids; i++) {
+    for (size_t i = 0; i < nids; i++) {
         if (pl_sched_task_get(d->sched, ids[i]))
             continue;
         int st = pl_db_task_state(d->db, ids[i], &err);
@@ -2277,7 +2421,7 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
     }
     canceled = json_array();
     final = json_array();
-    for (uint32_t i = 0; i < nids; i++) {
+    for (size_t i = 0; i < nids; i++) {
         struct pl_dtask *t = pl_sched_task_get(d->sched, ids[i]);
         if (!t) {
             json_array_append_new(final, json_integer((json_int_t)ids[i]));
@@ -2916,8 +3060,8 @@ static int load_waiting(struct pl_daemon *d, uint64_t id,
                         char **cwd)
 {
     json_t *after = s->after_json ? json_loads(s->after_json, 0, NULL) : NULL;
-    struct pl_dtask *t = pl_sched_task_add(d->sched, id, PL_ST_WAITING, argv,
-                                           env, cwd);
+    struct pl_dtask *t = pl_sched_task_add(d->sched, id, PL_ST_WAITING,
+                                           s->priority, argv, env, cwd);
     struct deps dp = { 0 };
     struct pl_error err;
     int rc = -1;
@@ -2985,7 +3129,7 @@ static int load_cb(uint64_t id, int state, const struct pl_db_spec *s,
     if (state == PL_ST_WAITING)
         return load_waiting(d, id, s, &argv, &env, &cwd);
     if (!(t = pl_sched_task_add(d->sched, id, orphan ? state : PL_ST_QUEUED,
-                                &argv, &env, &cwd))) {
+                                s->priority, &argv, &env, &cwd))) {
         pl_strv_free(argv);
         pl_strv_free(env);
         free(cwd);

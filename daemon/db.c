@@ -38,8 +38,9 @@ static const char *sql[ST_COUNT] = {
     [ST_INSERT] = "INSERT INTO tasks (name, argv, env, cwd, ranks, "
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
                   "submit_time, nodes, ranks_per_node, exclusive, comm, "
-                  "launcher, after, array_id, array_index) VALUES (?1,?2,?3,"
-                  "?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
+                  "launcher, after, array_id, array_index, priority, tags) "
+                  "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
+                  "?16,?17,?18,?19,?20,?21)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
@@ -239,8 +240,8 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
     sqlite3_finalize(st);
     if (exec(db, PL_SCHEMA_SQL, errp) < 0)
         goto error;
-    /* a database of schema 3 (a pilot of an older pilotd, resumed) */
-    static const char *const v4[] = PL_SCHEMA_V4_COLUMNS;
+    /* a database of schema 3 or 4 (a pilot of an older pilotd, resumed) */
+    static const char *const v4[] = PL_SCHEMA_NEW_COLUMNS;
     for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
         char *msg = NULL;
         if (sqlite3_exec(db->h, v4[i], NULL, NULL, &msg) != SQLITE_OK
@@ -759,6 +760,8 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
         sqlite3_bind_null(st, 18);
         sqlite3_bind_null(st, 19);
     }
+    sqlite3_bind_int64(st, 20, s->priority);
+    bind_text(st, 21, s->tags_json);
     if (step(db, ST_INSERT, errp) < 0)
         return -1;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
@@ -776,6 +779,51 @@ int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)index);
     return step(db, ST_ARRAY, errp);
+}
+
+long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
+                        uint64_t *nindex, uint64_t *live,
+                        struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    uint64_t *v = NULL, n = 0, cap = 0;
+    long count = 0;
+    int rc;
+
+    *live = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT array_index, state FROM tasks "
+                                  "WHERE array_id = ?1 ORDER BY id", -1, &st,
+                           NULL) != SQLITE_OK)
+        return dberr(db, errp, "read an array");
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
+        count++;
+        if (!pl_state_final(state))
+            (*live)++;
+        if (state != PL_ST_FAILED && state != PL_ST_TIMEOUT)
+            continue;
+        if (n == cap) {
+            uint64_t *nv;
+            cap = cap ? cap * 2 : 256;
+            if (!(nv = realloc(v, cap * sizeof(*nv)))) {
+                free(v);
+                sqlite3_finalize(st);
+                errno = ENOMEM;
+                return pl_errprintf(errp, "out of memory");
+            }
+            v = nv;
+        }
+        v[n++] = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(v);
+        return dberr(db, errp, "read an array");
+    }
+    *index = v;
+    *nindex = n;
+    return count;
 }
 
 long pl_db_array_members(struct pl_db *db, uint64_t id,
@@ -938,8 +986,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "SELECT id, state, name, argv, env, cwd, ranks, "
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
                            "attempts, nodes, ranks_per_node, exclusive, comm, "
-                           "launcher, after, array_id, array_index FROM tasks "
-                           "WHERE state NOT IN ('done', 'failed', 'canceled', "
+                           "launcher, after, array_id, array_index, priority "
+                           "FROM tasks WHERE state NOT IN ('done', 'failed', 'canceled', "
                            "'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return dberr(db, errp, "load tasks");
@@ -962,6 +1010,7 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
             .after_json = (const char *)sqlite3_column_text(st, 17),
             .array_id = (uint64_t)sqlite3_column_int64(st, 18),
             .array_index = (uint64_t)sqlite3_column_int64(st, 19),
+            .priority = (int32_t)sqlite3_column_int64(st, 20),
         };
         int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
         if (cb((uint64_t)sqlite3_column_int64(st, 0), state, &s,

@@ -44,6 +44,8 @@ struct pl_db_spec {
     const char *after_json; /* JSON [[id, any]], or NULL: none */
     uint64_t array_id;     /* 0: not an array element */
     uint64_t array_index;
+    int32_t priority;      /* higher starts first */
+    const char *tags_json; /* JSON {"key": "value"}, or NULL: none */
 };
 
 /* Open (creating if needed) the database at 'path': WAL journal,
@@ -117,6 +119,13 @@ int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
                      struct pl_error *errp);
 /* Call 'cb' for each task of array 'id' (none: 'id' is not an array's),
  * in order.  The count, or -1 with errp set (cb failed: ENOMEM). */
+/* The indexes of array 'id''s elements that ended failed or timeout, in
+ * order, into *index (malloc'd, *nindex of them); *live: its elements
+ * not ended yet.  The array's element count (0: 'id' is not an array's),
+ * or -1 with errp set. */
+long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
+                        uint64_t *nindex, uint64_t *live,
+                        struct pl_error *errp);
 long pl_db_array_members(struct pl_db *db, uint64_t id,
                          int (*cb)(uint64_t id, int state, void *arg),
                          void *arg, struct pl_error *errp);

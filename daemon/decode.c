@@ -27,6 +27,8 @@ void pl_spec_clear(struct pl_spec *s)
     free(s->cwd);
     pl_strv_free(s->argv);
     pl_strv_free(s->env);
+    pl_strv_free(s->tags);
+    free(s->index);
     for (uint32_t i = 0; i < s->nafter; i++)
         free(s->after[i].name);
     free(s->after);
@@ -41,7 +43,50 @@ static bool utf8(const char *s)
 
 uint64_t pl_spec_count(const struct pl_spec *s)
 {
+    if (s->retry)
+        return s->nindex;
     return s->array ? (s->aend - s->astart) / s->astep + 1 : 1;
+}
+
+/* A tag key: 1..64 of [A-Za-z0-9_.-] (it goes into a JSON path). */
+static bool tag_key_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z')
+            && !(s[i] >= '0' && s[i] <= '9') && !strchr("_.-", s[i]))
+            return false;
+    return true;
+}
+
+/* 'tags': ["KEY=VALUE"...]: keys unique, values at most 256 bytes of
+ * UTF-8 without control characters. */
+static int tags_check(char **tags, struct pl_error *errp)
+{
+    for (size_t i = 0; tags && tags[i]; i++) {
+        const char *eq = strchr(tags[i], '=');
+        size_t klen = eq ? (size_t)(eq - tags[i]) : 0;
+        errno = EINVAL;
+        if (!eq || !tag_key_ok(tags[i], klen))
+            return pl_errprintf(errp, "tag '%.40s' is not KEY=VALUE with a "
+                                "KEY of 1-64 letters, digits, '_', '.', "
+                                "'-'", tags[i]);
+        if (strlen(eq + 1) > 256 || !utf8(eq + 1))
+            return pl_errprintf(errp, "tag '%.*s': the value is longer than "
+                                "256 bytes or not UTF-8", (int)klen,
+                                tags[i]);
+        for (const char *c = eq + 1; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return pl_errprintf(errp, "tag '%.*s': the value has a "
+                                    "control character", (int)klen,
+                                    tags[i]);
+        for (size_t k = 0; k < i; k++)
+            if (!strncmp(tags[k], tags[i], klen + 1))
+                return pl_errprintf(errp, "tag '%.*s' is given twice",
+                                    (int)klen, tags[i]);
+    }
+    return 0;
 }
 
 /* 'after': [{id: uint} or {name: str}, with any: bool], into s->after. */
@@ -173,7 +218,14 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
         || (has_retries = pl_mp_uint(o, "retries", false, 100, &s->retries,
                                      errp)) < 0
         || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0
+        || pl_mp_int(o, "priority", false, &s->priority, errp) < 0
+        || pl_mp_strv(o, "tags", false, 0, PL_MAX_TAGS, 512, &s->tags,
+                      errp) < 0
+        || pl_mp_uint(o, "retry_failed", false, INT64_MAX, &s->retry,
+                      errp) < 0
         || after_decode(o, s, errp) < 0 || array_decode(o, s, errp) < 0)
+        goto error;
+    if (tags_check(s->tags, errp) < 0)
         goto error;
     errno = EINVAL;
     if (!s->argv[0][0]) {
@@ -214,6 +266,16 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
     if (s->cpr == 0) {
         pl_errprintf(errp, "cores_per_rank must be at least 1");
         goto error;
+    }
+    if (s->priority < -PL_MAX_PRIORITY || s->priority > PL_MAX_PRIORITY) {
+        pl_errprintf(errp, "priority %lld is out of -%d..%d",
+                     (long long)s->priority, PL_MAX_PRIORITY,
+                     PL_MAX_PRIORITY);
+        goto error;
+    }
+    if (s->tags && !s->tags[0]) {
+        pl_strv_free(s->tags);
+        s->tags = NULL;
     }
     if (!isfinite(s->timeout) || s->timeout < 0) {
         pl_errprintf(errp, "timeout must be a positive number of seconds");

@@ -37,9 +37,20 @@ struct pl_spec {
     uint32_t nafter;
     bool array;                         /* an array: astart..aend by astep */
     uint64_t astart, aend, astep;
+    int64_t priority;                   /* higher first; default 0 */
+    char **tags;                        /* "KEY=VALUE", or NULL: none */
+    uint64_t retry;                     /* retry_failed: that array's
+                                           failed elements only; 0: no */
+    uint64_t *index;                    /* retry: the indexes to make
+                                           (set by pilotd), 'nindex' */
+    uint64_t nindex;
 };
 
-/* Elements of the array of 's' (1 when it is not one). */
+#define PL_MAX_PRIORITY 1000000         /* |priority| */
+#define PL_MAX_TAGS 32                  /* tags of one task */
+
+/* Elements of the array of 's' (1 when it is not one; with retry, the
+ * indexes pilotd chose). */
 uint64_t pl_spec_count(const struct pl_spec *s);
 
 /* Decode and check spec 'o'.  Returns 0, or -1 with errp set for a

@@ -15,10 +15,19 @@
 
 TAILQ_HEAD(pl_dqueue, pl_dtask);
 
+/* The queue is one FIFO per priority.  A level, once made, stays until
+ * the scheduler is freed (there are few: the priorities users give), so
+ * putting a task back in the queue cannot fail. */
+struct level {
+    int32_t prio;
+    struct pl_dqueue q;
+};
+
 struct pl_sched {
     struct pl_dtask **tab; /* by id: ids are dense, from 1 */
     size_t cap;
-    struct pl_dqueue queue;
+    struct level **lv;     /* owned, highest priority first */
+    size_t nlv;
     size_t nqueued;
     struct pl_node **nodes;
     size_t nnodes;
@@ -34,8 +43,60 @@ struct pl_sched *pl_sched_new(void)
 
     if (!s)
         return NULL;
-    TAILQ_INIT(&s->queue);
     return s;
+}
+
+/* The level of 'prio', or NULL if there is none yet. */
+static struct level *level_find(const struct pl_sched *s, int32_t prio)
+{
+    size_t lo = 0, hi = s->nlv;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->lv[mid]->prio == prio)
+            return s->lv[mid];
+        if (s->lv[mid]->prio > prio)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* The level of 'prio', made if needed.  NULL: ENOMEM. */
+static struct level *level_get(struct pl_sched *s, int32_t prio)
+{
+    struct level *l = level_find(s, prio), **nlv;
+    size_t at = 0;
+
+    if (l)
+        return l;
+    if (!(nlv = realloc(s->lv, (s->nlv + 1) * sizeof(*nlv))))
+        return NULL;
+    s->lv = nlv;
+    if (!(l = malloc(sizeof(*l))))
+        return NULL;
+    l->prio = prio;
+    TAILQ_INIT(&l->q);
+    while (at < s->nlv && s->lv[at]->prio > prio)
+        at++;
+    memmove(&s->lv[at + 1], &s->lv[at], (s->nlv - at) * sizeof(*s->lv));
+    s->lv[at] = l;
+    s->nlv++;
+    return l;
+}
+
+/* Into its priority's FIFO (whose level exists: made by task_add). */
+static void enqueue(struct pl_sched *s, struct pl_dtask *t, bool head)
+{
+    struct level *l = level_find(s, t->priority);
+
+    if (head)
+        TAILQ_INSERT_HEAD(&l->q, t, qent);
+    else
+        TAILQ_INSERT_TAIL(&l->q, t, qent);
+    t->inq = true;
+    s->nqueued++;
 }
 
 static void ranks_free(struct pl_dtask *t)
@@ -77,12 +138,16 @@ void pl_sched_free(struct pl_sched *s)
         pl_node_free(s->nodes[i]);
     free(s->nodes);
     free(s->resv_node);
+    for (size_t i = 0; i < s->nlv; i++)
+        free(s->lv[i]);
+    free(s->lv);
     free(s);
     errno = saved;
 }
 
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
-                                   char ***argv, char ***env, char **cwd)
+                                   int32_t priority, char ***argv,
+                                   char ***env, char **cwd)
 {
     struct pl_dtask *t;
 
@@ -90,6 +155,8 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
         errno = EOVERFLOW;
         return NULL;
     }
+    if (!level_get(s, priority))
+        return NULL;
     if (id >= s->cap) {
         size_t ncap = s->cap ? s->cap : 1024;
         while (ncap <= id)
@@ -109,6 +176,7 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
         return NULL;
     t->id = id;
     t->state = state;
+    t->priority = priority;
     t->ranks = 1;
     t->cores_per_rank = 1;
     t->fail = 0;
@@ -120,11 +188,8 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
     *env = NULL;
     *cwd = NULL;
     s->tab[id] = t;
-    if (state == PL_ST_QUEUED) {
-        TAILQ_INSERT_TAIL(&s->queue, t, qent);
-        t->inq = true;
-        s->nqueued++;
-    }
+    if (state == PL_ST_QUEUED)
+        enqueue(s, t, false);
     return t;
 }
 
@@ -181,7 +246,7 @@ static void release(struct pl_dtask *t)
 void pl_sched_dequeue(struct pl_sched *s, struct pl_dtask *t)
 {
     if (t->inq) {
-        TAILQ_REMOVE(&s->queue, t, qent);
+        TAILQ_REMOVE(&level_find(s, t->priority)->q, t, qent);
         t->inq = false;
         s->nqueued--;
     }
@@ -200,14 +265,8 @@ void pl_sched_requeue(struct pl_sched *s, struct pl_dtask *t, bool head)
     release(t);
     t->state = PL_ST_QUEUED;
     t->cancel = false;
-    if (t->inq)
-        return;
-    t->inq = true;
-    if (head)
-        TAILQ_INSERT_HEAD(&s->queue, t, qent);
-    else
-        TAILQ_INSERT_TAIL(&s->queue, t, qent);
-    s->nqueued++;
+    if (!t->inq)
+        enqueue(s, t, head);
 }
 
 size_t pl_sched_queued(const struct pl_sched *s)
@@ -512,56 +571,60 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
     }
     for (size_t k = 0; k < s->nnodes; k++)
         usable[k] = !(s->resv && s->resv_node[k]);
-    for (t = TAILQ_FIRST(&s->queue); t && skipped < SCAN_MAX; t = next) {
-        next = TAILQ_NEXT(t, qent);
-        bool any = false;
-        for (size_t k = 0; k < s->nnodes; k++)
-            if (usable[k] && s->nodes[k]->state == PL_NODE_UP
-                && s->nodes[k]->free_cores > 0)
-                any = true;
-        if (!any && !s->resv)
-            break; /* no node can take anything */
-        if (!any && t->id != s->resv) {
-            skipped++; /* only the reserved task may start now */
-            continue;
-        }
-        /* a task that could not end before the drain waits for the next
-         * allocation (--resume) */
-        if (s->time_left > 0 && t->timeout > s->time_left) {
-            if (t->id == s->resv) {
-                s->resv = 0; /* it holds no nodes back any more */
+    /* the FIFOs from the highest priority down, as one queue */
+    for (size_t li = 0; li < s->nlv && skipped < SCAN_MAX; li++) {
+        for (t = TAILQ_FIRST(&s->lv[li]->q); t && skipped < SCAN_MAX; t = next) {
+            next = TAILQ_NEXT(t, qent);
+            bool any = false;
+            for (size_t k = 0; k < s->nnodes; k++)
+                if (usable[k] && s->nodes[k]->state == PL_NODE_UP
+                    && s->nodes[k]->free_cores > 0)
+                    any = true;
+            if (!any && !s->resv)
+                goto full; /* no node can take anything */
+            if (!any && t->id != s->resv) {
+                skipped++; /* only the reserved task may start now */
+                continue;
+            }
+            /* a task that could not end before the drain waits for the next
+             * allocation (--resume) */
+            if (s->time_left > 0 && t->timeout > s->time_left) {
+                if (t->id == s->resv) {
+                    s->resv = 0; /* it holds no nodes back any more */
+                    for (size_t k = 0; k < s->nnodes; k++)
+                        usable[k] = true;
+                }
+                skipped++;
+                continue;
+            }
+            if (plan(s, t, t->id == s->resv ? NULL : usable, false, count) < 0
+                || take(s, t, count) < 0) {
+                if (!s->resv && pl_sched_fits(s, t, NULL, 0)) {
+                    reserve(s, t);
+                    for (size_t k = 0; k < s->nnodes; k++)
+                        usable[k] = !(s->resv && s->resv_node[k]);
+                }
+                skipped++;
+                continue;
+            }
+            if (t->ranks == 1 && !t->nodes_req)
+                for (size_t k = 0; k < s->nnodes; k++)
+                    if (count[k])
+                        s->rr = (k + 1) % s->nnodes;
+            if (t->id == s->resv)
+                s->resv = 0;
+            TAILQ_REMOVE(&s->lv[li]->q, t, qent);
+            t->inq = false;
+            s->nqueued--;
+            t->state = PL_ST_ASSIGNED;
+            t->attempt++;
+            place(t, arg);
+            placed++;
+            if (!s->resv)
                 for (size_t k = 0; k < s->nnodes; k++)
                     usable[k] = true;
-            }
-            skipped++;
-            continue;
         }
-        if (plan(s, t, t->id == s->resv ? NULL : usable, false, count) < 0
-            || take(s, t, count) < 0) {
-            if (!s->resv && pl_sched_fits(s, t, NULL, 0)) {
-                reserve(s, t);
-                for (size_t k = 0; k < s->nnodes; k++)
-                    usable[k] = !(s->resv && s->resv_node[k]);
-            }
-            skipped++;
-            continue;
-        }
-        if (t->ranks == 1 && !t->nodes_req)
-            for (size_t k = 0; k < s->nnodes; k++)
-                if (count[k])
-                    s->rr = (k + 1) % s->nnodes;
-        if (t->id == s->resv)
-            s->resv = 0;
-        TAILQ_REMOVE(&s->queue, t, qent);
-        t->inq = false;
-        s->nqueued--;
-        t->state = PL_ST_ASSIGNED;
-        t->attempt++;
-        place(t, arg);
-        placed++;
-        if (!s->resv)
-            for (size_t k = 0; k < s->nnodes; k++)
-                usable[k] = true;
     }
+full:
     return placed;
 }

@@ -1,7 +1,8 @@
 /* daemon/sched.h - the live tasks, the queue, and gang placement on nodes
  *
- * Policy: FIFO with backfill behind one reservation.  Each pass walks the
- * queue from its head and starts every task whose ranks all fit now (all
+ * Policy: priority, FIFO within a priority, with backfill behind one
+ * reservation.  Each pass walks the queue (highest priority first) from
+ * its head and starts every task whose ranks all fit now (all
  * ranks start together, or none).  The oldest task that does not fit now,
  * but would on this pilot's nodes if they were idle, reserves the nodes it
  * needs (those with the most free cores); no other task starts on a
@@ -52,6 +53,7 @@ struct pl_waiter {
 struct pl_dtask {
     uint64_t id;
     int state;                 /* enum pl_state */
+    int32_t priority;          /* higher is started first */
     uint32_t attempt;          /* attempts started so far */
     uint32_t retries;
     uint32_t cores_per_rank, gpus_per_rank;
@@ -96,12 +98,14 @@ struct pl_sched *pl_sched_new(void);
 void pl_sched_free(struct pl_sched *s);
 
 /* A new task (argv/env/cwd are taken over: on success the task owns them
- * and the pointers are set to NULL).  Queued tasks join the queue tail.
+ * and the pointers are set to NULL).  Queued tasks join the tail of
+ * their priority's FIFO (the queue runs higher priorities first).
  * NULL with errno: EEXIST (id taken), EOVERFLOW (id above PL_SCHED_ID_MAX),
  * ENOMEM. */
 #define PL_SCHED_ID_MAX (UINT64_C(1) << 40)
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
-                                   char ***argv, char ***env, char **cwd);
+                                   int32_t priority, char ***argv,
+                                   char ***env, char **cwd);
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
 /* Seconds before the pilot drains (0: no limit): a queued task whose
  * timeout is longer is not started (it stays queued). */

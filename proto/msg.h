@@ -13,7 +13,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 4
+#define PL_PROTO_VERSION 5
 
 /* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
 #define PL_MSG_MAX (64 * 1024 * 1024)

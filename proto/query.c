@@ -1,5 +1,7 @@
 /* proto/query.c - read-only queries of a pilot's state, as JSON values */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,22 +14,29 @@
     "signal, submit_time, start_time, end_time, maxrss_kb, nodes, "           \
     "ranks_per_node, exclusive, comm, launcher"
 
-/* The columns schema 4 added, and what a database of schema 3 (a pilot
- * of an older pilotd, read while down) gives instead. */
-#define TASK_COLS_V4 TASK_COLS ", after, array_id, array_index"
-#define TASK_COLS_V3                                                           \
-    TASK_COLS ", NULL AS after, NULL AS array_id, NULL AS array_index"
+/* The columns schemas 4 and 5 added, and what a database of an older
+ * schema (a pilot of an older pilotd, read while down) gives instead. */
+#define COLS_V4 ", after, array_id, array_index"
+#define COLS_V5 ", priority, tags"
+#define NULL_V4 ", NULL AS after, NULL AS array_id, NULL AS array_index"
+#define NULL_V5 ", 0 AS priority, NULL AS tags"
 
 /* Prepare "SELECT <task columns> <rest>". */
 static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
 {
-    char sql[1024];
+    static const char *const cols[] = {
+        TASK_COLS COLS_V4 COLS_V5,
+        TASK_COLS COLS_V4 NULL_V5,
+        TASK_COLS NULL_V4 NULL_V5,
+    };
+    char sql[2048];
 
-    snprintf(sql, sizeof(sql), "SELECT %s %s", TASK_COLS_V4, rest);
-    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
-        return 0;
-    snprintf(sql, sizeof(sql), "SELECT %s %s", TASK_COLS_V3, rest);
-    return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+    for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+        snprintf(sql, sizeof(sql), "SELECT %s %s", cols[i], rest);
+        if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
+            return 0;
+    }
+    return -1;
 }
 
 static int db_err(sqlite3 *db, struct pl_error *errp, const char *what)
@@ -118,6 +127,14 @@ static json_t *task_row(sqlite3_stmt *st)
         }
         else if (!strcmp(name, "after"))
             v = after_json((const char *)sqlite3_column_text(st, i));
+        else if (!strcmp(name, "tags")) {
+            const char *text = (const char *)sqlite3_column_text(st, i);
+            v = text ? json_loads(text, 0, NULL) : NULL;
+            if (!json_is_object(v)) {
+                json_decref(v);
+                v = json_object();
+            }
+        }
         else if (!strcmp(name, "exclusive"))
             v = json_boolean(sqlite3_column_int(st, i) != 0);
         else if (!strcmp(name, "cores") || !strcmp(name, "gpus"))
@@ -140,44 +157,76 @@ static json_t *task_row(sqlite3_stmt *st)
     return t;
 }
 
-json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
+/* The JSON path of tag key 'k' in the tags column: $."k" (keys are
+ * [A-Za-z0-9_.-], nothing to escape). */
+static void tag_path(const char *tag, char *buf, size_t len)
+{
+    size_t klen = strcspn(tag, "=");
+
+    snprintf(buf, len, "$.\"%.*s\"", (int)klen, tag);
+}
+
+json_t *pl_query_tasks(sqlite3 *db, const char *state,
+                       const char *const *tags, const uint64_t *ids,
                        size_t nids, uint64_t limit, struct pl_error *errp)
 {
     sqlite3_stmt *st = NULL;
     json_t *arr = json_array();
-    int rc;
+    char where[1024], path[128];
+    size_t ntags = 0, off;
+    int rc, par;
 
     if (!arr)
         goto nomem;
-    if (nids > 0) {
-        if (prep_tasks(db, state ? "FROM tasks WHERE id = ?1 AND state = ?2"
-                                 : "FROM tasks WHERE id = ?1", &st) < 0)
-            goto dberr;
-        for (size_t i = 0; i < nids; i++) {
-            sqlite3_reset(st);
-            sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[i]);
-            if (state)
-                sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
-            if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                json_array_append_new(arr, task_row(st));
-            else if (rc != SQLITE_DONE)
-                goto dberr;
-            if (limit && json_array_size(arr) >= limit)
-                break;
-        }
+    while (tags && tags[ntags])
+        ntags++;
+    if (ntags > PL_QUERY_MAX_TAGS) {
+        json_decref(arr);
+        errno = EINVAL;
+        pl_errprintf(errp, "more than %d tags to match", PL_QUERY_MAX_TAGS);
+        return NULL;
     }
-    else {
-        if (prep_tasks(db, state ? "FROM tasks WHERE state = ?1 ORDER BY id "
-                                   "LIMIT ?2"
-                                 : "FROM tasks ORDER BY id LIMIT ?2", &st) < 0)
-            goto dberr;
+    /* ?1 state, ?2 limit, ?3 id, then each tag's path (and value) */
+    off = (size_t)snprintf(where, sizeof(where), "FROM tasks WHERE %s%s",
+                           state ? "state = ?1" : "1",
+                           nids ? " AND id = ?3" : "");
+    par = 4;
+    for (size_t i = 0; i < ntags; i++) {
+        bool eq = strchr(tags[i], '=') != NULL;
+        off += (size_t)snprintf(where + off, sizeof(where) - off,
+                                eq ? " AND json_extract(tags, ?%d) = ?%d"
+                                   : " AND json_extract(tags, ?%d) IS NOT "
+                                     "NULL", par, par + 1);
+        par += eq ? 2 : 1;
+    }
+    if (!nids)
+        snprintf(where + off, sizeof(where) - off, " ORDER BY id LIMIT ?2");
+    if (prep_tasks(db, where, &st) < 0)
+        goto dberr;
+    for (size_t i = 0; i < (nids ? nids : 1); i++) {
+        sqlite3_reset(st);
         if (state)
             sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (nids)
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)ids[i]);
+        par = 4;
+        for (size_t k = 0; k < ntags; k++) {
+            const char *eq = strchr(tags[k], '=');
+            tag_path(tags[k], path, sizeof(path));
+            sqlite3_bind_text(st, par++, path, -1, SQLITE_TRANSIENT);
+            if (eq)
+                sqlite3_bind_text(st, par++, eq + 1, -1, SQLITE_STATIC);
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
             json_array_append_new(arr, task_row(st));
-        if (rc != SQLITE_DONE)
+            if (limit && json_array_size(arr) >= limit)
+                break;
+        }
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
             goto dberr;
+        if (limit && json_array_size(arr) >= limit)
+            break;
     }
     sqlite3_finalize(st);
     return arr;
@@ -190,6 +239,162 @@ nomem:
     pl_errprintf(errp, "out of memory");
     errno = ENOMEM;
     return NULL;
+}
+
+struct resolved {
+    uint64_t *v;
+    size_t n, cap;
+};
+
+static int push(struct resolved *r, uint64_t id)
+{
+    if (r->n == r->cap) {
+        size_t ncap = r->cap ? r->cap * 2 : 64;
+        uint64_t *nv = realloc(r->v, ncap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        r->v = nv;
+        r->cap = ncap;
+    }
+    r->v[r->n++] = id;
+    return 0;
+}
+
+struct idpos {
+    uint64_t id;
+    size_t pos;
+};
+
+static int cmp_idpos(const void *a, const void *b)
+{
+    const struct idpos *x = a, *y = b;
+
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Drop repeated ids, keeping the first of each. */
+static int dedupe(struct resolved *r)
+{
+    struct idpos *ip;
+    bool *drop;
+    size_t k = 0;
+
+    if (r->n < 2)
+        return 0;
+    ip = malloc(r->n * sizeof(*ip));
+    drop = calloc(r->n, sizeof(*drop));
+    if (!ip || !drop) {
+        free(ip);
+        free(drop);
+        return -1;
+    }
+    for (size_t i = 0; i < r->n; i++)
+        ip[i] = (struct idpos){ r->v[i], i };
+    qsort(ip, r->n, sizeof(*ip), cmp_idpos);
+    for (size_t i = 1; i < r->n; i++)
+        if (ip[i].id == ip[i - 1].id)
+            drop[ip[i].pos] = true;
+    for (size_t i = 0; i < r->n; i++)
+        if (!drop[i])
+            r->v[k++] = r->v[i];
+    r->n = k;
+    free(ip);
+    free(drop);
+    return 0;
+}
+
+int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
+                     const uint64_t *elems, size_t nelems, uint64_t **out,
+                     size_t *nout, struct pl_error *errp)
+{
+    sqlite3_stmt *one = NULL, *all = NULL, *elem = NULL;
+    struct resolved r = { 0 };
+    int rc;
+
+    if (sqlite3_prepare_v2(db, "SELECT array_id FROM tasks WHERE id = ?1",
+                           -1, &one, NULL) != SQLITE_OK)
+        goto plain; /* a schema 3 database: no arrays */
+    if (sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = ?1 "
+                               "ORDER BY id", -1, &all, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = ?1 "
+                                  "AND array_index = ?2", -1, &elem, NULL)
+               != SQLITE_OK)
+        goto dberr;
+    for (size_t i = 0; i < nids; i++) {
+        sqlite3_reset(one);
+        sqlite3_bind_int64(one, 1, (sqlite3_int64)ids[i]);
+        rc = sqlite3_step(one);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            goto dberr;
+        if (rc == SQLITE_DONE
+            || (uint64_t)sqlite3_column_int64(one, 0) != ids[i]) {
+            if (push(&r, ids[i]) < 0) /* a task, or unknown */
+                goto nomem;
+            continue;
+        }
+        /* an array's id: all its elements */
+        sqlite3_reset(all);
+        sqlite3_bind_int64(all, 1, (sqlite3_int64)ids[i]);
+        while ((rc = sqlite3_step(all)) == SQLITE_ROW)
+            if (push(&r, (uint64_t)sqlite3_column_int64(all, 0)) < 0)
+                goto nomem;
+        if (rc != SQLITE_DONE)
+            goto dberr;
+    }
+    for (size_t i = 0; i + 1 < nelems * 2; i += 2) {
+        sqlite3_reset(elem);
+        sqlite3_bind_int64(elem, 1, (sqlite3_int64)elems[i]);
+        sqlite3_bind_int64(elem, 2, (sqlite3_int64)elems[i + 1]);
+        rc = sqlite3_step(elem);
+        if (rc == SQLITE_DONE) {
+            errno = ENOENT;
+            pl_errprintf(errp, "no task %llu.%llu (array %llu has no "
+                         "element %llu)", (unsigned long long)elems[i],
+                         (unsigned long long)elems[i + 1],
+                         (unsigned long long)elems[i],
+                         (unsigned long long)elems[i + 1]);
+            goto error;
+        }
+        if (rc != SQLITE_ROW)
+            goto dberr;
+        if (push(&r, (uint64_t)sqlite3_column_int64(elem, 0)) < 0)
+            goto nomem;
+    }
+    goto finish;
+plain:
+    if (nelems) {
+        errno = ENOENT;
+        pl_errprintf(errp, "no task %llu.%llu (this pilot has no arrays)",
+                     (unsigned long long)elems[0],
+                     (unsigned long long)elems[1]);
+        goto error;
+    }
+    for (size_t i = 0; i < nids; i++)
+        if (push(&r, ids[i]) < 0)
+            goto nomem;
+finish:
+    if (dedupe(&r) < 0)
+        goto nomem;
+    sqlite3_finalize(one);
+    sqlite3_finalize(all);
+    sqlite3_finalize(elem);
+    *out = r.v;
+    *nout = r.n;
+    return 0;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(errp, "out of memory");
+    goto error;
+dberr:
+    db_err(db, errp, "resolve task ids");
+error:
+    sqlite3_finalize(one);
+    sqlite3_finalize(all);
+    sqlite3_finalize(elem);
+    free(r.v);
+    return -1;
 }
 
 json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)

@@ -19,9 +19,23 @@ sqlite3 *pl_query_open(const char *path, struct pl_error *errp);
 
 /* Tasks as an array of objects: oldest first, or in the order of 'ids'
  * when given (nids > 0; unknown ids are skipped).  'state' (may be NULL)
- * filters by state name; 'limit' 0 means all. */
-json_t *pl_query_tasks(sqlite3 *db, const char *state, const uint64_t *ids,
+ * filters by state name; 'tags' (NULL-terminated, may be NULL) by tags,
+ * each "KEY=VALUE" (that value) or "KEY" (any value), all of them; keys
+ * are [A-Za-z0-9_.-].  'limit' 0 means all. */
+#define PL_QUERY_MAX_TAGS 16
+json_t *pl_query_tasks(sqlite3 *db, const char *state,
+                       const char *const *tags, const uint64_t *ids,
                        size_t nids, uint64_t limit, struct pl_error *errp);
+
+/* The tasks a selection names, in its order, each once, into *out
+ * (malloc'd, *nout of them): each of 'ids' is its task, or every element
+ * of an array when it is the array's id (its first element's id); each
+ * pair of 'elems' (nelems pairs: array id, index) is that element.
+ * Unknown ids are passed through (the caller says they are unknown); an
+ * unknown element is an error (ENOENT).  0, or -1 with errp set. */
+int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
+                     const uint64_t *elems, size_t nelems, uint64_t **out,
+                     size_t *nout, struct pl_error *errp);
 
 /* One task with its events; NULL with errno ENOENT if unknown. */
 json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp);

@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 4
+#define PL_SCHEMA_VERSION 5
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -38,7 +38,9 @@
     "  maxrss_kb INTEGER,"                                                     \
     "  after TEXT,"               /* JSON [[id, any]]: waits for these */      \
     "  array_id INTEGER,"         /* the id of its array's first element */    \
-    "  array_index INTEGER);"     /* its index in the array */                 \
+    "  array_index INTEGER,"      /* its index in the array */                 \
+    "  priority INTEGER NOT NULL DEFAULT 0," /* higher starts first */        \
+    "  tags TEXT);"               /* JSON {"key": "value"}, or NULL */        \
     "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
     "CREATE TABLE IF NOT EXISTS events ("                                      \
     "  id INTEGER PRIMARY KEY,"                                                \
@@ -61,15 +63,18 @@
     "  last_seen REAL);"
 
 /* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
- * schema 3 lacks), then PL_SCHEMA_INDEXES. */
-#define PL_SCHEMA_V4_COLUMNS                                                   \
+ * schema 3 or 4 lacks), then PL_SCHEMA_INDEXES. */
+#define PL_SCHEMA_NEW_COLUMNS                                                  \
     { "ALTER TABLE tasks ADD COLUMN after TEXT",                               \
       "ALTER TABLE tasks ADD COLUMN array_id INTEGER",                         \
-      "ALTER TABLE tasks ADD COLUMN array_index INTEGER" }
+      "ALTER TABLE tasks ADD COLUMN array_index INTEGER",                      \
+      "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0",      \
+      "ALTER TABLE tasks ADD COLUMN tags TEXT" }
 #define PL_SCHEMA_INDEXES                                                      \
     "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
     "  WHERE name IS NOT NULL;"                                                \
-    "CREATE INDEX IF NOT EXISTS tasks_array ON tasks(array_id)"                \
+    "DROP INDEX IF EXISTS tasks_array;"        /* schema 4's */                \
+    "CREATE INDEX IF NOT EXISTS tasks_elem ON tasks(array_id, array_index)"   \
     "  WHERE array_id IS NOT NULL;"
 
 #endif /* !PL_PROTO_SCHEMA_H */

@@ -32,7 +32,7 @@ done
 groups=(build cluster mpi tests bench)
 declare -A pkgs=(
     [build]="gcc make pkg-config libzmq3-dev libuv1-dev libmsgpack-dev libjansson-dev
-             libsqlite3-dev sqlite3 libslurm-dev"
+             libsqlite3-dev sqlite3 libslurm-dev libyaml-dev"
     [cluster]="slurm-wlm slurmctld slurmd slurm-client munge iproute2 util-linux procps"
     [mpi]="libopenmpi-dev openmpi-bin libpmix-dev"
     # python3 is Debian's /usr/bin/python3, the one python3-torch installs into;

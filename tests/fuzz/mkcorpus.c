@@ -111,6 +111,8 @@ static char a_sh[] = "sh", a_c[] = "-c", a_cmd[] = "echo $PILOT_RANK";
 static char *argv3[] = { a_sh, a_c, a_cmd, NULL };
 static char e_a[] = "A=1", e_b[] = "PATH=/usr/bin:/bin";
 static char *env2[] = { e_a, e_b, NULL };
+static char t_a[] = "model=lstm", t_b[] = "stage.n=2";
+static char *tags2[] = { t_a, t_b, NULL };
 
 static void spec_min(msgpack_packer *pk)
 {
@@ -120,9 +122,13 @@ static void spec_min(msgpack_packer *pk)
 
 static void spec_full(msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 16);
+    msgpack_pack_map(pk, 19);
     pl_w_kstrv(pk, "argv", argv3);
     pl_w_kstr(pk, "name", "train");
+    pl_w_key(pk, "priority");
+    msgpack_pack_int64(pk, -5);
+    pl_w_kstrv(pk, "tags", tags2);
+    pl_w_kuint(pk, "retry_failed", 40);
     pl_w_key(pk, "after");
     msgpack_pack_array(pk, 2);
     msgpack_pack_map(pk, 1);

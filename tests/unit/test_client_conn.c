@@ -100,19 +100,20 @@ static void test_down(struct pl_cli *cli, const char *home)
         return;
     is_str(c->pilot.id, "p1", "... and it is p1");
     is(c->pilot.state, PL_PILOT_DOWN, "... which is down");
-    j = pl_conn_list(c, NULL, NULL, 0, 0, &err);
+    j = pl_conn_list(c, NULL, NULL, NULL, 0, &err);
     is(json_array_size(j), 4, "list: 4 tasks");
     json_decref(j);
-    j = pl_conn_list(c, "failed", NULL, 0, 0, &err);
+    j = pl_conn_list(c, "failed", NULL, NULL, 0, &err);
     is(json_array_size(j), 1, "list --state failed: 1 task");
     json_decref(j);
-    j = pl_conn_show(c, 1, &err);
+    uint64_t one = 1, twelve = 12;
+    j = pl_conn_show(c, &(struct pl_sel){ .ids = &one, .nids = 1 }, &err);
     is(json_array_size(json_object_get(j, "events")), 3, "show: 3 events");
     json_decref(j);
-    j = pl_conn_show(c, 12, &err);
+    j = pl_conn_show(c, &(struct pl_sel){ .ids = &twelve, .nids = 1 }, &err);
     ok(!j && errno == ENOENT && !strcmp(err.text, "no task 12"),
        "show of an unknown task: %s", err.text);
-    j = pl_conn_counts(c, ids, 2, &err);
+    j = pl_conn_counts(c, &(struct pl_sel){ .ids = ids, .nids = 2 }, &err);
     is(json_integer_value(json_object_get(j, "failed")), 1, "counts: 1 failed");
     is(json_array_size(json_object_get(j, "unknown")), 1, "counts: 1 unknown");
     json_decref(j);

@@ -123,10 +123,14 @@ static void test_table(void)
 static void test_parse(void)
 {
     struct pl_error err;
-    uint64_t v = 7, *ids = NULL;
+    uint64_t v = 7;
+    struct pl_sel sel;
     double s = -1;
     char *good[] = { (char *)"3", (char *)"14" };
     char *bad[] = { (char *)"3", (char *)"x" };
+    char *elems[] = { (char *)"40.0", (char *)"9", (char *)"40.7" };
+    char *badel[] = { (char *)"40.", (char *)".3", (char *)"0.3",
+                      (char *)"4.x", (char *)"4.1.2", (char *)"4.-1" };
 
     ok(pl_cli_parse_uint("--n", "12", 1, 100, &v, &err) == 0 && v == 12,
        "12 parses");
@@ -148,13 +152,24 @@ static void test_parse(void)
     ok(pl_cli_parse_secs("--t", "-3", &s, &err) < 0, "-3 is refused");
     ok(pl_cli_parse_secs("--t", "nan", &s, &err) < 0, "nan is refused");
     ok(pl_cli_parse_id("0", &v, &err) < 0, "task id 0 is refused");
-    ok(pl_cli_parse_ids(2, good, &ids, &err) == 0 && ids[0] == 3
-           && ids[1] == 14,
+    ok(pl_cli_parse_sel(2, good, &sel, &err) == 0 && sel.nids == 2
+           && sel.ids[0] == 3 && sel.ids[1] == 14 && sel.nelems == 0,
        "ids 3 14");
-    free(ids);
-    ok(pl_cli_parse_ids(2, bad, &ids, &err) < 0
+    pl_cli_sel_free(&sel);
+    ok(pl_cli_parse_sel(2, bad, &sel, &err) < 0
            && strstr(err.text, "'x'"),
        "a bad id among good ones: %s", err.text);
+    ok(pl_cli_parse_sel(3, elems, &sel, &err) == 0 && sel.nids == 1
+           && sel.nelems == 2 && sel.elems[0] == 40 && sel.elems[1] == 0
+           && sel.elems[2] == 40 && sel.elems[3] == 7 && sel.ids[0] == 9,
+       "40.0 9 40.7: one id, two elements");
+    pl_cli_sel_free(&sel);
+    for (size_t i = 0; i < sizeof(badel) / sizeof(badel[0]); i++) {
+        char *one[] = { badel[i] };
+        ok(pl_cli_parse_sel(1, one, &sel, &err) < 0
+               && strstr(err.text, "is not a task id"),
+           "'%s' is refused: %s", badel[i], err.text);
+    }
 }
 
 static void test_nodelist(void)

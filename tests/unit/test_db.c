@@ -464,6 +464,94 @@ static void journal_readonly(const char *dir)
     pl_db_close(db);
 }
 
+/* Arrays (ID means every element, ID.N one), tags and the failed
+ * elements of an array, on a database of its own. */
+static void arrays_tags(const char *dir)
+{
+    char path[300];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    uint64_t id, first = 0, *out = NULL, *idx = NULL, n = 0, live = 0;
+    size_t nout = 0;
+
+    snprintf(path, sizeof(path), "%s/arrays.db", dir);
+    if (!ok((db = pl_db_open(path, &e)) != NULL, "arrays: open")) {
+        diag("%s", e.text);
+        return;
+    }
+    /* array of indexes 0, 2, 4 (ids 1-3), then task 4 with tags */
+    for (uint64_t k = 0; k < 3; k++) {
+        struct pl_db_spec ds = { .argv_json = "[\"x\"]", .ranks = 1,
+                                 .cores_per_rank = 1, .array_id = first,
+                                 .array_index = 2 * k, .priority = 7 };
+        pl_db_task_insert(db, &ds, PL_ST_QUEUED, 1.0, &id, &e);
+        if (k == 0) {
+            pl_db_task_array(db, id, 0, &e);
+            first = id;
+        }
+    }
+    pl_db_task_insert(db, &(struct pl_db_spec){
+                          .argv_json = "[\"y\"]", .ranks = 1,
+                          .cores_per_rank = 1,
+                          .tags_json = "{\"model\":\"lstm\",\"k.v\":\"1\"}" },
+                      PL_ST_QUEUED, 1.0, &id, &e);
+    change(db, 2, PL_ST_FAILED, 1, 2.0, NULL, NULL, "exit 1", 1, -1, -1);
+    pl_db_commit(db, &e);
+    sqlite3 *h = pl_db_handle(db);
+
+    const uint64_t ids[] = { 1, 4, 2, 9 }, elems[] = { 1, 4, 1, 0 };
+    ok(pl_query_resolve(h, ids, 4, elems, 2, &out, &nout, &e) == 0
+           && nout == 5 && out[0] == 1 && out[1] == 2 && out[2] == 3
+           && out[3] == 4 && out[4] == 9,
+       "resolve 1 4 2 9 1.4 1.0: the array 1 2 3, then 4, 9 (unknown, "
+       "kept), each once (%zu)", nout);
+    free(out);
+    const uint64_t missing[] = { 1, 1 }, plain[] = { 4, 0 };
+    ok(pl_query_resolve(h, NULL, 0, missing, 1, &out, &nout, &e) < 0
+           && errno == ENOENT && strstr(e.text, "no task 1.1"),
+       "resolve 1.1 (no index 1): %s", e.text);
+    ok(pl_query_resolve(h, NULL, 0, plain, 1, &out, &nout, &e) < 0
+           && errno == ENOENT,
+       "resolve 4.0 (4 is no array): %s", e.text);
+
+    const char *lstm[] = { "model=lstm", NULL }, *cnn[] = { "model=cnn",
+                                                            NULL };
+    const char *has[] = { "k.v", "model", NULL };
+    json_t *j = pl_query_tasks(h, NULL, lstm, NULL, 0, 0, &e);
+    ok(json_array_size(j) == 1
+           && jint(json_array_get(j, 0), "id") == 4
+           && !strcmp(json_string_value(json_object_get(
+                          json_object_get(json_array_get(j, 0), "tags"),
+                          "model")), "lstm"),
+       "tag model=lstm: task 4, its tags an object");
+    json_decref(j);
+    j = pl_query_tasks(h, NULL, cnn, NULL, 0, 0, &e);
+    ok(j && json_array_size(j) == 0, "tag model=cnn: none");
+    json_decref(j);
+    j = pl_query_tasks(h, "queued", has, ids, 4, 0, &e);
+    ok(json_array_size(j) == 1 && jint(json_array_get(j, 0), "id") == 4,
+       "tags k.v and model (any value), queued, among ids: task 4");
+    json_decref(j);
+    j = pl_query_tasks(h, NULL, NULL, ids, 1, 0, &e);
+    ok(json_array_size(j) == 1
+           && jint(json_array_get(j, 0), "priority") == 7
+           && jint(json_array_get(j, 0), "array_id") == 1
+           && json_object_size(json_object_get(json_array_get(j, 0),
+                                               "tags")) == 0,
+       "task 1: priority 7, array 1, tags {}");
+    json_decref(j);
+
+    ok(pl_db_array_failed(db, 1, &idx, &n, &live, &e) == 3 && n == 1
+           && idx[0] == 2 && live == 2,
+       "array 1: 3 elements, index 2 failed, 2 not ended");
+    free(idx);
+    ok(pl_db_array_failed(db, 4, &idx, &n, &live, &e) == 0,
+       "task 4 is not an array");
+    free(idx);
+    pl_db_close(db);
+    unlink(path);
+}
+
 static void journal(void)
 {
     char dir[64];
@@ -486,7 +574,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(153);
+    plan(163);
     snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
     if (!mkdtemp(tmp)) {
         diag("mkdtemp: %s", strerror(errno));
@@ -658,7 +746,7 @@ int main(void)
        "a failing callback stops the load: %s", e.text);
 
     /* queries, on the reader */
-    json_t *all = pl_query_tasks(q, NULL, NULL, 0, 0, &e);
+    json_t *all = pl_query_tasks(q, NULL, NULL, NULL, 0, 0, &e);
     const json_int_t ids7[] = { 1, 2, 3, 4, 5, 6, 7 };
     ok(ids_are(all, ids7, 7), "pl_query_tasks: all 7, oldest first");
     json_t *t1 = find_id(all, 1), *t2 = find_id(all, 2), *t4 = find_id(all, 4);
@@ -692,35 +780,35 @@ int main(void)
        "task 4 spec: timeout, cores_per_rank, retries");
     json_decref(all);
 
-    json_t *qd = pl_query_tasks(q, "queued", NULL, 0, 0, &e);
+    json_t *qd = pl_query_tasks(q, "queued", NULL, NULL, 0, 0, &e);
     const json_int_t ids567[] = { 5, 6, 7 };
     ok(ids_are(qd, ids567, 3), "state filter queued: 5, 6, 7");
     json_decref(qd);
-    qd = pl_query_tasks(q, "queued", NULL, 0, 2, &e);
+    qd = pl_query_tasks(q, "queued", NULL, NULL, 0, 2, &e);
     ok(ids_are(qd, ids567, 2), "state filter queued, limit 2: 5, 6");
     json_decref(qd);
-    qd = pl_query_tasks(q, NULL, NULL, 0, 1, &e);
+    qd = pl_query_tasks(q, NULL, NULL, NULL, 0, 1, &e);
     ok(ids_are(qd, ids7, 1), "limit 1: task 1");
     json_decref(qd);
-    qd = pl_query_tasks(q, "timeout", NULL, 0, 0, &e);
+    qd = pl_query_tasks(q, "timeout", NULL, NULL, 0, 0, &e);
     ok(json_is_array(qd) && json_array_size(qd) == 0, "no timeout task: []");
     json_decref(qd);
 
     const uint64_t sel[] = { 2, 4, 99, 6 };
     const json_int_t ids246[] = { 2, 4, 6 };
-    qd = pl_query_tasks(q, NULL, sel, 4, 0, &e);
+    qd = pl_query_tasks(q, NULL, NULL, sel, 4, 0, &e);
     ok(ids_are(qd, ids246, 3), "ids 2, 4, 99, 6: 2, 4, 6 (99 skipped)");
     json_decref(qd);
-    qd = pl_query_tasks(q, "queued", sel, 4, 0, &e);
+    qd = pl_query_tasks(q, "queued", NULL, sel, 4, 0, &e);
     const json_int_t ids6[] = { 6 };
     ok(ids_are(qd, ids6, 1), "ids with state queued: 6");
     json_decref(qd);
-    qd = pl_query_tasks(q, NULL, sel, 4, 2, &e);
+    qd = pl_query_tasks(q, NULL, NULL, sel, 4, 2, &e);
     ok(ids_are(qd, ids246, 2), "ids with limit 2: 2, 4");
     json_decref(qd);
     const uint64_t rev[] = { 3, 1 };
     const json_int_t ids31[] = { 3, 1 };
-    qd = pl_query_tasks(q, NULL, rev, 2, 0, &e);
+    qd = pl_query_tasks(q, NULL, NULL, rev, 2, 0, &e);
     if (!ok(ids_are(qd, ids31, 2),
             "ids 3, 1: in the order given, as query.h says"))
         diag("got ids %lld, %lld",
@@ -856,6 +944,7 @@ int main(void)
     }
     if (d)
         closedir(d);
+    arrays_tags(tmp);
     ok(rmdir(tmp) == 0, "temporary directory removed");
 
     journal();

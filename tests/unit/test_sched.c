@@ -15,7 +15,7 @@
 
 #define MAXC 64 /* cores per node in these tests, at most */
 #define MAXG 8
-#define NTESTS 143
+#define NTESTS 147
 
 /* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
 static struct pl_node *mknode(const char *name, uint32_t ncores,
@@ -53,7 +53,7 @@ static struct pl_dtask *addtask(struct pl_sched *s, uint64_t id,
     char a0[] = "true";
     char *v[] = { a0, NULL };
     char **argv = pl_strv_dup(v), **env = NULL, *cwd = strdup("/tmp");
-    struct pl_dtask *t = pl_sched_task_add(s, id, PL_ST_QUEUED, &argv, &env,
+    struct pl_dtask *t = pl_sched_task_add(s, id, PL_ST_QUEUED, 0, &argv, &env,
                                            &cwd);
 
     if (!t) {
@@ -442,11 +442,11 @@ static void test_tasks(void)
 
     ok(addtask(s, 1, 1, 0) != NULL, "add task 1");
     errno = 0;
-    ok(pl_sched_task_add(s, 1, PL_ST_QUEUED, &argv, &env, &cwd) == NULL
+    ok(pl_sched_task_add(s, 1, PL_ST_QUEUED, 0, &argv, &env, &cwd) == NULL
            && errno == EEXIST,
        "add task 1 again: EEXIST");
     ok(argv != NULL, "... the caller still owns argv");
-    struct pl_dtask *t = pl_sched_task_add(s, 5000, PL_ST_RUNNING, &argv,
+    struct pl_dtask *t = pl_sched_task_add(s, 5000, PL_ST_RUNNING, 0, &argv,
                                            &env, &cwd);
     ok(t && argv == NULL && pl_sched_task_get(s, 5000) == t
            && !strcmp(t->argv[0], "x"),
@@ -1299,6 +1299,71 @@ static void test_ports(void)
     pl_sched_free(s);
 }
 
+/* A queued single-core task of priority 'prio'. */
+static struct pl_dtask *addprio(struct pl_sched *s, uint64_t id, int32_t prio)
+{
+    char a0[] = "true";
+    char *v[] = { a0, NULL };
+    char **argv = pl_strv_dup(v), **env = NULL, *cwd = NULL;
+    struct pl_dtask *t = pl_sched_task_add(s, id, PL_ST_QUEUED, prio, &argv,
+                                           &env, &cwd);
+
+    if (!t)
+        pl_strv_free(argv);
+    return t;
+}
+
+/* Run one pass on a one-core node, then free the core: the id placed. */
+static uint64_t next_placed(struct pl_sched *s)
+{
+    struct placed p = { 0 };
+
+    pl_sched_run(s, place_cb, &p);
+    if (p.n != 1 || p.bad)
+        return 0;
+    pl_sched_task_remove(s, pl_sched_task_get(s, p.id[0]));
+    return p.id[0];
+}
+
+/* --priority: higher first, FIFO within one; a requeue to the head stays
+ * behind higher priorities. */
+static void test_priority(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    uint64_t got[8] = { 0 };
+    const int32_t prio[] = { 0, 0, -5, 10, 10, 0, 3 };
+
+    addnode(s, "n1", 1, 0);
+    for (uint64_t id = 1; id <= 7; id++)
+        addprio(s, id, prio[id - 1]);
+    is(pl_sched_queued(s), 7, "priority: 7 queued");
+    for (int i = 0; i < 7; i++)
+        got[i] = next_placed(s);
+    const uint64_t want[] = { 4, 5, 7, 1, 2, 6, 3 };
+    ok(!memcmp(got, want, sizeof(want)),
+       "priority: placed 4 5 (10), 7 (3), 1 2 6 (0), 3 (-5): got %llu %llu "
+       "%llu %llu %llu %llu %llu", (unsigned long long)got[0],
+       (unsigned long long)got[1], (unsigned long long)got[2],
+       (unsigned long long)got[3], (unsigned long long)got[4],
+       (unsigned long long)got[5], (unsigned long long)got[6]);
+    /* requeue at the head of its priority, dequeue from the middle */
+    addprio(s, 8, 0);
+    addprio(s, 9, 10);
+    addprio(s, 10, 0);
+    struct placed p = { 0 };
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 1 && p.id[0] == 9, "priority: 9 (10) goes before 8 (0)");
+    addprio(s, 11, 10);
+    pl_sched_requeue(s, pl_sched_task_get(s, 9), true);
+    pl_sched_dequeue(s, pl_sched_task_get(s, 10));
+    for (int i = 0; i < 3; i++)
+        got[i] = next_placed(s);
+    ok(got[0] == 9 && got[1] == 11 && got[2] == 8
+           && pl_sched_queued(s) == 0,
+       "priority: requeued 9 first, then 11, then 8; 10 dequeued");
+    pl_sched_free(s);
+}
+
 int main(void)
 {
     plan(NTESTS);
@@ -1319,5 +1384,6 @@ int main(void)
     test_starvation();
     test_resv_behind();
     test_ports();
+    test_priority();
     return done_testing();
 }
