@@ -987,8 +987,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
                            "attempts, nodes, ranks_per_node, exclusive, comm, "
                            "launcher, after, array_id, array_index, priority "
-                           "FROM tasks WHERE state NOT IN ('done', 'failed', 'canceled', "
-                           "'timeout') ORDER BY id",
+                           "FROM tasks WHERE state NOT IN ('done', 'failed', "
+                           "'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return dberr(db, errp, "load tasks");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

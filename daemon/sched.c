@@ -573,7 +573,8 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
         usable[k] = !(s->resv && s->resv_node[k]);
     /* the FIFOs from the highest priority down, as one queue */
     for (size_t li = 0; li < s->nlv && skipped < SCAN_MAX; li++) {
-        for (t = TAILQ_FIRST(&s->lv[li]->q); t && skipped < SCAN_MAX; t = next) {
+        struct pl_dqueue *q = &s->lv[li]->q;
+        for (t = TAILQ_FIRST(q); t && skipped < SCAN_MAX; t = next) {
             next = TAILQ_NEXT(t, qent);
             bool any = false;
             for (size_t k = 0; k < s->nnodes; k++)
@@ -613,7 +614,7 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
                         s->rr = (k + 1) % s->nnodes;
             if (t->id == s->resv)
                 s->resv = 0;
-            TAILQ_REMOVE(&s->lv[li]->q, t, qent);
+            TAILQ_REMOVE(q, t, qent);
             t->inq = false;
             s->nqueued--;
             t->state = PL_ST_ASSIGNED;

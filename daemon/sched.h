@@ -3,7 +3,7 @@
  * Policy: priority, FIFO within a priority, with backfill behind one
  * reservation.  Each pass walks the queue (highest priority first) from
  * its head and starts every task whose ranks all fit now (all
- * ranks start together, or none).  The oldest task that does not fit now,
+ * ranks start together, or none).  The first task that does not fit now,
  * but would on this pilot's nodes if they were idle, reserves the nodes it
  * needs (those with the most free cores); no other task starts on a
  * reserved node until it has started, so large tasks cannot starve behind
