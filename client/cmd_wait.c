@@ -123,9 +123,15 @@ static void print_plain(const struct wait_counts *w, double elapsed)
             w->total, counts, pl_out_duration(elapsed, el, sizeof(el)));
 }
 
-static void sleep_poll(void)
+/* Sleep between two counts: POLL_NS, or 4 times what the last one cost
+ * pilotd (an array of a million tasks takes a while to count), so that
+ * a wait never keeps pilotd busy more than a fifth of the time. */
+static void sleep_poll(double last_cost)
 {
-    struct timespec ts = { 0, POLL_NS };
+    double secs = 4 * last_cost > POLL_NS / 1e9 ? 4 * last_cost
+                                                : POLL_NS / 1e9;
+    struct timespec ts = { (time_t)secs,
+                           (long)((secs - (double)(time_t)secs) * 1e9) };
 
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
@@ -160,7 +166,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
     struct pl_error err;
     struct wait_counts w, shown = { -1, 0, 0, 0, 0, 0, 0 };
     bool tty = isatty(STDERR_FILENO) && !cli->json;
-    double t0 = pl_out_now(), last_plain = -PLAIN_EVERY;
+    double t0 = pl_out_now(), last_plain = -PLAIN_EVERY, cost;
     long long ended0;
     json_t *counts;
 
@@ -168,6 +174,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
         pl_cli_error("%s", err.text);
         return WAIT_ERROR;
     }
+    cost = pl_out_now() - t0;
     *countsp = counts;
     if (json_array_size(json_object_get(counts, "unknown")) > 0)
         return unknown_error(json_object_get(counts, "unknown"));
@@ -202,8 +209,10 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             shown = w;
             last_plain = elapsed;
         }
-        sleep_poll();
+        sleep_poll(cost);
+        double t_ask = pl_out_now();
         json_t *next = pl_conn_counts(conn, sel, &err);
+        cost = pl_out_now() - t_ask;
         if (!next) {
             if (!pl_conn_recheck(conn)) {
                 if (tty)

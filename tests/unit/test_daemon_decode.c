@@ -45,7 +45,9 @@ static void body_free(struct body *b)
  * packed by the caller's callback. */
 typedef void (*pack_f)(msgpack_packer *pk);
 
-static int spec_with(pack_f extra, struct pl_spec *s, struct pl_error *e)
+/* ... where the callback packs 'n' fields */
+static int spec_with_n(pack_f extra, uint32_t n, struct pl_spec *s,
+                       struct pl_error *e)
 {
     struct body b;
     char a0[] = "sh", a1[] = "-c", a2[] = "true";
@@ -53,7 +55,7 @@ static int spec_with(pack_f extra, struct pl_spec *s, struct pl_error *e)
     const msgpack_object *o;
     int rc = -2;
 
-    body_begin(&b, PL_MSG_SUBMIT, extra ? 2 : 1);
+    body_begin(&b, PL_MSG_SUBMIT, extra ? 1 + n : 1);
     pl_w_kstrv(&b.w.pk, "argv", argv);
     if (extra)
         extra(&b.w.pk);
@@ -61,6 +63,11 @@ static int spec_with(pack_f extra, struct pl_spec *s, struct pl_error *e)
         rc = pl_spec_decode(o, s, e);
     body_free(&b);
     return rc;
+}
+
+static int spec_with(pack_f extra, struct pl_spec *s, struct pl_error *e)
+{
+    return spec_with_n(extra, 1, s, e);
 }
 
 static void p_ranks0(msgpack_packer *pk) { pl_w_kuint(pk, "ranks", 0); }
@@ -158,6 +165,40 @@ static void p_after_int(msgpack_packer *pk)
     msgpack_pack_uint64(pk, 7);
 }
 
+static void p_tags(const char *a, const char *b, msgpack_packer *pk)
+{
+    char x[600], y[600];
+    char *v[] = { x, y, NULL };
+
+    snprintf(x, sizeof(x), "%s", a);
+    snprintf(y, sizeof(y), "%s", b);
+    pl_w_kstrv(pk, "tags", v);
+}
+static void p_queue_ok(msgpack_packer *pk)
+{
+    pl_w_kint(pk, "priority", -42);
+    p_tags("model=lstm", "a.b-c_d=", pk);
+    pl_w_kuint(pk, "retry_failed", 9);
+}
+static void p_prio_big(msgpack_packer *pk)
+{
+    pl_w_kint(pk, "priority", 1000001);
+}
+static void p_prio_str(msgpack_packer *pk) { pl_w_kstr(pk, "priority", "1"); }
+static void p_tag_noeq(msgpack_packer *pk) { p_tags("model", "a=1", pk); }
+static void p_tag_twice(msgpack_packer *pk) { p_tags("a=1", "a=2", pk); }
+static void p_tag_space(msgpack_packer *pk) { p_tags("a b=1", "c=2", pk); }
+static void p_tag_ctrl(msgpack_packer *pk) { p_tags("a=x\ty", "c=2", pk); }
+static void p_tag_long(msgpack_packer *pk)
+{
+    char v[300];
+
+    memset(v, 'v', sizeof(v));
+    memcpy(v, "k=", 2);
+    v[sizeof(v) - 1] = '\0';
+    p_tags(v, "c=2", pk);
+}
+
 static void test_spec(void)
 {
     struct pl_spec s;
@@ -198,6 +239,13 @@ static void test_spec(void)
        "... both entries as sent");
     pl_spec_clear(&s);
     ok(!s.after && !s.nafter, "... cleared");
+    is(spec_with_n(p_queue_ok, 3, &s, &e), 0, "spec: priority, tags, "
+       "retry_failed decode");
+    ok(s.priority == -42 && s.retry == 9 && s.tags
+           && !strcmp(s.tags[0], "model=lstm") && !strcmp(s.tags[1], "a.b-c_d=")
+           && !s.tags[2],
+       "... priority -42, retry_failed 9, two tags (an empty value too)");
+    pl_spec_clear(&s);
 
     struct {
         pack_f f;
@@ -222,6 +270,13 @@ static void test_spec(void)
         { p_after_none, EINVAL, "an after entry with neither" },
         { p_after_zero, EINVAL, "after task 0" },
         { p_after_int, EPROTO, "an after entry that is not a map" },
+        { p_prio_big, EINVAL, "priority 1000001" },
+        { p_prio_str, EPROTO, "a priority that is a string" },
+        { p_tag_noeq, EINVAL, "a tag without '='" },
+        { p_tag_twice, EINVAL, "a tag key given twice" },
+        { p_tag_space, EINVAL, "a tag key with a space" },
+        { p_tag_ctrl, EINVAL, "a tag value with a tab" },
+        { p_tag_long, EINVAL, "a tag value of 297 bytes" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e.text[0] = '\0';
@@ -383,7 +438,7 @@ static void test_event(void)
 
 int main(void)
 {
-    plan(55);
+    plan(64);
     test_spec();
     test_register();
     test_event();
