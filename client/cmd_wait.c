@@ -126,10 +126,13 @@ static void print_plain(const struct wait_counts *w, double elapsed)
 /* Sleep between two counts: POLL_NS, or 4 times what the last one cost
  * pilotd (an array of a million tasks takes a while to count), so that
  * a wait never keeps pilotd busy more than a fifth of the time. */
-static void sleep_poll(double last_cost)
+static void sleep_poll(double last_cost, double left)
 {
     double secs = 4 * last_cost > POLL_NS / 1e9 ? 4 * last_cost
                                                 : POLL_NS / 1e9;
+
+    if (left > 0 && secs > left)
+        secs = left; /* --timeout comes first */
     struct timespec ts = { (time_t)secs,
                            (long)((secs - (double)(time_t)secs) * 1e9) };
 
@@ -209,7 +212,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             shown = w;
             last_plain = elapsed;
         }
-        sleep_poll(cost);
+        sleep_poll(cost, limit > 0 ? limit - elapsed : 0);
         double t_ask = pl_out_now();
         json_t *next = pl_conn_counts(conn, sel, &err);
         cost = pl_out_now() - t_ask;

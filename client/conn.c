@@ -488,12 +488,23 @@ json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
     json_t *body, *out;
 
     if (c->db) {
-        uint64_t *ids;
+        /* arrays stay ids: pl_query_counts counts them in one query */
+        struct pl_sel el = { .elems = sel ? sel->elems : NULL,
+                             .nelems = sel ? sel->nelems : 0 };
+        uint64_t *ids, *all;
         size_t n;
-        if (db_resolve(c, sel, &ids, &n, errp) < 0)
+        if (db_resolve(c, &el, &ids, &n, errp) < 0)
             return NULL;
-        out = pl_query_counts(c->db, ids, n, errp);
-        free(ids);
+        if (!(all = realloc(ids, (n + (sel ? sel->nids : 0) + 1)
+                                     * sizeof(*all)))) {
+            free(ids);
+            nomem(errp);
+            return NULL;
+        }
+        if (sel && sel->nids)
+            memcpy(all + n, sel->ids, sel->nids * sizeof(*all));
+        out = pl_query_counts(c->db, all, n + (sel ? sel->nids : 0), errp);
+        free(all);
         return out;
     }
     if (!(body = json_object()) || (sel && pl_conn_sel_body(body, sel) < 0)) {

@@ -2236,9 +2236,11 @@ done:
 }
 
 /* The tasks a request names: "ids" (tasks, or arrays: all their
- * elements) and "elems" (pairs: array id, index), resolved into *ids
- * (owned) and *n; *given: either key was there.  0, or -1 with errp. */
-static int req_ids(struct pl_daemon *d, const struct pl_msg *m,
+ * elements; with 'expand' false an array stays its id, for
+ * pl_query_counts) and "elems" (pairs: array id, index), resolved into
+ * *ids (owned) and *n; *given: either key was there.  0, or -1 with
+ * errp. */
+static int req_ids(struct pl_daemon *d, const struct pl_msg *m, bool expand,
                    uint64_t **ids, size_t *n, bool *given,
                    struct pl_error *errp)
 {
@@ -2259,8 +2261,27 @@ static int req_ids(struct pl_daemon *d, const struct pl_msg *m,
         goto done;
     }
     *given = nv + nel > 0;
-    rc = pl_query_resolve(pl_db_handle(d->db), v, nv, el, nel / 2, ids, n,
-                          errp);
+    if (expand) {
+        rc = pl_query_resolve(pl_db_handle(d->db), v, nv, el, nel / 2, ids,
+                              n, errp);
+        goto done;
+    }
+    uint64_t *e = NULL, *all;
+    size_t ne = 0;
+    if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, nel / 2, &e, &ne,
+                         errp) < 0)
+        goto done;
+    if (!(all = realloc(e, (ne + nv + 1) * sizeof(*all)))) {
+        free(e);
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        goto done;
+    }
+    if (nv)
+        memcpy(all + ne, v, nv * sizeof(*all));
+    *ids = all;
+    *n = ne + nv;
+    rc = 0;
 done:
     free(v);
     free(el);
@@ -2281,7 +2302,7 @@ static void h_list(struct pl_daemon *d, const struct req *r,
         || pl_mp_strv(m->body, "tags", false, 0, PL_QUERY_MAX_TAGS, 512,
                       &tags, &err) < 0
         || pl_mp_uint(m->body, "limit", false, UINT64_MAX, &limit, &err) < 0
-        || req_ids(d, m, &ids, &nids, &given, &err) < 0)
+        || req_ids(d, m, true, &ids, &nids, &given, &err) < 0)
         goto bad;
     if (state && pl_state_parse(state) < 0) {
         errno = EINVAL;
@@ -2362,7 +2383,7 @@ static void h_counts(struct pl_daemon *d, const struct req *r,
     bool given = false;
     json_t *res = NULL;
 
-    if (req_ids(d, m, &ids, &nids, &given, &err) < 0) {
+    if (req_ids(d, m, false, &ids, &nids, &given, &err) < 0) {
         reply_err(d, r->rid, r->ridlen, r->seq, errno, err.text);
         return;
     }
@@ -2395,7 +2416,7 @@ static void h_cancel(struct pl_daemon *d, const struct req *r,
     bool given = false;
     json_t *canceled = NULL, *final = NULL, *res;
 
-    if (req_ids(d, m, &ids, &nids, &given, &err) < 0)
+    if (req_ids(d, m, true, &ids, &nids, &given, &err) < 0)
         goto bad;
     if (!given) {
         errno = EINVAL;

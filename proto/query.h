@@ -40,8 +40,9 @@ int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
 /* One task with its events; NULL with errno ENOENT if unknown. */
 json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp);
 
-/* {"total": N, "<state>": N ..., "unknown": [ids]} over 'ids', or over
- * all tasks when nids is 0. */
+/* {"total": N, "<state>": N ..., "unknown": [ids]} over 'ids', each
+ * task once (an array's id: all its elements, as pl_query_resolve()
+ * says), or over all tasks when nids is 0. */
 json_t *pl_query_counts(sqlite3 *db, const uint64_t *ids, size_t nids,
                         struct pl_error *errp);
 

@@ -541,6 +541,13 @@ static void arrays_tags(const char *dir)
        "task 1: priority 7, array 1, tags {}");
     json_decref(j);
 
+    const uint64_t cids[] = { 2, 4, 1, 9, 1 };
+    j = pl_query_counts(h, cids, 5, &e);
+    ok(jint(j, "total") == 4 && jint(j, "failed") == 1
+           && jint(j, "queued") == 3
+           && json_array_size(json_object_get(j, "unknown")) == 1,
+       "counts 2 4 1 9 1: array 1 once (its element 2 too), 4; 9 unknown");
+    json_decref(j);
     ok(pl_db_array_failed(db, 1, &idx, &n, &live, &e) == 3 && n == 1
            && idx[0] == 2 && live == 2,
        "array 1: 3 elements, index 2 failed, 2 not ended");
@@ -574,7 +581,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(163);
+    plan(164);
     snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
     if (!mkdtemp(tmp)) {
         diag("mkdtemp: %s", strerror(errno));
