@@ -41,8 +41,10 @@ static const char help[] =
     "  --cwd DIR               working directory (default: this one)\n"
     "  --env KEY=VALUE         set a variable (repeatable); the pilot's\n"
     "                          environment is inherited\n"
-    "  --after DEPS            wait until these tasks end: ID or NAME (the\n"
-    "                          latest task of that name), comma-separated,\n"
+    "  --after DEPS            wait until these tasks end: ID (an array's:\n"
+    "                          all its tasks), ID.N (one element), or\n"
+    "                          NAME (the latest task of that name),\n"
+    "                          comma-separated,\n"
     "                          each with :ok (default: it must end done,\n"
     "                          else this task fails with reason\n"
     "                          'dependency') or :any (any end will do)\n"
@@ -196,7 +198,8 @@ static int parse_after(const char *s, json_t *arr, struct pl_error *errp)
         if (!item[0])
             return pl_errprintf(errp, "--after: '%s': an entry without a "
                                 "task", s);
-        if (strspn(item, "0123456789") == strlen(item)) {
+        size_t digits = strspn(item, "0123456789");
+        if (digits == strlen(item)) {
             char *end;
             errno = 0;
             unsigned long long id = strtoull(item, &end, 10);
@@ -204,6 +207,20 @@ static int parse_after(const char *s, json_t *arr, struct pl_error *errp)
                 return pl_errprintf(errp, "--after: '%s' is not a task id",
                                     item);
             e = json_pack("{s:I}", "id", (json_int_t)id);
+        }
+        else if (digits > 0 && item[digits] == '.'
+                 && item[digits + 1] >= '0' && item[digits + 1] <= '9'
+                 && strspn(item + digits + 1, "0123456789")
+                        == strlen(item + digits + 1)) {
+            /* ID.N: element N of array ID */
+            errno = 0;
+            unsigned long long id = strtoull(item, NULL, 10);
+            unsigned long long idx = strtoull(item + digits + 1, NULL, 10);
+            if (errno || id == 0 || idx > UINT32_MAX)
+                return pl_errprintf(errp, "--after: '%s' is not an array "
+                                    "element (ID.N)", item);
+            e = json_pack("{s:I, s:I}", "id", (json_int_t)id, "index",
+                          (json_int_t)idx);
         }
         else
             e = json_pack("{s:s}", "name", item);

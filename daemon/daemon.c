@@ -1881,7 +1881,7 @@ static int member_cb(uint64_t id, int state, void *arg)
 static int deps_resolve(struct pl_daemon *d, const struct pl_spec *s,
                         struct deps *dp, struct pl_error *errp)
 {
-    size_t len = 0, cap = (size_t)s->nafter * 28 + 3;
+    size_t len = 0, cap = (size_t)s->nafter * 30 + 3;
 
     memset(dp, 0, sizeof(*dp));
     if (!s->nafter)
@@ -1906,8 +1906,21 @@ static int deps_resolve(struct pl_daemon *d, const struct pl_spec *s,
                 goto error;
             }
         }
+        if (e->elem) {
+            /* ID.N: that element alone (element 0's id is the array's) */
+            uint64_t pair[2] = { id, e->index }, *one = NULL;
+            size_t n1;
+            if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, pair, 1, &one,
+                                 &n1, errp) < 0) {
+                errno = EINVAL;
+                goto error;
+            }
+            id = one[0];
+            free(one);
+        }
         struct member_arg ma = { d, dp, e->any };
-        long nm = pl_db_array_members(d->db, id, member_cb, &ma, errp);
+        long nm = e->elem ? 0 : pl_db_array_members(d->db, id, member_cb,
+                                                    &ma, errp);
         if (nm < 0)
             goto error;
         if (nm == 0) {
@@ -1925,9 +1938,10 @@ static int deps_resolve(struct pl_daemon *d, const struct pl_spec *s,
                 goto error;
             }
         }
-        len += (size_t)snprintf(dp->json + len, cap - len, "%s[%llu,%d]",
+        /* [id, any] or, for one element, [id, any, 1] */
+        len += (size_t)snprintf(dp->json + len, cap - len, "%s[%llu,%d%s]",
                                 i ? "," : "", (unsigned long long)id,
-                                e->any ? 1 : 0);
+                                e->any ? 1 : 0, e->elem ? ",1" : "");
     }
     dp->json[len++] = ']';
     dp->json[len] = '\0';
@@ -3103,7 +3117,9 @@ static int load_waiting(struct pl_daemon *d, uint64_t id,
         uint64_t dep = (uint64_t)json_integer_value(json_array_get(e, 0));
         struct member_arg ma = { d, &dp, json_integer_value(
                                              json_array_get(e, 1)) != 0 };
-        long nm = pl_db_array_members(d->db, dep, member_cb, &ma, &err);
+        bool one = json_integer_value(json_array_get(e, 2)) != 0;
+        long nm = one ? 0 : pl_db_array_members(d->db, dep, member_cb, &ma,
+                                                &err);
         int st;
         if (nm < 0)
             goto done;

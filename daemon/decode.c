@@ -107,7 +107,7 @@ static int after_decode(const msgpack_object *o, struct pl_spec *s,
     for (uint32_t i = 0; i < a->via.array.size; i++) {
         const msgpack_object *e = &a->via.array.ptr[i];
         struct pl_dep *dp = &s->after[s->nafter++];
-        int hid, hname;
+        int hid, hname, hindex;
         if (e->type != MSGPACK_OBJECT_MAP) {
             errno = EPROTO;
             return pl_errprintf(errp, "after: entry %u is not a map", i + 1);
@@ -115,12 +115,18 @@ static int after_decode(const msgpack_object *o, struct pl_spec *s,
         if ((hid = pl_mp_uint(e, "id", false, UINT64_MAX, &dp->id, errp)) < 0
             || (hname = pl_mp_str(e, "name", false, 256, &dp->name,
                                   errp)) < 0
-            || pl_mp_bool(e, "any", false, &dp->any, errp) < 0)
+            || pl_mp_bool(e, "any", false, &dp->any, errp) < 0
+            || (hindex = pl_mp_uint(e, "index", false, UINT32_MAX,
+                                    &dp->index, errp)) < 0)
             return -1;
         errno = EINVAL;
         if (hid + hname != 1)
             return pl_errprintf(errp, "after: entry %u needs an id or a "
                                 "name (one of them)", i + 1);
+        if (hindex && !hid)
+            return pl_errprintf(errp, "after: entry %u: an index goes with "
+                                "an array's id", i + 1);
+        dp->elem = hindex == 1;
         if (hid && dp->id == 0)
             return pl_errprintf(errp, "after: task 0 does not exist");
         if (hname && (!dp->name[0] || !utf8(dp->name)))

@@ -19,6 +19,8 @@ struct pl_dep {
     uint64_t id;                        /* 0 when 'name' is given */
     char *name;                         /* owned, or NULL */
     bool any;                           /* any end will do, not only done */
+    bool elem;                          /* element 'index' of array 'id' */
+    uint64_t index;
 };
 
 #define PL_MAX_AFTER 10000              /* dependencies of one spec */

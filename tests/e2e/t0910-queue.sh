@@ -5,7 +5,7 @@
 # pilot wait's progress: a bar with an ETA on a terminal, lines otherwise.
 . "$(dirname "$0")/lib.sh"
 
-plan 43
+plan 44
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 total() { pilot ls --json | json 'len(j)'; }
@@ -38,6 +38,14 @@ is "$RC" 2 "ID.x is a usage error"
 is "$(field "$A.42" id)" $((A + 42)) "pilot show ID.42 is element 42"
 capture pilot logs "$A.42"
 is "$OUT" 1 "pilot logs ID.42: its output"
+X8=$(pilot submit --after "$A.8" -- true)
+X7=$(pilot submit --after "$A.7" -- true)
+XA=$(pilot submit --after "$A" -- true)
+X0=$(pilot submit --after "$A.0:any" -- true)
+pilot wait "$X8" "$X7" "$XA" "$X0" --timeout 30 >/dev/null 2>&1
+is "$(field "$X8" state) / $(field "$X7" reason) / $(field "$XA" state) / $(field "$X0" state)" \
+    "done / dependency: task $((A + 7)) failed / failed / done" \
+    "--after ID.8 (done) runs, ID.7 (failed) fails it, ID (all) fails, ID.0:any runs"
 
 # --- --retry-failed: only the 100 failed indexes run again ----------------
 n0=$(total)
