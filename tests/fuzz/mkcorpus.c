@@ -131,8 +131,9 @@ static void spec_full(msgpack_packer *pk)
     pl_w_kuint(pk, "retry_failed", 40);
     pl_w_key(pk, "after");
     msgpack_pack_array(pk, 2);
-    msgpack_pack_map(pk, 1);
+    msgpack_pack_map(pk, 2);
     pl_w_kuint(pk, "id", 12);
+    pl_w_kuint(pk, "index", 3);
     msgpack_pack_map(pk, 2);
     pl_w_kstr(pk, "name", "prep");
     pl_w_kbool(pk, "any", true);
