@@ -16,7 +16,7 @@ RES=$WORK/out
 mkdir -p "$RES"
 
 # --- a graph: a -> b -> c, a fails: b and c fail with 'dependency' ------
-A=$(pilot submit --name a -- sh -c 'sleep 0.3; exit 3')
+A=$(pilot submit --name a -- sh -c 'sleep 2; exit 3')
 B=$(pilot submit --after "$A" -- touch "$RES/b")
 C=$(pilot submit --after "$B" -- touch "$RES/c")
 D=$(pilot submit --after "$A:any" -- touch "$RES/d")
