@@ -57,7 +57,7 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
                 OPT='-O1 -g' WERROR=1
 
 .PHONY: all test check check-e2e asan install clean cluster demo \
-        fuzz fuzz-bins fuzz-corpus bench
+        demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
 all: $(BINS)
 
 # a change of flags rebuilds everything
@@ -104,6 +104,15 @@ $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o \
                  $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# the pipeline demo's MPI stage (examples/pipeline/): MPI is opt-in, so
+# 'all' does not build it; 'demo' and 'examples' do
+MPICC    ?= mpicc
+EXAMPLES := $(BUILD)/examples/prep
+examples: $(EXAMPLES)
+$(BUILD)/examples/prep: examples/pipeline/prep.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(QLD)$(MPICC) $(CFLAGS) -Werror $(LDFLAGS) -o $@ $< -lm
 
 # the benchmark's helpers (bench/): the fork/exec limit, a bulk feeder
 BENCH_BINS := $(BUILD)/bench/limit $(BUILD)/bench/feed
