@@ -159,11 +159,19 @@ asan:
 cluster:
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 
+# the pipeline demo (examples/pipeline/, docs/pipeline.md) on a 4-node pilot
 demo:
 	scripts/install-deps.sh
-	$(MAKE) all
+	$(MAKE) all examples
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) scripts/demo.sh
+
+# the same three stages as an sbatch --dependency=afterok chain, to compare
+demo-sbatch:
+	scripts/install-deps.sh
+	$(MAKE) examples
+	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
+	PREP=$(abspath $(BUILD)/examples/prep) examples/pipeline/sbatch.sh
 
 install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot
