@@ -60,7 +60,10 @@ if [[ -n $use_pilot ]]; then
 else
     echo "== pilot up --nodes $nodes (PILOT_HOME=$PILOT_HOME)"
     u0=$(now)
-    PILOT_ID=$(pilot up --nodes "$nodes" --time 20:00 --wait --wait-timeout 180)
+    # a --wait that times out leaves the pilot up, and prints its id
+    PILOT_ID=$(pilot up --nodes "$nodes" --time 20:00 --wait --wait-timeout 180) \
+        || { rc=$?; [[ -z ${PILOT_ID:-} ]] || pilot down --pilot "$PILOT_ID" >&2 || true
+             echo "run.sh: pilot up failed (exit $rc)" >&2; exit 1; }
     export PILOT_ID
     trap 'pilot down >/dev/null 2>&1 || true' EXIT
     echo "pilot $PILOT_ID: $nodes agents registered in" \

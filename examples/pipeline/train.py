@@ -47,8 +47,14 @@ def load(data):
         with open(os.path.join(data, "meta.json")) as f:
             meta = json.load(f)
         w, nf, ranks = meta["W"], meta["record_floats"], meta["ranks"]
-    except (OSError, ValueError, KeyError) as e:
-        die("%s: no usable meta.json (run prep first): %s" % (data, e))
+        for k in ("H", "target_mean", "target_std", "counts"):
+            meta[k]
+        if nf != w + 4 or meta["target_std"] <= 0:
+            raise ValueError("record_floats %s for W %s, target_std %s"
+                             % (nf, w, meta["target_std"]))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        die("%s: no usable meta.json (run prep first): %s: %s"
+            % (data, type(e).__name__, e))
     out = {}
     for s in SPLITS:
         parts = []
@@ -65,7 +71,6 @@ def load(data):
         out[s] = np.concatenate(parts)
         if len(out[s]) == 0:
             die("%s: the %s split is empty" % (data, s))
-    assert nf == w + 4
     return meta, out
 
 
