@@ -86,15 +86,17 @@ def main():
     lo, hi = t["time"].min(), t["time"].max()
     lines = ["test set: %d windows, forecasts of the level %d weeks ahead, "
              "%.1f to %.1f" % (len(truth), meta["H"], lo, hi),
-             "%-18s %9s %9s %8s %7s %8s" % ("model", "MAE ppm", "RMSE ppm",
-                                            "/naive", "epochs", "train s")]
+             "%-18s %9s %9s %9s %8s %8s" % ("model", "MAE ppm", "RMSE ppm",
+                                            "MAE/naive", "epochs", "train s")]
     for r in rows:
-        lines.append("%-18s %9.3f %9.3f %8.2f %7s %8s" % (
+        lines.append("%-18s %9.3f %9.3f %9.2f %8s %8s" % (
             r["model"], r["mae"], r["rmse"], r["mae_vs_naive"],
             "" if r["epochs"] is None else
-            "%d/%d" % (r["best_epoch"], r["epochs"]),
+            "%d/%d" % (r["best_epoch"], r["epochs"]),  # best/run
             "" if r["train_seconds"] is None else
             "%.1f" % r["train_seconds"]))
+    lines.append("(epochs: the best one / those run; MAE/naive < 1: better "
+                 "than no change)")
     table = "\n".join(lines)
     print(table)
 
