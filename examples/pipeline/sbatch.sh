@@ -49,12 +49,15 @@ now() { date +%s.%N; }
 q() { printf '%q' "$1"; }
 
 # the batch scripts: each stamps its stage's start and end around the work,
-# as pilot records a task's start and end around its process
+# as pilot records a task's start and end around its process. N.B.
+# --kill-on-bad-exit, as pilot's agent launches MPI tasks: without it a
+# rank that dies leaves the others blocked in a collective, and the step
+# (and the chain) hangs until its time limit
 cat >"$out/prep.sbatch" <<EOF
 #!/bin/bash
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "prep start \$(date +%s.%N)" >>$(q "$stamps")
-srun --mpi=pmix -N4 -n4 --ntasks-per-node=1 $(q "$PREP") $(q "$csv") $(q "$out/data")
+srun --kill-on-bad-exit=1 --mpi=pmix -N4 -n4 --ntasks-per-node=1 $(q "$PREP") $(q "$csv") $(q "$out/data")
 rc=\$?
 echo "prep end \$(date +%s.%N)" >>$(q "$stamps")
 exit \$rc
@@ -66,7 +69,7 @@ EOF
         cat <<EOF
 (
     echo "train-$m start \$(date +%s.%N)" >>$(q "$stamps")
-    srun --exact -N2 -n2 --ntasks-per-node=1 -c1 $PY $(q "$HERE/train.py") \\
+    srun --kill-on-bad-exit=1 --exact -N2 -n2 --ntasks-per-node=1 -c1 $PY $(q "$HERE/train.py") \\
         --model $m --epochs $(q "$epochs") --data $(q "$out/data") \\
         --out $(q "$out/results") >$(q "$out/train-$m.log") 2>&1
     rc=\$?
