@@ -72,21 +72,24 @@ fi
 
 echo "== submitting: prep -> train-{${models}} -> post (output in $out)"
 t0=$(now)
+# each task has a --timeout, so that nothing can hang the demo: a few times
+# what it takes here
 prep=$(pilot submit --name prep --nodes "$nodes" --ranks-per-node 1 --comm mpi \
+       --timeout 2m \
        --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
        -- "$PREP" "$csv" "$out/data")
 ids=("$prep")
 trains=()
 for m in ${models//,/ }; do
     id=$(pilot submit --name "train-$m" --after "$prep" --nodes 2 \
-         --ranks-per-node 1 --comm torch -- \
+         --ranks-per-node 1 --comm torch --timeout 10m -- \
          "$PY" "$HERE/train.py" --model "$m" --epochs "$epochs" \
          --data "$out/data" --out "$out/results")
     trains+=("$id")
     ids+=("$id")
 done
 after=$(IFS=,; echo "${trains[*]}")
-post=$(pilot submit --name post --after "$after" -- \
+post=$(pilot submit --name post --after "$after" --timeout 2m -- \
        "$PY" "$HERE/post.py" --data "$out/data" --results "$out/results" \
        --models "$models")
 ids+=("$post")
