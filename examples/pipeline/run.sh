@@ -99,14 +99,20 @@ rc=0
 pilot wait "${ids[@]}" --timeout 600 || rc=$?
 pilot ls --json "${ids[@]}" >"$out/tasks.json"
 
+# field ID EXPR: EXPR of task ID's 'pilot show --json' object j
+field() {
+    pilot show --json "$1" | $PY -c 'import json, sys
+j = json.load(sys.stdin)
+print(eval(sys.argv[1]))' "$2"
+}
 failed=0
 for id in "${ids[@]}"; do
-    st=$(pilot show --json "$id" | $PY -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j["name"], "-", j["reason"] or "")')
-    if [[ $st != done* ]]; then
+    if [[ $(field "$id" 'j["state"]') != "done" ]]; then
         failed=1
-        echo "== task $id: $st" >&2
+        why=$(field "$id" '"%s %s - %s" % (j["state"], j["name"], j["reason"])')
+        echo "== task $id: $why" >&2
         # a task that never ran has no log; its reason says why
-        if pilot show --json "$id" | $PY -c 'import json,sys; sys.exit(json.load(sys.stdin)["start_time"] is None)'; then
+        if [[ $(field "$id" 'j["start_time"] is not None') == True ]]; then
             echo "-- pilot logs $id" >&2
             pilot logs "$id" >&2 || true
             echo "-- pilot logs --stderr $id" >&2
