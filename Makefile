@@ -57,7 +57,7 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
                 OPT='-O1 -g' WERROR=1
 
 .PHONY: all test check check-e2e asan install clean cluster demo \
-        fuzz fuzz-bins fuzz-corpus bench
+        demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
 all: $(BINS)
 
 # a change of flags rebuilds everything
@@ -105,6 +105,15 @@ $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o \
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
+# the pipeline demo's MPI stage (examples/pipeline/): MPI is opt-in, so
+# 'all' does not build it; 'demo' and 'examples' do
+MPICC    ?= mpicc
+EXAMPLES := $(BUILD)/examples/prep
+examples: $(EXAMPLES)
+$(BUILD)/examples/prep: examples/pipeline/prep.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(QLD)$(MPICC) $(CFLAGS) -Werror $(LDFLAGS) -o $@ $< -lm
+
 # the benchmark's helpers (bench/): the fork/exec limit, a bulk feeder
 BENCH_BINS := $(BUILD)/bench/limit $(BUILD)/bench/feed
 $(BUILD)/bench/limit: $(BUILD)/bench/limit.o
@@ -150,11 +159,19 @@ asan:
 cluster:
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 
+# the pipeline demo (examples/pipeline/, docs/pipeline.md) on a 4-node pilot
 demo:
 	scripts/install-deps.sh
-	$(MAKE) all
+	$(MAKE) all examples
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) scripts/demo.sh
+
+# the same three stages as an sbatch --dependency=afterok chain, to compare
+demo-sbatch:
+	scripts/install-deps.sh
+	$(MAKE) examples
+	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
+	PREP=$(abspath $(BUILD)/examples/prep) examples/pipeline/sbatch.sh
 
 install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot

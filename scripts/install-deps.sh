@@ -2,7 +2,7 @@
 # scripts/install-deps.sh - install what pilot needs to build, test and run its dev cluster
 #
 # Usage (as root, Debian 12):
-#   scripts/install-deps.sh             everything: build, cluster, MPI, test and bench packages
+#   scripts/install-deps.sh             everything: build, cluster, MPI, test, demo and bench packages
 #   scripts/install-deps.sh --minimal   the same without python3-torch (large, ~1 min to
 #                                       install); the torch tests then fail, they never skip
 #
@@ -29,7 +29,7 @@ for arg in "$@"; do
 done
 
 # One group per line of output. Package names are Debian 12 (bookworm) ones.
-groups=(build cluster mpi tests bench)
+groups=(build cluster mpi tests demo bench)
 declare -A pkgs=(
     [build]="gcc make pkg-config libzmq3-dev libuv1-dev libmsgpack-dev libjansson-dev
              libsqlite3-dev sqlite3 libslurm-dev libyaml-dev"
@@ -40,6 +40,11 @@ declare -A pkgs=(
     # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
     # clang-14 only recommends it, and we install without recommends.
     [tests]="python3 clang libclang-rt-14-dev"
+    # the pipeline demo (make demo, and its small version in make check):
+    # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
+    # no download), matplotlib draws the plot; the trainings need
+    # python3-torch (tests group)
+    [demo]="python3-numpy python3-statsmodels python3-matplotlib"
     # make bench: GNU parallel is one of the systems it compares; perf for
     # its --profile
     [bench]="parallel linux-perf"

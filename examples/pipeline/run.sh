@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# examples/pipeline/run.sh - the pipeline demo on a pilot (issue 6): bring up
+# a 4-node pilot, submit the three stages chained with --after, wait, print
+# the stage timings, the metrics table, the plot's path and the pilot's
+# overhead, bring the pilot down (also on failure).
+#
+#   stage 1  prep      one MPI task over 4 nodes x 1 rank (--comm mpi)
+#   stage 2  train-M   one torch.distributed task per model, 2 nodes x 1
+#                      rank (--comm torch), all after prep, concurrently
+#   stage 3  post      after every training: table and forecast.png
+#
+# Usage: run.sh [--models mlp,lstm,cnn] [--epochs N] [--csv FILE]
+#               [--out DIR] [--nodes N] [--pilot ID]
+# --pilot uses a running pilot (left up) instead of starting one.
+# Environment: PILOT_BIN (pilot, pilotd, pilot-agent), PILOT_HOME
+# (default /var/tmp/pilot-demo), PREP (default $PILOT_BIN/../examples/prep).
+# Exit status: 0 every stage done, 1 a stage failed (its log is printed),
+# 2 usage.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+models=mlp,lstm,cnn
+epochs=40
+csv=/usr/lib/python3/dist-packages/statsmodels/datasets/co2/co2.csv
+out=
+nodes=4
+use_pilot=
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+    case $1 in
+    --models) models=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --csv) csv=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
+    --pilot) use_pilot=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+: "${PILOT_BIN:?set PILOT_BIN to the directory of pilot, pilotd, pilot-agent}"
+export PATH=$PILOT_BIN:$PATH
+PREP=${PREP:-$PILOT_BIN/../examples/prep}
+[[ -x $PREP ]] || { echo "run.sh: $PREP is missing (make examples)" >&2; exit 1; }
+export PILOT_HOME=${PILOT_HOME:-/var/tmp/pilot-demo}
+mkdir -p "$PILOT_HOME"
+# /var/tmp is shared by the nodes
+out=${out:-$(mktemp -d /var/tmp/pipeline.XXXXXX)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# the ranks of a task append to one output file: keep each print() one write
+unset PYTHONUNBUFFERED
+
+now() { date +%s.%N; }
+
+if [[ -n $use_pilot ]]; then
+    export PILOT_ID=$use_pilot
+else
+    echo "== pilot up --nodes $nodes (PILOT_HOME=$PILOT_HOME)"
+    u0=$(now)
+    # a --wait that times out leaves the pilot up, and prints its id
+    PILOT_ID=$(pilot up --nodes "$nodes" --time 20:00 --wait --wait-timeout 180) \
+        || { rc=$?; [[ -z ${PILOT_ID:-} ]] || pilot down --pilot "$PILOT_ID" >&2 || true
+             echo "run.sh: pilot up failed (exit $rc)" >&2; exit 1; }
+    export PILOT_ID
+    trap 'pilot down >/dev/null 2>&1 || true' EXIT
+    echo "pilot $PILOT_ID: $nodes agents registered in" \
+         "$($PY -c "print('%.1f' % ($(now) - $u0))") s"
+fi
+
+echo "== submitting: prep -> train-{${models}} -> post (output in $out)"
+t0=$(now)
+# each task has a --timeout, so that nothing can hang the demo: a few times
+# what it takes here
+prep=$(pilot submit --name prep --nodes "$nodes" --ranks-per-node 1 --comm mpi \
+       --timeout 2m \
+       --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+       -- "$PREP" "$csv" "$out/data")
+ids=("$prep")
+trains=()
+for m in ${models//,/ }; do
+    id=$(pilot submit --name "train-$m" --after "$prep" --nodes 2 \
+         --ranks-per-node 1 --comm torch --timeout 10m -- \
+         "$PY" "$HERE/train.py" --model "$m" --epochs "$epochs" \
+         --data "$out/data" --out "$out/results")
+    trains+=("$id")
+    ids+=("$id")
+done
+after=$(IFS=,; echo "${trains[*]}")
+post=$(pilot submit --name post --after "$after" --timeout 2m -- \
+       "$PY" "$HERE/post.py" --data "$out/data" --results "$out/results" \
+       --models "$models")
+ids+=("$post")
+echo "tasks: prep $prep, train ${trains[*]}, post $post"
+
+rc=0
+pilot wait "${ids[@]}" --timeout 600 || rc=$?
+pilot ls --json "${ids[@]}" >"$out/tasks.json"
+
+# field ID EXPR: EXPR of task ID's 'pilot show --json' object j
+field() {
+    pilot show --json "$1" | $PY -c 'import json, sys
+j = json.load(sys.stdin)
+print(eval(sys.argv[1]))' "$2"
+}
+failed=0
+for id in "${ids[@]}"; do
+    if [[ $(field "$id" 'j["state"]') != "done" ]]; then
+        failed=1
+        why=$(field "$id" '"%s %s - %s" % (j["state"], j["name"], j["reason"])')
+        echo "== task $id: $why" >&2
+        # a task that never ran has no log; its reason says why
+        if [[ $(field "$id" 'j["start_time"] is not None') == True ]]; then
+            echo "-- pilot logs $id" >&2
+            pilot logs "$id" >&2 || true
+            echo "-- pilot logs --stderr $id" >&2
+            pilot logs --stderr "$id" >&2 || true
+        fi
+    fi
+done
+if ((failed || rc != 0)); then
+    echo "pipeline: FAILED (pilot wait exit $rc); files in $out" >&2
+    exit 1
+fi
+
+echo "== stage 1 (prep)"
+pilot logs "$prep"
+echo "== stage 2 (training)"
+for id in "${trains[@]}"; do
+    pilot logs "$id" | grep '^train '
+done
+echo "== stage 3 (post): metrics on the test set"
+pilot logs "$post"
+echo "== timings (seconds from the first submit)"
+$PY "$HERE/timings.py" --t0 "$t0" --pilot "$out/tasks.json" \
+    --json "$out/timings.json" --label pilot
+echo "output: $out (data/, results/, tasks.json, timings.json)"
