@@ -16,9 +16,10 @@ static const char help[] =
     "\n"
     "Wait until the tasks (or, with --all, all the pilot's tasks, those\n"
     "submitted meanwhile too) have ended.  An array's id means all its\n"
-    "tasks, ID.N its element N.  On a terminal a progress bar\n"
-    "shows how many are done, failed, running and queued; otherwise a\n"
-    "line is printed when the counts change, at most every 2 s.\n"
+    "tasks, ID.N its element N.  On a terminal a progress bar shows how\n"
+    "many are done, failed, running, queued and waiting (for their\n"
+    "--after), with an ETA; otherwise a line is printed when the counts\n"
+    "change, at most every 2 s.\n"
     "\n"
     "options:\n"
     "  --all           every task of the pilot\n"
@@ -54,6 +55,7 @@ enum {
 /* The counts wait cares about, from a counts object. */
 struct wait_counts {
     long long total, done, failed, canceled, timeout, running, queued;
+    long long waiting;
 };
 
 static void get_counts(const json_t *j, struct wait_counts *w)
@@ -64,7 +66,8 @@ static void get_counts(const json_t *j, struct wait_counts *w)
     w->canceled = pl_out_jint(j, "canceled", 0);
     w->timeout = pl_out_jint(j, "timeout", 0);
     w->running = pl_out_jint(j, "running", 0) + pl_out_jint(j, "assigned", 0);
-    w->queued = pl_out_jint(j, "queued", 0) + pl_out_jint(j, "waiting", 0);
+    w->queued = pl_out_jint(j, "queued", 0);
+    w->waiting = pl_out_jint(j, "waiting", 0);
 }
 
 static long long ended(const struct wait_counts *w)
@@ -72,12 +75,15 @@ static long long ended(const struct wait_counts *w)
     return w->done + w->failed + w->canceled + w->timeout;
 }
 
-/* "done 860  failed 12  running 8  queued 120" (+ canceled, timeout) */
+/* "done 860  failed 12  running 8  queued 120" (+ waiting, canceled,
+ * timeout when there are any) */
 static void counts_text(const struct wait_counts *w, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "done %lld  failed %lld  running %lld  "
                      "queued %lld", w->done, w->failed, w->running,
                      w->queued);
+    if (n > 0 && (size_t)n < len && w->waiting)
+        n += snprintf(buf + n, len - (size_t)n, "  waiting %lld", w->waiting);
     if (n > 0 && (size_t)n < len && w->canceled)
         n += snprintf(buf + n, len - (size_t)n, "  canceled %lld",
                       w->canceled);
@@ -167,7 +173,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
                      json_t **countsp)
 {
     struct pl_error err;
-    struct wait_counts w, shown = { -1, 0, 0, 0, 0, 0, 0 };
+    struct wait_counts w, shown = { -1, 0, 0, 0, 0, 0, 0, 0 };
     bool tty = isatty(STDERR_FILENO) && !cli->json;
     double t0 = pl_out_now(), last_plain = -PLAIN_EVERY, cost;
     long long ended0;
