@@ -70,34 +70,33 @@ else
          "$($PY -c "print('%.1f' % ($(now) - $u0))") s"
 fi
 
-echo "== submitting: prep -> train-{${models}} -> post (output in $out)"
-t0=$(now)
-# each task has a --timeout, so that nothing can hang the demo: a few times
-# what it takes here
-prep=$(pilot submit --name prep --nodes "$nodes" --ranks-per-node 1 --comm mpi \
-       --timeout 2m \
-       --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-       -- "$PREP" "$csv" "$out/data")
-ids=("$prep")
-trains=()
-for m in ${models//,/ }; do
-    id=$(pilot submit --name "train-$m" --after "$prep" --nodes 2 \
-         --ranks-per-node 1 --comm torch --timeout 10m -- \
-         "$PY" "$HERE/train.py" --model "$m" --epochs "$epochs" \
-         --data "$out/data" --out "$out/results")
-    trains+=("$id")
-    ids+=("$id")
-done
-after=$(IFS=,; echo "${trains[*]}")
-post=$(pilot submit --name post --after "$after" --timeout 2m -- \
-       "$PY" "$HERE/post.py" --data "$out/data" --results "$out/results" \
-       --models "$models")
-ids+=("$post")
-echo "tasks: prep $prep, train ${trains[*]}, post $post"
-
-rc=0
-pilot wait "${ids[@]}" --timeout 600 || rc=$?
-pilot ls --json "${ids[@]}" >"$out/tasks.json"
+# submit the three stages; sets t0, prep, trains, post, ids
+submit_all() {
+    echo "== submitting: prep -> train-{${models}} -> post (output in $out)"
+    t0=$(now)
+    # each task has a --timeout, so that nothing can hang the demo: a few times
+    # what it takes here
+    prep=$(pilot submit --name prep --nodes "$nodes" --ranks-per-node 1 --comm mpi \
+           --timeout 2m \
+           --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+           -- "$PREP" "$csv" "$out/data")
+    ids=("$prep")
+    trains=()
+    for m in ${models//,/ }; do
+        id=$(pilot submit --name "train-$m" --after "$prep" --nodes 2 \
+             --ranks-per-node 1 --comm torch --timeout 10m -- \
+             "$PY" "$HERE/train.py" --model "$m" --epochs "$epochs" \
+             --data "$out/data" --out "$out/results")
+        trains+=("$id")
+        ids+=("$id")
+    done
+    after=$(IFS=,; echo "${trains[*]}")
+    post=$(pilot submit --name post --after "$after" --timeout 2m -- \
+           "$PY" "$HERE/post.py" --data "$out/data" --results "$out/results" \
+           --models "$models")
+    ids+=("$post")
+    echo "tasks: prep $prep, train ${trains[*]}, post $post"
+}
 
 # field ID EXPR: EXPR of task ID's 'pilot show --json' object j
 field() {
@@ -105,6 +104,31 @@ field() {
 j = json.load(sys.stdin)
 print(eval(sys.argv[1]))' "$2"
 }
+
+# Whether prep failed by a rank's SIGSEGV inside Open MPI's MPI_Init: a
+# rare crash of Debian 12's Open MPI 4.1.4 TCP BTL under load, before
+# prep's own code runs (docs/pipeline.md, "A known problem").
+mpi_init_crash() {
+    [[ $(field "$prep" 'j["state"]') == failed ]] || return 1
+    local err
+    err=$(pilot logs --stderr "$prep" 2>/dev/null) || return 1
+    grep -q 'Failing at address: (nil)' <<<"$err" && ! grep -q '^prep' <<<"$err"
+}
+
+submit_all
+rc=0
+pilot wait "${ids[@]}" --timeout 600 || rc=$?
+if ((rc != 0)) && mpi_init_crash; then
+    echo "== prep $prep: a rank died of SIGSEGV in Open MPI's MPI_Init (a rare" \
+         "crash of Open MPI 4.1.4, docs/pipeline.md): submitting the pipeline" \
+         "once more" >&2
+    pilot logs --stderr "$prep" >&2 || true
+    submit_all
+    rc=0
+    pilot wait "${ids[@]}" --timeout 600 || rc=$?
+fi
+pilot ls --json "${ids[@]}" >"$out/tasks.json"
+
 failed=0
 for id in "${ids[@]}"; do
     if [[ $(field "$id" 'j["state"]') != "done" ]]; then
