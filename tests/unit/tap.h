@@ -9,9 +9,11 @@
 /* State of the one test program being run: the only globals in a test. */
 static int tap_n;
 static int tap_failed;
+static int tap_planned = -1;
 
 static inline void plan(int n)
 {
+    tap_planned = n;
     printf("1..%d\n", n);
     fflush(stdout);
 }
@@ -64,8 +66,14 @@ static inline void diag(const char *fmt, ...)
     } while (0)
 
 /* Exit status for main(): 0 if all passed. */
+/* The exit status: 1 if a test failed or the count is not the plan's
+ * (a program run alone must say so, not only prove). */
 static inline int done_testing(void)
 {
+    if (tap_planned >= 0 && tap_n != tap_planned) {
+        printf("# planned %d tests, ran %d\n", tap_planned, tap_n);
+        return 1;
+    }
     return tap_failed ? 1 : 0;
 }
 

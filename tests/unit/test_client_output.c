@@ -193,7 +193,7 @@ static void test_nodelist(void)
 
 int main(void)
 {
-    plan(57);
+    plan(64);
     test_nodelist();
     test_duration();
     test_time_kib();
