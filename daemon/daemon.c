@@ -3361,6 +3361,7 @@ void pl_daemon_free(struct pl_daemon *d)
     pl_sched_free(d->sched);
     pl_db_close(d->db);
     free(d->unsent);
+    free(d->depfail);
     free(d);
     errno = saved;
 }

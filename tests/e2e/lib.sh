@@ -406,7 +406,8 @@ _cleanup() {
     # a sanitizer report from pilotd or an agent (make asan) fails the
     # test even when every check passed: those processes only log it
     local f
-    for f in "$PILOT_HOME"/pilots/*/logs/* "$WORK"/sbatch-*.out; do
+    for f in "$PILOT_HOME"/pilots/*/logs/* "$WORK"/sbatch-*.out \
+             "$WORK"/pilotd-*.out; do
         [[ -f $f ]] || continue
         if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
             echo "pilot e2e: $TEST_NAME: sanitizer report in $f" >&2

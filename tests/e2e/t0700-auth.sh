@@ -192,7 +192,7 @@ capture pilotd --dir "$PDIR" --local
 is "$RC" 1 "pilotd refuses a keys directory others may read"
 like "$ERR" "keys directory $K is open to group or others" "... saying so"
 chmod 700 "$K"
-setsid pilotd --dir "$PDIR" --local >"$WORK/pilotd2.out" 2>&1 </dev/null &
+setsid pilotd --dir "$PDIR" --local >"$WORK/pilotd-2.out" 2>&1 </dev/null &
 agent_up() {
     [[ $(pilot status --json 2>/dev/null | json 'j["agents_up"]' 2>/dev/null) == 1 ]]
 }

@@ -94,7 +94,10 @@ G=$(pilot submit -- sleep 3)
 H=$(pilot submit --after "$G" -- touch "$RES/h")
 PID=$(kv "$DIR/endpoint" pid)
 kill -9 "$PID"
-setsid pilotd --dir "$DIR" --local >/dev/null 2>&1 </dev/null &
+# the old pilotd holds the pilot's lock until it is gone (under ASan its
+# exit takes a while): a pilotd started before then would find it held
+wait_for 20 eval '! kill -0 "$PID" 2>/dev/null'
+setsid pilotd --dir "$DIR" --local >"$WORK/pilotd-restart.out" 2>&1 </dev/null &
 wait_for 20 eval 'pilot status >/dev/null 2>&1'
 is "$(field "$H" state)" waiting "after a restart the dependent task still waits"
 capture pilot wait "$H" --timeout 30
