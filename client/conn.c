@@ -384,7 +384,8 @@ int pl_conn_sel_body(json_t *body, const struct pl_sel *sel)
 /* A selection resolved on the database (the pilot is down), as pilotd
  * does it.  0, or -1 with errp set. */
 static int db_resolve(struct pl_conn *c, const struct pl_sel *sel,
-                      uint64_t **ids, size_t *n, struct pl_error *errp)
+                      bool expand, uint64_t **ids, size_t *n,
+                      struct pl_error *errp)
 {
     if (!sel) {
         *ids = NULL;
@@ -392,7 +393,7 @@ static int db_resolve(struct pl_conn *c, const struct pl_sel *sel,
         return 0;
     }
     return pl_query_resolve(c->db, sel->ids, sel->nids, sel->elems,
-                            sel->nelems, ids, n, errp);
+                            sel->nelems, expand, ids, n, errp);
 }
 
 static bool sel_given(const struct pl_sel *sel)
@@ -409,7 +410,7 @@ json_t *pl_conn_list(struct pl_conn *c, const char *state,
     if (c->db) {
         uint64_t *ids;
         size_t n;
-        if (db_resolve(c, sel, &ids, &n, errp) < 0)
+        if (db_resolve(c, sel, true, &ids, &n, errp) < 0)
             return NULL;
         out = sel_given(sel) && n == 0
                   ? json_array()
@@ -456,7 +457,7 @@ json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel *one,
     if (c->db) {
         uint64_t *ids;
         size_t n;
-        if (db_resolve(c, one, &ids, &n, errp) < 0)
+        if (db_resolve(c, one, true, &ids, &n, errp) < 0)
             return NULL;
         out = pl_query_task(c->db, n ? ids[0] : 0, errp);
         free(ids);
@@ -489,22 +490,12 @@ json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
 
     if (c->db) {
         /* arrays stay ids: pl_query_counts counts them in one query */
-        struct pl_sel el = { .elems = sel ? sel->elems : NULL,
-                             .nelems = sel ? sel->nelems : 0 };
-        uint64_t *ids, *all;
+        uint64_t *ids;
         size_t n;
-        if (db_resolve(c, &el, &ids, &n, errp) < 0)
+        if (db_resolve(c, sel, false, &ids, &n, errp) < 0)
             return NULL;
-        if (!(all = realloc(ids, (n + (sel ? sel->nids : 0) + 1)
-                                     * sizeof(*all)))) {
-            free(ids);
-            nomem(errp);
-            return NULL;
-        }
-        if (sel && sel->nids)
-            memcpy(all + n, sel->ids, sel->nids * sizeof(*all));
-        out = pl_query_counts(c->db, all, n + (sel ? sel->nids : 0), errp);
-        free(all);
+        out = pl_query_counts(c->db, ids, n, errp);
+        free(ids);
         return out;
     }
     if (!(body = json_object()) || (sel && pl_conn_sel_body(body, sel) < 0)) {

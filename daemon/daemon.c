@@ -1910,8 +1910,8 @@ static int deps_resolve(struct pl_daemon *d, const struct pl_spec *s,
             /* ID.N: that element alone (element 0's id is the array's) */
             uint64_t pair[2] = { id, e->index }, *one = NULL;
             size_t n1;
-            if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, pair, 1, &one,
-                                 &n1, errp) < 0) {
+            if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, pair, 1, true,
+                                 &one, &n1, errp) < 0) {
                 errno = EINVAL;
                 goto error;
             }
@@ -2275,27 +2275,8 @@ static int req_ids(struct pl_daemon *d, const struct pl_msg *m, bool expand,
         goto done;
     }
     *given = nv + nel > 0;
-    if (expand) {
-        rc = pl_query_resolve(pl_db_handle(d->db), v, nv, el, nel / 2, ids,
-                              n, errp);
-        goto done;
-    }
-    uint64_t *e = NULL, *all;
-    size_t ne = 0;
-    if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, nel / 2, &e, &ne,
-                         errp) < 0)
-        goto done;
-    if (!(all = realloc(e, (ne + nv + 1) * sizeof(*all)))) {
-        free(e);
-        errno = ENOMEM;
-        pl_errprintf(errp, "out of memory");
-        goto done;
-    }
-    if (nv)
-        memcpy(all + ne, v, nv * sizeof(*all));
-    *ids = all;
-    *n = ne + nv;
-    rc = 0;
+    rc = pl_query_resolve(pl_db_handle(d->db), v, nv, el, nel / 2, expand,
+                          ids, n, errp);
 done:
     free(v);
     free(el);
@@ -2372,8 +2353,8 @@ static void h_show(struct pl_daemon *d, const struct req *r,
         goto bad;
     }
     if (!has_id) {
-        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, &res_ids,
-                             &n, &err) < 0)
+        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, true,
+                             &res_ids, &n, &err) < 0)
             goto bad;
         id = res_ids[0];
     }

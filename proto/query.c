@@ -306,23 +306,38 @@ static int dedupe(struct resolved *r)
 }
 
 int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
-                     const uint64_t *elems, size_t nelems, uint64_t **out,
-                     size_t *nout, struct pl_error *errp)
+                     const uint64_t *elems, size_t nelems, bool expand,
+                     uint64_t **out, size_t *nout, struct pl_error *errp)
 {
     sqlite3_stmt *one = NULL, *all = NULL, *elem = NULL;
     struct resolved r = { 0 };
-    int rc;
+    int rc, ret = -1;
 
     if (sqlite3_prepare_v2(db, "SELECT array_id FROM tasks WHERE id = ?1",
-                           -1, &one, NULL) != SQLITE_OK)
-        goto plain; /* a schema 3 database: no arrays */
-    if (sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = ?1 "
-                               "ORDER BY id", -1, &all, NULL) != SQLITE_OK
-        || sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = ?1 "
-                                  "AND array_index = ?2", -1, &elem, NULL)
-               != SQLITE_OK)
+                           -1, &one, NULL) != SQLITE_OK) {
+        /* a schema 3 database: no arrays, every id is a task */
+        if (nelems) {
+            errno = ENOENT;
+            pl_errprintf(errp, "no task %llu.%llu (this pilot has no "
+                         "arrays)", (unsigned long long)elems[0],
+                         (unsigned long long)elems[1]);
+            goto done;
+        }
+        expand = false;
+    }
+    else if (sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = "
+                                    "?1 ORDER BY id", -1, &all, NULL)
+                 != SQLITE_OK
+             || sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id "
+                                       "= ?1 AND array_index = ?2", -1, &elem,
+                                   NULL) != SQLITE_OK)
         goto dberr;
     for (size_t i = 0; i < nids; i++) {
+        if (!expand) {
+            if (push(&r, ids[i]) < 0)
+                goto nomem;
+            continue;
+        }
         sqlite3_reset(one);
         sqlite3_bind_int64(one, 1, (sqlite3_int64)ids[i]);
         rc = sqlite3_step(one);
@@ -355,46 +370,32 @@ int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
                          (unsigned long long)elems[i + 1],
                          (unsigned long long)elems[i],
                          (unsigned long long)elems[i + 1]);
-            goto error;
+            goto done;
         }
         if (rc != SQLITE_ROW)
             goto dberr;
         if (push(&r, (uint64_t)sqlite3_column_int64(elem, 0)) < 0)
             goto nomem;
     }
-    goto finish;
-plain:
-    if (nelems) {
-        errno = ENOENT;
-        pl_errprintf(errp, "no task %llu.%llu (this pilot has no arrays)",
-                     (unsigned long long)elems[0],
-                     (unsigned long long)elems[1]);
-        goto error;
-    }
-    for (size_t i = 0; i < nids; i++)
-        if (push(&r, ids[i]) < 0)
-            goto nomem;
-finish:
     if (dedupe(&r) < 0)
         goto nomem;
-    sqlite3_finalize(one);
-    sqlite3_finalize(all);
-    sqlite3_finalize(elem);
     *out = r.v;
     *nout = r.n;
-    return 0;
+    r.v = NULL;
+    ret = 0;
+    goto done;
 nomem:
     errno = ENOMEM;
     pl_errprintf(errp, "out of memory");
-    goto error;
+    goto done;
 dberr:
     db_err(db, errp, "resolve task ids");
-error:
+done:
     sqlite3_finalize(one);
     sqlite3_finalize(all);
     sqlite3_finalize(elem);
     free(r.v);
-    return -1;
+    return ret;
 }
 
 json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
@@ -526,7 +527,7 @@ json_t *pl_query_counts(sqlite3 *db, const uint64_t *ids, size_t nids,
                         struct pl_error *errp)
 {
     sqlite3_stmt *st = NULL, *arr = NULL;
-    json_t *c = json_object(), *unknown = json_array();
+    json_t *c = json_object(), *unknown = json_array(), *res = NULL;
     long long count[PL_ST_COUNT] = { 0 };
     long long total = 0;
     uint64_t *u = NULL, *heads = NULL;
@@ -593,26 +594,24 @@ out:
     for (int s = 1; s < PL_ST_COUNT; s++)
         json_object_set_new(c, pl_state_name(s), json_integer(count[s]));
     json_object_set_new(c, "total", json_integer(total));
-    json_object_set_new(c, "unknown", unknown);
-    sqlite3_finalize(st);
-    sqlite3_finalize(arr);
-    free(u);
-    free(heads);
-    return c;
+    json_object_set_new(c, "unknown", unknown); /* c takes it */
+    res = c;
+    c = unknown = NULL;
+    goto done;
 nomem:
     errno = ENOMEM;
     pl_errprintf(errp, "out of memory");
-    goto error;
+    goto done;
 dberr:
     db_err(db, errp, "count tasks");
-error:
+done:
     sqlite3_finalize(st);
     sqlite3_finalize(arr);
     free(u);
     free(heads);
     json_decref(c);
     json_decref(unknown);
-    return NULL;
+    return res;
 }
 
 json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp)

@@ -6,6 +6,7 @@
 #ifndef PL_PROTO_QUERY_H
 #define PL_PROTO_QUERY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,14 +29,16 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state,
                        size_t nids, uint64_t limit, struct pl_error *errp);
 
 /* The tasks a selection names, in its order, each once, into *out
- * (malloc'd, *nout of them): each of 'ids' is its task, or every element
- * of an array when it is the array's id (its first element's id); each
- * pair of 'elems' (nelems pairs: array id, index) is that element.
- * Unknown ids are passed through (the caller says they are unknown); an
- * unknown element is an error (ENOENT).  0, or -1 with errp set. */
+ * (malloc'd, *nout of them): each of 'ids' is its task, or, with
+ * 'expand', every element of an array when it is the array's id (its
+ * first element's id; without 'expand' it stays that id, as
+ * pl_query_counts() takes it); each pair of 'elems' (nelems pairs: array
+ * id, index) is that element.  Unknown ids are passed through (the
+ * caller says they are unknown); an unknown element is an error
+ * (ENOENT).  0, or -1 with errp set. */
 int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
-                     const uint64_t *elems, size_t nelems, uint64_t **out,
-                     size_t *nout, struct pl_error *errp);
+                     const uint64_t *elems, size_t nelems, bool expand,
+                     uint64_t **out, size_t *nout, struct pl_error *errp);
 
 /* One task with its events; NULL with errno ENOENT if unknown. */
 json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp);

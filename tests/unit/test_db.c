@@ -500,17 +500,17 @@ static void arrays_tags(const char *dir)
     sqlite3 *h = pl_db_handle(db);
 
     const uint64_t ids[] = { 1, 4, 2, 9 }, elems[] = { 1, 4, 1, 0 };
-    ok(pl_query_resolve(h, ids, 4, elems, 2, &out, &nout, &e) == 0
+    ok(pl_query_resolve(h, ids, 4, elems, 2, true, &out, &nout, &e) == 0
            && nout == 5 && out[0] == 1 && out[1] == 2 && out[2] == 3
            && out[3] == 4 && out[4] == 9,
        "resolve 1 4 2 9 1.4 1.0: the array 1 2 3, then 4, 9 (unknown, "
        "kept), each once (%zu)", nout);
     free(out);
     const uint64_t missing[] = { 1, 1 }, plain[] = { 4, 0 };
-    ok(pl_query_resolve(h, NULL, 0, missing, 1, &out, &nout, &e) < 0
+    ok(pl_query_resolve(h, NULL, 0, missing, 1, true, &out, &nout, &e) < 0
            && errno == ENOENT && strstr(e.text, "no task 1.1"),
        "resolve 1.1 (no index 1): %s", e.text);
-    ok(pl_query_resolve(h, NULL, 0, plain, 1, &out, &nout, &e) < 0
+    ok(pl_query_resolve(h, NULL, 0, plain, 1, true, &out, &nout, &e) < 0
            && errno == ENOENT,
        "resolve 4.0 (4 is no array): %s", e.text);
 
