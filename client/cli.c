@@ -220,6 +220,14 @@ int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp)
     return pl_cli_parse_uint("task id", s, 1, INT64_MAX, id, errp);
 }
 
+size_t pl_cli_tag_key(const char *s)
+{
+    size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_.-");
+
+    return k > 0 && k <= 64 && (s[k] == '\0' || s[k] == '=') ? k : 0;
+}
+
 int pl_cli_parse_sel(int argc, char **argv, struct pl_sel *sel,
                      struct pl_error *errp)
 {

@@ -92,6 +92,11 @@ int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);
 /* Most task ids one request to pilotd may carry (docs/protocol.md). */
 #define PL_CLI_MAX_IDS 100000
 
+/* The length of the tag key 's' starts with: 1-64 of [A-Za-z0-9_.-]
+ * (docs/protocol.md, tags), followed by '\0' or '='; 0 if it is not
+ * one. */
+size_t pl_cli_tag_key(const char *s);
+
 /* Tasks named on a command line: each ID is a task, or every element
  * of an array when it is the array's id; each ID.N is element N of
  * array ID.  Both arrays owned (free() via pl_cli_sel_free). */

@@ -1,6 +1,5 @@
 /* client/cmd_ls.c - pilot ls: the tasks, as a table or JSON */
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,15 +42,6 @@ enum {
 };
 
 #define MAX_TAGS 16 /* PL_QUERY_MAX_TAGS */
-
-/* "K=V" or "K", K of [A-Za-z0-9_.-] (1..64). */
-static bool tag_ok(const char *s)
-{
-    size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789_.-");
-
-    return k > 0 && k <= 64 && (s[k] == '\0' || s[k] == '=');
-}
 
 static void states_list(char *buf, size_t len)
 {
@@ -166,7 +156,7 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
             state = optarg;
             break;
         case OPT_TAG:
-            if (!tag_ok(optarg))
+            if (!pl_cli_tag_key(optarg)) /* "K=V" or "K" */
                 return pl_cli_usage(cli, "--tag: '%s' is not KEY=VALUE or "
                                     "KEY (KEY: letters, digits, '_', '.', "
                                     "'-')", optarg);

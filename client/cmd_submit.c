@@ -247,10 +247,9 @@ static int parse_after(const char *s, json_t *arr, struct pl_error *errp)
  * bytes (docs/protocol.md, tags). */
 static bool tag_ok(const char *s)
 {
-    size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789_.-");
+    size_t k = pl_cli_tag_key(s);
 
-    return k > 0 && k <= 64 && s[k] == '=' && strlen(s + k + 1) <= 256;
+    return k > 0 && s[k] == '=' && strlen(s + k + 1) <= 256;
 }
 
 /* "N" in -MAX_PRIORITY..MAX_PRIORITY.  0, or -1 with errp set. */
@@ -591,6 +590,48 @@ nomem:
 
 /* ------------------------------------------------------------ --file */
 
+/* A file's env or tags, {"K": V} (V a string or a number) or ["K=V"], as
+ * a new array of "K=V", each passing 'ok'; NULL if one does not. */
+static json_t *kv_list(json_t *v, bool (*ok)(const char *))
+{
+    json_t *out = json_array(), *x;
+    const char *k;
+    size_t i;
+
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x) {
+            char kv[8192];
+            if (!*k || strchr(k, '='))
+                goto bad;
+            if (json_is_string(x))
+                snprintf(kv, sizeof(kv), "%s=%s", k, json_string_value(x));
+            else if (json_is_integer(x))
+                snprintf(kv, sizeof(kv), "%s=%lld", k,
+                         (long long)json_integer_value(x));
+            else if (json_is_real(x))
+                snprintf(kv, sizeof(kv), "%s=%g", k, json_real_value(x));
+            else
+                goto bad;
+            if (!ok(kv))
+                goto bad;
+            json_array_append_new(out, json_string(kv));
+        }
+    }
+    else if (json_is_array(v)) {
+        json_array_foreach(v, i, x) {
+            if (!json_is_string(x) || !ok(json_string_value(x)))
+                goto bad;
+            json_array_append(out, x);
+        }
+    }
+    else
+        goto bad;
+    return out;
+bad:
+    json_decref(out);
+    return NULL;
+}
+
 /* A task spec from one line's object 'in', or NULL with errp set. */
 static json_t *line_spec(json_t *in, const char *here, struct pl_error *errp)
 {
@@ -654,45 +695,8 @@ static json_t *line_spec(json_t *in, const char *here, struct pl_error *errp)
             json_object_set(spec, key, v);
         }
         else if (!strcmp(key, "tags")) {
-            /* {"K": "V"} or ["K=V"] */
-            json_t *tags = json_array(), *x;
-            const char *k;
-            size_t i;
-            if (json_is_object(v)) {
-                json_object_foreach(v, k, x) {
-                    char kv[400];
-                    if (json_is_integer(x))
-                        snprintf(kv, sizeof(kv), "%s=%lld", k,
-                                 (long long)json_integer_value(x));
-                    else if (json_is_real(x))
-                        snprintf(kv, sizeof(kv), "%s=%g", k,
-                                 json_real_value(x));
-                    else if (json_is_string(x))
-                        snprintf(kv, sizeof(kv), "%s=%s", k,
-                                 json_string_value(x));
-                    else
-                        kv[0] = '\0';
-                    if (!tag_ok(kv)) {
-                        json_decref(tags);
-                        goto type;
-                    }
-                    json_array_append_new(tags, json_string(kv));
-                }
-            }
-            else if (json_is_array(v)) {
-                json_array_foreach(v, i, x) {
-                    if (!json_is_string(x) || !tag_ok(json_string_value(x))) {
-                        json_decref(tags);
-                        goto type;
-                    }
-                    json_array_append(tags, x);
-                }
-            }
-            else {
-                json_decref(tags);
-                goto type;
-            }
-            if (json_array_size(tags) > MAX_TAGS) {
+            json_t *tags = kv_list(v, tag_ok);
+            if (!tags || json_array_size(tags) > MAX_TAGS) {
                 json_decref(tags);
                 goto type;
             }
@@ -709,45 +713,9 @@ static json_t *line_spec(json_t *in, const char *here, struct pl_error *errp)
             json_object_set_new(spec, "timeout", json_real(secs));
         }
         else if (!strcmp(key, "env")) {
-            json_t *env = json_array(), *x;
-            const char *k;
-            size_t i;
-            if (json_is_object(v)) {
-                json_object_foreach(v, k, x) {
-                    char kv[8192];
-                    if (!*k || strchr(k, '=')) {
-                        json_decref(env);
-                        goto type;
-                    }
-                    if (json_is_string(x))
-                        snprintf(kv, sizeof(kv), "%s=%s", k,
-                                 json_string_value(x));
-                    else if (json_is_integer(x))
-                        snprintf(kv, sizeof(kv), "%s=%lld", k,
-                                 (long long)json_integer_value(x));
-                    else if (json_is_real(x))
-                        snprintf(kv, sizeof(kv), "%s=%g", k,
-                                 json_real_value(x));
-                    else {
-                        json_decref(env);
-                        goto type;
-                    }
-                    json_array_append_new(env, json_string(kv));
-                }
-            }
-            else if (json_is_array(v)) {
-                json_array_foreach(v, i, x) {
-                    if (!json_is_string(x) || !env_ok(json_string_value(x))) {
-                        json_decref(env);
-                        goto type;
-                    }
-                    json_array_append(env, x);
-                }
-            }
-            else {
-                json_decref(env);
+            json_t *env = kv_list(v, env_ok);
+            if (!env)
                 goto type;
-            }
             json_object_set_new(spec, "env", env);
         }
         else if (!strcmp(key, "after")) {
