@@ -16,6 +16,8 @@ import sys
 
 import numpy as np
 
+import shards
+
 
 def die(msg):
     print("post: error: %s" % msg, file=sys.stderr, flush=True)
@@ -23,16 +25,8 @@ def die(msg):
 
 
 def test_records(data):
-    try:
-        with open(os.path.join(data, "meta.json")) as f:
-            meta = json.load(f)
-        w, nf = meta["W"], meta["record_floats"]
-        parts = [np.fromfile(os.path.join(data, "test-r%03d.f32" % r),
-                             dtype=np.float32).reshape(-1, nf)
-                 for r in range(meta["ranks"])]
-    except (OSError, ValueError, KeyError) as e:
-        die("%s: prep's output is unusable: %s" % (data, e))
-    r = np.concatenate(parts)
+    meta, recs = shards.load(data, ("test",), die)
+    w, r = meta["W"], recs["test"]
     if len(r) != meta["totals"]["test"]:
         die("%s: %d test records, meta.json says %d"
             % (data, len(r), meta["totals"]["test"]))

@@ -33,45 +33,14 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+import shards
+
 SPLITS = ("train", "val", "test")
 
 
 def die(msg):
     print("train: error: %s" % msg, file=sys.stderr, flush=True)
     sys.exit(1)
-
-
-def load(data):
-    """meta.json and, per split, the records as one float32 array."""
-    try:
-        with open(os.path.join(data, "meta.json")) as f:
-            meta = json.load(f)
-        w, nf, ranks = meta["W"], meta["record_floats"], meta["ranks"]
-        for k in ("H", "target_mean", "target_std", "counts"):
-            meta[k]
-        if nf != w + 4 or meta["target_std"] <= 0:
-            raise ValueError("record_floats %s for W %s, target_std %s"
-                             % (nf, w, meta["target_std"]))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        die("%s: no usable meta.json (run prep first): %s: %s"
-            % (data, type(e).__name__, e))
-    out = {}
-    for s in SPLITS:
-        parts = []
-        for r in range(ranks):
-            path = os.path.join(data, "%s-r%03d.f32" % (s, r))
-            try:
-                a = np.fromfile(path, dtype=np.float32)
-            except OSError as e:
-                die("%s: %s" % (path, e.strerror))
-            if a.size % nf or a.size // nf != meta["counts"][s][r]:
-                die("%s: %d floats, expected %d records of %d"
-                    % (path, a.size, meta["counts"][s][r], nf))
-            parts.append(a.reshape(-1, nf))
-        out[s] = np.concatenate(parts)
-        if len(out[s]) == 0:
-            die("%s: the %s split is empty" % (data, s))
-    return meta, out
 
 
 class MLP(nn.Module):
@@ -180,7 +149,7 @@ def main():
                                 init_method="env://")
     say = print if rank == 0 else (lambda *x, **k: None)
 
-    meta, data = load(a.data)
+    meta, data = shards.load(a.data, SPLITS, die)
     w, tm, ts = meta["W"], meta["target_mean"], meta["target_std"]
 
     def tensors(s):
