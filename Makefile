@@ -90,18 +90,31 @@ $(BUILD)/bin/pilot-agent: $(BUILD)/agent/main.o $(LIBA) $(LIBPL)
 $(BUILD)/bin/pilot: $(BUILD)/client/main.o $(LIBC) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBD) $(LIBA) $(LIBC) $(LIBPL)
+# a unit test test_<dir>_<module> links its program's modules and libpl
+$(BUILD)/tests/test_proto_%: $(BUILD)/tests/unit/test_proto_%.o $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(BUILD)/daemon/decode.o $(LIBPL)
+$(BUILD)/tests/test_daemon_%: $(BUILD)/tests/unit/test_daemon_%.o $(LIBD) \
+                              $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o \
-                         $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
+$(BUILD)/tests/test_agent_%: $(BUILD)/tests/unit/test_agent_%.o $(LIBA) \
+                             $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o \
-                 $(BUILD)/daemon/decode.o $(LIBA) $(LIBPL)
+$(BUILD)/tests/test_client_%: $(BUILD)/tests/unit/test_client_%.o $(LIBC) \
+                              $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# the tools, the corpus writer and the fuzzers: libpl alone (the wire is
+# defined there and nowhere else)
+$(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 

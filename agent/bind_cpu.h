@@ -4,12 +4,13 @@
 
 #include "agent/env.h"
 #include "agent/resources.h"
-#include "agent/task.h"
 #include "proto/error.h"
+#include "proto/run.h"
 
 /* Every bind_*.c has this shape: _new/_free, _env() adds the task's
  * variables to its environment, _enter() runs on the loop thread just
- * before uv_spawn() and _leave() just after, whatever the spawn gave. */
+ * before the spawn (pl_task_start(): posix_spawn()) and _leave() just
+ * after, whatever the spawn gave. */
 struct pl_bind_cpu;
 
 /* Save the loop thread's own affinity mask ('r' is borrowed and must
@@ -20,12 +21,12 @@ void pl_bind_cpu_free(struct pl_bind_cpu *b);
 
 /* OMP_NUM_THREADS = the number of the task's cores.  Returns 0 or -1
  * (errno ENOMEM, errp). */
-int pl_bind_cpu_env(struct pl_bind_cpu *b, const struct pl_task_spec *s,
+int pl_bind_cpu_env(struct pl_bind_cpu *b, const struct pl_run *r,
                     struct pl_env *env, struct pl_error *errp);
 
 /* Give the calling (loop) thread the task's cores, so that the child
  * inherits them.  Returns 0 or -1 (errno from sched_setaffinity, errp). */
-int pl_bind_cpu_enter(struct pl_bind_cpu *b, const struct pl_task_spec *s,
+int pl_bind_cpu_enter(struct pl_bind_cpu *b, const struct pl_run *r,
                       struct pl_error *errp);
 
 /* Give the loop thread back its own mask. */

@@ -44,20 +44,20 @@ void pl_bind_cuda_free(struct pl_bind_cuda *b)
 
 /* "a,b,c" from name(r, pos) for each of the task's positions, or NULL
  * (ENOMEM).  The caller frees it. */
-static char *join(const struct pl_resources *r, const struct pl_task_spec *s,
+static char *join(const struct pl_resources *r, const struct pl_run *run,
                   const char *(*name)(const struct pl_resources *, size_t))
 {
     size_t len = 1;
     char *buf;
     char *p;
 
-    for (uint32_t i = 0; i < s->ngpus; i++)
-        len += strlen(name(r, s->gpus[i])) + 1;
+    for (uint32_t i = 0; i < run->ngpus; i++)
+        len += strlen(name(r, run->gpus[i])) + 1;
     if (!(p = buf = malloc(len)))
         return NULL;
     *p = '\0';
-    for (uint32_t i = 0; i < s->ngpus; i++) {
-        const char *n = name(r, s->gpus[i]);
+    for (uint32_t i = 0; i < run->ngpus; i++) {
+        const char *n = name(r, run->gpus[i]);
         size_t nlen = strlen(n);
         if (i)
             *p++ = ',';
@@ -67,21 +67,21 @@ static char *join(const struct pl_resources *r, const struct pl_task_spec *s,
     return buf;
 }
 
-int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_task_spec *s,
+int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_run *run,
                      struct pl_env *env, struct pl_error *errp)
 {
     char *visible = NULL;
     char *ids = NULL;
 
-    for (uint32_t i = 0; i < s->ngpus; i++) {
-        if (s->gpus[i] >= pl_resources_ngpus(b->r)) {
+    for (uint32_t i = 0; i < run->ngpus; i++) {
+        if (run->gpus[i] >= pl_resources_ngpus(b->r)) {
             errno = EINVAL;
             return pl_errprintf(errp, "GPU position %llu out of range",
-                                (unsigned long long)s->gpus[i]);
+                                (unsigned long long)run->gpus[i]);
         }
     }
-    if (!(visible = join(b->r, s, pl_resources_gpu_visible))
-        || !(ids = join(b->r, s, pl_resources_gpu_id))
+    if (!(visible = join(b->r, run, pl_resources_gpu_visible))
+        || !(ids = join(b->r, run, pl_resources_gpu_id))
         || pl_env_set(env, "CUDA_VISIBLE_DEVICES", visible) < 0
         || pl_env_set(env, "GPU_DEVICE_ORDINAL", visible) < 0
         || pl_env_set(env, "PILOT_GPUS", ids) < 0
@@ -97,11 +97,11 @@ error:
     return pl_errprintf(errp, "out of memory");
 }
 
-int pl_bind_cuda_enter(struct pl_bind_cuda *b, const struct pl_task_spec *s,
+int pl_bind_cuda_enter(struct pl_bind_cuda *b, const struct pl_run *run,
                        struct pl_error *errp)
 {
     (void)b;
-    (void)s;
+    (void)run;
     (void)errp;
     return 0;
 }

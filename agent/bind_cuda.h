@@ -4,8 +4,8 @@
 
 #include "agent/env.h"
 #include "agent/resources.h"
-#include "agent/task.h"
 #include "proto/error.h"
+#include "proto/run.h"
 
 /* Same shape as agent/bind_cpu.h. */
 struct pl_bind_cuda;
@@ -20,11 +20,11 @@ void pl_bind_cuda_free(struct pl_bind_cuda *b);
  * sees none), and GPU_DEVICE_ORDINAL the same; PILOT_GPUS and
  * SLURM_STEP_GPUS = their Slurm ids.  Positions must have been
  * checked (pl_resources_claim()).  Returns 0 or -1 (ENOMEM, errp). */
-int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_task_spec *s,
+int pl_bind_cuda_env(struct pl_bind_cuda *b, const struct pl_run *run,
                      struct pl_env *env, struct pl_error *errp);
 
 /* Nothing to do around the spawn: the environment does it all. */
-int pl_bind_cuda_enter(struct pl_bind_cuda *b, const struct pl_task_spec *s,
+int pl_bind_cuda_enter(struct pl_bind_cuda *b, const struct pl_run *run,
                        struct pl_error *errp);
 void pl_bind_cuda_leave(struct pl_bind_cuda *b);
 

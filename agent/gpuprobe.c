@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "agent/gpuprobe.h"
-#include "proto/msg.h"
+#include "proto/strv.h"
 
 #define MAX_GPUS 64 /* more than any node has; further ones are ignored */
 
@@ -372,9 +372,9 @@ static void probe(struct pl_gpuprobe *p, const struct pl_gpuprobe_spec *spec)
 
 /* N.B. the probe runs in a child process, which hands back the plain
  * struct through a pipe: the CUDA driver cannot be unloaded once
- * cuInit() ran (its threads and device files would stay in the agent and
- * in every task it forks), and a library that crashes takes only the
- * child with it. */
+ * cuInit() ran (its threads and device files would stay in the agent,
+ * and the files in every task it spawns), and a library that crashes
+ * takes only the child with it. */
 struct pl_gpuprobe *pl_gpuprobe_new(const struct pl_gpuprobe_spec *spec)
 {
     struct pl_gpuprobe *p;

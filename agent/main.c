@@ -14,6 +14,7 @@
 #include "agent/gpuprobe.h"
 #include "agent/mpi.h"
 #include "agent/resources.h"
+#include "proto/agentmsg.h"
 #include "proto/error.h"
 #include "proto/keys.h"
 #include "proto/log.h"
@@ -94,8 +95,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             o->keys = optarg;
             break;
         case 'n':
-            if (!*optarg || strlen(optarg) > 255)
-                pl_fatal(2, "--node: want 1 to 255 characters");
+            if (!pl_node_name_ok(optarg))
+                pl_fatal(2, "--node: want 1 to %d of A-Z a-z 0-9 . _ -",
+                         PL_NODE_NAME_MAX);
             o->node = optarg;
             break;
         case 'C':
@@ -249,6 +251,16 @@ int main(int argc, char **argv)
     pl_gpuprobe_free(probe);
     if (!res)
         pl_fatal(1, "%s", err.text);
+    /* pilotd refuses any other: say so now, not at every register */
+    if (!pl_node_name_ok(pl_resources_node(res))) {
+        char name[PL_NODE_NAME_MAX + 1];
+        bool cut = strlen(pl_resources_node(res)) >= sizeof(name);
+        snprintf(name, sizeof(name), "%s", pl_resources_node(res));
+        pl_resources_free(res);
+        pl_fatal(1, "the node's name '%s%s' is not 1 to %d of A-Z a-z 0-9 "
+                 ". _ -: give one with --node", name, cut ? "..." : "",
+                 PL_NODE_NAME_MAX);
+    }
     pl_log_init("pilot-agent", pl_resources_node(res), NULL);
     log_gpus(res);
     if (pl_keys_load_peer(o.keys, "agent", &keys, &err) < 0) {

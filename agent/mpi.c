@@ -3,13 +3,15 @@
  *
  * pilotd places every rank of an MPI task, as for any task, but sends one
  * RUN entry, to rank 0's agent, with 'hosts' and 'rank_cores'.  That
- * agent spawns the launcher in place of the task: srun --overlap
- * --mpi=pmix (rank i on hosts[i] through SLURM_HOSTFILE and
- * --distribution=arbitrary) or mpirun --rankfile.  Each rank runs
+ * agent spawns the launcher in place of the task (pl_mpi_launcher()):
+ * srun --overlap --mpi=pmix (rank i on hosts[i] through SLURM_HOSTFILE
+ * and --distribution=arbitrary) or mpirun --rankfile, with the hostfile
+ * or rankfile written beside the task's stdout.  Each rank runs
  * "pilot-agent --exec-rank -- ARGV", which binds it to its cores
  * (PILOT_RANK_CORES) and execs ARGV: the step itself binds nothing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -22,8 +24,8 @@
 
 #include "agent/mpi.h"
 #include "agent/resources.h"
-#include "agent/task.h"
-#include "proto/msg.h"
+#include "proto/pilotdir.h"
+#include "proto/strv.h"
 
 /* Variables of the agent's own srun step that the launcher's srun would
  * read as options (SLURM_NTASKS_PER_NODE=1, SLURM_CPUS_PER_TASK,
@@ -37,15 +39,6 @@ static const char *const step_vars[] = {
     "SLURM_MEM_PER_*", "SLURM_SRUN_COMM_*", "SLURM_LAUNCH_NODE_IPADDR",
     "SLURM_HOSTFILE",
 };
-
-int pl_launcher_parse(const char *s)
-{
-    if (!strcmp(s, "srun"))
-        return PL_LAUNCHER_SRUN;
-    if (!strcmp(s, "mpirun"))
-        return PL_LAUNCHER_MPIRUN;
-    return -1;
-}
 
 /* A growing string; 'failed' sticks after a failed allocation. */
 struct buf {
@@ -103,24 +96,24 @@ static char *take(struct buf *b)
     return b->s;
 }
 
-char *pl_mpi_hostfile(const struct pl_task_spec *s)
+char *pl_mpi_hostfile(const struct pl_run *r)
 {
     struct buf b = { 0 };
 
-    for (char **h = s->hosts; *h; h++)
+    for (char **h = r->hosts; *h; h++)
         add(&b, "%s\n", *h);
     return take(&b);
 }
 
-char *pl_mpi_rankfile(const struct pl_task_spec *s)
+char *pl_mpi_rankfile(const struct pl_run *r)
 {
     struct buf b = { 0 };
-    const char *cores = s->rank_cores ? s->rank_cores : "";
+    const char *cores = r->rank_cores ? r->rank_cores : "";
 
     /* rank_cores is "0,1;2;..": one ';'-separated entry per rank */
-    for (size_t i = 0; s->hosts[i]; i++) {
+    for (size_t i = 0; r->hosts[i]; i++) {
         size_t len = strcspn(cores, ";");
-        add(&b, "rank %zu=%s slot=%.*s\n", i, s->hosts[i], (int)len, cores);
+        add(&b, "rank %zu=%s slot=%.*s\n", i, r->hosts[i], (int)len, cores);
         cores += len + (cores[len] == ';');
     }
     return take(&b);
@@ -152,7 +145,7 @@ static int by_job_order(const void *a, const void *b)
  * numbers them in the job's order; any other order swaps nodes and
  * every rank of a swapped node runs on the wrong host.  The rankfile,
  * not this order, says where each rank goes. */
-static int mpirun_alloc_env(const struct pl_task_spec *s,
+static int mpirun_alloc_env(const struct pl_run *r,
                             const char *job_nodelist, struct pl_env *env)
 {
     struct buf nodes = { 0 };
@@ -162,14 +155,14 @@ static int mpirun_alloc_env(const struct pl_task_spec *s,
     size_t n = 0;
     int rc = -1;
 
-    if (!(v = calloc(pl_strv_len(s->hosts) + 1, sizeof(*v))))
+    if (!(v = calloc(pl_strv_len(r->hosts) + 1, sizeof(*v))))
         return -1;
-    for (size_t i = 0; s->hosts[i]; i++) {
+    for (size_t i = 0; r->hosts[i]; i++) {
         size_t j = 0;
-        while (j < n && strcmp(v[j].host, s->hosts[i]))
+        while (j < n && strcmp(v[j].host, r->hosts[i]))
             j++;
         if (j == n)
-            v[n++] = (struct node_count){ s->hosts[i], 0, INT_MAX };
+            v[n++] = (struct node_count){ r->hosts[i], 0, INT_MAX };
         v[j].count++;
     }
     if (job_nodelist && (hl = slurm_hostlist_create(job_nodelist))) {
@@ -197,22 +190,22 @@ static int mpirun_alloc_env(const struct pl_task_spec *s,
 }
 
 /* The distinct hosts in their order of first appearance. */
-static size_t count_nodes(const struct pl_task_spec *s)
+static size_t count_nodes(const struct pl_run *r)
 {
     size_t n = 0;
 
-    for (size_t i = 0; s->hosts[i]; i++) {
+    for (size_t i = 0; r->hosts[i]; i++) {
         size_t j = 0;
-        while (j < i && strcmp(s->hosts[j], s->hosts[i]))
+        while (j < i && strcmp(r->hosts[j], r->hosts[i]))
             j++;
         n += j == i;
     }
     return n;
 }
 
-char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
+char **pl_mpi_argv(const struct pl_run *r, const char *self)
 {
-    size_t nargs = pl_strv_len(s->argv);
+    size_t nargs = pl_strv_len(r->argv);
     char **v;
     size_t n = 0;
 
@@ -223,10 +216,10 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
         if (!(v[n++] = (expr)))                                              \
             goto error;                                                      \
     } while (0)
-    if (s->launcher == PL_LAUNCHER_MPIRUN) {
+    if (r->launcher == PL_LAUNCHER_MPIRUN) {
         ARG(strdup("mpirun"));
         ARG(strdup("--np"));
-        if (asprintf(&v[n++], "%llu", (unsigned long long)s->size) < 0)
+        if (asprintf(&v[n++], "%llu", (unsigned long long)r->size) < 0)
             v[n - 1] = NULL;
         if (!v[n - 1])
             goto error;
@@ -240,11 +233,11 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
         ARG(strdup("srun"));
         ARG(strdup("--overlap"));
         ARG(strdup("--mpi=pmix"));
-        if (asprintf(&v[n++], "--nodes=%zu", count_nodes(s)) < 0)
+        if (asprintf(&v[n++], "--nodes=%zu", count_nodes(r)) < 0)
             v[n - 1] = NULL;
         if (!v[n - 1])
             goto error;
-        if (asprintf(&v[n++], "--ntasks=%llu", (unsigned long long)s->size)
+        if (asprintf(&v[n++], "--ntasks=%llu", (unsigned long long)r->size)
             < 0)
             v[n - 1] = NULL;
         if (!v[n - 1])
@@ -253,7 +246,7 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
         ARG(strdup("--cpu-bind=none"));
         ARG(strdup("--kill-on-bad-exit=1"));
         if (asprintf(&v[n++], "--job-name=pilot-%llu",
-                     (unsigned long long)s->id) < 0)
+                     (unsigned long long)r->id) < 0)
             v[n - 1] = NULL;
         if (!v[n - 1])
             goto error;
@@ -262,7 +255,7 @@ char **pl_mpi_argv(const struct pl_task_spec *s, const char *self)
     ARG(strdup("--exec-rank"));
     ARG(strdup("--"));
     for (size_t i = 0; i < nargs; i++)
-        ARG(strdup(s->argv[i]));
+        ARG(strdup(r->argv[i]));
 #undef ARG
     v[n] = NULL;
     return v;
@@ -272,7 +265,7 @@ error:
     return NULL;
 }
 
-int pl_mpi_env(const struct pl_task_spec *s, const char *hostfile, bool root,
+int pl_mpi_env(const struct pl_run *r, const char *hostfile, bool root,
                struct pl_env *env, struct pl_error *errp)
 {
     char *job_nodelist = NULL;
@@ -283,15 +276,15 @@ int pl_mpi_env(const struct pl_task_spec *s, const char *hostfile, bool root,
         goto nomem;
     for (size_t i = 0; i < sizeof(step_vars) / sizeof(step_vars[0]); i++)
         pl_env_unset(env, step_vars[i]);
-    if (!s->rank_gpus)
+    if (!r->rank_gpus)
         pl_env_unset(env, "PILOT_RANK_GPUS");
-    if (pl_env_set(env, "PILOT_RANK_CORES", s->rank_cores) < 0
-        || (s->rank_gpus
-            && pl_env_set(env, "PILOT_RANK_GPUS", s->rank_gpus) < 0)
-        || (s->launcher == PL_LAUNCHER_SRUN && hostfile
+    if (pl_env_set(env, "PILOT_RANK_CORES", r->rank_cores) < 0
+        || (r->rank_gpus
+            && pl_env_set(env, "PILOT_RANK_GPUS", r->rank_gpus) < 0)
+        || (r->launcher != PL_LAUNCHER_MPIRUN && hostfile
             && pl_env_set(env, "SLURM_HOSTFILE", hostfile) < 0)
-        || (s->launcher == PL_LAUNCHER_MPIRUN
-            && (mpirun_alloc_env(s, job_nodelist, env) < 0
+        || (r->launcher == PL_LAUNCHER_MPIRUN
+            && (mpirun_alloc_env(r, job_nodelist, env) < 0
                 /* the srun that starts mpirun's orteds shares the CPUs
                  * the agents' step holds */
                 || pl_env_set(env, "SLURM_OVERLAP", "1") < 0))
@@ -307,6 +300,99 @@ nomem:
 out:
     free(job_nodelist);
     return rc;
+}
+
+/* Write 'text' to 'path' (0600), creating its directory (0700). */
+static int write_file(const char *path, const char *text,
+                      struct pl_error *errp)
+{
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    int fd;
+    char *dir;
+    const char *slash = strrchr(path, '/');
+
+    if ((fd = open(path, flags, 0600)) < 0 && errno == ENOENT && slash
+        && slash != path && (dir = strndup(path, (size_t)(slash - path)))) {
+        (void)pl_mkdirs(dir, 0700); /* the open() below says if it failed */
+        free(dir);
+        fd = open(path, flags, 0600);
+    }
+    if (fd < 0)
+        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    int saved = errno;
+    if (close(fd) < 0 && n == (ssize_t)len) {
+        saved = errno;
+        n = -1;
+    }
+    if (n != (ssize_t)len) {
+        errno = n < 0 ? saved : EIO;
+        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+int pl_mpi_launcher(struct pl_run *r, struct pl_env *env,
+                    struct pl_error *errp)
+{
+    char self[PATH_MAX];
+    char *hostfile = NULL, *rankfile = NULL;
+    char *text = NULL;
+    char **argv;
+    ssize_t n;
+
+    if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) < 0)
+        return pl_errprintf(errp, "/proc/self/exe: %s", strerror(errno));
+    self[n] = '\0';
+    /* srun reads a hostfile (SLURM_HOSTFILE), mpirun a rankfile */
+    bool srun = r->launcher != PL_LAUNCHER_MPIRUN;
+    char **path = srun ? &hostfile : &rankfile;
+    if (asprintf(path, "%s.%s", r->out, srun ? "hosts" : "ranks") < 0) {
+        *path = NULL;
+        goto nomem;
+    }
+    if (!(text = srun ? pl_mpi_hostfile(r) : pl_mpi_rankfile(r)))
+        goto nomem;
+    if (write_file(*path, text, errp) < 0)
+        goto error;
+    if (pl_mpi_env(r, hostfile, geteuid() == 0, env, errp) < 0)
+        goto error;
+    if (!(argv = pl_mpi_argv(r, self)))
+        goto nomem;
+    if (rankfile) {
+        /* mpirun RANKFILE-less maps ranks in its own (sorted) node order */
+        size_t na = pl_strv_len(argv);
+        char **v = calloc(na + 3, sizeof(*v));
+        if (!v) {
+            pl_strv_free(argv);
+            goto nomem;
+        }
+        v[0] = argv[0];
+        v[1] = strdup("--rankfile");
+        v[2] = rankfile;
+        rankfile = NULL;
+        memcpy(v + 3, argv + 1, (na - 1) * sizeof(*v));
+        free(argv);
+        argv = v;
+        if (!v[1]) {
+            pl_strv_free(argv);
+            goto nomem;
+        }
+    }
+    pl_strv_free(r->argv);
+    r->argv = argv;
+    free(text);
+    free(hostfile);
+    return 0;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(errp, "out of memory");
+error:
+    free(text);
+    free(hostfile);
+    free(rankfile);
+    return -1;
 }
 
 /* ---- pilot-agent --exec-rank ---- */

@@ -7,42 +7,45 @@
 
 #include "agent/env.h"
 #include "proto/error.h"
+#include "proto/run.h"
 
-struct pl_task_spec;
+/* Every function taking a RUN entry 'r' wants one of comm mpi, checked
+ * by pl_run_decode(); its launcher PL_LAUNCHER_UNSET is srun. */
 
-/* The RUN entry's 'launcher' (docs/protocol.md). */
-enum pl_launcher {
-    PL_LAUNCHER_SRUN = 0, /* one srun --overlap --mpi=pmix step */
-    PL_LAUNCHER_MPIRUN,   /* Open MPI's mpirun --rankfile */
-};
+/* Turn 'r' into its launcher: write the hostfile (srun) or rankfile
+ * (mpirun) next to the task's stdout (OUT.hosts, OUT.ranks: 0600, its
+ * directory made 0700), adapt 'env' (pl_mpi_env()) and replace r->argv
+ * with the launcher's (pl_mpi_argv(), with --rankfile for mpirun), which
+ * runs this program (/proc/self/exe) --exec-rank -- the task's argv on
+ * every rank's host.  Returns 0, or -1 with errp set (errno from the
+ * file, ENOMEM); then r->argv is unchanged ('env' may not be). */
+int pl_mpi_launcher(struct pl_run *r, struct pl_env *env,
+                    struct pl_error *errp);
 
-/* The launcher named 's' ("srun", "mpirun"), or -1 (unknown). */
-int pl_launcher_parse(const char *s);
+/* The argv that launches every rank of 'r': srun or mpirun, running
+ * 'self' (the agent's binary) --exec-rank -- the task's argv on each
+ * rank's host.  NULL-terminated, owned by the caller (pl_strv_free()).
+ * Returns NULL (ENOMEM). */
+char **pl_mpi_argv(const struct pl_run *r, const char *self);
 
-/* The argv that launches every rank of the MPI task of 's' (checked by
- * pl_task_spec_decode(), comm mpi): srun or mpirun, running 'self' (the
- * agent's binary) --exec-rank -- the task's argv on each rank's host.
- * NULL-terminated, owned by the caller (pl_strv_free()).  Returns NULL
- * (ENOMEM). */
-char **pl_mpi_argv(const struct pl_task_spec *s, const char *self);
-
-/* The SLURM_HOSTFILE for 's': its hosts, one a line, in rank order.  The
+/* The SLURM_HOSTFILE for 'r': its hosts, one a line, in rank order.  The
  * caller frees it.  Returns NULL (ENOMEM). */
-char *pl_mpi_hostfile(const struct pl_task_spec *s);
+char *pl_mpi_hostfile(const struct pl_run *r);
 
-/* Open MPI's rankfile for 's': "rank I=HOST slot=CPUS" per rank, so that
+/* Open MPI's rankfile for 'r': "rank I=HOST slot=CPUS" per rank, so that
  * mpirun puts each rank where pilotd placed it (its own mapping follows
  * the allocation's node order, not --host's).  New string, or NULL. */
-char *pl_mpi_rankfile(const struct pl_task_spec *s);
+char *pl_mpi_rankfile(const struct pl_run *r);
 
-/* Adapt the task environment 'env' for the launcher of 's': drop the
+/* Adapt the task environment 'env' for the launcher of 'r': drop the
  * SLURM_* variables of the agent's own step (they would make srun size
- * the new step like the agent's), set PILOT_RANK_CORES, SLURM_HOSTFILE
- * ('hostfile', for srun), for mpirun SLURM_NODELIST and
- * SLURM_TASKS_PER_NODE of the task's hosts (its Slurm allocator reads
- * them), and when 'root' OMPI_ALLOW_RUN_AS_ROOT and
+ * the new step like the agent's), set PILOT_RANK_CORES, PILOT_RANK_GPUS
+ * (removed when 'r' has no GPUs), SLURM_HOSTFILE ('hostfile' if not
+ * NULL, for srun), for mpirun SLURM_NODELIST and SLURM_TASKS_PER_NODE of
+ * the task's hosts (its Slurm allocator reads them) and SLURM_OVERLAP,
+ * and when 'root' OMPI_ALLOW_RUN_AS_ROOT and
  * OMPI_ALLOW_RUN_AS_ROOT_CONFIRM.  Returns 0 or -1 (ENOMEM, errp). */
-int pl_mpi_env(const struct pl_task_spec *s, const char *hostfile, bool root,
+int pl_mpi_env(const struct pl_run *r, const char *hostfile, bool root,
                struct pl_env *env, struct pl_error *errp);
 
 /* pilot-agent --exec-rank -- CMD ARGS: find this process's rank (from

@@ -10,7 +10,7 @@
 
 #include "agent/resources.h"
 #include "proto/log.h"
-#include "proto/msg.h"
+#include "proto/strv.h"
 
 #define WORDS (PL_CPU_MAX / 64)
 

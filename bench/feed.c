@@ -25,13 +25,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/clientmsg.h"
 #include "proto/error.h"
 #include "proto/keys.h"
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
 #include "proto/rpc.h"
-
-#define CHUNK_MAX 100000 /* task specs in one submit (docs/protocol.md) */
+#include "proto/spec.h"
+#include "proto/strv.h"
 
 static const char usage[] =
     "Usage: feed [-c CHUNK] [-t SECONDS] DIR N [--] CMD [ARGS]\n"
@@ -41,22 +42,6 @@ static const char usage[] =
     "the task's index.  -t: each request's timeout (default 120).\n"
     "-l: one at a time, each after the last ended (polled every US\n"
     "microseconds, default 1000); print their latencies.\n";
-
-static double now_epoch(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double now_mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static long parse_count(const char *s, const char *what, long max)
 {
@@ -72,52 +57,58 @@ static long parse_count(const char *s, const char *what, long max)
     return v;
 }
 
-/* Pack 'arg' with each "{}" replaced by 'index'. */
-static void pack_arg(msgpack_packer *pk, const char *arg, long index)
+#define FILLED_MAX 4096 /* bytes of an argument with its "{}" filled in */
+
+/* The task's command: CMD [ARGS] with each "{}" replaced by its index.
+ * 'argv' points into 'args' (what main() got) and into 'holes' (FILLED_MAX
+ * bytes for each argument, used by those with a "{}"). */
+struct command {
+    char **args;
+    int argc;
+    char **argv;   /* argc + 1 */
+    char *holes;
+};
+
+static void fill_arg(struct command *c, int k, long index)
 {
-    char buf[4096];
+    char *buf = c->holes + (size_t)k * FILLED_MAX;
     size_t len = 0;
-    const char *s = arg;
+    const char *s = c->args[k];
     const char *hole;
 
-    if (!strstr(arg, "{}")) {
-        pl_w_str(pk, arg);
-        return;
-    }
-    while ((hole = strstr(s, "{}")) && len < sizeof(buf)) {
-        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%.*s%ld",
+    while ((hole = strstr(s, "{}")) && len < FILLED_MAX) {
+        len += (size_t)snprintf(buf + len, FILLED_MAX - len, "%.*s%ld",
                                 (int)(hole - s), s, index);
         s = hole + 2;
     }
-    if (len < sizeof(buf))
-        snprintf(buf + len, sizeof(buf) - len, "%s", s);
-    pl_w_str(pk, buf);
+    if (len < FILLED_MAX)
+        snprintf(buf + len, FILLED_MAX - len, "%s", s);
+    c->argv[k] = buf;
 }
 
 /* Submit tasks 'from' to 'from' + 'n' - 1; their ids go to *first and
  * *last.  Returns 0, or -1 with errp set. */
-static int submit(struct pl_rpc *r, char **argv, int argc, long from, long n,
+static int submit(struct pl_rpc *r, struct command *c, long from, long n,
                   int timeout_ms, uint64_t *first, uint64_t *last,
                   struct pl_error *errp)
 {
+    /* N.B. its pointers are borrowed: never pl_spec_clear()ed */
+    struct pl_spec s;
     struct pl_wbuf w;
     struct pl_msg reply;
     const msgpack_object *data, *ids;
     int rc = -1;
 
-    pl_wbuf_init(&w, PL_MSG_SUBMIT, pl_rpc_seq(r), 1);
-    pl_w_key(&w.pk, "tasks");
-    msgpack_pack_array(&w.pk, (uint32_t)n);
+    pl_spec_init(&s);
+    s.argv = c->argv;
+    s.cwd = (char *)"/";
+    s.has_ranks = true; /* ranks, cores and GPUs sent, retries left out */
+    pl_submit_begin(&w, pl_rpc_seq(r), (uint32_t)n);
     for (long i = from; i < from + n; i++) {
-        msgpack_pack_map(&w.pk, 5);
-        pl_w_key(&w.pk, "argv");
-        msgpack_pack_array(&w.pk, (uint32_t)argc);
-        for (int k = 0; k < argc; k++)
-            pack_arg(&w.pk, argv[k], i);
-        pl_w_kstr(&w.pk, "cwd", "/");
-        pl_w_kuint(&w.pk, "ranks", 1);
-        pl_w_kuint(&w.pk, "cores_per_rank", 1);
-        pl_w_kuint(&w.pk, "gpus_per_rank", 0);
+        for (int k = 0; k < c->argc; k++)
+            if (strstr(c->args[k], "{}"))
+                fill_arg(c, k, i);
+        pl_spec_encode(&w, &s);
     }
     if (pl_rpc_call(r, &w, timeout_ms, &reply, &data, errp) < 0)
         goto error;
@@ -168,20 +159,21 @@ static int await_end(struct pl_rpc *r, uint64_t id, long interval_us,
     struct timespec pause = { .tv_sec = interval_us / 1000000,
                               .tv_nsec = interval_us % 1000000 * 1000 };
 
+    struct pl_list_req list = { .sel = { .ids = &id, .nids = 1 } };
+
     for (;;) {
         struct pl_wbuf w;
         struct pl_msg reply;
         const msgpack_object *data, *st;
         bool ended = false;
 
-        pl_wbuf_init(&w, PL_MSG_LIST, pl_rpc_seq(r), 1);
-        pl_w_kuintv(&w.pk, "ids", &id, 1);
+        pl_list_req_encode(&w, pl_rpc_seq(r), &list);
         if (pl_rpc_call(r, &w, timeout_ms, &reply, &data, errp) < 0) {
             pl_wbuf_destroy(&w);
             return -1;
         }
         pl_wbuf_destroy(&w);
-        *seen = now_epoch();
+        *seen = pl_now();
         if (data->type != MSGPACK_OBJECT_ARRAY || data->via.array.size != 1
             || data->via.array.ptr[0].type != MSGPACK_OBJECT_MAP
             || !(st = pl_mp_get(&data->via.array.ptr[0], "state"))
@@ -215,7 +207,7 @@ static void print_series(const char *key, const double *v, long n)
 }
 
 /* The -l mode: N tasks one after another. */
-static int latency(struct pl_rpc *r, char **argv, int argc, long n,
+static int latency(struct pl_rpc *r, struct command *c, long n,
                    long interval_us, int timeout_ms)
 {
     struct pl_error err;
@@ -229,9 +221,9 @@ static int latency(struct pl_rpc *r, char **argv, int argc, long n,
             return 1;
         }
     for (long i = 0; i < n; i++) {
-        double t0 = now_epoch();
-        if (submit(r, argv, argc, i, 1, timeout_ms, &id, &same, &err) < 0
-            || (v[0][i] = now_epoch() - t0) < 0
+        double t0 = pl_now();
+        if (submit(r, c, i, 1, timeout_ms, &id, &same, &err) < 0
+            || (v[0][i] = pl_now() - t0) < 0
             || await_end(r, id, interval_us, timeout_ms, t, &seen, &err)
                    < 0) {
             fprintf(stderr, "feed: task %ld: %s\n", i, err.text);
@@ -258,6 +250,7 @@ int main(int argc, char **argv)
     struct pl_keys_peer keys;
     struct pl_error err;
     struct pl_rpc *r;
+    struct command cmd;
     char kdir[4096];
     long chunk = 10000, n;
     long interval_us = 1000;
@@ -275,7 +268,7 @@ int main(int argc, char **argv)
             interval_us = parse_count(optarg, "-i", 1000000);
             break;
         case 'c':
-            chunk = parse_count(optarg, "-c", CHUNK_MAX);
+            chunk = parse_count(optarg, "-c", PL_SPEC_MAX_SUBMIT);
             break;
         case 't':
             timeout_ms = (int)parse_count(optarg, "-t", 86400) * 1000;
@@ -301,6 +294,15 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    cmd.args = argv + optind;
+    cmd.argc = argc - optind;
+    cmd.argv = calloc((size_t)cmd.argc + 1, sizeof(*cmd.argv));
+    cmd.holes = malloc((size_t)cmd.argc * FILLED_MAX);
+    if (!cmd.argv || !cmd.holes) {
+        fprintf(stderr, "feed: out of memory\n");
+        return 1;
+    }
+    memcpy(cmd.argv, cmd.args, (size_t)cmd.argc * sizeof(*cmd.argv));
     snprintf(kdir, sizeof(kdir), "%s/keys", dir);
     if (pl_endpoint_read(dir, &ep, &err) < 0
         || pl_keys_load_peer(kdir, "client", &keys, &err) < 0
@@ -310,17 +312,17 @@ int main(int argc, char **argv)
     }
     explicit_bzero(&keys, sizeof(keys));
     if (lat) {
-        int rc = latency(r, argv + optind, argc - optind, n, interval_us,
-                         timeout_ms);
+        int rc = latency(r, &cmd, n, interval_us, timeout_ms);
         pl_rpc_free(r);
+        free(cmd.argv);
+        free(cmd.holes);
         return rc;
     }
 
-    double t0 = now_mono();
+    double t0 = pl_mono();
     for (long from = 0; from < n; from += chunk) {
         long k = n - from < chunk ? n - from : chunk;
-        if (submit(r, argv + optind, argc - optind, from, k, timeout_ms, &f,
-                   &l, &err) < 0) {
+        if (submit(r, &cmd, from, k, timeout_ms, &f, &l, &err) < 0) {
             fprintf(stderr, "feed: submit of tasks %ld-%ld: %s\n", from,
                     from + k - 1, err.text);
             pl_rpc_free(r);
@@ -330,9 +332,11 @@ int main(int argc, char **argv)
             first = f;
         last = l;
     }
-    double secs = now_mono() - t0;
+    double secs = pl_mono() - t0;
 
     pl_rpc_free(r);
+    free(cmd.argv);
+    free(cmd.holes);
     printf("{\"n\": %ld, \"chunk\": %ld, \"seconds\": %.6f, "
            "\"first_id\": %llu, \"last_id\": %llu}\n",
            n, chunk, secs, (unsigned long long)first,

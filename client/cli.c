@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/cli.h"
 #include "client/slurm.h"
 #include "proto/msg.h"
+#include "proto/spec.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
 
@@ -101,6 +103,15 @@ void pl_cli_say(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+void pl_cli_sleep(double secs)
+{
+    struct timespec ts = { (time_t)secs,
+                           (long)((secs - (double)(time_t)secs) * 1e9) };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
 }
 
 int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
@@ -220,29 +231,21 @@ int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp)
     return pl_cli_parse_uint("task id", s, 1, INT64_MAX, id, errp);
 }
 
-size_t pl_cli_tag_key(const char *s)
-{
-    size_t k = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789_.-");
-
-    return k > 0 && k <= 64 && (s[k] == '\0' || s[k] == '=') ? k : 0;
-}
-
-int pl_cli_parse_sel(int argc, char **argv, struct pl_sel *sel,
+int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
                      struct pl_error *errp)
 {
     size_t n = argc > 0 ? (size_t)argc : 1;
     const char *arg = "";
 
     memset(sel, 0, sizeof(*sel));
-    if (argc > PL_CLI_MAX_IDS) {
+    if (argc > PL_REQ_MAX_IDS) {
         errno = E2BIG;
         return pl_errprintf(errp, "more than %d ids at once",
-                            PL_CLI_MAX_IDS);
+                            PL_REQ_MAX_IDS);
     }
     if (!(sel->ids = calloc(n, sizeof(*sel->ids)))
         || !(sel->elems = calloc(n * 2, sizeof(*sel->elems)))) {
-        pl_cli_sel_free(sel);
+        pl_sel_req_clear(sel);
         errno = ENOMEM;
         return pl_errprintf(errp, "out of memory");
     }
@@ -263,8 +266,8 @@ int pl_cli_parse_sel(int argc, char **argv, struct pl_sel *sel,
             goto bad;
         snprintf(head, sizeof(head), "%.*s", (int)(dot - argv[i]), argv[i]);
         if (pl_cli_parse_uint("task id", head, 1, INT64_MAX, &a, errp) < 0
-            || pl_cli_parse_uint("array index", dot + 1, 0, UINT32_MAX, &idx,
-                                 errp) < 0)
+            || pl_cli_parse_uint("array index", dot + 1, 0,
+                                 PL_SPEC_MAX_INDEX, &idx, errp) < 0)
             goto bad;
         sel->elems[2 * sel->nelems] = a;
         sel->elems[2 * sel->nelems + 1] = idx;
@@ -276,13 +279,6 @@ bad:
     pl_errprintf(errp, "'%.40s' is not a task id (ID, or ID.N: element N "
                  "of array ID)", arg);
 error:
-    pl_cli_sel_free(sel);
+    pl_sel_req_clear(sel);
     return -1;
-}
-
-void pl_cli_sel_free(struct pl_sel *sel)
-{
-    free(sel->ids);
-    free(sel->elems);
-    memset(sel, 0, sizeof(*sel));
 }

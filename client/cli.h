@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/clientmsg.h"
 #include "proto/error.h"
 
 #define PL_CLI_VERSION "0.1.0"
@@ -79,6 +80,14 @@ void pl_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "MSG" on stderr: progress a person reads, not data. */
 void pl_cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Sleep 'secs' seconds (>= 0), the whole of them: a signal that
+ * interrupts it is not an end. */
+void pl_cli_sleep(double secs);
+
+/* Seconds between two looks when a command polls: a task's state, the
+ * pilot going down or coming up. */
+#define PL_CLI_POLL 0.2
+
 /* Number arguments.  Each returns 0, or -1 with errp set to a message
  * naming 'what' (the option).  pl_cli_parse_uint: a decimal integer in
  * [min, max].  pl_cli_parse_secs: seconds >= 0, as "90", "1.5", "90s",
@@ -89,29 +98,13 @@ int pl_cli_parse_secs(const char *what, const char *s, double *v,
                       struct pl_error *errp);
 int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);
 
-/* Most task ids one request to pilotd may carry (docs/protocol.md). */
-#define PL_CLI_MAX_IDS 100000
-
-/* The length of the tag key 's' starts with: 1-64 of [A-Za-z0-9_.-]
- * (docs/protocol.md, tags), followed by '\0' or '='; 0 if it is not
- * one. */
-size_t pl_cli_tag_key(const char *s);
-
-/* Tasks named on a command line: each ID is a task, or every element
- * of an array when it is the array's id; each ID.N is element N of
- * array ID.  Both arrays owned (free() via pl_cli_sel_free). */
-struct pl_sel {
-    uint64_t *ids;
-    size_t nids;
-    uint64_t *elems;   /* pairs: array id, index */
-    size_t nelems;     /* pairs */
-};
-
-/* Parse argv[0..argc-1] ("ID" or "ID.N") into 'sel'.  Returns 0, or -1
- * with errp set (a bad id, more than PL_CLI_MAX_IDS, or ENOMEM). */
-int pl_cli_parse_sel(int argc, char **argv, struct pl_sel *sel,
+/* Tasks named on a command line, into 'sel': each "ID" of argv[0..argc-1]
+ * is a task, or every element of an array when it is the array's id;
+ * each "ID.N" is element N of array ID.  Returns 0 (pl_sel_req_clear()
+ * it), or -1 with errp set (a bad id, more than PL_REQ_MAX_IDS, or
+ * ENOMEM) and 'sel' empty. */
+int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
                      struct pl_error *errp);
-void pl_cli_sel_free(struct pl_sel *sel);
 
 /* The commands: argv[0] is the command's name; each returns an exit
  * code. */

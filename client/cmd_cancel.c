@@ -5,7 +5,6 @@
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
-#include "proto/msg.h"
 
 static const char help[] =
     "usage: pilot cancel ID...\n"
@@ -29,8 +28,8 @@ int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
     static const struct option opts[] = { PL_CLI_COMMON_OPTS, { 0 } };
     struct pl_error err;
     struct pl_conn *conn = NULL;
-    json_t *body = NULL, *reply = NULL;
-    struct pl_sel sel = { 0 };
+    json_t *reply = NULL;
+    struct pl_sel_req sel = { 0 };
     int c, rc;
 
     opterr = 0;
@@ -39,17 +38,11 @@ int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
             return rc;
     if (optind >= argc)
         return pl_cli_usage(cli, "no task ids given");
-    if (argc - optind > 100000)
-        return pl_cli_usage(cli, "more than 100000 ids at once");
-    if (pl_cli_parse_sel(argc - optind, argv + optind, &sel, &err) < 0)
-        return pl_cli_usage(cli, "%s", err.text);
-    rc = PL_EXIT_ERROR;
-    if (!(body = json_object()) || pl_conn_sel_body(body, &sel) < 0) {
-        pl_cli_error("out of memory");
+    if (!(conn = pl_conn_open_sel(cli, PL_CONN_WRITE, argc - optind,
+                                  argv + optind, &sel, &rc)))
         goto done;
-    }
-    if (!(conn = pl_conn_open(cli, PL_CONN_WRITE, &err))
-        || !(reply = pl_conn_request(conn, PL_MSG_CANCEL, body, &err))) {
+    rc = PL_EXIT_ERROR;
+    if (!(reply = pl_conn_cancel(conn, &sel, &err))) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -66,8 +59,7 @@ int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv)
     rc = PL_EXIT_OK;
 done:
     json_decref(reply);
-    json_decref(body);
     pl_conn_free(conn);
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     return rc;
 }

@@ -3,14 +3,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
 #include "client/slurm.h"
-#include "proto/msg.h"
+#include "proto/strv.h"
 
 static const char help[] =
     "usage: pilot down [--pilot ID]\n"
@@ -31,15 +30,6 @@ static const char help[] =
 
 #define STOP_WAIT 30.0       /* seconds pilotd has to exit */
 #define KILL_WAIT 5.0        /* seconds between SIGTERM and SIGKILL */
-#define POLL_NS 200000000L   /* 0.2 s */
-
-static void sleep_poll(void)
-{
-    struct timespec ts = { 0, POLL_NS };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
 
 static bool pid_alive(long pid)
 {
@@ -75,10 +65,10 @@ static bool wait_gone(struct pl_cli *cli, const struct pl_pilot *p, long pid,
                       double secs)
 {
     bool tty = isatty(STDERR_FILENO);
-    double t0 = pl_out_now();
+    double t0 = pl_mono();
 
     while (still_up(cli, p, pid)) {
-        double el = pl_out_now() - t0;
+        double el = pl_mono() - t0;
         if (el >= secs) {
             if (tty)
                 pl_out_progress_clear(stderr);
@@ -90,7 +80,7 @@ static bool wait_gone(struct pl_cli *cli, const struct pl_pilot *p, long pid,
                      el);
             pl_out_progress(stderr, line);
         }
-        sleep_poll();
+        pl_cli_sleep(PL_CLI_POLL);
     }
     if (tty)
         pl_out_progress_clear(stderr);
@@ -150,9 +140,7 @@ static int stop(struct pl_cli *cli, struct pl_conn *conn)
     long pid = pl_pilot_pid_here(p);
     struct pl_error err, ferr;
     char how[200];
-    json_t *reply;
-
-    if (!(reply = pl_conn_request(conn, PL_MSG_SHUTDOWN, NULL, &err))) {
+    if (pl_conn_shutdown(conn, &err) < 0) {
         /* pilotd is stuck or gone: end what holds the allocation */
         if (force_down(cli, p, pid, how, sizeof(how), &ferr) < 0)
             return pl_cli_error("%s; %s", err.text, ferr.text);
@@ -161,7 +149,6 @@ static int stop(struct pl_cli *cli, struct pl_conn *conn)
         say_down(cli, p, both);
         return PL_EXIT_OK;
     }
-    json_decref(reply);
     if (!wait_gone(cli, p, pid, STOP_WAIT)) {
         if (force_down(cli, p, pid, how, sizeof(how), &ferr) < 0)
             return pl_cli_error("pilotd did not exit in %.0f s; %s",

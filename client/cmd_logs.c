@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/cli.h"
@@ -32,11 +31,9 @@ enum {
     OPT_STDERR = PL_OPT_CMD,
 };
 
-#define POLL_NS 200000000L /* 0.2 s between looks while following */
-
 /* The id of the one task 'sel' names (ID.N: asked of pilotd), or 0
  * with errp set. */
-static uint64_t sel_id(struct pl_conn *conn, const struct pl_sel *sel,
+static uint64_t sel_id(struct pl_conn *conn, const struct pl_sel_req *sel,
                        struct pl_error *errp)
 {
     json_t *t;
@@ -57,7 +54,7 @@ static uint64_t sel_id(struct pl_conn *conn, const struct pl_sel *sel,
 static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
                       struct pl_error *errp)
 {
-    struct pl_sel one = { .ids = &id, .nids = 1 };
+    struct pl_sel_req one = { .ids = &id, .nids = 1 };
     /* show, not list: list would take an array's id for all its tasks */
     json_t *t = pl_conn_show(conn, &one, errp);
     const char *s;
@@ -102,14 +99,6 @@ static int drain(int fd, off_t *off)
     return fflush(stdout) == EOF ? -1 : 0;
 }
 
-static void sleep_poll(void)
-{
-    struct timespec ts = { 0, POLL_NS };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* Print the file at 'path' and, with 'follow', what is added to it
  * until the task has ended.  Returns an exit code. */
 static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
@@ -150,7 +139,7 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
                         "more", conn->pilot.id, uid);
             break;
         }
-        sleep_poll();
+        pl_cli_sleep(PL_CLI_POLL);
         /* the state first: once it is final, one more drain has it all */
         if ((st = task_state(conn, id, &ran, &err)) < 0) {
             if (pl_conn_recheck(conn) && conn->db
@@ -179,7 +168,7 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
     struct pl_conn *conn = NULL;
     char path[PL_PATH_MAX + 64];
     bool use_err = false, follow = false;
-    struct pl_sel sel = { 0 };
+    struct pl_sel_req sel = { 0 };
     uint64_t id;
     bool ran;
     int c, r, st, rc;
@@ -203,11 +192,11 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
         return pl_cli_usage(cli, "no task id given");
     if (optind + 1 < argc)
         return pl_cli_usage(cli, "one task id at a time");
-    if (pl_cli_parse_sel(1, argv + optind, &sel, &err) < 0)
-        return pl_cli_usage(cli, "%s", err.text);
+    if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, 1, argv + optind, &sel,
+                                  &rc)))
+        goto done;
     rc = PL_EXIT_ERROR;
-    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
-        || (id = sel_id(conn, &sel, &err)) == 0
+    if ((id = sel_id(conn, &sel, &err)) == 0
         || (st = task_state(conn, id, &ran, &err)) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
@@ -220,6 +209,6 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
     rc = print_log(conn, id, st, ran, path, follow);
 done:
     pl_conn_free(conn);
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     return rc;
 }

@@ -8,7 +8,10 @@
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
+#include "proto/query.h"
+#include "proto/spec.h"
 #include "proto/state.h"
+#include "proto/strv.h"
 
 static const char help[] =
     "usage: pilot ls [--state STATE] [--tag K=V] [--limit N] [--json] "
@@ -40,8 +43,6 @@ enum {
     OPT_LIMIT,
     OPT_TAG,
 };
-
-#define MAX_TAGS 16 /* PL_QUERY_MAX_TAGS */
 
 static void states_list(char *buf, size_t len)
 {
@@ -102,7 +103,7 @@ static int print_table(const json_t *tasks)
                                      "EXIT", "WALL", "COMMAND" };
     struct pl_out_table *tab;
     const json_t *t;
-    double now = pl_out_now();
+    double now = pl_now();
     int width = pl_out_term_width(STDOUT_FILENO);
     size_t i;
 
@@ -133,9 +134,9 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
     struct pl_conn *conn = NULL;
     const char *state = NULL;
     uint64_t limit = 0;
-    const char *tags[MAX_TAGS + 1] = { NULL };
+    const char *tags[PL_QUERY_MAX_TAGS + 1] = { NULL };
     size_t ntags = 0;
-    struct pl_sel sel = { 0 };
+    struct pl_sel_req sel = { 0 };
     json_t *tasks = NULL;
     char names[160];
     int c, r, rc;
@@ -156,12 +157,13 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
             state = optarg;
             break;
         case OPT_TAG:
-            if (!pl_cli_tag_key(optarg)) /* "K=V" or "K" */
+            if (!pl_spec_tag_key(optarg)) /* "K=V" or "K" */
                 return pl_cli_usage(cli, "--tag: '%s' is not KEY=VALUE or "
                                     "KEY (KEY: letters, digits, '_', '.', "
                                     "'-')", optarg);
-            if (ntags == MAX_TAGS)
-                return pl_cli_usage(cli, "--tag: more than %d", MAX_TAGS);
+            if (ntags == PL_QUERY_MAX_TAGS)
+                return pl_cli_usage(cli, "--tag: more than %d",
+                                    PL_QUERY_MAX_TAGS);
             tags[ntags++] = optarg;
             break;
         case OPT_LIMIT:
@@ -171,11 +173,11 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
             break;
         }
     }
-    if (pl_cli_parse_sel(argc - optind, argv + optind, &sel, &err) < 0)
-        return pl_cli_usage(cli, "%s", err.text);
+    if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, argc - optind,
+                                  argv + optind, &sel, &rc)))
+        goto done;
     rc = PL_EXIT_ERROR;
-    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
-        || !(tasks = pl_conn_list(conn, state, tags, &sel, limit, &err))) {
+    if (!(tasks = pl_conn_list(conn, state, tags, &sel, limit, &err))) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -189,6 +191,6 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
 done:
     json_decref(tasks);
     pl_conn_free(conn);
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
+#include "proto/strv.h"
 
 static const char help[] =
     "usage: pilot show [--json] ID\n"
@@ -228,7 +229,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
         double w = pl_out_jreal(t, "wall", NAN);
         bool so_far = isnan(w) && isnan(end);
         if (so_far)
-            w = pl_out_now() - start;
+            w = pl_now() - start;
         printf(KEY "%s%s\n", "wall:", pl_out_duration(w, d, sizeof(d)),
                so_far ? " so far" : "");
     }
@@ -256,7 +257,7 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
     struct pl_error err;
     struct pl_conn *conn = NULL;
     json_t *task = NULL;
-    struct pl_sel sel = { 0 };
+    struct pl_sel_req sel = { 0 };
     int c, rc;
 
     opterr = 0;
@@ -268,11 +269,11 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
     if (optind + 1 < argc)
         return pl_cli_usage(cli, "one task id at a time ('pilot ls ID...' "
                             "lists several)");
-    if (pl_cli_parse_sel(1, argv + optind, &sel, &err) < 0)
-        return pl_cli_usage(cli, "%s", err.text);
+    if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, 1, argv + optind, &sel,
+                                  &rc)))
+        goto done;
     rc = PL_EXIT_ERROR;
-    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
-        || !(task = pl_conn_show(conn, &sel, &err))) {
+    if (!(task = pl_conn_show(conn, &sel, &err))) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -284,6 +285,6 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv)
 done:
     json_decref(task);
     pl_conn_free(conn);
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     return rc;
 }

@@ -1,15 +1,14 @@
 /* client/cmd_wait.c - pilot wait: until tasks end, with a progress bar */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
+#include "proto/strv.h"
 
 static const char help[] =
     "usage: pilot wait [--timeout S] ID... | --all\n"
@@ -49,7 +48,6 @@ enum {
     WAIT_ERROR = 3,
 };
 
-#define POLL_NS 200000000L  /* 0.2 s between counts */
 #define PLAIN_EVERY 2.0     /* seconds between lines when not a terminal */
 
 /* The counts wait cares about, from a counts object. */
@@ -129,21 +127,16 @@ static void print_plain(const struct wait_counts *w, double elapsed)
             w->total, counts, pl_out_duration(elapsed, el, sizeof(el)));
 }
 
-/* Sleep between two counts: POLL_NS, or 4 times what the last one cost
- * pilotd (an array of a million tasks takes a while to count), so that
- * a wait never keeps pilotd busy more than a fifth of the time. */
+/* Sleep between two counts: PL_CLI_POLL, or 4 times what the last one
+ * cost pilotd (an array of a million tasks takes a while to count), so
+ * that a wait never keeps pilotd busy more than a fifth of the time. */
 static void sleep_poll(double last_cost, double left)
 {
-    double secs = 4 * last_cost > POLL_NS / 1e9 ? 4 * last_cost
-                                                : POLL_NS / 1e9;
+    double secs = 4 * last_cost > PL_CLI_POLL ? 4 * last_cost : PL_CLI_POLL;
 
     if (left > 0 && secs > left)
         secs = left; /* --timeout comes first */
-    struct timespec ts = { (time_t)secs,
-                           (long)((secs - (double)(time_t)secs) * 1e9) };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+    pl_cli_sleep(secs);
 }
 
 /* "no task 12" or "no tasks 12, 13" from the 'unknown' list. */
@@ -169,13 +162,13 @@ static int unknown_error(const json_t *unknown)
 /* Poll until every task has ended.  Returns an exit code; *countsp is
  * the last counts object (or NULL). */
 static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
-                     const struct pl_sel *sel, double limit,
+                     const struct pl_sel_req *sel, double limit,
                      json_t **countsp)
 {
     struct pl_error err;
     struct wait_counts w, shown = { -1, 0, 0, 0, 0, 0, 0, 0 };
     bool tty = isatty(STDERR_FILENO) && !cli->json;
-    double t0 = pl_out_now(), last_plain = -PLAIN_EVERY, cost;
+    double t0 = pl_mono(), last_plain = -PLAIN_EVERY, cost;
     long long ended0;
     json_t *counts;
 
@@ -183,14 +176,14 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
         pl_cli_error("%s", err.text);
         return WAIT_ERROR;
     }
-    cost = pl_out_now() - t0;
+    cost = pl_mono() - t0;
     *countsp = counts;
     if (json_array_size(json_object_get(counts, "unknown")) > 0)
         return unknown_error(json_object_get(counts, "unknown"));
     get_counts(counts, &w);
     ended0 = ended(&w);
     for (;;) {
-        double elapsed = pl_out_now() - t0;
+        double elapsed = pl_mono() - t0;
         if (ended(&w) >= w.total)
             break;
         if (!conn->rpc) {
@@ -219,9 +212,9 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             last_plain = elapsed;
         }
         sleep_poll(cost, limit > 0 ? limit - elapsed : 0);
-        double t_ask = pl_out_now();
+        double t_ask = pl_mono();
         json_t *next = pl_conn_counts(conn, sel, &err);
-        cost = pl_out_now() - t_ask;
+        cost = pl_mono() - t_ask;
         if (!next) {
             if (!pl_conn_recheck(conn)) {
                 if (tty)
@@ -248,7 +241,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
         pl_cli_say("%lld task%s: %lld done, %lld failed, %lld canceled, "
                    "%lld timeout (%s)", w.total, w.total == 1 ? "" : "s",
                    w.done, w.failed, w.canceled, w.timeout,
-                   pl_out_duration(pl_out_now() - t0, d, sizeof(d)));
+                   pl_out_duration(pl_mono() - t0, d, sizeof(d)));
     }
     return w.done == w.total ? WAIT_DONE : WAIT_FAILED;
 }
@@ -264,7 +257,7 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
     struct pl_error err;
     struct pl_conn *conn = NULL;
     json_t *counts = NULL;
-    struct pl_sel sel = { 0 };
+    struct pl_sel_req sel = { 0 };
     size_t nids;
     bool all = false;
     double limit = 0;
@@ -297,12 +290,9 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
         pl_cli_usage(cli, "no task ids given (or --all)");
         return WAIT_ERROR;
     }
-    if (pl_cli_parse_sel(argc - optind, argv + optind, &sel, &err) < 0) {
-        pl_cli_usage(cli, "%s", err.text);
-        return WAIT_ERROR;
-    }
-    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))) {
-        pl_cli_error("%s", err.text);
+    /* a usage error too exits 3: 1 and 2 are wait's own */
+    if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, (int)nids,
+                                  argv + optind, &sel, &rc))) {
         rc = WAIT_ERROR;
         goto done;
     }
@@ -312,6 +302,6 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
 done:
     json_decref(counts);
     pl_conn_free(conn);
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     return rc;
 }

@@ -325,65 +325,63 @@ bool pl_conn_recheck(struct pl_conn *c)
     return true;
 }
 
-json_t *pl_conn_request(struct pl_conn *c, int type, const json_t *body,
-                        struct pl_error *errp)
+struct pl_conn *pl_conn_open_sel(struct pl_cli *cli, int need, int argc,
+                                 char **argv, struct pl_sel_req *sel,
+                                 int *exitp)
 {
-    struct pl_wbuf w;
-    struct pl_msg reply;
-    const msgpack_object *data;
-    const char *key;
-    json_t *v, *out;
+    struct pl_error err;
+    struct pl_conn *c;
 
+    if (pl_cli_parse_sel(argc, argv, sel, &err) < 0) {
+        *exitp = pl_cli_usage(cli, "%s", err.text);
+        return NULL;
+    }
+    if (!(c = pl_conn_open(cli, need, &err)))
+        *exitp = pl_cli_error("%s", err.text);
+    return c;
+}
+
+/* The number to build the next request with, or 0 with errp set
+ * (ENOTCONN) when pilotd is not connected. */
+static uint64_t next_seq(struct pl_conn *c, struct pl_error *errp)
+{
     if (!c->rpc) {
         not_running(&c->pilot, errp);
+        return 0;
+    }
+    return pl_rpc_seq(c->rpc);
+}
+
+/* Send the request built in 'w' (which this destroys) and return the
+ * reply data as a new JSON value; 'what' names the request when the
+ * data is not of type 'want' (-1: any). */
+static json_t *call(struct pl_conn *c, struct pl_wbuf *w, int want,
+                    const char *what, struct pl_error *errp)
+{
+    struct pl_msg reply;
+    const msgpack_object *data;
+    json_t *out;
+    int rc = pl_rpc_call(c->rpc, w, c->timeout_ms, &reply, &data, errp);
+
+    pl_wbuf_destroy(w);
+    if (rc < 0)
         return NULL;
-    }
-    pl_wbuf_init(&w, type, pl_rpc_seq(c->rpc),
-                 body ? (uint32_t)json_object_size(body) : 0);
-    if (body) {
-        json_object_foreach((json_t *)body, key, v) {
-            pl_w_key(&w.pk, key);
-            pl_mpjson_pack(&w.pk, v);
-        }
-    }
-    if (pl_rpc_call(c->rpc, &w, c->timeout_ms, &reply, &data, errp)
-        < 0) {
-        pl_wbuf_destroy(&w);
-        return NULL;
-    }
-    pl_wbuf_destroy(&w);
     if (!(out = pl_mpjson_to_json(data)))
         pl_errprintf(errp, "pilotd sent a reply that is not valid JSON data");
     pl_msg_release(&reply);
+    if (out && want >= 0 && json_typeof(out) != (json_type)want) {
+        json_decref(out);
+        errno = EPROTO;
+        pl_errprintf(errp, "pilotd answered %s with something else than %s",
+                     what, want == JSON_ARRAY ? "an array" : "an object");
+        return NULL;
+    }
     return out;
-}
-
-json_t *pl_conn_idlist(const uint64_t *ids, size_t nids)
-{
-    json_t *a = json_array();
-
-    for (size_t i = 0; a && i < nids; i++)
-        json_array_append_new(a, json_integer((json_int_t)ids[i]));
-    return a;
-}
-
-int pl_conn_sel_body(json_t *body, const struct pl_sel *sel)
-{
-    if (sel->nids
-        && json_object_set_new(body, "ids",
-                               pl_conn_idlist(sel->ids, sel->nids)) < 0)
-        return -1;
-    if (sel->nelems
-        && json_object_set_new(body, "elems",
-                               pl_conn_idlist(sel->elems, sel->nelems * 2))
-               < 0)
-        return -1;
-    return 0;
 }
 
 /* A selection resolved on the database (the pilot is down), as pilotd
  * does it.  0, or -1 with errp set. */
-static int db_resolve(struct pl_conn *c, const struct pl_sel *sel,
+static int db_resolve(struct pl_conn *c, const struct pl_sel_req *sel,
                       bool expand, uint64_t **ids, size_t *n,
                       struct pl_error *errp)
 {
@@ -396,63 +394,43 @@ static int db_resolve(struct pl_conn *c, const struct pl_sel *sel,
                             sel->nelems, expand, ids, n, errp);
 }
 
-static bool sel_given(const struct pl_sel *sel)
-{
-    return sel && sel->nids + sel->nelems > 0;
-}
-
 json_t *pl_conn_list(struct pl_conn *c, const char *state,
-                     const char *const *tags, const struct pl_sel *sel,
+                     const char *const *tags, const struct pl_sel_req *sel,
                      uint64_t limit, struct pl_error *errp)
 {
-    json_t *body, *out;
+    /* borrowed: the encoder only reads them */
+    struct pl_list_req l = { .state = (char *)state, .tags = (char **)tags,
+                             .limit = limit };
+    struct pl_wbuf w;
+    uint64_t seq;
+    json_t *out;
 
     if (c->db) {
         uint64_t *ids;
         size_t n;
         if (db_resolve(c, sel, true, &ids, &n, errp) < 0)
             return NULL;
-        out = sel_given(sel) && n == 0
+        out = sel && pl_sel_req_given(sel) && n == 0
                   ? json_array()
                   : pl_query_tasks(c->db, state, tags, ids, n, limit, errp);
         free(ids);
         return out;
     }
-    if (!(body = json_object()))
-        goto nomem;
-    if (state)
-        json_object_set_new(body, "state", json_string(state));
-    if (tags && tags[0]) {
-        json_t *t = json_array();
-        for (size_t i = 0; tags[i]; i++)
-            json_array_append_new(t, json_string(tags[i]));
-        json_object_set_new(body, "tags", t);
-    }
-    if (sel && pl_conn_sel_body(body, sel) < 0) {
-        json_decref(body);
-        goto nomem;
-    }
-    if (limit)
-        json_object_set_new(body, "limit", json_integer((json_int_t)limit));
-    out = pl_conn_request(c, PL_MSG_LIST, body, errp);
-    json_decref(body);
-    if (out && !json_is_array(out)) {
-        json_decref(out);
-        errno = EPROTO;
-        pl_errprintf(errp, "pilotd answered list with something else than "
-                     "an array");
+    if (!(seq = next_seq(c, errp)))
         return NULL;
-    }
-    return out;
-nomem:
-    nomem(errp);
-    return NULL;
+    if (sel)
+        l.sel = *sel;
+    pl_list_req_encode(&w, seq, &l);
+    return call(c, &w, JSON_ARRAY, "list", errp);
 }
 
-json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel *one,
+json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
                      struct pl_error *errp)
 {
-    json_t *body, *out;
+    struct pl_show_req r = { .id = one->nids ? one->ids[0] : one->elems[0] };
+    struct pl_wbuf w;
+    uint64_t seq;
+    json_t *out;
 
     if (c->db) {
         uint64_t *ids;
@@ -463,30 +441,23 @@ json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel *one,
         free(ids);
         return out;
     }
-    body = one->nids ? json_pack("{s:I}", "id", (json_int_t)one->ids[0])
-                     : json_pack("{s:[I,I]}", "elem",
-                                 (json_int_t)one->elems[0],
-                                 (json_int_t)one->elems[1]);
-    if (!body) {
-        nomem(errp);
+    if (!(seq = next_seq(c, errp)))
         return NULL;
+    if (!one->nids) {
+        r.by_elem = true;
+        r.index = one->elems[1];
     }
-    out = pl_conn_request(c, PL_MSG_SHOW, body, errp);
-    json_decref(body);
-    if (out && !json_is_object(out)) {
-        json_decref(out);
-        errno = EPROTO;
-        pl_errprintf(errp, "pilotd answered show with something else than "
-                     "an object");
-        return NULL;
-    }
-    return out;
+    pl_show_req_encode(&w, seq, &r);
+    return call(c, &w, JSON_OBJECT, "show", errp);
 }
 
-json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
+json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
                        struct pl_error *errp)
 {
-    json_t *body, *out;
+    static const struct pl_sel_req all = { 0 };
+    struct pl_wbuf w;
+    uint64_t seq;
+    json_t *out;
 
     if (c->db) {
         /* arrays stay ids: pl_query_counts counts them in one query */
@@ -498,21 +469,51 @@ json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
         free(ids);
         return out;
     }
-    if (!(body = json_object()) || (sel && pl_conn_sel_body(body, sel) < 0)) {
-        json_decref(body);
-        nomem(errp);
+    if (!(seq = next_seq(c, errp)))
         return NULL;
-    }
-    out = pl_conn_request(c, PL_MSG_COUNTS, body, errp);
-    json_decref(body);
-    if (out && !json_is_object(out)) {
-        json_decref(out);
-        errno = EPROTO;
-        pl_errprintf(errp, "pilotd answered counts with something else than "
-                     "an object");
+    pl_sel_req_encode(&w, PL_MSG_COUNTS, seq, sel ? sel : &all);
+    return call(c, &w, JSON_OBJECT, "counts", errp);
+}
+
+json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
+                       uint32_t n, struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
         return NULL;
-    }
-    return out;
+    pl_submit_begin(&w, seq, n);
+    for (uint32_t i = 0; i < n; i++)
+        pl_spec_encode(&w, &specs[i]);
+    return call(c, &w, -1, "submit", errp);
+}
+
+json_t *pl_conn_cancel(struct pl_conn *c, const struct pl_sel_req *sel,
+                       struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_sel_req_encode(&w, PL_MSG_CANCEL, seq, sel);
+    return call(c, &w, -1, "cancel", errp);
+}
+
+int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+    json_t *out;
+
+    if (!(seq = next_seq(c, errp)))
+        return -1;
+    pl_wbuf_init(&w, PL_MSG_SHUTDOWN, seq);
+    if (!(out = call(c, &w, -1, "shutdown", errp)))
+        return -1;
+    json_decref(out);
+    return 0;
 }
 
 /* Per node: running tasks and the cores and GPUs they hold, as the
@@ -616,17 +617,13 @@ error:
 
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp)
 {
-    json_t *out;
+    struct pl_wbuf w;
+    uint64_t seq;
 
     if (c->db)
         return db_status(c, errp);
-    out = pl_conn_request(c, PL_MSG_STATUS, NULL, errp);
-    if (out && !json_is_object(out)) {
-        json_decref(out);
-        errno = EPROTO;
-        pl_errprintf(errp, "pilotd answered status with something else than "
-                     "an object");
+    if (!(seq = next_seq(c, errp)))
         return NULL;
-    }
-    return out;
+    pl_wbuf_init(&w, PL_MSG_STATUS, seq);
+    return call(c, &w, JSON_OBJECT, "status", errp);
 }

@@ -16,8 +16,10 @@
 
 #include "client/cli.h"
 #include "client/pilot.h"
+#include "proto/clientmsg.h"
 #include "proto/error.h"
 #include "proto/rpc.h"
+#include "proto/spec.h"
 
 /* What a command needs of the pilot. */
 enum pl_conn_need {
@@ -64,12 +66,14 @@ struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
  * stderr.  Returns true if it switched. */
 bool pl_conn_recheck(struct pl_conn *c);
 
-/* Send request 'type' with the fields of JSON object 'body' (borrowed;
- * NULL: none) to pilotd and return its reply data as a new JSON value.
- * NULL with errno and errp set: ENOTCONN if the pilot does not run,
- * ETIMEDOUT if pilotd did not answer, or what pilotd replied. */
-json_t *pl_conn_request(struct pl_conn *c, int type, const json_t *body,
-                        struct pl_error *errp);
+/* For a command that names tasks: parse its arguments argv[0..argc-1]
+ * into 'sel' (pl_cli_parse_sel(); pl_sel_req_clear() it), then open the
+ * pilot for 'need' (pl_conn_open()).  On failure the error is printed
+ * (a bad id is a usage error) and NULL returned with *exitp its exit
+ * code: PL_EXIT_USAGE or PL_EXIT_ERROR. */
+struct pl_conn *pl_conn_open_sel(struct pl_cli *cli, int need, int argc,
+                                 char **argv, struct pl_sel_req *sel,
+                                 int *exitp);
 
 /* The reads, from pilotd or the database, as new JSON values.  NULL
  * with errno and errp set (ENOENT from show: "no task 12").
@@ -79,17 +83,24 @@ json_t *pl_conn_request(struct pl_conn *c, int type, const json_t *body,
  * is NULL; status: the status object (from the database: what it
  * recorded, with "state" saying why the pilot does not answer). */
 json_t *pl_conn_list(struct pl_conn *c, const char *state,
-                     const char *const *tags, const struct pl_sel *sel,
+                     const char *const *tags, const struct pl_sel_req *sel,
                      uint64_t limit, struct pl_error *errp);
-json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel *one,
+json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
                      struct pl_error *errp);
-json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel *sel,
+json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
                        struct pl_error *errp);
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp);
 
-/* The task ids in 'ids' as a new JSON array. */
-json_t *pl_conn_idlist(const uint64_t *ids, size_t nids);
-/* 'sel' into a request body: "ids" and "elems".  0, or -1 (ENOMEM). */
-int pl_conn_sel_body(json_t *body, const struct pl_sel *sel);
+/* The requests that change the pilot, to pilotd only.  Each returns
+ * pilotd's reply data as a new JSON value (shutdown: 0), or NULL (-1)
+ * with errno and errp set: ENOTCONN if the pilot does not run,
+ * ETIMEDOUT if pilotd did not answer, or what pilotd replied.
+ * submit: the 'n' specs (borrowed; checked: pl_spec_check()), at most
+ * PL_SPEC_MAX_SUBMIT, as one request; cancel: the tasks of 'sel'. */
+json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
+                       uint32_t n, struct pl_error *errp);
+json_t *pl_conn_cancel(struct pl_conn *c, const struct pl_sel_req *sel,
+                       struct pl_error *errp);
+int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp);
 
 #endif /* !PL_CLIENT_CONN_H */

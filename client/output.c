@@ -398,11 +398,3 @@ char *pl_out_bar(double frac, int width, char *buf, size_t len)
     buf[width + 2] = '\0';
     return buf;
 }
-
-double pl_out_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}

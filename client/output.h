@@ -79,7 +79,4 @@ void pl_out_progress_clear(FILE *fp);
  * [0, 1].  Returns 'buf'. */
 char *pl_out_bar(double frac, int width, char *buf, size_t len);
 
-/* Seconds since the epoch, as a double. */
-double pl_out_now(void);
-
 #endif /* !PL_CLIENT_OUTPUT_H */

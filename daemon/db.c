@@ -1,4 +1,5 @@
-/* daemon/db.c - SQLite state: tasks, events, nodes (pilotd is the only writer) */
+/* daemon/db.c - SQLite state: the connection, its transactions, the journal
+ * of writes not yet stored, and the writes of state changes, nodes, meta */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,28 +9,9 @@
 #include <unistd.h>
 
 #include "daemon/db.h"
+#include "daemon/db_private.h"
 #include "proto/schema.h"
 #include "proto/state.h"
-
-enum {
-    ST_BEGIN,
-    ST_COMMIT,
-    ST_ROLLBACK,
-    ST_INSERT,
-    ST_EVENT,
-    ST_CHANGE,
-    ST_NODE,
-    ST_META,
-    ST_STATE,
-    ST_SAVE,
-    ST_RELEASE,
-    ST_ROLLBACK_TO,
-    ST_EVENT_IF,
-    ST_BY_NAME,
-    ST_ARRAY,
-    ST_MEMBERS,
-    ST_COUNT
-};
 
 static const char *sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -94,35 +76,6 @@ static const char *const st_name[ST_COUNT] = {
     [ST_MEMBERS] = "list an array",
 };
 
-/* One write since the last commit (not the insert of a submission),
- * kept to be done again when the commit fails. */
-enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META };
-
-struct jent {
-    struct jent *next;
-    enum jkind kind;
-    struct pl_db_change c;   /* J_CHANGE, J_RANK: strings point into buf */
-    uint32_t rank;           /* J_RANK */
-    double joined;           /* J_NODE: the first time it was written */
-    const char *s[4];        /* J_NODE: name, cores, gpus, state;
-                                J_META: key, value (NULL or into buf) */
-    char buf[];
-};
-
-struct pl_db {
-    sqlite3 *h;
-    sqlite3_stmt *st[ST_COUNT];
-    int in_txn;
-    /* The journal: every write since the last commit, oldest first. */
-    struct jent *jhead, **jtail;
-    struct jent **mark;      /* jtail at the open savepoint, or NULL */
-    size_t jlen;
-    int failed;              /* errno of the failed commit, 0: none */
-    char why[160];           /* ... and its text */
-    double failed_at;        /* ... and when (s since the epoch) */
-    char dir[4096];          /* the database's directory (statvfs) */
-};
-
 /* EROFS if the database's filesystem is read-only, ENOSPC if it is
  * full, else EIO: why a write failed, when SQLite does not say. */
 static int fs_errno(const struct pl_db *db)
@@ -138,7 +91,7 @@ static int fs_errno(const struct pl_db *db)
     return EIO;
 }
 
-static int dberr(struct pl_db *db, struct pl_error *errp, const char *what)
+int db_err(struct pl_db *db, struct pl_error *errp, const char *what)
 {
     int rc = sqlite3_extended_errcode(db->h);
     int sys = sqlite3_system_errno(db->h);
@@ -259,7 +212,7 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
     for (int i = 0; i < ST_COUNT; i++) {
         if (sqlite3_prepare_v3(db->h, sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                &db->st[i], NULL) != SQLITE_OK) {
-            dberr(db, errp, "prepare");
+            db_err(db, errp, "prepare");
             goto error;
         }
     }
@@ -359,14 +312,14 @@ static void txn_lost(struct pl_db *db, const struct pl_error *errp)
 }
 
 /* Run a prepared statement to completion and reset it. */
-static int step(struct pl_db *db, int which, struct pl_error *errp)
+int db_step(struct pl_db *db, int which, struct pl_error *errp)
 {
     sqlite3_stmt *st = db->st[which];
     int rc = sqlite3_step(st);
 
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         struct pl_error e;
-        dberr(db, &e, st_name[which]);
+        db_err(db, &e, st_name[which]);
         if (errp)
             *errp = e;
         sqlite3_reset(st);
@@ -380,17 +333,17 @@ static int step(struct pl_db *db, int which, struct pl_error *errp)
     return 0;
 }
 
-static int begin(struct pl_db *db, struct pl_error *errp)
+int db_begin(struct pl_db *db, struct pl_error *errp)
 {
     if (db->in_txn)
         return 0;
-    if (step(db, ST_BEGIN, errp) < 0)
+    if (db_step(db, ST_BEGIN, errp) < 0)
         return -1;
     db->in_txn = 1;
     return 0;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
+void db_bind_text(sqlite3_stmt *st, int i, const char *s)
 {
     if (s)
         sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
@@ -398,7 +351,7 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
-static int event(struct pl_db *db, int which, uint64_t id, double now,
+int db_event(struct pl_db *db, int which, uint64_t id, double now,
                  int state, uint32_t attempt, const char *node,
                  const char *cores, const char *gpus, const char *detail,
                  int64_t rank, struct pl_error *errp)
@@ -412,11 +365,11 @@ static int event(struct pl_db *db, int which, uint64_t id, double now,
     sqlite3_bind_double(st, 2, now);
     sqlite3_bind_text(st, 3, pl_state_name(state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, attempt);
-    bind_text(st, 5, node);
-    bind_text(st, 6, cores);
-    bind_text(st, 7, gpus);
-    bind_text(st, 8, detail);
-    return step(db, which, errp);
+    db_bind_text(st, 5, node);
+    db_bind_text(st, 6, cores);
+    db_bind_text(st, 7, gpus);
+    db_bind_text(st, 8, detail);
+    return db_step(db, which, errp);
 }
 
 static int do_change(struct pl_db *db, const struct pl_db_change *c,
@@ -427,10 +380,10 @@ static int do_change(struct pl_db *db, const struct pl_db_change *c,
     sqlite3_bind_int64(st, 1, (sqlite3_int64)c->id);
     sqlite3_bind_text(st, 2, pl_state_name(c->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, c->attempt);
-    bind_text(st, 4, c->node);
-    bind_text(st, 5, c->cores);
-    bind_text(st, 6, c->gpus);
-    bind_text(st, 7, c->reason);
+    db_bind_text(st, 4, c->node);
+    db_bind_text(st, 5, c->cores);
+    db_bind_text(st, 6, c->gpus);
+    db_bind_text(st, 7, c->reason);
     if (c->exit_code >= 0)
         sqlite3_bind_int(st, 8, c->exit_code);
     if (c->signal >= 0)
@@ -445,13 +398,13 @@ static int do_change(struct pl_db *db, const struct pl_db_change *c,
                                  : 0);
     if (pl_state_final(c->state))
         sqlite3_bind_double(st, 13, c->time);
-    if (step(db, ST_CHANGE, errp) < 0)
+    if (db_step(db, ST_CHANGE, errp) < 0)
         return -1;
     if (sqlite3_changes(db->h) == 0) {
         errno = ENOENT;
         return pl_errprintf(errp, "no task %llu", (unsigned long long)c->id);
     }
-    return event(db, ST_EVENT, c->id, c->time, c->state, c->attempt, c->node,
+    return db_event(db, ST_EVENT, c->id, c->time, c->state, c->attempt, c->node,
                  c->cores, c->gpus, c->reason, -1, errp);
 }
 
@@ -467,23 +420,23 @@ static int apply(struct pl_db *db, const struct jent *j, bool replay,
     case J_CHANGE:
         return do_change(db, c, errp);
     case J_RANK:
-        return event(db, replay ? ST_EVENT_IF : ST_EVENT, c->id, c->time,
+        return db_event(db, replay ? ST_EVENT_IF : ST_EVENT, c->id, c->time,
                      c->state, c->attempt, c->node, c->cores, c->gpus,
                      c->reason, j->rank, errp);
     case J_NODE:
         st = db->st[ST_NODE];
-        bind_text(st, 1, j->s[0]);
-        bind_text(st, 2, j->s[1]);
-        bind_text(st, 3, j->s[2]);
-        bind_text(st, 4, j->s[3]);
+        db_bind_text(st, 1, j->s[0]);
+        db_bind_text(st, 2, j->s[1]);
+        db_bind_text(st, 3, j->s[2]);
+        db_bind_text(st, 4, j->s[3]);
         sqlite3_bind_double(st, 5, c->time);
         sqlite3_bind_double(st, 6, j->joined);
-        return step(db, ST_NODE, errp);
+        return db_step(db, ST_NODE, errp);
     case J_META:
         st = db->st[ST_META];
-        bind_text(st, 1, j->s[0]);
-        bind_text(st, 2, j->s[1]);
-        return step(db, ST_META, errp);
+        db_bind_text(st, 1, j->s[0]);
+        db_bind_text(st, 2, j->s[1]);
+        return db_step(db, ST_META, errp);
     }
     errno = EINVAL;
     return pl_errprintf(errp, "bad journal entry");
@@ -569,7 +522,7 @@ static int write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
     db->jlen++;
     if (db->failed)
         return 0; /* stored by the next pl_db_commit() */
-    if (begin(db, errp) == 0 && apply(db, j, false, errp) == 0)
+    if (db_begin(db, errp) == 0 && apply(db, j, false, errp) == 0)
         return 0;
     if (errno == ENOENT || errno == EINVAL) {
         *slot = NULL;
@@ -620,7 +573,7 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp)
          * it already has (it fails if the database must grow) */
         sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE,
                                   NULL, NULL);
-        if (begin(db, errp) < 0)
+        if (db_begin(db, errp) < 0)
             goto error;
         for (struct jent *j = db->jhead; j; j = j->next) {
             /* a task whose submission was undone with the failed commit
@@ -643,7 +596,7 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp)
     }
     if (!db->in_txn)
         return 0;
-    if (step(db, ST_COMMIT, errp) < 0)
+    if (db_step(db, ST_COMMIT, errp) < 0)
         goto error;
     db->in_txn = 0;
     db->failed = 0;
@@ -666,12 +619,12 @@ int pl_db_checkpoint(struct pl_db *db, struct pl_error *errp)
         return 0;
     if (sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE,
                                   &log, &done) != SQLITE_OK)
-        return dberr(db, errp, "checkpoint");
+        return db_err(db, errp, "checkpoint");
     return 0;
 }
 
 /* The text a write refused while the commit has failed gets. */
-static int refuse(struct pl_db *db, struct pl_error *errp)
+int db_refuse(struct pl_db *db, struct pl_error *errp)
 {
     errno = db->failed;
     return pl_errprintf(errp, "%s", db->why);
@@ -680,8 +633,8 @@ static int refuse(struct pl_db *db, struct pl_error *errp)
 int pl_db_savepoint(struct pl_db *db, struct pl_error *errp)
 {
     if (db->failed)
-        return refuse(db, errp);
-    if (begin(db, errp) < 0 || step(db, ST_SAVE, errp) < 0)
+        return db_refuse(db, errp);
+    if (db_begin(db, errp) < 0 || db_step(db, ST_SAVE, errp) < 0)
         return -1;
     db->mark = db->jtail;
     return 0;
@@ -698,7 +651,7 @@ int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp)
     }
     db->mark = NULL;
     if (!keep) {
-        if (step(db, ST_ROLLBACK_TO, errp) < 0)
+        if (db_step(db, ST_ROLLBACK_TO, errp) < 0)
             return -1;
         /* the journal forgets what the savepoint held */
         if (mark) {
@@ -709,149 +662,18 @@ int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp)
             db->jtail = mark;
         }
     }
-    return step(db, ST_RELEASE, errp);
+    return db_step(db, ST_RELEASE, errp);
 }
 
 void pl_db_rollback(struct pl_db *db)
 {
     /* N.B. after some errors (SQLITE_FULL) SQLite has already rolled back */
     if (db->in_txn && !sqlite3_get_autocommit(db->h))
-        step(db, ST_ROLLBACK, NULL);
+        db_step(db, ST_ROLLBACK, NULL);
     db->in_txn = 0;
     db->failed = 0;
     db->why[0] = '\0';
     journal_clear(db);
-}
-
-int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
-                      double now, uint64_t *id, struct pl_error *errp)
-{
-    sqlite3_stmt *st = db->st[ST_INSERT];
-
-    if (db->failed)
-        return refuse(db, errp);
-    if (begin(db, errp) < 0)
-        return -1;
-    bind_text(st, 1, s->name);
-    bind_text(st, 2, s->argv_json);
-    bind_text(st, 3, s->env_json);
-    bind_text(st, 4, s->cwd);
-    sqlite3_bind_int64(st, 5, s->ranks);
-    sqlite3_bind_int64(st, 6, s->cores_per_rank);
-    sqlite3_bind_int64(st, 7, s->gpus_per_rank);
-    if (s->timeout > 0)
-        sqlite3_bind_double(st, 8, s->timeout);
-    else
-        sqlite3_bind_null(st, 8);
-    sqlite3_bind_int64(st, 9, s->retries);
-    sqlite3_bind_text(st, 10, pl_state_name(state), -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 11, now);
-    sqlite3_bind_int64(st, 12, s->nodes);
-    sqlite3_bind_int64(st, 13, s->ranks_per_node);
-    sqlite3_bind_int(st, 14, s->exclusive);
-    bind_text(st, 15, s->comm ? s->comm : "none");
-    bind_text(st, 16, s->launcher);
-    bind_text(st, 17, s->after_json);
-    if (s->array_id) {
-        sqlite3_bind_int64(st, 18, (sqlite3_int64)s->array_id);
-        sqlite3_bind_int64(st, 19, (sqlite3_int64)s->array_index);
-    }
-    else {
-        sqlite3_bind_null(st, 18);
-        sqlite3_bind_null(st, 19);
-    }
-    sqlite3_bind_int64(st, 20, s->priority);
-    bind_text(st, 21, s->tags_json);
-    if (step(db, ST_INSERT, errp) < 0)
-        return -1;
-    *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
-    return event(db, ST_EVENT, *id, now, state, 0, NULL, NULL, NULL, NULL,
-                 -1, errp);
-}
-
-int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
-                     struct pl_error *errp)
-{
-    sqlite3_stmt *st = db->st[ST_ARRAY];
-
-    if (db->failed)
-        return refuse(db, errp);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)index);
-    return step(db, ST_ARRAY, errp);
-}
-
-long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
-                        uint64_t *nindex, uint64_t *live,
-                        struct pl_error *errp)
-{
-    sqlite3_stmt *st = NULL;
-    uint64_t *v = NULL, n = 0, cap = 0;
-    long count = 0;
-    int rc;
-
-    *live = 0;
-    if (sqlite3_prepare_v2(db->h, "SELECT array_index, state FROM tasks "
-                                  "WHERE array_id = ?1 ORDER BY id", -1, &st,
-                           NULL) != SQLITE_OK)
-        return dberr(db, errp, "read an array");
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
-        count++;
-        if (!pl_state_final(state))
-            (*live)++;
-        if (state != PL_ST_FAILED && state != PL_ST_TIMEOUT)
-            continue;
-        if (n == cap) {
-            uint64_t *nv;
-            cap = cap ? cap * 2 : 256;
-            if (!(nv = realloc(v, cap * sizeof(*nv)))) {
-                free(v);
-                sqlite3_finalize(st);
-                errno = ENOMEM;
-                return pl_errprintf(errp, "out of memory");
-            }
-            v = nv;
-        }
-        v[n++] = (uint64_t)sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        free(v);
-        return dberr(db, errp, "read an array");
-    }
-    *index = v;
-    *nindex = n;
-    return count;
-}
-
-long pl_db_array_members(struct pl_db *db, uint64_t id,
-                         int (*cb)(uint64_t id, int state, void *arg),
-                         void *arg, struct pl_error *errp)
-{
-    sqlite3_stmt *st = db->st[ST_MEMBERS];
-    long n = 0;
-    int rc;
-
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        n++;
-        if (cb((uint64_t)sqlite3_column_int64(st, 0),
-               pl_state_parse((const char *)sqlite3_column_text(st, 1)),
-               arg) < 0) {
-            pl_errprintf(errp, "out of memory");
-            n = -1;
-            break;
-        }
-    }
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        dberr(db, errp, st_name[ST_MEMBERS]);
-        n = -1;
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return n;
 }
 
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
@@ -924,8 +746,8 @@ int pl_db_meta_get(struct pl_db *db, const char *key, char **val,
     *val = NULL;
     if (sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key = ?", -1,
                            &st, NULL) != SQLITE_OK)
-        return dberr(db, errp, "read meta");
-    bind_text(st, 1, key);
+        return db_err(db, errp, "read meta");
+    db_bind_text(st, 1, key);
     if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_text(st, 0)
         && !(*val = strdup((const char *)sqlite3_column_text(st, 0)))) {
         sqlite3_finalize(st);
@@ -933,7 +755,7 @@ int pl_db_meta_get(struct pl_db *db, const char *key, char **val,
         return pl_errprintf(errp, "out of memory");
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        dberr(db, errp, "read meta");
+        db_err(db, errp, "read meta");
         sqlite3_finalize(st);
         return -1;
     }
@@ -941,126 +763,3 @@ int pl_db_meta_get(struct pl_db *db, const char *key, char **val,
     return 0;
 }
 
-int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
-                    uint32_t ranks, pl_db_place_f cb, void *arg,
-                    struct pl_error *errp)
-{
-    sqlite3_stmt *st = NULL;
-    int rc;
-    /* one rank: the task's row; more: each rank's 'assigned' event */
-    const char *q = ranks == 1
-        ? "SELECT 0, node, cores, gpus FROM tasks WHERE id = ?1"
-        : "SELECT rank, node, cores, gpus FROM events WHERE task = ?1 AND "
-          "attempt = ?2 AND rank IS NOT NULL AND state = 'assigned' "
-          "ORDER BY id";
-
-    if (sqlite3_prepare_v2(db->h, q, -1, &st, NULL) != SQLITE_OK)
-        return dberr(db, errp, "read placement");
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    if (ranks != 1)
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)attempt);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        sqlite3_int64 r = sqlite3_column_int64(st, 0);
-        const char *node = (const char *)sqlite3_column_text(st, 1);
-        if (r < 0 || r >= ranks || !node)
-            continue;
-        cb((uint32_t)r, node, (const char *)sqlite3_column_text(st, 2),
-           (const char *)sqlite3_column_text(st, 3), arg);
-    }
-    if (rc != SQLITE_DONE) {
-        dberr(db, errp, "read placement");
-        sqlite3_finalize(st);
-        return -1;
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
-int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
-                    struct pl_error *errp)
-{
-    sqlite3_stmt *st = NULL;
-    int rc;
-
-    if (sqlite3_prepare_v2(db->h,
-                           "SELECT id, state, name, argv, env, cwd, ranks, "
-                           "cores_per_rank, gpus_per_rank, retries, timeout, "
-                           "attempts, nodes, ranks_per_node, exclusive, comm, "
-                           "launcher, after, array_id, array_index, priority "
-                           "FROM tasks WHERE state NOT IN ('done', 'failed', "
-                           "'canceled', 'timeout') ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return dberr(db, errp, "load tasks");
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct pl_db_spec s = {
-            .name = (const char *)sqlite3_column_text(st, 2),
-            .argv_json = (const char *)sqlite3_column_text(st, 3),
-            .env_json = (const char *)sqlite3_column_text(st, 4),
-            .cwd = (const char *)sqlite3_column_text(st, 5),
-            .ranks = (uint32_t)sqlite3_column_int64(st, 6),
-            .cores_per_rank = (uint32_t)sqlite3_column_int64(st, 7),
-            .gpus_per_rank = (uint32_t)sqlite3_column_int64(st, 8),
-            .retries = (uint32_t)sqlite3_column_int64(st, 9),
-            .timeout = sqlite3_column_double(st, 10),
-            .nodes = (uint32_t)sqlite3_column_int64(st, 12),
-            .ranks_per_node = (uint32_t)sqlite3_column_int64(st, 13),
-            .exclusive = sqlite3_column_int(st, 14) != 0,
-            .comm = (const char *)sqlite3_column_text(st, 15),
-            .launcher = (const char *)sqlite3_column_text(st, 16),
-            .after_json = (const char *)sqlite3_column_text(st, 17),
-            .array_id = (uint64_t)sqlite3_column_int64(st, 18),
-            .array_index = (uint64_t)sqlite3_column_int64(st, 19),
-            .priority = (int32_t)sqlite3_column_int64(st, 20),
-        };
-        int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
-        if (cb((uint64_t)sqlite3_column_int64(st, 0), state, &s,
-               (uint32_t)sqlite3_column_int64(st, 11), arg) < 0) {
-            sqlite3_finalize(st);
-            return pl_errprintf(errp, "cannot rebuild the queue: %s",
-                                strerror(errno));
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        dberr(db, errp, "load tasks");
-        sqlite3_finalize(st);
-        return -1;
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
-uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
-                            struct pl_error *errp)
-{
-    sqlite3_stmt *st = db->st[ST_BY_NAME];
-    uint64_t id = 0;
-    int rc;
-
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        id = (uint64_t)sqlite3_column_int64(st, 0);
-    else if (rc != SQLITE_DONE) {
-        dberr(db, errp, "task by name");
-        id = UINT64_MAX;
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return id;
-}
-
-int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp)
-{
-    sqlite3_stmt *st = db->st[ST_STATE];
-    int rc, state = 0;
-
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        state = pl_state_parse((const char *)sqlite3_column_text(st, 0));
-    else if (rc != SQLITE_DONE) {
-        dberr(db, errp, "task state");
-        state = -1;
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return state;
-}

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "proto/error.h"
+#include "proto/spec.h"
 
 struct pl_db;
 
@@ -29,23 +30,40 @@ struct pl_db_change {
     int64_t maxrss_kb;   /* -1: none */
 };
 
-/* A task as submitted, for pl_db_task_insert(). */
-struct pl_db_spec {
-    const char *name;
-    const char *argv_json; /* JSON array of strings */
-    const char *env_json;  /* JSON array or NULL */
-    const char *cwd;
-    uint32_t ranks, cores_per_rank, gpus_per_rank, retries;
-    uint32_t nodes, ranks_per_node; /* 0: any */
-    bool exclusive;
-    const char *comm;      /* "none", "torch", "mpi", or NULL (none) */
-    const char *launcher;  /* comm mpi: "srun" or "mpirun", or NULL */
-    double timeout;
-    const char *after_json; /* JSON [[id, any]], or NULL: none */
-    uint64_t array_id;     /* 0: not an array element */
+/* One dependency as stored: a task, or an array's every element unless
+ * 'one' (element 0's id alone would mean the whole array), and whether
+ * any end will do. */
+struct pl_db_dep {
+    uint64_t id;
+    bool any;
+    bool one;
+};
+
+/* A task to insert.  Borrowed.  The element of an array has its own
+ * argv and name ('{}' replaced); else they are the spec's. */
+struct pl_db_task {
+    const struct pl_spec *spec;
+    char *const *argv;         /* NULL: the spec's */
+    const char *name;          /* NULL: the spec's */
+    const struct pl_db_dep *after;
+    uint32_t nafter;
+    uint64_t array_id;         /* 0: not an array element (or element 0,
+                                  marked with pl_db_task_array()) */
     uint64_t array_index;
-    int32_t priority;      /* higher starts first */
-    const char *tags_json; /* JSON {"key": "value"}, or NULL: none */
+};
+
+/* A task not ended, as loaded: its spec as stored (argv, env, cwd and
+ * the shape: owned by the row, a callback may take them by setting them
+ * NULL), its dependencies and its attempts so far. */
+struct pl_db_row {
+    uint64_t id;
+    int state;
+    uint32_t attempts;
+    struct pl_spec spec;
+    struct pl_db_dep *after;   /* 'nafter', owned by the row */
+    uint32_t nafter;
+    uint64_t array_id;
+    uint64_t array_index;
 };
 
 /* Open (creating if needed) the database at 'path': WAL journal,
@@ -107,18 +125,18 @@ size_t pl_db_unstored(const struct pl_db *db);
 int pl_db_savepoint(struct pl_db *db, struct pl_error *errp);
 int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp);
 
-/* Insert a task in 'state' (queued) with its first event; *id gets the
- * new id.  Not journaled: a failed commit loses it, and the caller must
- * forget the task.  Returns 0 or -1 (errp; while failed, its errno). */
-int pl_db_task_insert(struct pl_db *db, const struct pl_db_spec *s, int state,
-                      double now, uint64_t *id, struct pl_error *errp);
+/* Insert a task in 'state' (queued or waiting) with its first event;
+ * *id gets the new id.  argv, env and tags are stored as JSON text.  Not
+ * journaled: a failed commit loses it, and the caller must forget the
+ * task.  Returns 0 or -1 (errp; while failed, its errno; ENOMEM). */
+int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
+                      int state, double now, uint64_t *id,
+                      struct pl_error *errp);
 
 /* Task 'id' (just inserted) is the first element of an array: its own
  * array_id, at 'index'. */
 int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
                      struct pl_error *errp);
-/* Call 'cb' for each task of array 'id' (none: 'id' is not an array's),
- * in order.  The count, or -1 with errp set (cb failed: ENOMEM). */
 /* The indexes of array 'id''s elements that ended failed or timeout, in
  * order, into *index (malloc'd, *nindex of them); *live: its elements
  * not ended yet.  The array's element count (0: 'id' is not an array's),
@@ -126,6 +144,8 @@ int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
 long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
                         uint64_t *nindex, uint64_t *live,
                         struct pl_error *errp);
+/* Call 'cb' for each task of array 'id' (none: 'id' is not an array's),
+ * in order.  The count, or -1 with errp set (cb failed: ENOMEM). */
 long pl_db_array_members(struct pl_db *db, uint64_t id,
                          int (*cb)(uint64_t id, int state, void *arg),
                          void *arg, struct pl_error *errp);
@@ -160,10 +180,12 @@ int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
                     uint32_t ranks, pl_db_place_f cb, void *arg,
                     struct pl_error *errp);
 
-/* Call 'cb' for each task not in a final state, oldest first, with the
- * columns needed to rebuild the queue. */
-typedef int (*pl_db_live_f)(uint64_t id, int state, const struct pl_db_spec *s,
-                            uint32_t attempts, void *arg);
+/* Call 'cb' for each task not in a final state, oldest first, with what
+ * is needed to rebuild the queue; the row is cleared after the call.  A
+ * row whose stored argv cannot be read (it cannot happen: submit stored
+ * a valid array) is skipped with a log line.  'cb' returns 0, or -1 to
+ * stop (with errno). */
+typedef int (*pl_db_live_f)(struct pl_db_row *row, void *arg);
 int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                     struct pl_error *errp);
 

@@ -1,138 +1,250 @@
-/* daemon/launch.c - the agents' process: one srun step, or one local child */
-#include <errno.h>
-#include <fcntl.h>
+/* daemon/launch.c - the agents' srun step, its restarts, and single agents
+ *
+ * pilotd starts its agents as one `srun --overlap --ntasks-per-node=1`
+ * step over the job's nodes (with --local, one pilot-agent child).  When
+ * the step ends unexpectedly every agent is lost and the step starts
+ * again after a pause, a few times; when one node's agent is lost while
+ * the step lives, another agent is started on that node alone.
+ */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "daemon/launch.h"
+#include "daemon/child.h"
+#include "daemon/daemon_private.h"
 #include "proto/log.h"
-#include "proto/msg.h"
 
-struct pl_launch {
-    uv_process_t proc;
-    uv_loop_t *loop;
-    char **argv;
-    char *logpath;
-    int running;
-    int has_handle;  /* proc was initialised by uv_spawn and not closed */
-    int freeing;
-    pl_launch_exit_f cb;
-    void *arg;
+#define RESTART_DELAY 5000     /* ms before restarting the agents' step */
+#define MAX_RESTARTS 5
+#define ORPHAN_TIMEOUT 600     /* s an agent outlives a silent pilotd */
+#define NODE_RESTARTS 3        /* agents started on a node that lost its */
+
+struct pl_node_launch {
+    struct pl_child *child;
+    char node[64];
+    int starts;
 };
 
-static void free_mem(struct pl_launch *l)
+bool pl_launch_running(const struct pl_daemon *d)
 {
-    pl_strv_free(l->argv);
-    free(l->logpath);
-    free(l);
+    return d->launch && pl_child_running(d->launch);
 }
 
-static void close_cb(uv_handle_t *h)
+/* The srun command of agents on 'nodelist' ('count' nodes), or on the
+ * job's nodes if NULL, into argv[] (room for 48); its formatted strings
+ * go to 'bufs' (buflen >= 512 + the paths).  0, or -1: too long. */
+static int agent_argv(struct pl_daemon *d, const char *nodelist, int count,
+                      const char **argv, char *bufs, size_t buflen)
 {
-    struct pl_launch *l = h->data;
+    const char *cpn = getenv("SLURM_CPUS_ON_NODE");
+    const char *gpn = getenv("SLURM_GPUS_ON_NODE");
+    int want = nodelist ? count : d->cfg.expected_agents;
+    size_t off = 0;
+    int n = 0;
 
-    l->has_handle = 0;
-    if (l->freeing)
-        free_mem(l);
-}
-
-static void exit_cb(uv_process_t *p, int64_t status, int signum)
-{
-    struct pl_launch *l = p->data;
-
-    l->running = 0;
-    uv_close((uv_handle_t *)p, close_cb);
-    if (!l->freeing && l->cb)
-        l->cb(l, status, signum, l->arg);
-}
-
-struct pl_launch *pl_launch_new(uv_loop_t *loop, char *const *argv,
-                                const char *logpath, pl_launch_exit_f cb,
-                                void *arg, struct pl_error *errp)
-{
-    struct pl_launch *l;
-
-    if (!(l = calloc(1, sizeof(*l)))
-        || !(l->argv = pl_strv_dup(argv))
-        || (logpath && !(l->logpath = strdup(logpath)))) {
-        pl_errprintf(errp, "out of memory");
-        if (l)
-            free_mem(l);
-        return NULL;
+    /* each formatted argument is one more string in 'bufs' */
+#define FMT(...)                                                             \
+    do {                                                                     \
+        int w_ = snprintf(bufs + off, buflen - off, __VA_ARGS__);            \
+        if (w_ < 0 || (size_t)w_ >= buflen - off)                            \
+            return -1;                                                       \
+        argv[n++] = bufs + off;                                              \
+        off += (size_t)w_ + 1;                                               \
+    } while (0)
+    argv[n++] = "srun";
+    argv[n++] = "--overlap";
+    FMT("--nodes=%d", want);
+    FMT("--ntasks=%d", want);
+    argv[n++] = "--ntasks-per-node=1";
+    argv[n++] = "--kill-on-bad-exit=0";
+    argv[n++] = "--cpu-bind=none";
+    argv[n++] = "--mem=0";
+    argv[n++] = "--job-name=pilot-agents";
+    if (nodelist) {
+        argv[n++] = "--nodelist";
+        argv[n++] = nodelist;
     }
-    l->loop = loop;
-    l->cb = cb;
-    l->arg = arg;
-    return l;
-}
-
-int pl_launch_start(struct pl_launch *l, struct pl_error *errp)
-{
-    uv_process_options_t opts = { 0 };
-    uv_stdio_container_t stdio[3];
-    int fd = -1, rc;
-
-    if (l->running || l->has_handle) {
-        errno = EBUSY;
-        return pl_errprintf(errp, "agents' process is still running");
-    }
-    if (l->logpath
-        && (fd = open(l->logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                      0600)) < 0)
-        return pl_errprintf(errp, "cannot open %s: %s", l->logpath,
-                            strerror(errno));
-    stdio[0].flags = UV_IGNORE;
-    for (int i = 1; i < 3; i++) {
-        stdio[i].flags = UV_INHERIT_FD;
-        stdio[i].data.fd = fd >= 0 ? fd : i;
-    }
-    opts.file = l->argv[0];
-    opts.args = l->argv;
-    opts.stdio = stdio;
-    opts.stdio_count = 3;
-    opts.exit_cb = exit_cb;
-    l->proc.data = l;
-    rc = uv_spawn(l->loop, &l->proc, &opts);
-    if (fd >= 0)
-        close(fd);
-    l->has_handle = 1; /* uv_spawn initialises the handle even on failure */
-    if (rc < 0) {
-        uv_close((uv_handle_t *)&l->proc, close_cb);
-        errno = -rc;
-        return pl_errprintf(errp, "cannot start %s: %s", l->argv[0],
-                            uv_strerror(rc));
-    }
-    l->running = 1;
-    pl_log(LOG_NOTICE, "started agents' process pid %d: %s ...", l->proc.pid,
-           l->argv[0]);
+    /* the agent's affinity mask must cover the whole node */
+    if (cpn && atoi(cpn) > 0)
+        FMT("--cpus-per-task=%d", atoi(cpn));
+    if (gpn && atoi(gpn) > 0)
+        FMT("--gres=gpu:%d", atoi(gpn));
+    FMT("%s/pilot-agent", d->bindir);
+    argv[n++] = "--connect";
+    argv[n++] = d->aep;
+    /* agents outlive a pilotd that dies and follow the next */
+    argv[n++] = "--dir";
+    argv[n++] = d->dir;
+    argv[n++] = "--orphan-timeout";
+    FMT("%d", ORPHAN_TIMEOUT);
+    /* the pilot directory is on a filesystem every node sees */
+    argv[n++] = "--keys";
+    argv[n++] = d->keydir;
+    argv[n] = NULL;
+#undef FMT
     return 0;
 }
 
-int pl_launch_running(const struct pl_launch *l)
+static void restart_cb(uv_timer_t *h)
 {
-    return l->running;
-}
+    struct pl_daemon *d = h->data;
+    struct pl_error err;
 
-void pl_launch_kill(struct pl_launch *l, int signum)
-{
-    if (l->running)
-        uv_process_kill(&l->proc, signum);
-}
-
-void pl_launch_free(struct pl_launch *l)
-{
-    if (!l)
+    if (d->stopping)
         return;
-    int saved = errno;
-    l->freeing = 1;
-    if (l->running) {
-        uv_process_kill(&l->proc, SIGKILL);
-        l->running = 0;
-        uv_close((uv_handle_t *)&l->proc, close_cb);
+    if (pl_launch_agents(d, NULL, 0, &err) < 0)
+        pl_log(LOG_ERR, "restart agents: %s", err.text);
+}
+
+static void launch_exit_cb(struct pl_child *c, int64_t status, int signum,
+                           void *arg)
+{
+    struct pl_daemon *d = arg;
+    (void)c;
+
+    if (d->stopping) {
+        pl_log(LOG_NOTICE, "agents' process ended (status %lld, signal %d)",
+               (long long)status, signum);
+        /* nothing to wait for any more */
+        pl_daemon_stop(d, NULL);
+        return;
     }
-    else if (!l->has_handle)
-        free_mem(l);
-    /* else: a close is pending; close_cb frees */
-    errno = saved;
+    pl_log(LOG_WARNING, "agents' process ended unexpectedly (status %lld, "
+           "signal %d)", (long long)status, signum);
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        if (n->state == PL_NODE_UP)
+            pl_agents_lost(d, n, "agents' process ended");
+    }
+    pl_daemon_flush(d);
+    if (d->restarts++ < MAX_RESTARTS) {
+        pl_log(LOG_NOTICE, "restarting the agents in %d s (%d of %d)",
+               RESTART_DELAY / 1000, d->restarts, MAX_RESTARTS);
+        uv_timer_start(&d->restart_timer, restart_cb, RESTART_DELAY, 0);
+    }
+    else
+        pl_log(LOG_ERR, "agents failed %d times; not restarting them",
+               d->restarts);
+}
+
+int pl_launch_agents(struct pl_daemon *d, const char *nodelist, int count,
+                     struct pl_error *errp)
+{
+    char agent[PL_PATH_MAX + 32], logpath[PL_PATH_MAX + 64];
+    char bufs[PL_PATH_MAX + 512];
+    const char *argv[48];
+    int n = 0;
+
+    snprintf(agent, sizeof(agent), "%s/pilot-agent", d->bindir);
+    if (d->cfg.local && d->cfg.no_agent)
+        return 0;
+    if (!d->launch) {
+        if (d->cfg.local) {
+            snprintf(logpath, sizeof(logpath), "%s/logs/agent-local.log",
+                     d->dir);
+            argv[n++] = agent;
+            argv[n++] = "--local";
+            argv[n++] = "--connect";
+            argv[n++] = d->aep;
+            argv[n++] = "--keys";
+            argv[n++] = d->keydir;
+            if (d->cfg.agent_cores) {
+                argv[n++] = "--cores";
+                argv[n++] = d->cfg.agent_cores;
+            }
+            argv[n] = NULL;
+        }
+        else {
+            snprintf(logpath, sizeof(logpath), "%s/logs/srun-agents.log",
+                     d->dir);
+            if (agent_argv(d, nodelist, count, argv, bufs, sizeof(bufs))
+                < 0)
+                return pl_errprintf(errp, "agents' command too long");
+        }
+        if (!(d->launch = pl_child_new(d->loop, (char *const *)argv, logpath,
+                                       launch_exit_cb, d, errp)))
+            return -1;
+    }
+    return pl_child_start(d->launch, errp);
+}
+
+static void node_exit_cb(struct pl_child *c, int64_t status, int signum,
+                         void *arg)
+{
+    struct pl_node_launch *nl = arg;
+    (void)c;
+
+    pl_log(LOG_NOTICE, "agent step on %s ended (status %lld, signal %d)",
+           nl->node, (long long)status, signum);
+}
+
+/* The record of agents started on node 'name', made if needed (NULL:
+ * out of memory). */
+static struct pl_node_launch *node_launch(struct pl_daemon *d,
+                                          const char *name)
+{
+    struct pl_node_launch *nl, **v;
+
+    for (size_t i = 0; i < d->nnode_launch; i++)
+        if (!strcmp(d->node_launch[i]->node, name))
+            return d->node_launch[i];
+    if (!(v = realloc(d->node_launch, (d->nnode_launch + 1) * sizeof(*v))))
+        return NULL;
+    d->node_launch = v;
+    if (!(nl = calloc(1, sizeof(*nl))))
+        return NULL;
+    d->node_launch[d->nnode_launch++] = nl;
+    snprintf(nl->node, sizeof(nl->node), "%s", name);
+    return nl;
+}
+
+void pl_launch_node(struct pl_daemon *d, const struct pl_node *n)
+{
+    struct pl_node_launch *nl;
+    struct pl_error err = { .text = "agent's command too long" };
+    const char *argv[48];
+    char bufs[PL_PATH_MAX + 512], logpath[PL_PATH_MAX + 96];
+
+    /* if the old agent was only cut off, it is told to exit when it
+     * comes back (pl_agents_cb) */
+    if (d->cfg.local || d->stopping)
+        return;
+    if (!(nl = node_launch(d, n->name))) {
+        pl_log(LOG_ERR, "restart agent on %s: out of memory", n->name);
+        return;
+    }
+    if (nl->child && pl_child_running(nl->child))
+        return;
+    if (nl->starts >= NODE_RESTARTS) {
+        pl_log(LOG_WARNING, "not starting another agent on %s: %d tried "
+               "already", n->name, nl->starts);
+        return;
+    }
+    pl_child_free(nl->child);
+    nl->child = NULL;
+    nl->starts++;
+    snprintf(logpath, sizeof(logpath), "%s/logs/srun-agent-%s.log", d->dir,
+             n->name);
+    if (agent_argv(d, n->name, 1, argv, bufs, sizeof(bufs)) < 0
+        || !(nl->child = pl_child_new(d->loop, (char *const *)argv, logpath,
+                                      node_exit_cb, nl, &err))
+        || pl_child_start(nl->child, &err) < 0) {
+        pl_log(LOG_ERR, "restart agent on %s: %s", n->name, err.text);
+        return;
+    }
+    pl_log(LOG_NOTICE, "started another agent on %s (%d of %d)", n->name,
+           nl->starts, NODE_RESTARTS);
+}
+
+void pl_launch_free_all(struct pl_daemon *d)
+{
+    pl_child_free(d->launch);
+    d->launch = NULL;
+    for (size_t i = 0; i < d->nnode_launch; i++) {
+        pl_child_free(d->node_launch[i]->child);
+        free(d->node_launch[i]);
+    }
+    free(d->node_launch);
+    d->node_launch = NULL;
+    d->nnode_launch = 0;
 }

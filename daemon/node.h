@@ -19,10 +19,7 @@ enum pl_node_state {
 
 struct pl_node {
     char name[64];
-    unsigned char rid[256]; /* ZeroMQ routing id of its agent */
-    size_t ridlen;
     int state;
-    long pid;
     uint32_t ncores;
     uint64_t *cpu;          /* CPU ids, as the agent registered them */
     uint64_t *core_task;    /* task holding each core, 0 = free */
@@ -32,10 +29,7 @@ struct pl_node {
     uint32_t free_cores, free_gpus;
     uint32_t gpu_next;      /* where the next GPU search starts */
     uint32_t running;       /* tasks placed here and not yet ended */
-    uint64_t run_seq;       /* RUN messages sent to its agent */
     uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
-    bool want;              /* the agent pulled and got nothing since */
-    double joined, last_seen;
 };
 
 /* A rendezvous port on 'n' no running task of this pilot holds, marked

@@ -145,8 +145,8 @@ void pl_sched_free(struct pl_sched *s)
     errno = saved;
 }
 
-struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
-                                   int32_t priority, char ***argv,
+struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
+                                   bool queue, int32_t priority, char ***argv,
                                    char ***env, char **cwd)
 {
     struct pl_dtask *t;
@@ -175,7 +175,6 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
     if (!(t = calloc(1, sizeof(*t))))
         return NULL;
     t->id = id;
-    t->state = state;
     t->priority = priority;
     t->ranks = 1;
     t->cores_per_rank = 1;
@@ -188,7 +187,7 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
     *env = NULL;
     *cwd = NULL;
     s->tab[id] = t;
-    if (state == PL_ST_QUEUED)
+    if (queue)
         enqueue(s, t, false);
     return t;
 }
@@ -263,7 +262,6 @@ void pl_sched_task_remove(struct pl_sched *s, struct pl_dtask *t)
 void pl_sched_requeue(struct pl_sched *s, struct pl_dtask *t, bool head)
 {
     release(t);
-    t->state = PL_ST_QUEUED;
     t->cancel = false;
     if (!t->inq)
         enqueue(s, t, head);
@@ -294,15 +292,6 @@ struct pl_node *pl_sched_node_find(struct pl_sched *s, const char *name)
 {
     for (size_t i = 0; i < s->nnodes; i++)
         if (!strcmp(s->nodes[i]->name, name))
-            return s->nodes[i];
-    return NULL;
-}
-
-struct pl_node *pl_sched_node_by_rid(struct pl_sched *s, const void *rid,
-                                     size_t len)
-{
-    for (size_t i = 0; i < s->nnodes; i++)
-        if (s->nodes[i]->ridlen == len && !memcmp(s->nodes[i]->rid, rid, len))
             return s->nodes[i];
     return NULL;
 }
@@ -486,7 +475,6 @@ static int take(struct pl_sched *s, struct pl_dtask *t, const uint32_t *count)
             rk->node_rank = node_rank;
             rk->local_rank = l;
             rk->local_size = c;
-            rk->state = PL_ST_ASSIGNED;
             if (!(rk->core_idx = calloc(rk->ncores + 1, sizeof(uint32_t)))
                 || !(rk->gpu_idx = calloc(rk->ngpus + 1, sizeof(uint32_t)))
                 || pl_node_alloc(n, t->id, rk->ncores, rk->ngpus,
@@ -617,8 +605,6 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             TAILQ_REMOVE(q, t, qent);
             t->inq = false;
             s->nqueued--;
-            t->state = PL_ST_ASSIGNED;
-            t->attempt++;
             place(t, arg);
             placed++;
             if (!s->resv)

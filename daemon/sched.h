@@ -22,8 +22,7 @@
 #include <sys/queue.h>
 
 #include "daemon/node.h"
-
-enum pl_comm { PL_COMM_NONE = 0, PL_COMM_TORCH, PL_COMM_MPI };
+#include "proto/spec.h"
 
 /* One rank's place: its node, cores and GPUs (indexes into the node's
  * lists), its position among the task's nodes and on its node. */
@@ -34,7 +33,8 @@ struct pl_rank {
     uint32_t *gpu_idx;         /* owned, ngpus entries */
     uint32_t ngpus;
     uint32_t node_rank, local_rank, local_size;
-    int state;                 /* assigned, running, or a final state */
+    int state;                 /* assigned, running, or a final state
+                                  (daemon/task.c writes it) */
     uint64_t run_seq;          /* the RUN that carried it to its agent */
     char *orphan;              /* owned: "NODE\tCPUS\tGPUS" where a
                                   restarted pilotd's database placed it,
@@ -52,16 +52,16 @@ struct pl_waiter {
 
 struct pl_dtask {
     uint64_t id;
-    int state;                 /* enum pl_state */
+    int state;                 /* enum pl_state (daemon/task.c writes it) */
     int32_t priority;          /* higher is started first */
-    uint32_t attempt;          /* attempts started so far */
+    uint32_t attempt;          /* attempts started so far (task.c) */
     uint32_t retries;
     uint32_t cores_per_rank, gpus_per_rank;
     uint32_t ranks;            /* >= 1 */
     uint32_t nodes_req;        /* exactly this many nodes, 0: any */
     uint32_t ranks_per_node;   /* 0: any */
     bool exclusive;            /* whole nodes, shared with no other task */
-    int comm;                  /* enum pl_comm */
+    int comm;                  /* enum pl_comm (proto/spec.h) */
     bool mpirun;               /* comm mpi: launch with mpirun, not srun */
     uint32_t orphans;          /* ranks with 'orphan' set */
     uint32_t spared;           /* requeues not charged to 'retries' */
@@ -98,13 +98,13 @@ struct pl_sched *pl_sched_new(void);
 void pl_sched_free(struct pl_sched *s);
 
 /* A new task (argv/env/cwd are taken over: on success the task owns them
- * and the pointers are set to NULL).  Queued tasks join the tail of
- * their priority's FIFO (the queue runs higher priorities first).
- * NULL with errno: EEXIST (id taken), EOVERFLOW (id above PL_SCHED_ID_MAX),
- * ENOMEM. */
+ * and the pointers are set to NULL), its state 0 for the caller to set.
+ * With 'queue' it joins the tail of its priority's FIFO (the queue runs
+ * higher priorities first).  NULL with errno: EEXIST (id taken),
+ * EOVERFLOW (id above PL_SCHED_ID_MAX), ENOMEM. */
 #define PL_SCHED_ID_MAX (UINT64_C(1) << 40)
-struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id, int state,
-                                   int32_t priority, char ***argv,
+struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
+                                   bool queue, int32_t priority, char ***argv,
                                    char ***env, char **cwd);
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
 /* Seconds before the pilot drains (0: no limit): a queued task whose
@@ -116,8 +116,8 @@ uint64_t pl_sched_max_id(const struct pl_sched *s);
 /* Forget a task (it reached a final state): leaves the queue, releases
  * its node resources, and is freed. */
 void pl_sched_task_remove(struct pl_sched *s, struct pl_dtask *t);
-/* Back to the queue (its node's resources are released). 'head' puts it
- * first. */
+/* Back to the queue (its node's resources are released, its attempt's
+ * results forgotten; the state is the caller's). 'head' puts it first. */
 void pl_sched_requeue(struct pl_sched *s, struct pl_dtask *t, bool head);
 /* Out of the queue, e.g. canceled while queued (the state is left for
  * the caller to set). */
@@ -127,8 +127,6 @@ size_t pl_sched_queued(const struct pl_sched *s);
 /* Nodes.  Added nodes are owned by the scheduler. */
 int pl_sched_node_add(struct pl_sched *s, struct pl_node *n);
 struct pl_node *pl_sched_node_find(struct pl_sched *s, const char *name);
-struct pl_node *pl_sched_node_by_rid(struct pl_sched *s, const void *rid,
-                                     size_t len);
 size_t pl_sched_nnodes(const struct pl_sched *s);
 struct pl_node *pl_sched_node_at(struct pl_sched *s, size_t i);
 /* Call 'cb' for each live task with a rank on 'n' (every live task when
@@ -156,9 +154,9 @@ void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len);
 uint64_t pl_sched_reserved_for(const struct pl_sched *s);
 
 /* Place queued tasks on the nodes that are up; 'place' is called for
- * each (the task is out of the queue, each rank holds its cores, the task
- * is in state assigned with its attempt counted: the caller records
- * that).  Returns the number placed. */
+ * each (the task is out of the queue and each rank holds its cores; its
+ * state and attempt are left for the caller to record).  Returns the
+ * number placed. */
 typedef void (*pl_sched_place_f)(struct pl_dtask *t, void *arg);
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg);
 

@@ -20,6 +20,18 @@ int pl_errprintf(struct pl_error *errp, const char *fmt, ...)
     return -1;
 }
 
+int pl_errset(struct pl_error *errp, int errnum, const char *fmt, ...)
+{
+    if (errp) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
+        va_end(ap);
+    }
+    errno = errnum;
+    return -1;
+}
+
 void pl_fatal(int code, const char *fmt, ...)
 {
     va_list ap;

@@ -13,6 +13,11 @@ struct pl_error {
 int pl_errprintf(struct pl_error *errp, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* pl_errprintf() that sets errno to 'errnum': a refusal in one call,
+ * `return pl_errset(errp, EINVAL, "ranks must be at least 1");`. */
+int pl_errset(struct pl_error *errp, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Print "prog: error: MSG" to stderr and exit(code). main() only. */
 void pl_fatal(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));

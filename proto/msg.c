@@ -276,42 +276,6 @@ void pl_msg_release(struct pl_msg *m)
     }
 }
 
-bool pl_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-
-    while (i < len) {
-        unsigned c = p[i];
-        size_t n;
-        uint32_t cp, min;
-
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xc2 && c <= 0xdf)
-            n = 1, cp = c & 0x1f, min = 0x80;
-        else if (c >= 0xe0 && c <= 0xef)
-            n = 2, cp = c & 0x0f, min = 0x800;
-        else if (c >= 0xf0 && c <= 0xf4)
-            n = 3, cp = c & 0x07, min = 0x10000;
-        else
-            return false; /* a continuation byte, 0xc0, 0xc1, >= 0xf5 */
-        if (n >= len - i)
-            return false;
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        i += n + 1;
-    }
-    return true;
-}
-
 const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key)
 {
     size_t klen = strlen(key);
@@ -518,7 +482,28 @@ int pl_mp_uintv(const msgpack_object *map, const char *key, bool required,
     return 1;
 }
 
-void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq, uint32_t nfields)
+/* The map32 header of 'm' says m->n pairs. */
+static void wmap_count(struct pl_wmap *m)
+{
+    unsigned char *h = (unsigned char *)m->w->sb.data + m->at;
+
+    h[1] = (unsigned char)(m->n >> 24);
+    h[2] = (unsigned char)(m->n >> 16);
+    h[3] = (unsigned char)(m->n >> 8);
+    h[4] = (unsigned char)m->n;
+}
+
+void pl_wmap_begin(struct pl_wbuf *w, struct pl_wmap *m)
+{
+    static const unsigned char map32[5] = { 0xdf, 0, 0, 0, 0 };
+
+    m->w = w;
+    m->at = w->sb.size;
+    m->n = 0;
+    msgpack_sbuffer_write(&w->sb, (const char *)map32, sizeof(map32));
+}
+
+void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq)
 {
     msgpack_sbuffer_init(&w->sb);
     msgpack_packer_init(&w->pk, &w->sb, msgpack_sbuffer_write);
@@ -526,7 +511,7 @@ void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq, uint32_t nfields)
     msgpack_pack_uint32(&w->pk, PL_PROTO_VERSION);
     msgpack_pack_uint32(&w->pk, (uint32_t)type);
     msgpack_pack_uint64(&w->pk, seq);
-    msgpack_pack_map(&w->pk, nfields);
+    pl_wmap_begin(w, &w->body);
 }
 
 void pl_wbuf_destroy(struct pl_wbuf *w)
@@ -545,58 +530,59 @@ void pl_w_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, len);
 }
 
-void pl_w_key(msgpack_packer *pk, const char *key)
+msgpack_packer *pl_wm_key(struct pl_wmap *m, const char *key)
 {
-    pl_w_str(pk, key);
+    pl_w_str(&m->w->pk, key);
+    m->n++;
+    wmap_count(m);
+    return &m->w->pk;
 }
 
-void pl_w_kstr(msgpack_packer *pk, const char *key, const char *val)
+void pl_wm_str(struct pl_wmap *m, const char *key, const char *val)
 {
-    pl_w_str(pk, key);
-    pl_w_str(pk, val);
+    pl_w_str(pl_wm_key(m, key), val);
 }
 
-void pl_w_kuint(msgpack_packer *pk, const char *key, uint64_t val)
+void pl_wm_uint(struct pl_wmap *m, const char *key, uint64_t val)
 {
-    pl_w_str(pk, key);
-    msgpack_pack_uint64(pk, val);
+    msgpack_pack_uint64(pl_wm_key(m, key), val);
 }
 
-void pl_w_kint(msgpack_packer *pk, const char *key, int64_t val)
+void pl_wm_int(struct pl_wmap *m, const char *key, int64_t val)
 {
-    pl_w_str(pk, key);
-    msgpack_pack_int64(pk, val);
+    msgpack_pack_int64(pl_wm_key(m, key), val);
 }
 
-void pl_w_kdouble(msgpack_packer *pk, const char *key, double val)
+void pl_wm_double(struct pl_wmap *m, const char *key, double val)
 {
-    pl_w_str(pk, key);
-    msgpack_pack_double(pk, val);
+    msgpack_pack_double(pl_wm_key(m, key), val);
 }
 
-void pl_w_kbool(msgpack_packer *pk, const char *key, bool val)
+void pl_wm_bool(struct pl_wmap *m, const char *key, bool val)
 {
-    pl_w_str(pk, key);
+    msgpack_packer *pk = pl_wm_key(m, key);
+
     if (val)
         msgpack_pack_true(pk);
     else
         msgpack_pack_false(pk);
 }
 
-void pl_w_kstrv(msgpack_packer *pk, const char *key, char *const *v)
+void pl_wm_strv(struct pl_wmap *m, const char *key, char *const *v)
 {
     size_t n = pl_strv_len(v);
+    msgpack_packer *pk = pl_wm_key(m, key);
 
-    pl_w_str(pk, key);
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
         pl_w_str(pk, v[i]);
 }
 
-void pl_w_kuintv(msgpack_packer *pk, const char *key, const uint64_t *v,
+void pl_wm_uintv(struct pl_wmap *m, const char *key, const uint64_t *v,
                  uint32_t n)
 {
-    pl_w_str(pk, key);
+    msgpack_packer *pk = pl_wm_key(m, key);
+
     msgpack_pack_array(pk, n);
     for (uint32_t i = 0; i < n; i++)
         msgpack_pack_uint64(pk, v[i]);
@@ -605,49 +591,25 @@ void pl_w_kuintv(msgpack_packer *pk, const char *key, const uint64_t *v,
 void pl_wbuf_reply(struct pl_wbuf *w, uint64_t seq, int errnum,
                    const char *text)
 {
-    pl_wbuf_init(w, PL_MSG_REPLY, seq, errnum ? 3 : 2);
-    pl_w_kint(&w->pk, "errno", errnum);
+    pl_wbuf_init(w, PL_MSG_REPLY, seq);
+    pl_wm_int(&w->body, "errno", errnum);
     if (errnum) {
-        pl_w_kstr(&w->pk, "error", text ? text : strerror(errnum));
-        pl_w_key(&w->pk, "data");
-        msgpack_pack_nil(&w->pk);
+        pl_wm_str(&w->body, "error", text ? text : strerror(errnum));
+        msgpack_pack_nil(pl_wm_key(&w->body, "data"));
     }
     else
-        pl_w_key(&w->pk, "data"); /* the caller packs the value */
+        (void)pl_wm_key(&w->body, "data"); /* the caller packs the value */
 }
 
-void pl_strv_free(char **v)
+int pl_reply_decode(const msgpack_object *body, int64_t *errnum,
+                    char **text, const msgpack_object **data,
+                    struct pl_error *errp)
 {
-    if (v) {
-        int saved = errno;
-        for (char **p = v; *p; p++)
-            free(*p);
-        free(v);
-        errno = saved;
-    }
-}
-
-size_t pl_strv_len(char *const *v)
-{
-    size_t n = 0;
-
-    while (v && v[n])
-        n++;
-    return n;
-}
-
-char **pl_strv_dup(char *const *v)
-{
-    size_t n = pl_strv_len(v);
-    char **out = calloc(n + 1, sizeof(*out));
-
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!(out[i] = strdup(v[i]))) {
-            pl_strv_free(out);
-            return NULL;
-        }
-    }
-    return out;
+    *text = NULL;
+    *data = NULL;
+    if (pl_mp_int(body, "errno", true, errnum, errp) < 0
+        || pl_mp_str(body, "error", false, 4096, text, errp) < 0)
+        return -1;
+    *data = pl_mp_get(body, "data");
+    return 0;
 }

@@ -9,6 +9,7 @@
 #include <msgpack.h>
 
 #include "proto/error.h"
+#include "proto/strv.h"
 
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
@@ -123,44 +124,62 @@ int pl_mp_strv(const msgpack_object *map, const char *key, bool required,
 int pl_mp_uintv(const msgpack_object *map, const char *key, bool required,
                 uint32_t maxn, uint64_t max, uint64_t **v, uint32_t *n,
                 struct pl_error *errp);
-/* Whether 'len' bytes at 's' are valid UTF-8 (no overlong forms, no
- * surrogates, nothing past U+10FFFF): what a JSON string may hold. */
-bool pl_utf8_valid(const char *s, size_t len);
 /* The value of 'key' in 'map', or NULL.  Borrowed. */
 const msgpack_object *pl_mp_get(const msgpack_object *map, const char *key);
 /* A copy of a msgpack string object (no NUL bytes), or NULL (EPROTO). */
 char *pl_mp_strdup(const msgpack_object *o, size_t maxlen);
 
-/* Building a message: pl_wbuf_init() packs the envelope and a map header
- * of 'nfields' entries; the caller then packs exactly that many key/value
- * pairs with the helpers below.  The buffer is owned by 'w'. */
+/* Building a message.  pl_wbuf_init() packs the envelope and starts the
+ * body map; the fields then go in with the pl_wm_*() writers on
+ * &w->body.  A map's entry count is the number of pairs its writers
+ * wrote: its header is a map32 that each writer updates in place, so no
+ * count is ever given by hand (msgpack readers take a map32 of any
+ * size).  The buffer is owned by 'w'.  Out of memory, msgpack-c's
+ * sbuffer aborts, as for any other write. */
+struct pl_wbuf;
+
+struct pl_wmap {
+    struct pl_wbuf *w;
+    size_t at;                  /* offset of the map32 header in w->sb */
+    uint32_t n;                 /* pairs written */
+};
+
 struct pl_wbuf {
     msgpack_sbuffer sb;
     msgpack_packer pk;
+    struct pl_wmap body;        /* the envelope's body map */
 };
 
-void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq, uint32_t nfields);
+void pl_wbuf_init(struct pl_wbuf *w, int type, uint64_t seq);
 void pl_wbuf_destroy(struct pl_wbuf *w);
-void pl_w_str(msgpack_packer *pk, const char *s); /* NULL packs nil */
-void pl_w_key(msgpack_packer *pk, const char *key);
-void pl_w_kstr(msgpack_packer *pk, const char *key, const char *val);
-void pl_w_kuint(msgpack_packer *pk, const char *key, uint64_t val);
-void pl_w_kint(msgpack_packer *pk, const char *key, int64_t val);
-void pl_w_kdouble(msgpack_packer *pk, const char *key, double val);
-void pl_w_kbool(msgpack_packer *pk, const char *key, bool val);
-void pl_w_kstrv(msgpack_packer *pk, const char *key, char *const *v);
-void pl_w_kuintv(msgpack_packer *pk, const char *key, const uint64_t *v,
-                 uint32_t n);
 
-/* A reply to request 'seq': errno 0 and 'data' packed by the caller after
- * this call (exactly one object), or an error (errnum != 0) with 'text'
- * and nil data. */
+/* A new map at the end of 'w' (a value: in an array, or after
+ * pl_wm_key()). */
+void pl_wmap_begin(struct pl_wbuf *w, struct pl_wmap *m);
+/* Write 'key' into 'm' and count the pair: the caller packs exactly one
+ * value next, on m->w->pk.  Returns that packer. */
+msgpack_packer *pl_wm_key(struct pl_wmap *m, const char *key);
+void pl_wm_str(struct pl_wmap *m, const char *key, const char *val);
+void pl_wm_uint(struct pl_wmap *m, const char *key, uint64_t val);
+void pl_wm_int(struct pl_wmap *m, const char *key, int64_t val);
+void pl_wm_double(struct pl_wmap *m, const char *key, double val);
+void pl_wm_bool(struct pl_wmap *m, const char *key, bool val);
+void pl_wm_strv(struct pl_wmap *m, const char *key, char *const *v);
+void pl_wm_uintv(struct pl_wmap *m, const char *key, const uint64_t *v,
+                 uint32_t n);
+/* A value: a string (NULL packs nil). */
+void pl_w_str(msgpack_packer *pk, const char *s);
+
+/* A reply to request 'seq': errno 0 and, after this call, exactly one
+ * value packed by the caller (the "data"), or an error (errnum != 0)
+ * with 'text' and nil data. */
 void pl_wbuf_reply(struct pl_wbuf *w, uint64_t seq, int errnum,
                    const char *text);
-
-/* NULL-terminated string vectors. */
-void pl_strv_free(char **v);
-char **pl_strv_dup(char *const *v);
-size_t pl_strv_len(char *const *v);
+/* Read a reply's body: *errnum (0: success), *text (NULL, or a new
+ * string the caller frees: what went wrong, at most 4096 bytes) and
+ * *data (borrowed; NULL when absent).  0, or -1 with errp (EPROTO). */
+int pl_reply_decode(const msgpack_object *body, int64_t *errnum,
+                    char **text, const msgpack_object **data,
+                    struct pl_error *errp);
 
 #endif /* !PL_PROTO_MSG_H */

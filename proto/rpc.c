@@ -253,18 +253,17 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
         return pl_errprintf(errp, "pilotd at %s did not answer within %.1f s",
                             r->endpoint, timeout_ms / 1000.0);
     }
-    if (pl_mp_int(reply->body, "errno", true, &errnum, errp) < 0)
+    if (pl_reply_decode(reply->body, &errnum, &text, data, errp) < 0)
         goto error;
     if (errnum != 0) {
-        if (pl_mp_str(reply->body, "error", false, 4096, &text, errp) < 0)
-            goto error;
         pl_errprintf(errp, "%s", text ? text : strerror((int)errnum));
         free(text);
         pl_msg_release(reply);
         errno = errnum > 0 && errnum < 4096 ? (int)errnum : EIO;
         return -1;
     }
-    if (!(*data = pl_mp_get(reply->body, "data"))) {
+    free(text);
+    if (!*data) {
         pl_errprintf(errp, "reply without data");
         errno = EPROTO;
         goto error;

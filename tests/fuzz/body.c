@@ -1,4 +1,10 @@
-/* tests/fuzz/body.c - run every body decoder of the protocol on one body */
+/* tests/fuzz/body.c - run every body decoder of the protocol on one body
+ *
+ * Every decoder is proto/'s (the wire is defined there and nowhere
+ * else), so the fuzzers link libpl alone.  What the agent builds from a
+ * RUN entry it accepted is replayed over the corpus by
+ * tests/unit/test_agent_corpus.c.
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -8,14 +14,13 @@
 
 #include <jansson.h>
 
-#include "agent/comm.h"
-#include "agent/env.h"
-#include "agent/mpi.h"
-#include "agent/task.h"
-#include "daemon/decode.h"
+#include "proto/agentmsg.h"
+#include "proto/clientmsg.h"
 #include "proto/error.h"
 #include "proto/mpjson.h"
 #include "proto/msg.h"
+#include "proto/run.h"
+#include "proto/spec.h"
 #include "proto/state.h"
 #include "tests/fuzz/body.h"
 
@@ -47,35 +52,45 @@ static void check_refusal(int rc, const struct pl_error *e)
         CHECK(errno != 0 && e->text[0] != '\0');
 }
 
-/* ---- pilotd: client requests (daemon/daemon.c, h_*) ---- */
+/* ---- client requests, as pilotd reads them (daemon/clients.c) ---- */
 
 static void submit(const msgpack_object *body)
 {
     const msgpack_object *arr = NULL;
     struct pl_error e = { "" };
 
-    /* h_submit: MAX_SUBMIT specs, each through pl_spec_decode() */
-    if (pl_mp_array(body, "tasks", true, 100000, &arr, &e) < 0)
+    errno = 0;
+    int rc = pl_submit_decode(body, &arr, &e);
+    check_refusal(rc, &e);
+    if (rc < 0)
         return;
+    CHECK(arr->via.array.size >= 1
+          && arr->via.array.size <= PL_SPEC_MAX_SUBMIT);
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         struct pl_spec s;
         e.text[0] = '\0';
         errno = 0;
-        int rc = pl_spec_decode(&arr->via.array.ptr[i], &s, &e);
+        rc = pl_spec_decode(&arr->via.array.ptr[i], &s, &e);
         check_refusal(rc, &e);
         if (rc == 0) {
             CHECK(s.argv && s.argv[0] && s.argv[0][0]);
-            CHECK(s.ranks >= 1 && s.ranks <= 65536 && s.cpr >= 1);
-            CHECK(isfinite(s.timeout) && s.timeout >= 0);
+            CHECK(s.ranks >= 1 && s.ranks <= PL_SPEC_MAX_RANKS && s.cpr >= 1);
+            CHECK(isfinite(s.timeout) && s.timeout >= 0
+                  && s.timeout <= PL_SPEC_MAX_TIMEOUT);
             CHECK(s.nodes <= s.ranks);
+            CHECK(s.comm >= PL_COMM_NONE && s.comm <= PL_COMM_MPI);
+            CHECK(s.launcher == PL_LAUNCHER_UNSET || s.comm == PL_COMM_MPI);
             for (char **p = s.env; p && *p; p++)
                 CHECK(strchr(*p, '=') && **p != '=' && json_ok(*p));
             for (char **p = s.argv; *p; p++)
                 CHECK(json_ok(*p));
+            for (char **p = s.tags; p && *p; p++)
+                CHECK(pl_spec_tag_key(*p) > 0 && json_ok(*p));
             CHECK(json_ok(s.name) && json_ok(s.cwd));
+            CHECK(!s.array || pl_spec_count(&s) <= PL_SPEC_MAX_ARRAY);
         }
         else
-            CHECK(!s.argv && !s.env && !s.name && !s.cwd);
+            CHECK(!s.argv && !s.env && !s.name && !s.cwd && !s.after);
         pl_spec_clear(&s);
     }
 }
@@ -83,43 +98,44 @@ static void submit(const msgpack_object *body)
 static void queries(const msgpack_object *body)
 {
     struct pl_error e = { "" };
-    char *state = NULL;
-    uint64_t *ids = NULL, limit = 0, id = 0;
-    uint32_t nids = 0;
+    struct pl_list_req l;
+    struct pl_sel_req s;
+    struct pl_show_req sh;
+    int rc;
 
-    /* h_list */
-    if (pl_mp_str(body, "state", false, 16, &state, &e) == 1)
-        (void)pl_state_parse(state);
-    free(state);
-    if (pl_mp_uintv(body, "ids", false, 100000, UINT64_MAX, &ids, &nids, &e)
-        == 1)
-        free(ids);
-    (void)pl_mp_uint(body, "limit", false, UINT64_MAX, &limit, &e);
-    /* h_show */
-    (void)pl_mp_uint(body, "id", true, UINT64_MAX, &id, &e);
-    /* h_cancel (h_counts reads 'ids' as h_list does) */
-    ids = NULL;
-    if (pl_mp_uintv(body, "ids", true, 100000, UINT64_MAX, &ids, &nids, &e)
-        == 1) {
-        CHECK(nids <= 100000);
-        free(ids);
+    errno = 0;
+    rc = pl_list_req_decode(body, &l, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(!l.state || pl_state_parse(l.state) > 0);
+        CHECK(l.sel.nids <= PL_REQ_MAX_IDS && l.sel.nelems <= PL_REQ_MAX_IDS);
+        pl_list_req_clear(&l);
     }
+    else
+        CHECK(!l.state && !l.tags && !l.sel.ids && !l.sel.elems);
+    errno = 0;
+    rc = pl_sel_req_decode(body, &s, &e);
+    check_refusal(rc, &e);
+    pl_sel_req_clear(&s);
+    errno = 0;
+    rc = pl_show_req_decode(body, &sh, &e);
+    check_refusal(rc, &e);
 }
 
-/* ---- pilotd: agent messages (daemon/daemon.c, agent_*) ---- */
+/* ---- agent messages, as pilotd reads them (daemon/agents.c) ---- */
 
 static void reg(const msgpack_object *body)
 {
-    struct pl_agent_reg r;
+    struct pl_register r;
     struct pl_error e = { "" };
 
     errno = 0;
-    int rc = pl_agent_reg_decode(body, &r, &e);
+    int rc = pl_register_decode(body, &r, &e);
     check_refusal(rc, &e);
     if (rc == 0) {
-        CHECK(r.node && r.node[0] && strlen(r.node) <= 63);
+        CHECK(r.node && pl_node_name_ok(r.node));
         CHECK(!strpbrk(r.node, ",: \t\n;"));
-        CHECK(r.ncpu >= 1 && r.ncpu <= 4096 && r.cpu);
+        CHECK(r.ncpu >= 1 && r.ncpu <= PL_REG_MAX_CPUS && r.cpu);
         for (uint32_t i = 0; i < r.ncpu; i++)
             for (uint32_t j = 0; j < i; j++)
                 CHECK(r.cpu[i] != r.cpu[j]);
@@ -128,77 +144,59 @@ static void reg(const msgpack_object *body)
             for (char **h = r.gpus; h < g; h++)
                 CHECK(strcmp(*g, *h) != 0);
         }
+        for (uint32_t i = 0; i < r.nended; i++)
+            CHECK(pl_state_name(r.ended[i].state) != NULL);
     }
     else
-        CHECK(!r.node && !r.cpu && !r.gpus);
-    pl_agent_reg_clear(&r);
+        CHECK(!r.node && !r.cpu && !r.gpus && !r.running && !r.ended);
+    pl_register_clear(&r);
 }
 
 static void events(const msgpack_object *body)
 {
     const msgpack_object *arr = NULL;
     struct pl_error e = { "" };
+    struct pl_pull p;
+    uint64_t acked;
 
-    if (pl_mp_array(body, "events", true, 1000000, &arr, &e) < 0)
+    (void)pl_pull_decode(body, &p, &e);
+    (void)pl_ack_decode(body, &acked, &e);
+    if (pl_events_decode(body, &arr, &e) < 0)
         return;
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
-        struct pl_agent_event ev;
+        struct pl_event ev;
         errno = 0;
-        int rc = pl_agent_event_decode(&arr->via.array.ptr[i], &ev, &e);
+        int rc = pl_event_decode(&arr->via.array.ptr[i], &ev, &e);
         check_refusal(rc, &e);
         if (rc == 0) {
-            CHECK(ev.state && ev.attempt <= UINT32_MAX
+            CHECK(pl_state_name(ev.state) && ev.attempt <= UINT32_MAX
                   && ev.rank <= UINT32_MAX);
-            (void)pl_state_parse(ev.state);
+            CHECK(ev.exit_code >= -1 && ev.exit_code <= INT32_MAX);
+            CHECK(ev.signal >= -1 && ev.signal <= 255);
+            CHECK(ev.time == 0 || (isfinite(ev.time) && ev.time > 0));
+            CHECK(json_ok(ev.error));
         }
         else
-            CHECK(!ev.state && !ev.error);
-        pl_agent_event_clear(&ev);
+            CHECK(ev.state == 0 && !ev.error);
+        pl_event_clear(&ev);
     }
 }
 
-/* ---- the agent (agent/agent.c, *_cb) ---- */
-
-/* What the agent builds from a run entry it accepted, before spawning:
- * the rank's environment and, for MPI, the launcher's argv and files. */
-static void run_consumers(const struct pl_task_spec *s)
-{
-    struct pl_env *env = pl_env_new(NULL);
-    struct pl_error e;
-
-    if (!env)
-        return;
-    (void)pl_comm_env(s, "n1", env, &e);
-    /* what an agent in a Slurm job has: pl_mpi_env() orders mpirun's
-     * nodes by it */
-    (void)pl_env_set(env, "SLURM_JOB_NODELIST", "n[1-4],gpu[01-02]");
-    if (s->comm == PL_COMM_MPI) {
-        char **argv = pl_mpi_argv(s, "/bin/pilot-agent");
-        char *hosts = pl_mpi_hostfile(s);
-        char *ranks = pl_mpi_rankfile(s);
-        (void)pl_mpi_env(s, "/tmp/x.hosts", false, env, &e);
-        pl_strv_free(argv);
-        free(hosts);
-        free(ranks);
-    }
-    (void)pl_env_vector(env);
-    pl_env_free(env);
-}
+/* ---- pilotd's messages, as the agent reads them (agent/) ---- */
 
 static void run(const msgpack_object *body)
 {
     const msgpack_object *tasks = NULL;
     struct pl_error e = { "" };
 
-    if (pl_mp_array(body, "tasks", true, 100000, &tasks, &e) < 0)
+    if (pl_run_msg_decode(body, &tasks, &e) < 0)
         return;
     for (uint32_t i = 0; i < tasks->via.array.size; i++) {
-        struct pl_task_spec s;
+        struct pl_run s;
         bool have_id;
         errno = 0;
         e.text[0] = '\0';
-        int rc = pl_task_spec_decode(&tasks->via.array.ptr[i], &s, &have_id,
-                                     &e);
+        int rc = pl_run_decode(&tasks->via.array.ptr[i], &s, &have_id, &e);
         check_refusal(rc, &e);
         if (rc == 0) {
             CHECK(have_id && s.argv && s.argv[0] && s.ncores >= 1);
@@ -212,36 +210,36 @@ static void run(const msgpack_object *body)
             if (s.comm == PL_COMM_MPI)
                 CHECK(s.hosts && pl_strv_len(s.hosts) == s.size
                       && s.rank_cores);
-            run_consumers(&s);
         }
-        pl_task_spec_release(&s);
+        pl_run_clear(&s);
     }
 }
 
 static void agent_msgs(const msgpack_object *body)
 {
-    struct pl_error e;
-    char *node = NULL, *text = NULL;
-    double hb, grace;
-    uint64_t id, attempt, rank;
-    int64_t errnum;
+    struct pl_error e = { "" };
+    struct pl_welcome wl;
+    struct pl_kill k;
 
-    /* welcome_cb */
-    if (pl_mp_str(body, "node", true, 255, &node, &e) == 1)
-        free(node);
-    (void)pl_mp_double(body, "heartbeat", true, &hb, &e);
-    /* kill_cb */
-    (void)pl_mp_uint(body, "id", true, UINT64_MAX, &id, &e);
-    (void)pl_mp_uint(body, "attempt", true, UINT32_MAX, &attempt, &e);
-    (void)pl_mp_uint(body, "rank", false, UINT32_MAX, &rank, &e);
-    (void)pl_mp_double(body, "grace", true, &grace, &e);
-    /* reply_cb */
-    (void)pl_mp_int(body, "errno", true, &errnum, &e);
-    if (pl_mp_str(body, "error", false, 1024, &text, &e) == 1)
-        free(text);
+    errno = 0;
+    int rc = pl_welcome_decode(body, &wl, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(pl_node_name_ok(wl.node) && wl.instance);
+        CHECK(wl.heartbeat > 0 && wl.heartbeat <= PL_HEARTBEAT_MAX);
+        pl_welcome_clear(&wl);
+    }
+    else
+        CHECK(!wl.node && !wl.instance);
+    errno = 0;
+    rc = pl_kill_decode(body, &k, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(isfinite(k.grace) && k.grace >= 0
+              && k.grace <= PL_KILL_GRACE_MAX && k.attempt <= UINT32_MAX);
 }
 
-/* ---- the CLI: a reply (proto/rpc.c, client/conn.c) ---- */
+/* ---- a reply, as the CLI and the agent read it (proto/rpc.c) ---- */
 
 static void reply(const msgpack_object *body)
 {
@@ -250,10 +248,10 @@ static void reply(const msgpack_object *body)
     int64_t errnum;
     const msgpack_object *data;
 
-    (void)pl_mp_int(body, "errno", true, &errnum, &e);
-    if (pl_mp_str(body, "error", false, 4096, &text, &e) == 1)
-        free(text);
-    if ((data = pl_mp_get(body, "data"))) {
+    if (pl_reply_decode(body, &errnum, &text, &data, &e) < 0)
+        return;
+    free(text);
+    if (data) {
         json_t *j = pl_mpjson_to_json(data);
         if (j) {
             char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -4,10 +4,9 @@
 
 #include <msgpack.h>
 
-/* Read 'body' (a map, from pl_msg_decode()) as each message type's reader
- * does: pilotd's request and agent handlers, the agent's (with what it
- * builds from a run entry: environment, MPI launcher lines), the CLI's
- * reply reader.  Whatever the envelope's type says, every reader runs:
+/* Read 'body' (a map, from pl_msg_decode()) with every decoder of
+ * proto/: pilotd's of client requests and agent messages, the agent's of
+ * pilotd's, the reply reader of the CLI and the agent.  Whatever the envelope's type says, every reader runs:
  * a mutation rarely keeps the type and the body matching.  Anything a
  * reader accepts is also checked against its documented promises, and
  * a broken promise aborts (a finding). */

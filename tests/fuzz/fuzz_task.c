@@ -6,8 +6,8 @@
  * that the fuzzer spends its mutations on the entry, not on the envelope
  * around it, and the result goes through pl_msg_decode() like any frame
  * (its precheck guards msgpack-c's allocations).  Then every body
- * reader runs (tests/fuzz/body.c): pl_task_spec_decode() and what the
- * agent builds from an entry, pl_spec_decode(), pl_agent_event_decode().
+ * reader of proto/ runs (tests/fuzz/body.c): pl_run_decode(),
+ * pl_spec_decode(), pl_event_decode() among them.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/task.h"
-#include "daemon/decode.h"
+#include "proto/agentmsg.h"
 #include "proto/msg.h"
+#include "proto/run.h"
+#include "proto/spec.h"
+#include "tests/mpw.h"
 
 static const char *outdir;
 
@@ -68,15 +70,15 @@ static int accepted(const char *kind, const msgpack_object *o,
             pl_spec_clear(&s);
     }
     else if (!strcmp(kind, "run")) {
-        struct pl_task_spec s;
+        struct pl_run s;
         bool have_id;
-        rc = pl_task_spec_decode(o, &s, &have_id, e);
-        pl_task_spec_release(&s);
+        rc = pl_run_decode(o, &s, &have_id, e);
+        pl_run_clear(&s);
     }
     else {
-        struct pl_agent_event ev;
-        if ((rc = pl_agent_event_decode(o, &ev, e)) == 0)
-            pl_agent_event_clear(&ev);
+        struct pl_event ev;
+        if ((rc = pl_event_decode(o, &ev, e)) == 0)
+            pl_event_clear(&ev);
     }
     return rc;
 }
@@ -105,7 +107,7 @@ static void put_entry(const char *name, entry_f f)
     msgpack_sbuffer_destroy(&sb);
 }
 
-/* ---- task specs (client/cmd_submit.c) ---- */
+/* ---- task specs (as the CLI sends them: proto/spec.c) ---- */
 
 static char a_sh[] = "sh", a_c[] = "-c", a_cmd[] = "echo $PILOT_RANK";
 static char *argv3[] = { a_sh, a_c, a_cmd, NULL };
@@ -117,72 +119,72 @@ static char *tags2[] = { t_a, t_b, NULL };
 static void spec_min(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 1);
-    pl_w_kstrv(pk, "argv", argv3);
+    raw_kstrv(pk, "argv", argv3);
 }
 
 static void spec_full(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 19);
-    pl_w_kstrv(pk, "argv", argv3);
-    pl_w_kstr(pk, "name", "train");
-    pl_w_key(pk, "priority");
+    raw_kstrv(pk, "argv", argv3);
+    raw_kstr(pk, "name", "train");
+    raw_key(pk, "priority");
     msgpack_pack_int64(pk, -5);
-    pl_w_kstrv(pk, "tags", tags2);
-    pl_w_kuint(pk, "retry_failed", 40);
-    pl_w_key(pk, "after");
+    raw_kstrv(pk, "tags", tags2);
+    raw_kuint(pk, "retry_failed", 40);
+    raw_key(pk, "after");
     msgpack_pack_array(pk, 2);
     msgpack_pack_map(pk, 2);
-    pl_w_kuint(pk, "id", 12);
-    pl_w_kuint(pk, "index", 3);
+    raw_kuint(pk, "id", 12);
+    raw_kuint(pk, "index", 3);
     msgpack_pack_map(pk, 2);
-    pl_w_kstr(pk, "name", "prep");
-    pl_w_kbool(pk, "any", true);
-    pl_w_key(pk, "array");
+    raw_kstr(pk, "name", "prep");
+    raw_kbool(pk, "any", true);
+    raw_key(pk, "array");
     msgpack_pack_array(pk, 3);
     msgpack_pack_uint64(pk, 0);
     msgpack_pack_uint64(pk, 99);
     msgpack_pack_uint64(pk, 3);
-    pl_w_kstr(pk, "cwd", "/tmp");
-    pl_w_kstrv(pk, "env", env2);
-    pl_w_kuint(pk, "ranks", 8);
-    pl_w_kuint(pk, "nodes", 2);
-    pl_w_kuint(pk, "ranks_per_node", 4);
-    pl_w_kbool(pk, "exclusive", true);
-    pl_w_kstr(pk, "comm", "mpi");
-    pl_w_kstr(pk, "launcher", "mpirun");
-    pl_w_kuint(pk, "cores_per_rank", 2);
-    pl_w_kuint(pk, "gpus_per_rank", 0);
-    pl_w_kdouble(pk, "timeout", 30.5);
-    pl_w_kuint(pk, "retries", 2);
+    raw_kstr(pk, "cwd", "/tmp");
+    raw_kstrv(pk, "env", env2);
+    raw_kuint(pk, "ranks", 8);
+    raw_kuint(pk, "nodes", 2);
+    raw_kuint(pk, "ranks_per_node", 4);
+    raw_kbool(pk, "exclusive", true);
+    raw_kstr(pk, "comm", "mpi");
+    raw_kstr(pk, "launcher", "mpirun");
+    raw_kuint(pk, "cores_per_rank", 2);
+    raw_kuint(pk, "gpus_per_rank", 0);
+    raw_kdouble(pk, "timeout", 30.5);
+    raw_kuint(pk, "retries", 2);
 }
 
 static void spec_torch(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 5);
-    pl_w_kstrv(pk, "argv", argv3);
-    pl_w_kuint(pk, "nodes", 2);
-    pl_w_kuint(pk, "ranks_per_node", 2);
-    pl_w_kstr(pk, "comm", "torch");
-    pl_w_kuint(pk, "gpus_per_rank", 1);
+    raw_kstrv(pk, "argv", argv3);
+    raw_kuint(pk, "nodes", 2);
+    raw_kuint(pk, "ranks_per_node", 2);
+    raw_kstr(pk, "comm", "torch");
+    raw_kuint(pk, "gpus_per_rank", 1);
 }
 
-/* ---- run entries (daemon/daemon.c, pack_run_rank) ---- */
+/* ---- run entries (as pilotd sends them: proto/run.c) ---- */
 
 static void run_common(msgpack_packer *pk, uint64_t id)
 {
     uint64_t cores[] = { 0, 1 };
     uint64_t gpus[] = { 0 };
 
-    pl_w_kuint(pk, "id", id);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_kstrv(pk, "argv", argv3);
-    pl_w_kstrv(pk, "env", env2);
-    pl_w_kstr(pk, "cwd", "/tmp");
-    pl_w_kuintv(pk, "cores", cores, 2);
-    pl_w_kuintv(pk, "gpus", gpus, 1);
-    pl_w_kstr(pk, "stdout", "/tmp/p1/tasks/0/7.out");
-    pl_w_kstr(pk, "stderr", "/tmp/p1/tasks/0/7.err");
-    pl_w_kdouble(pk, "timeout", 60);
+    raw_kuint(pk, "id", id);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", argv3);
+    raw_kstrv(pk, "env", env2);
+    raw_kstr(pk, "cwd", "/tmp");
+    raw_kuintv(pk, "cores", cores, 2);
+    raw_kuintv(pk, "gpus", gpus, 1);
+    raw_kstr(pk, "stdout", "/tmp/p1/tasks/0/7.out");
+    raw_kstr(pk, "stderr", "/tmp/p1/tasks/0/7.err");
+    raw_kdouble(pk, "timeout", 60);
 }
 
 static char n1[] = "n1", n2[] = "n2";
@@ -190,13 +192,13 @@ static char *nodes2[] = { n1, n2, NULL };
 
 static void run_rank(msgpack_packer *pk, const char *comm)
 {
-    pl_w_kuint(pk, "rank", 1);
-    pl_w_kuint(pk, "size", 4);
-    pl_w_kuint(pk, "local_rank", 1);
-    pl_w_kuint(pk, "local_size", 2);
-    pl_w_kuint(pk, "node_rank", 0);
-    pl_w_kstrv(pk, "nodelist", nodes2);
-    pl_w_kstr(pk, "comm", comm);
+    raw_kuint(pk, "rank", 1);
+    raw_kuint(pk, "size", 4);
+    raw_kuint(pk, "local_rank", 1);
+    raw_kuint(pk, "local_size", 2);
+    raw_kuint(pk, "node_rank", 0);
+    raw_kstrv(pk, "nodelist", nodes2);
+    raw_kstr(pk, "comm", comm);
 }
 
 static void run_none(msgpack_packer *pk)
@@ -210,8 +212,8 @@ static void run_torch(msgpack_packer *pk)
     msgpack_pack_map(pk, 19);
     run_common(pk, 8);
     run_rank(pk, "torch");
-    pl_w_kstr(pk, "master_addr", "n1");
-    pl_w_kuint(pk, "master_port", 20001);
+    raw_kstr(pk, "master_addr", "n1");
+    raw_kuint(pk, "master_port", 20001);
 }
 
 static void run_mpi(msgpack_packer *pk)
@@ -221,23 +223,23 @@ static void run_mpi(msgpack_packer *pk)
 
     msgpack_pack_map(pk, 21);
     run_common(pk, 9);
-    pl_w_kuint(pk, "rank", 0);
-    pl_w_kuint(pk, "size", 4);
-    pl_w_kuint(pk, "local_rank", 0);
-    pl_w_kuint(pk, "local_size", 2);
-    pl_w_kuint(pk, "node_rank", 0);
-    pl_w_kstrv(pk, "nodelist", nodes2);
-    pl_w_kstr(pk, "comm", "mpi");
-    pl_w_kstr(pk, "launcher", "srun");
-    pl_w_kstrv(pk, "hosts", hosts);
-    pl_w_key(pk, "rank_cores");
+    raw_kuint(pk, "rank", 0);
+    raw_kuint(pk, "size", 4);
+    raw_kuint(pk, "local_rank", 0);
+    raw_kuint(pk, "local_size", 2);
+    raw_kuint(pk, "node_rank", 0);
+    raw_kstrv(pk, "nodelist", nodes2);
+    raw_kstr(pk, "comm", "mpi");
+    raw_kstr(pk, "launcher", "srun");
+    raw_kstrv(pk, "hosts", hosts);
+    raw_key(pk, "rank_cores");
     msgpack_pack_array(pk, 4);
     for (int r = 0; r < 4; r++) {
         msgpack_pack_array(pk, 2);
         msgpack_pack_uint64(pk, 2 * (r % 2));
         msgpack_pack_uint64(pk, 2 * (r % 2) + 1);
     }
-    pl_w_key(pk, "rank_gpus");
+    raw_key(pk, "rank_gpus");
     msgpack_pack_array(pk, 4);
     for (int r = 0; r < 4; r++) {
         msgpack_pack_array(pk, 1);
@@ -245,32 +247,32 @@ static void run_mpi(msgpack_packer *pk)
     }
 }
 
-/* ---- agent events (agent/agent.c, send_events) ---- */
+/* ---- agent events (as agents send them: proto/agentmsg.c) ---- */
 
 static void event_full(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 10);
-    pl_w_kuint(pk, "id", 7);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_kuint(pk, "rank", 0);
-    pl_w_kstr(pk, "state", "failed");
-    pl_w_kdouble(pk, "time", 1700000000.25);
-    pl_w_kuint(pk, "pid", 4242);
-    pl_w_kint(pk, "exit_code", 127);
-    pl_w_kint(pk, "signal", 0);
-    pl_w_kuint(pk, "maxrss_kb", 2048);
-    pl_w_kstr(pk, "error", "spawn: no such file or directory");
+    raw_kuint(pk, "id", 7);
+    raw_kuint(pk, "attempt", 1);
+    raw_kuint(pk, "rank", 0);
+    raw_kstr(pk, "state", "failed");
+    raw_kdouble(pk, "time", 1700000000.25);
+    raw_kuint(pk, "pid", 4242);
+    raw_kint(pk, "exit_code", 127);
+    raw_kint(pk, "signal", 0);
+    raw_kuint(pk, "maxrss_kb", 2048);
+    raw_kstr(pk, "error", "spawn: no such file or directory");
 }
 
 static void event_running(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 6);
-    pl_w_kuint(pk, "id", 8);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_kuint(pk, "rank", 3);
-    pl_w_kstr(pk, "state", "running");
-    pl_w_kdouble(pk, "time", 1700000000.5);
-    pl_w_kuint(pk, "pid", 4243);
+    raw_kuint(pk, "id", 8);
+    raw_kuint(pk, "attempt", 1);
+    raw_kuint(pk, "rank", 3);
+    raw_kstr(pk, "state", "running");
+    raw_kdouble(pk, "time", 1700000000.5);
+    raw_kuint(pk, "pid", 4243);
 }
 
 static void messages(void)
@@ -282,97 +284,97 @@ static void messages(void)
     char *gpus[] = { g0, g1, NULL };
 
     /* client -> pilotd */
-    pl_wbuf_init(&w, PL_MSG_SUBMIT, 1, 1);
-    pl_w_key(&w.pk, "tasks");
+    raw_wbuf_init(&w, PL_MSG_SUBMIT, 1, 1);
+    raw_key(&w.pk, "tasks");
     msgpack_pack_array(&w.pk, 1);
     spec_min(&w.pk);
     put_msg("submit-1", &w);
-    pl_wbuf_init(&w, PL_MSG_SUBMIT, 2, 1);
-    pl_w_key(&w.pk, "tasks");
+    raw_wbuf_init(&w, PL_MSG_SUBMIT, 2, 1);
+    raw_key(&w.pk, "tasks");
     msgpack_pack_array(&w.pk, 3);
     spec_full(&w.pk);
     spec_torch(&w.pk);
     spec_min(&w.pk);
     put_msg("submit-2", &w);
-    pl_wbuf_init(&w, PL_MSG_LIST, 3, 3);
-    pl_w_kstr(&w.pk, "state", "running");
-    pl_w_kuintv(&w.pk, "ids", ids, 3);
-    pl_w_kuint(&w.pk, "limit", 10);
+    raw_wbuf_init(&w, PL_MSG_LIST, 3, 3);
+    raw_kstr(&w.pk, "state", "running");
+    raw_kuintv(&w.pk, "ids", ids, 3);
+    raw_kuint(&w.pk, "limit", 10);
     put_msg("list-1", &w);
-    pl_wbuf_init(&w, PL_MSG_SHOW, 4, 1);
-    pl_w_kuint(&w.pk, "id", 7);
+    raw_wbuf_init(&w, PL_MSG_SHOW, 4, 1);
+    raw_kuint(&w.pk, "id", 7);
     put_msg("show-1", &w);
-    pl_wbuf_init(&w, PL_MSG_CANCEL, 5, 1);
-    pl_w_kuintv(&w.pk, "ids", ids, 3);
+    raw_wbuf_init(&w, PL_MSG_CANCEL, 5, 1);
+    raw_kuintv(&w.pk, "ids", ids, 3);
     put_msg("cancel-1", &w);
-    pl_wbuf_init(&w, PL_MSG_STATUS, 6, 0);
+    raw_wbuf_init(&w, PL_MSG_STATUS, 6, 0);
     put_msg("status-1", &w);
-    pl_wbuf_init(&w, PL_MSG_SHUTDOWN, 7, 0);
+    raw_wbuf_init(&w, PL_MSG_SHUTDOWN, 7, 0);
     put_msg("shutdown-1", &w);
-    pl_wbuf_init(&w, PL_MSG_COUNTS, 8, 1);
-    pl_w_kuintv(&w.pk, "ids", ids, 2);
+    raw_wbuf_init(&w, PL_MSG_COUNTS, 8, 1);
+    raw_kuintv(&w.pk, "ids", ids, 2);
     put_msg("counts-1", &w);
 
     /* pilotd -> agent */
-    pl_wbuf_init(&w, PL_MSG_WELCOME, 0, 2);
-    pl_w_kstr(&w.pk, "node", "n1");
-    pl_w_kdouble(&w.pk, "heartbeat", 2.0);
+    raw_wbuf_init(&w, PL_MSG_WELCOME, 0, 2);
+    raw_kstr(&w.pk, "node", "n1");
+    raw_kdouble(&w.pk, "heartbeat", 2.0);
     put_msg("welcome-1", &w);
-    pl_wbuf_init(&w, PL_MSG_RUN, 0, 1);
-    pl_w_key(&w.pk, "tasks");
+    raw_wbuf_init(&w, PL_MSG_RUN, 0, 1);
+    raw_key(&w.pk, "tasks");
     msgpack_pack_array(&w.pk, 3);
     run_none(&w.pk);
     run_torch(&w.pk);
     run_mpi(&w.pk);
     put_msg("run-1", &w);
-    pl_wbuf_init(&w, PL_MSG_KILL, 0, 4);
-    pl_w_kuint(&w.pk, "id", 7);
-    pl_w_kuint(&w.pk, "attempt", 1);
-    pl_w_kuint(&w.pk, "rank", 0);
-    pl_w_kdouble(&w.pk, "grace", 5.0);
+    raw_wbuf_init(&w, PL_MSG_KILL, 0, 4);
+    raw_kuint(&w.pk, "id", 7);
+    raw_kuint(&w.pk, "attempt", 1);
+    raw_kuint(&w.pk, "rank", 0);
+    raw_kdouble(&w.pk, "grace", 5.0);
     put_msg("kill-1", &w);
-    pl_wbuf_init(&w, PL_MSG_EXIT, 0, 0);
+    raw_wbuf_init(&w, PL_MSG_EXIT, 0, 0);
     put_msg("exit-1", &w);
 
     /* agent -> pilotd */
-    pl_wbuf_init(&w, PL_MSG_REGISTER, 1, 5);
-    pl_w_kstr(&w.pk, "node", "n1");
-    pl_w_kuint(&w.pk, "pid", 1234);
-    pl_w_kuintv(&w.pk, "cores", cores, 4);
-    pl_w_kstrv(&w.pk, "gpus", gpus);
-    pl_w_key(&w.pk, "running");
+    raw_wbuf_init(&w, PL_MSG_REGISTER, 1, 5);
+    raw_kstr(&w.pk, "node", "n1");
+    raw_kuint(&w.pk, "pid", 1234);
+    raw_kuintv(&w.pk, "cores", cores, 4);
+    raw_kstrv(&w.pk, "gpus", gpus);
+    raw_key(&w.pk, "running");
     msgpack_pack_array(&w.pk, 1);
     msgpack_pack_map(&w.pk, 3);
-    pl_w_kuint(&w.pk, "id", 7);
-    pl_w_kuint(&w.pk, "attempt", 1);
-    pl_w_kuint(&w.pk, "rank", 0);
+    raw_kuint(&w.pk, "id", 7);
+    raw_kuint(&w.pk, "attempt", 1);
+    raw_kuint(&w.pk, "rank", 0);
     put_msg("register-1", &w);
-    pl_wbuf_init(&w, PL_MSG_PULL, 2, 2);
-    pl_w_kuint(&w.pk, "free_cores", 4);
-    pl_w_kuint(&w.pk, "free_gpus", 2);
+    raw_wbuf_init(&w, PL_MSG_PULL, 2, 2);
+    raw_kuint(&w.pk, "free_cores", 4);
+    raw_kuint(&w.pk, "free_gpus", 2);
     put_msg("pull-1", &w);
-    pl_wbuf_init(&w, PL_MSG_EVENTS, 3, 1);
-    pl_w_key(&w.pk, "events");
+    raw_wbuf_init(&w, PL_MSG_EVENTS, 3, 1);
+    raw_key(&w.pk, "events");
     msgpack_pack_array(&w.pk, 2);
     event_running(&w.pk);
     event_full(&w.pk);
     put_msg("events-1", &w);
-    pl_wbuf_init(&w, PL_MSG_HEARTBEAT, 4, 0);
+    raw_wbuf_init(&w, PL_MSG_HEARTBEAT, 4, 0);
     put_msg("heartbeat-1", &w);
 
     /* replies */
     pl_wbuf_reply(&w, 6, 0, NULL);
     msgpack_pack_map(&w.pk, 6);
-    pl_w_kstr(&w.pk, "pilot", "p1");
-    pl_w_kint(&w.pk, "walltime_left", -1);
-    pl_w_kdouble(&w.pk, "started", 1.5);
-    pl_w_kbool(&w.pk, "ok", true);
-    pl_w_key(&w.pk, "nodes");
+    raw_kstr(&w.pk, "pilot", "p1");
+    raw_kint(&w.pk, "walltime_left", -1);
+    raw_kdouble(&w.pk, "started", 1.5);
+    raw_kbool(&w.pk, "ok", true);
+    raw_key(&w.pk, "nodes");
     msgpack_pack_array(&w.pk, 1);
     msgpack_pack_map(&w.pk, 2);
-    pl_w_kstr(&w.pk, "name", "n1");
-    pl_w_kuintv(&w.pk, "cores", cores, 4);
-    pl_w_key(&w.pk, "job");
+    raw_kstr(&w.pk, "name", "n1");
+    raw_kuintv(&w.pk, "cores", cores, 4);
+    raw_key(&w.pk, "job");
     msgpack_pack_nil(&w.pk);
     put_msg("reply-1", &w);
     pl_wbuf_reply(&w, 7, 2, "no task 7");

@@ -43,7 +43,9 @@
 
 #include <zmq.h>
 
-#include "daemon/decode.h"
+#include "proto/agentmsg.h"
+#include "proto/spec.h"
+#include "tests/mpw.h"
 #include "proto/msg.h"
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
@@ -145,62 +147,62 @@ static void templates(void)
     struct pl_wbuf *w;
 
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_STATUS, 1, 0);
+    raw_wbuf_init(w, PL_MSG_STATUS, 1, 0);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_LIST, 2, 3);
-    pl_w_kstr(&w->pk, "state", "queued");
-    pl_w_kuintv(&w->pk, "ids", ids, 3);
-    pl_w_kuint(&w->pk, "limit", 5);
+    raw_wbuf_init(w, PL_MSG_LIST, 2, 3);
+    raw_kstr(&w->pk, "state", "queued");
+    raw_kuintv(&w->pk, "ids", ids, 3);
+    raw_kuint(&w->pk, "limit", 5);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_SHOW, 3, 1);
-    pl_w_kuint(&w->pk, "id", 1);
+    raw_wbuf_init(w, PL_MSG_SHOW, 3, 1);
+    raw_kuint(&w->pk, "id", 1);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_COUNTS, 4, 1);
-    pl_w_kuintv(&w->pk, "ids", ids, 2);
+    raw_wbuf_init(w, PL_MSG_COUNTS, 4, 1);
+    raw_kuintv(&w->pk, "ids", ids, 2);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_SUBMIT, 5, 1);
-    pl_w_key(&w->pk, "tasks");
+    raw_wbuf_init(w, PL_MSG_SUBMIT, 5, 1);
+    raw_key(&w->pk, "tasks");
     msgpack_pack_array(&w->pk, 1);
     msgpack_pack_map(&w->pk, 3);
-    pl_w_kstrv(&w->pk, "argv", argv);
-    pl_w_kstr(&w->pk, "name", "garbage");
-    pl_w_kuint(&w->pk, "ranks", 1);
+    raw_kstrv(&w->pk, "argv", argv);
+    raw_kstr(&w->pk, "name", "garbage");
+    raw_kuint(&w->pk, "ranks", 1);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_CANCEL, 6, 1);
-    pl_w_kuintv(&w->pk, "ids", ids, 3);
+    raw_wbuf_init(w, PL_MSG_CANCEL, 6, 1);
+    raw_kuintv(&w->pk, "ids", ids, 3);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_SHUTDOWN, 7, 0);
+    raw_wbuf_init(w, PL_MSG_SHUTDOWN, 7, 0);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_REGISTER, 8, 4);
-    pl_w_kstr(&w->pk, "node", "garbage");
-    pl_w_kuint(&w->pk, "pid", 1);
-    pl_w_kuintv(&w->pk, "cores", ids, 3);
-    pl_w_kstrv(&w->pk, "gpus", gpus);
+    raw_wbuf_init(w, PL_MSG_REGISTER, 8, 4);
+    raw_kstr(&w->pk, "node", "garbage");
+    raw_kuint(&w->pk, "pid", 1);
+    raw_kuintv(&w->pk, "cores", ids, 3);
+    raw_kstrv(&w->pk, "gpus", gpus);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_PULL, 9, 2);
-    pl_w_kuint(&w->pk, "free_cores", 2);
-    pl_w_kuint(&w->pk, "free_gpus", 0);
+    raw_wbuf_init(w, PL_MSG_PULL, 9, 2);
+    raw_kuint(&w->pk, "free_cores", 2);
+    raw_kuint(&w->pk, "free_gpus", 0);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_EVENTS, 10, 1);
-    pl_w_key(&w->pk, "events");
+    raw_wbuf_init(w, PL_MSG_EVENTS, 10, 1);
+    raw_key(&w->pk, "events");
     msgpack_pack_array(&w->pk, 1);
     msgpack_pack_map(&w->pk, 5);
-    pl_w_kuint(&w->pk, "id", 1);
-    pl_w_kuint(&w->pk, "attempt", 1);
-    pl_w_kuint(&w->pk, "rank", 0);
-    pl_w_kstr(&w->pk, "state", "done");
-    pl_w_kint(&w->pk, "exit_code", 0);
+    raw_kuint(&w->pk, "id", 1);
+    raw_kuint(&w->pk, "attempt", 1);
+    raw_kuint(&w->pk, "rank", 0);
+    raw_kstr(&w->pk, "state", "done");
+    raw_kint(&w->pk, "exit_code", 0);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_HEARTBEAT, 11, 0);
+    raw_wbuf_init(w, PL_MSG_HEARTBEAT, 11, 0);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_WELCOME, 12, 2);
-    pl_w_kstr(&w->pk, "node", "n1");
-    pl_w_kdouble(&w->pk, "heartbeat", 1.0);
+    raw_wbuf_init(w, PL_MSG_WELCOME, 12, 2);
+    raw_kstr(&w->pk, "node", "n1");
+    raw_kdouble(&w->pk, "heartbeat", 1.0);
     w = &tmpl[ntmpl++];
-    pl_wbuf_init(w, PL_MSG_KILL, 13, 3);
-    pl_w_kuint(&w->pk, "id", 1);
-    pl_w_kuint(&w->pk, "attempt", 1);
-    pl_w_kdouble(&w->pk, "grace", 1.0);
+    raw_wbuf_init(w, PL_MSG_KILL, 13, 3);
+    raw_kuint(&w->pk, "id", 1);
+    raw_kuint(&w->pk, "attempt", 1);
+    raw_kdouble(&w->pk, "grace", 1.0);
     w = &tmpl[ntmpl++];
     pl_wbuf_reply(w, 14, 5, "garbage");
 }
@@ -216,10 +218,10 @@ static int harmful(const struct frame *f, bool agent)
     if (pl_msg_decode(f->p, f->len, &m, &e) < 0)
         return 0;
     if (agent && m.type == PL_MSG_REGISTER) {
-        struct pl_agent_reg r;
-        if (pl_agent_reg_decode(m.body, &r, &e) == 0) {
+        struct pl_register r;
+        if (pl_register_decode(m.body, &r, &e) == 0) {
             bad = 1;
-            pl_agent_reg_clear(&r);
+            pl_register_clear(&r);
         }
     }
     else if (!agent && m.type == PL_MSG_SUBMIT) {
@@ -637,8 +639,8 @@ static void heavy(void *ctx, const char *endpoint, unsigned long k)
     char buf[256];
 
     /* [2, 105, seq, {"pad": [nil x ...]}] is 7 values besides the nils */
-    pl_wbuf_init(&pad, PL_MSG_STATUS, 1, 1);
-    pl_w_key(&pad.pk, "pad");
+    raw_wbuf_init(&pad, PL_MSG_STATUS, 1, 1);
+    raw_key(&pad.pk, "pad");
     msgpack_pack_array(&pad.pk, PL_MSG_MAX_OBJECTS - 7);
     for (size_t i = 0; i < PL_MSG_MAX_OBJECTS - 7; i++)
         msgpack_pack_nil(&pad.pk);
@@ -652,7 +654,7 @@ static void heavy(void *ctx, const char *endpoint, unsigned long k)
     /* let pilotd start on them */
     struct timespec pause = { 0, 200 * 1000 * 1000 };
     nanosleep(&pause, NULL);
-    pl_wbuf_init(&st, PL_MSG_STATUS, 3, 0);
+    raw_wbuf_init(&st, PL_MSG_STATUS, 3, 0);
     zmq_setsockopt(q, ZMQ_RCVTIMEO, &ms, sizeof(ms));
     double t0 = mono();
     if (zmq_send(q, st.sb.data, st.sb.size, 0) < 0

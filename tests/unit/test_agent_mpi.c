@@ -6,13 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/comm.h"
 #include "agent/env.h"
 #include "agent/mpi.h"
-#include "agent/task.h"
 #include "proto/msg.h"
+#include "proto/run.h"
+#include "proto/spec.h"
+#include "proto/strv.h"
+#include "tests/mpw.h"
+#include "tests/unit/helpers.h"
 #include "tests/unit/tap.h"
 
 /* One MPI run entry; a NULL field is left out. */
@@ -47,7 +51,7 @@ static char **split(const char *s, char sep)
 static void pack_strv(msgpack_packer *pk, const char *key, const char *s)
 {
     char **v = split(s, ',');
-    pl_w_kstrv(pk, key, v);
+    raw_kstrv(pk, key, v);
     pl_strv_free(v);
 }
 
@@ -61,24 +65,24 @@ static void pack(msgpack_packer *pk)
                  + !!e->gpus;
 
     msgpack_pack_map(pk, n);
-    pl_w_kuint(pk, "id", 5);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_kstrv(pk, "argv", argv);
-    pl_w_kuintv(pk, "cores", cores, 1);
-    pl_w_kstr(pk, "stdout", "/tmp/o");
-    pl_w_kstr(pk, "stderr", "/tmp/e");
-    pl_w_kuint(pk, "rank", 0);
-    pl_w_kuint(pk, "size", e->size);
-    pl_w_kstr(pk, "comm", e->comm ? e->comm : "mpi");
+    raw_kuint(pk, "id", 5);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", argv);
+    raw_kuintv(pk, "cores", cores, 1);
+    raw_kstr(pk, "stdout", "/tmp/o");
+    raw_kstr(pk, "stderr", "/tmp/e");
+    raw_kuint(pk, "rank", 0);
+    raw_kuint(pk, "size", e->size);
+    raw_kstr(pk, "comm", e->comm ? e->comm : "mpi");
     if (e->nodelist)
         pack_strv(pk, "nodelist", e->nodelist);
     if (e->hosts)
         pack_strv(pk, "hosts", e->hosts);
     if (e->launcher)
-        pl_w_kstr(pk, "launcher", e->launcher);
+        raw_kstr(pk, "launcher", e->launcher);
     if (e->cores) {
         char **ranks = split(e->cores, ';');
-        pl_w_key(pk, "rank_cores");
+        raw_key(pk, "rank_cores");
         msgpack_pack_array(pk, (uint32_t)pl_strv_len(ranks));
         for (char **r = ranks; *r; r++) {
             char **ids = **r ? split(*r, ',') : calloc(1, sizeof(char *));
@@ -91,7 +95,7 @@ static void pack(msgpack_packer *pk)
     }
     if (e->gpus) {
         char **ranks = split(e->gpus, ';');
-        pl_w_key(pk, "rank_gpus");
+        raw_key(pk, "rank_gpus");
         msgpack_pack_array(pk, (uint32_t)pl_strv_len(ranks));
         for (char **r = ranks; *r; r++) {
             char **ids = **r ? split(*r, ',') : calloc(1, sizeof(char *));
@@ -104,7 +108,7 @@ static void pack(msgpack_packer *pk)
     }
 }
 
-static int decode(const struct entry *e, struct pl_task_spec *s,
+static int decode(const struct entry *e, struct pl_run *s,
                   struct pl_error *err)
 {
     msgpack_sbuffer sb;
@@ -119,7 +123,7 @@ static int decode(const struct entry *e, struct pl_task_spec *s,
     pack(&pk);
     msgpack_unpacked_init(&up);
     msgpack_unpack_next(&up, sb.data, sb.size, NULL);
-    rc = pl_task_spec_decode(&up.data, s, &have_id, err);
+    rc = pl_run_decode(&up.data, s, &have_id, err);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -128,19 +132,19 @@ static int decode(const struct entry *e, struct pl_task_spec *s,
 /* A bad entry fails with an error text containing 'want'. */
 static void bad(const struct entry *e, const char *want, const char *what)
 {
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err = { .text = "" };
 
     int rc = decode(e, &s, &err);
     ok(rc < 0 && errno == EPROTO && strstr(err.text, want), "bad: %s", what);
     if (rc == 0 || !strstr(err.text, want))
         diag("got '%s'", rc == 0 ? "success" : err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
 }
 
 static void test_decode(void)
 {
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
     struct entry good = { 4, "n1,n2", "n1,n1,n2,n2", "0;1;0,1;2", NULL,
                           NULL, NULL };
@@ -151,12 +155,12 @@ static void test_decode(void)
     ok(pl_strv_len(s.hosts) == 4 && !strcmp(s.hosts[2], "n2"),
        "decode: hosts");
     is_str(s.rank_cores, "0;1;0,1;2", "decode: rank_cores joined");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
 
     struct entry mr = { 2, "n1,n2", "n1,n2", "0;0", "mpirun", NULL, NULL };
     ok(decode(&mr, &s, &err) == 0 && s.launcher == PL_LAUNCHER_MPIRUN,
        "decode: launcher mpirun");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
 
     struct entry e;
     e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, NULL, NULL };
@@ -186,10 +190,10 @@ static void test_decode(void)
     e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", NULL, NULL, "0,1;3" };
     ok(decode(&e, &s, &err) == 0, "decode: rank_gpus");
     is_str(s.rank_gpus, "0,1;3", "decode: rank_gpus joined");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(&good, &s, &err) == 0 && !s.rank_gpus,
        "decode: no rank_gpus, no GPUs");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", NULL, NULL, "0" };
     bad(&e, "'rank_gpus': want one entry per rank", "rank_gpus too short");
     e = (struct entry){ 2, "n1,n2", "n1,n2", "0;0", NULL, NULL, "0;" };
@@ -201,7 +205,7 @@ static void test_decode(void)
     e = (struct entry){ 2, "n1,n2", NULL, NULL, NULL, "none", NULL };
     ok(decode(&e, &s, &err) == 0 && !s.hosts, "decode: comm none ignores "
        "the mpi fields");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
 }
 
 static char *joinv(char **v)
@@ -220,7 +224,7 @@ static char *joinv(char **v)
 
 static void test_launch(void)
 {
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
     struct entry e = { 3, "n2,n1", "n2,n2,n1", "0;1;0,1", NULL, NULL, NULL };
     char **argv;
@@ -310,7 +314,106 @@ static void test_launch(void)
            && !pl_env_get(env, "OMPI_ALLOW_RUN_AS_ROOT"),
        "env: no OMPI_ALLOW_RUN_AS_ROOT when not root");
     pl_env_free(env);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
+}
+
+/* What a file holds, or NULL; the caller frees it. */
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    char *buf = calloc(1, 4096);
+
+    if (fp && buf)
+        buf[fread(buf, 1, 4095, fp)] = '\0';
+    if (fp)
+        fclose(fp);
+    if (!fp) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* pl_mpi_launcher(): the files it writes, the argv and env it makes. */
+static void test_launcher(void)
+{
+    struct entry e = { 3, "n2,n1", "n2,n2,n1", "0;1;0,1", NULL, NULL, NULL };
+    struct pl_run s;
+    struct pl_error err;
+    struct pl_env *env;
+    struct stat st;
+    char dir[64], self[PATH_MAX], path[PATH_MAX], want[PATH_MAX * 2 + 256];
+    char *str;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    self[n > 0 ? n : 0] = '\0';
+    if (!t_tmpdir("agent-mpi", dir, sizeof(dir)))
+        abort();
+    /* srun: a hostfile beside stdout, in a directory still to make */
+    ok(decode(&e, &s, &err) == 0, "launcher: decode");
+    s.id = 42;
+    free(s.out);
+    if (asprintf(&s.out, "%s/sub/t42.out", dir) < 0)
+        abort();
+    env = pl_env_new(NULL);
+    ok(pl_mpi_launcher(&s, env, &err) == 0, "launcher: srun made");
+    snprintf(path, sizeof(path), "%s/sub/t42.out.hosts", dir);
+    str = slurp(path);
+    is_str(str, "n2\nn2\nn1\n", "launcher: hostfile written beside stdout");
+    free(str);
+    ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
+       "launcher: hostfile 0600");
+    snprintf(path, sizeof(path), "%s/sub", dir);
+    ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700,
+       "launcher: its directory made 0700");
+    snprintf(path, sizeof(path), "%s/sub/t42.out.hosts", dir);
+    is_str(pl_env_get(env, "SLURM_HOSTFILE"), path,
+           "launcher: SLURM_HOSTFILE names it");
+    str = joinv(s.argv);
+    snprintf(want, sizeof(want), "srun --overlap --mpi=pmix --nodes=2 "
+             "--ntasks=3 --distribution=arbitrary --cpu-bind=none "
+             "--kill-on-bad-exit=1 --job-name=pilot-42 %s --exec-rank -- "
+             "true", self);
+    is_str(str, want, "launcher: argv is srun's, running this program");
+    free(str);
+    pl_env_free(env);
+    pl_run_clear(&s);
+
+    /* mpirun: a rankfile, given first */
+    ok(decode(&e, &s, &err) == 0, "launcher: decode again");
+    s.launcher = PL_LAUNCHER_MPIRUN;
+    free(s.out);
+    if (asprintf(&s.out, "%s/t43.out", dir) < 0)
+        abort();
+    env = pl_env_new(NULL);
+    ok(pl_mpi_launcher(&s, env, &err) == 0
+           && !pl_env_get(env, "SLURM_HOSTFILE"),
+       "launcher: mpirun made, no SLURM_HOSTFILE");
+    snprintf(path, sizeof(path), "%s/t43.out.ranks", dir);
+    str = slurp(path);
+    is_str(str, "rank 0=n2 slot=0\nrank 1=n2 slot=1\nrank 2=n1 slot=0,1\n",
+           "launcher: rankfile written beside stdout");
+    free(str);
+    str = joinv(s.argv);
+    snprintf(want, sizeof(want), "mpirun --rankfile %s --np 3 --bind-to "
+             "none %s --exec-rank -- true", path, self);
+    is_str(str, want, "launcher: argv is mpirun's, with --rankfile");
+    free(str);
+    pl_env_free(env);
+    pl_run_clear(&s);
+
+    /* a file it cannot write: nothing replaced */
+    ok(decode(&e, &s, &err) == 0, "launcher: decode a third time");
+    free(s.out);
+    s.out = strdup("/proc/no/such/dir/t44.out");
+    env = pl_env_new(NULL);
+    ok(pl_mpi_launcher(&s, env, &err) < 0
+           && strstr(err.text, "/proc/no/such/dir/t44.out.hosts")
+           && pl_strv_len(s.argv) == 1 && !strcmp(s.argv[0], "true"),
+       "launcher: unwritable hostfile fails (%s), argv kept", err.text);
+    pl_env_free(env);
+    pl_run_clear(&s);
+    t_rmtree(dir);
 }
 
 static char agent[PATH_MAX];
@@ -432,9 +535,10 @@ int main(int argc, char **argv)
     snprintf(agent, sizeof(agent), "%s/../bin/pilot-agent", dirname(self));
     (void)argv;
 
-    plan(56);
+    plan(69);
     test_decode();
     test_launch();
+    test_launcher();
     test_exec_rank();
     return done_testing();
 }

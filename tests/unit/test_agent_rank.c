@@ -22,6 +22,8 @@
 #include "proto/msg.h"
 #include "proto/zsock.h"
 #include "proto/zwatch.h"
+#include "tests/mpw.h"
+#include "tests/unit/helpers.h"
 #include "tests/unit/tap.h"
 
 #define EV_MAX 256
@@ -267,38 +269,38 @@ static void pack_entry(struct fixture *f, msgpack_packer *pk,
     snprintf(out, sizeof(out), "%s/%s", f->dir, e->out);
     snprintf(err, sizeof(err), "%s/%s", f->dir, e->err ? e->err : e->out);
     msgpack_pack_map(pk, n);
-    pl_w_kuint(pk, "id", e->id);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_kstrv(pk, "argv", (char *const *)e->argv);
-    pl_w_kuintv(pk, "cores", &e->core, 1);
-    pl_w_kstr(pk, "stdout", out);
-    pl_w_kstr(pk, "stderr", err);
+    raw_kuint(pk, "id", e->id);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", (char *const *)e->argv);
+    raw_kuintv(pk, "cores", &e->core, 1);
+    raw_kstr(pk, "stdout", out);
+    raw_kstr(pk, "stderr", err);
     if (e->rank >= 0)
-        pl_w_kuint(pk, "rank", (uint64_t)e->rank);
+        raw_kuint(pk, "rank", (uint64_t)e->rank);
     if (e->size >= 0)
-        pl_w_kuint(pk, "size", (uint64_t)e->size);
+        raw_kuint(pk, "size", (uint64_t)e->size);
     if (e->local_rank >= 0)
-        pl_w_kuint(pk, "local_rank", (uint64_t)e->local_rank);
+        raw_kuint(pk, "local_rank", (uint64_t)e->local_rank);
     if (e->local_size >= 0)
-        pl_w_kuint(pk, "local_size", (uint64_t)e->local_size);
+        raw_kuint(pk, "local_size", (uint64_t)e->local_size);
     if (e->node_rank >= 0)
-        pl_w_kuint(pk, "node_rank", (uint64_t)e->node_rank);
+        raw_kuint(pk, "node_rank", (uint64_t)e->node_rank);
     if (e->nodelist)
-        pl_w_kstrv(pk, "nodelist", (char *const *)e->nodelist);
+        raw_kstrv(pk, "nodelist", (char *const *)e->nodelist);
     if (e->comm)
-        pl_w_kstr(pk, "comm", e->comm);
+        raw_kstr(pk, "comm", e->comm);
     if (e->master_addr)
-        pl_w_kstr(pk, "master_addr", e->master_addr);
+        raw_kstr(pk, "master_addr", e->master_addr);
     if (e->master_port >= 0)
-        pl_w_kuint(pk, "master_port", (uint64_t)e->master_port);
+        raw_kuint(pk, "master_port", (uint64_t)e->master_port);
 }
 
 static void send_run(struct fixture *f, const struct entry *e, int n)
 {
     struct pl_wbuf w;
 
-    pl_wbuf_init(&w, PL_MSG_RUN, f->seq++, 1);
-    pl_w_key(&w.pk, "tasks");
+    raw_wbuf_init(&w, PL_MSG_RUN, f->seq++, 1);
+    raw_key(&w.pk, "tasks");
     msgpack_pack_array(&w.pk, (uint32_t)n);
     for (int i = 0; i < n; i++)
         pack_entry(f, &w.pk, &e[i]);
@@ -309,12 +311,12 @@ static void send_kill(struct fixture *f, uint64_t id, int rank)
 {
     struct pl_wbuf w;
 
-    pl_wbuf_init(&w, PL_MSG_KILL, f->seq++, rank >= 0 ? 4 : 3);
-    pl_w_kuint(&w.pk, "id", id);
-    pl_w_kuint(&w.pk, "attempt", 1);
+    raw_wbuf_init(&w, PL_MSG_KILL, f->seq++, rank >= 0 ? 4 : 3);
+    raw_kuint(&w.pk, "id", id);
+    raw_kuint(&w.pk, "attempt", 1);
     if (rank >= 0)
-        pl_w_kuint(&w.pk, "rank", (uint64_t)rank);
-    pl_w_kdouble(&w.pk, "grace", 0);
+        raw_kuint(&w.pk, "rank", (uint64_t)rank);
+    raw_kdouble(&w.pk, "grace", 0);
     send_wbuf(f, &w);
 }
 
@@ -358,13 +360,13 @@ static int reregister(struct fixture *f, const char *instance)
     struct pl_wbuf w;
     int before = f->nregister;
 
-    pl_wbuf_init(&w, PL_MSG_REREGISTER, f->seq++, 0);
+    raw_wbuf_init(&w, PL_MSG_REREGISTER, f->seq++, 0);
     send_wbuf(f, &w);
     int got = wait_for(f, registered_again, &before, WAIT_MS);
-    pl_wbuf_init(&w, PL_MSG_WELCOME, f->reg_seq, 3);
-    pl_w_kstr(&w.pk, "node", "n1");
-    pl_w_kdouble(&w.pk, "heartbeat", 60);
-    pl_w_kstr(&w.pk, "instance", instance);
+    raw_wbuf_init(&w, PL_MSG_WELCOME, f->reg_seq, 3);
+    raw_kstr(&w.pk, "node", "n1");
+    raw_kdouble(&w.pk, "heartbeat", 60);
+    raw_kstr(&w.pk, "instance", instance);
     send_wbuf(f, &w);
     return got;
 }
@@ -402,8 +404,8 @@ static void test_unacked(struct fixture *f)
     send_run(f, &e, 1);
     ok(wait_for(f, ended, &w, WAIT_MS), "unacked: task 51 ended");
     struct pl_wbuf b;
-    pl_wbuf_init(&b, PL_MSG_ACK, f->seq++, 1);
-    pl_w_kuint(&b.pk, "seq", f->ev_seq);
+    raw_wbuf_init(&b, PL_MSG_ACK, f->seq++, 1);
+    raw_kuint(&b.pk, "seq", f->ev_seq);
     send_wbuf(f, &b);
     e.id = w.id = 52;
     send_run(f, &e, 1);
@@ -657,12 +659,10 @@ int main(void)
     const uint64_t *cores;
     uint32_t ncores;
     char ep[128];
-    char cmd[128];
     int lingering = 0;
 
     plan(52);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/test_agent_rank.XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (!t_tmpdir("agent-rank", f->dir, sizeof(f->dir)))
         abort();
     snprintf(f->log, sizeof(f->log), "%s/agent.log", f->dir);
     pl_log_init("pilot-agent", "n1", f->log);
@@ -707,10 +707,10 @@ int main(void)
 
     ok(wait_for(f, registered, NULL, WAIT_MS), "agent registered");
     struct pl_wbuf w;
-    pl_wbuf_init(&w, PL_MSG_WELCOME, f->reg_seq, 3);
-    pl_w_kstr(&w.pk, "node", "n1");
-    pl_w_kdouble(&w.pk, "heartbeat", 60);
-    pl_w_kstr(&w.pk, "instance", "test");
+    raw_wbuf_init(&w, PL_MSG_WELCOME, f->reg_seq, 3);
+    raw_kstr(&w.pk, "node", "n1");
+    raw_kdouble(&w.pk, "heartbeat", 60);
+    raw_kstr(&w.pk, "instance", "test");
     send_wbuf(f, &w);
     ok(wait_for(f, pulled, NULL, WAIT_MS), "agent pulled");
 
@@ -738,14 +738,10 @@ int main(void)
     if (fp)
         fclose(fp);
     ok(fp && lingering == 0, "uv_loop_close: every handle closed");
-    if (tap_failed) {
+    if (tap_failed)
         diag("kept %s (agent.log)", f->dir);
-    }
-    else {
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-        if (system(cmd) != 0)
-            diag("could not remove %s", f->dir);
-    }
+    else
+        t_rmtree(f->dir);
     free(f);
     return done_testing();
 }

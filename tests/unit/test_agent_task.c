@@ -13,7 +13,11 @@
 #include "agent/task.h"
 #include "proto/log.h"
 #include "proto/msg.h"
+#include "proto/run.h"
 #include "proto/state.h"
+#include "proto/strv.h"
+#include "tests/mpw.h"
+#include "tests/unit/helpers.h"
 #include "tests/unit/tap.h"
 
 extern char **environ;
@@ -54,7 +58,7 @@ static char *path(struct fixture *f, const char *name)
 }
 
 /* A spec running 'argv' on core 'core' with output to DIR/NAME.out/.err. */
-static void spec_init(struct fixture *f, struct pl_task_spec *s,
+static void spec_init(struct fixture *f, struct pl_run *s,
                       const char *name, const char *const *argv,
                       double timeout)
 {
@@ -73,7 +77,7 @@ static void spec_init(struct fixture *f, struct pl_task_spec *s,
     s->timeout = timeout;
 }
 
-static struct pl_task *start_spec(struct fixture *f, struct pl_task_spec *s,
+static struct pl_task *start_spec(struct fixture *f, struct pl_run *s,
                                   int *rc, struct pl_error *err)
 {
     struct pl_task *t = pl_task_new(&f->loop, s, exit_cb, f);
@@ -89,7 +93,7 @@ static struct pl_task *start(struct fixture *f, const char *name,
                              const char *const *argv, double timeout,
                              int *rc)
 {
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
 
     spec_init(f, &s, name, argv, timeout);
@@ -155,7 +159,7 @@ static void test_spawn_errors(struct fixture *f)
 {
     const char *nope[] = { "/nonexistent/cmd", NULL };
     const char *tru[] = { "true", NULL };
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
     int rc;
     struct pl_task *t = start(f, "nope", nope, 0, &rc);
@@ -186,7 +190,7 @@ static void test_spawn_errors(struct fixture *f)
 static void test_files(struct fixture *f)
 {
     const char *sh[] = { "sh", "-c", "echo both; echo err >&2", NULL };
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
     struct stat st;
     int rc;
@@ -278,7 +282,7 @@ static void test_bind(struct fixture *f)
     struct pl_resources_spec rs = { .node = "n1" };
     struct pl_resources *r = pl_resources_new(&rs, NULL);
     struct pl_bind_cpu *b = pl_bind_cpu_new(r, NULL);
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
     cpu_set_t before, after;
     const uint64_t *cores;
@@ -305,8 +309,9 @@ static void test_bind(struct fixture *f)
     pl_resources_free(r);
 }
 
-/* Decode the RUN entry that 'pack' packs. */
-static int decode(void (*pack)(msgpack_packer *pk), struct pl_task_spec *s,
+/* Decode the RUN entry that 'pack' packs (the decoder is proto/run.c's:
+ * these are the entries pl_task_new() takes). */
+static int decode(void (*pack)(msgpack_packer *pk), struct pl_run *s,
                   bool *have_id, struct pl_error *err)
 {
     msgpack_sbuffer sb;
@@ -319,7 +324,7 @@ static int decode(void (*pack)(msgpack_packer *pk), struct pl_task_spec *s,
     pack(&pk);
     msgpack_unpacked_init(&up);
     msgpack_unpack_next(&up, sb.data, sb.size, NULL);
-    rc = pl_task_spec_decode(&up.data, s, have_id, err);
+    rc = pl_run_decode(&up.data, s, have_id, err);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -332,12 +337,12 @@ static void common(msgpack_packer *pk, int extra)
     uint64_t cores[] = { 0, 1 };
 
     msgpack_pack_map(pk, (uint32_t)(6 + extra));
-    pl_w_kuint(pk, "id", 17);
-    pl_w_kuint(pk, "attempt", 2);
-    pl_w_kstrv(pk, "argv", argv);
-    pl_w_kuintv(pk, "cores", cores, 2);
-    pl_w_kstr(pk, "stdout", "/tmp/o");
-    pl_w_kstr(pk, "stderr", "/tmp/e");
+    raw_kuint(pk, "id", 17);
+    raw_kuint(pk, "attempt", 2);
+    raw_kstrv(pk, "argv", argv);
+    raw_kuintv(pk, "cores", cores, 2);
+    raw_kstr(pk, "stdout", "/tmp/o");
+    raw_kstr(pk, "stderr", "/tmp/e");
 }
 
 static void pack_good(msgpack_packer *pk)
@@ -347,10 +352,10 @@ static void pack_good(msgpack_packer *pk)
     uint64_t gpus[] = { 1 };
 
     common(pk, 4);
-    pl_w_kstrv(pk, "env", env);
-    pl_w_kstr(pk, "cwd", "/tmp");
-    pl_w_kuintv(pk, "gpus", gpus, 1);
-    pl_w_kdouble(pk, "timeout", 1.5);
+    raw_kstrv(pk, "env", env);
+    raw_kstr(pk, "cwd", "/tmp");
+    raw_kuintv(pk, "gpus", gpus, 1);
+    raw_kdouble(pk, "timeout", 1.5);
 }
 
 static void pack_minimal(msgpack_packer *pk)
@@ -364,19 +369,19 @@ static void pack_bad_env(msgpack_packer *pk)
     char *env[] = { e, NULL };
 
     common(pk, 1);
-    pl_w_kstrv(pk, "env", env);
+    raw_kstrv(pk, "env", env);
 }
 
 static void pack_bad_timeout(msgpack_packer *pk)
 {
     common(pk, 1);
-    pl_w_kdouble(pk, "timeout", -1);
+    raw_kdouble(pk, "timeout", -1);
 }
 
 static void pack_nan_timeout(msgpack_packer *pk)
 {
     common(pk, 1);
-    pl_w_kdouble(pk, "timeout", 0.0 / 0.0);
+    raw_kdouble(pk, "timeout", 0.0 / 0.0);
 }
 
 static void pack_big_core(msgpack_packer *pk)
@@ -384,20 +389,20 @@ static void pack_big_core(msgpack_packer *pk)
     uint64_t c[] = { 5000 };
 
     msgpack_pack_map(pk, 6);
-    pl_w_kuint(pk, "id", 3);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_key(pk, "argv");
+    raw_kuint(pk, "id", 3);
+    raw_kuint(pk, "attempt", 1);
+    raw_key(pk, "argv");
     msgpack_pack_array(pk, 1);
     pl_w_str(pk, "x");
-    pl_w_kuintv(pk, "cores", c, 1);
-    pl_w_kstr(pk, "stdout", "/o");
-    pl_w_kstr(pk, "stderr", "/e");
+    raw_kuintv(pk, "cores", c, 1);
+    raw_kstr(pk, "stdout", "/o");
+    raw_kstr(pk, "stderr", "/e");
 }
 
 static void pack_no_id(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 1);
-    pl_w_kstr(pk, "id", "seventeen");
+    raw_kstr(pk, "id", "seventeen");
 }
 
 static void pack_not_map(msgpack_packer *pk)
@@ -408,20 +413,20 @@ static void pack_not_map(msgpack_packer *pk)
 static void pack_empty_argv(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 6);
-    pl_w_kuint(pk, "id", 4);
-    pl_w_kuint(pk, "attempt", 1);
-    pl_w_key(pk, "argv");
+    raw_kuint(pk, "id", 4);
+    raw_kuint(pk, "attempt", 1);
+    raw_key(pk, "argv");
     msgpack_pack_array(pk, 0);
-    pl_w_key(pk, "cores");
+    raw_key(pk, "cores");
     msgpack_pack_array(pk, 1);
     msgpack_pack_uint8(pk, 0);
-    pl_w_kstr(pk, "stdout", "/o");
-    pl_w_kstr(pk, "stderr", "/e");
+    raw_kstr(pk, "stdout", "/o");
+    raw_kstr(pk, "stderr", "/e");
 }
 
 static void test_decode(void)
 {
-    struct pl_task_spec s;
+    struct pl_run s;
     struct pl_error err;
     bool have_id;
 
@@ -432,44 +437,42 @@ static void test_decode(void)
     ok(s.env && !strcmp(s.env[0], "A=B") && s.cwd && !strcmp(s.cwd, "/tmp"),
        "decode: env and cwd");
     ok(s.timeout == 1.5 && !strcmp(s.out, "/tmp/o"), "decode: timeout, out");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_minimal, &s, &have_id, &err) == 0 && !s.env && !s.cwd
            && !s.gpus && s.timeout == 0,
        "decode: optional fields absent");
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_bad_env, &s, &have_id, &err) < 0 && have_id
            && errno == EPROTO,
        "decode: env without '=' (%s), id kept", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_bad_timeout, &s, &have_id, &err) < 0 && have_id,
        "decode: negative timeout (%s)", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_nan_timeout, &s, &have_id, &err) < 0 && have_id,
        "decode: NaN timeout (%s)", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_big_core, &s, &have_id, &err) < 0 && have_id
            && s.id == 3,
        "decode: core id too large (%s)", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_empty_argv, &s, &have_id, &err) < 0 && have_id,
        "decode: empty argv (%s)", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_no_id, &s, &have_id, &err) < 0 && !have_id,
        "decode: bad id, no id (%s)", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
     ok(decode(pack_not_map, &s, &have_id, &err) < 0 && !have_id,
        "decode: not a map (%s)", err.text);
-    pl_task_spec_release(&s);
+    pl_run_clear(&s);
 }
 
 int main(void)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    char cmd[128];
 
     plan(60);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/test_agent_task.XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (!t_tmpdir("agent-task", f->dir, sizeof(f->dir)))
         abort();
     uv_loop_init(&f->loop);
     uv_signal_init(&f->loop, &f->sigchld);
@@ -490,9 +493,7 @@ int main(void)
     uv_close((uv_handle_t *)&f->sigchld, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     is(uv_loop_close(&f->loop), 0, "uv_loop_close: every handle closed");
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", f->dir);
+    t_rmtree(f->dir);
     free(f);
     return done_testing();
 }

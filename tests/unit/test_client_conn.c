@@ -1,7 +1,6 @@
 /* tests/unit/test_client_conn.c - finding the pilot, and its state DB when
  * it is down (local pilots only: no Slurm, no pilotd) */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +15,8 @@
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
 #include "proto/schema.h"
+#include "tests/unit/helpers.h"
 #include "tests/unit/tap.h"
-
-static char tmp[64]; /* our mkdtemp() directory */
-
-static int rm_cb(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-    (void)st;
-    (void)f;
-    (void)w;
-    return remove(p);
-}
 
 /* A local pilot 'id' with an info file; 'db' fills its state DB. */
 static void make_pilot(const char *home, const char *id, const char *sql)
@@ -107,13 +97,14 @@ static void test_down(struct pl_cli *cli, const char *home)
     is(json_array_size(j), 1, "list --state failed: 1 task");
     json_decref(j);
     uint64_t one = 1, twelve = 12;
-    j = pl_conn_show(c, &(struct pl_sel){ .ids = &one, .nids = 1 }, &err);
+    j = pl_conn_show(c, &(struct pl_sel_req){ .ids = &one, .nids = 1 }, &err);
     is(json_array_size(json_object_get(j, "events")), 3, "show: 3 events");
     json_decref(j);
-    j = pl_conn_show(c, &(struct pl_sel){ .ids = &twelve, .nids = 1 }, &err);
+    j = pl_conn_show(c, &(struct pl_sel_req){ .ids = &twelve, .nids = 1 },
+                     &err);
     ok(!j && errno == ENOENT && !strcmp(err.text, "no task 12"),
        "show of an unknown task: %s", err.text);
-    j = pl_conn_counts(c, &(struct pl_sel){ .ids = ids, .nids = 2 }, &err);
+    j = pl_conn_counts(c, &(struct pl_sel_req){ .ids = ids, .nids = 2 }, &err);
     is(json_integer_value(json_object_get(j, "failed")), 1, "counts: 1 failed");
     is(json_array_size(json_object_get(j, "unknown")), 1, "counts: 1 unknown");
     json_decref(j);
@@ -226,15 +217,12 @@ int main(void)
 {
     struct pl_cli cli;
     struct pl_error err;
-    char home[128];
+    char tmp[64], home[128];
     struct pl_conn *c;
 
     plan(28);
-    snprintf(tmp, sizeof(tmp), "/tmp/pl-test-client-conn-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (!t_tmpdir("client-conn", tmp, sizeof(tmp)))
         return 1;
-    }
     snprintf(home, sizeof(home), "%s/home", tmp);
     setenv("PILOT_HOME", home, 1);
     unsetenv("PILOT_ID");
@@ -247,6 +235,6 @@ int main(void)
     test_stale(&cli, home);
     test_running(&cli, home);
     pl_cli_fini(&cli);
-    nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    t_rmtree(tmp);
     return done_testing();
 }

@@ -124,7 +124,7 @@ static void test_parse(void)
 {
     struct pl_error err;
     uint64_t v = 7;
-    struct pl_sel sel;
+    struct pl_sel_req sel;
     double s = -1;
     char *good[] = { (char *)"3", (char *)"14" };
     char *bad[] = { (char *)"3", (char *)"x" };
@@ -155,7 +155,7 @@ static void test_parse(void)
     ok(pl_cli_parse_sel(2, good, &sel, &err) == 0 && sel.nids == 2
            && sel.ids[0] == 3 && sel.ids[1] == 14 && sel.nelems == 0,
        "ids 3 14");
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     ok(pl_cli_parse_sel(2, bad, &sel, &err) < 0
            && strstr(err.text, "'x'"),
        "a bad id among good ones: %s", err.text);
@@ -163,7 +163,7 @@ static void test_parse(void)
            && sel.nelems == 2 && sel.elems[0] == 40 && sel.elems[1] == 0
            && sel.elems[2] == 40 && sel.elems[3] == 7 && sel.ids[0] == 9,
        "40.0 9 40.7: one id, two elements");
-    pl_cli_sel_free(&sel);
+    pl_sel_req_clear(&sel);
     for (size_t i = 0; i < sizeof(badel) / sizeof(badel[0]); i++) {
         char *one[] = { badel[i] };
         ok(pl_cli_parse_sel(1, one, &sel, &err) < 0

@@ -1,7 +1,6 @@
-/* tests/unit/test_keys.c - CURVE keys in the pilot directory: made once,
+/* tests/unit/test_proto_keys.c - CURVE keys in the pilot directory: made once,
  * kept, private; loading refuses what others may read */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +8,9 @@
 #include <unistd.h>
 
 #include "proto/keys.h"
-#include "tests/unit/tap.h"
+#include "tests/unit/helpers.h"
 
 static char tmp[64]; /* our mkdtemp() directory */
-
-static int rm_cb(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-    (void)st;
-    (void)f;
-    (void)w;
-    return remove(p);
-}
 
 static int mode_of(const char *path)
 {
@@ -314,11 +305,8 @@ int main(void)
     struct pl_error e = { "" };
 
     plan(50);
-    snprintf(tmp, sizeof(tmp), "/tmp/pl-test-keys-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (!t_tmpdir("keys", tmp, sizeof(tmp)))
         return 1;
-    }
     snprintf(pdir, sizeof(pdir), "%s/p1", tmp);
     mkdir(pdir, 0700);
     pl_keys_path(pdir, kdir, sizeof(kdir));
@@ -334,6 +322,6 @@ int main(void)
     errno = 0;
     ok(pl_keys_create(pdir, &e) == -1 && errno == EACCES,
        "pl_keys_create in a keys directory of mode 0755: %s", e.text);
-    nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    t_rmtree(tmp);
     return done_testing();
 }

@@ -1,4 +1,4 @@
-/* tests/unit/test_db.c - SQLite state (daemon/db.h) and its queries
+/* tests/unit/test_daemon_db.c - SQLite state (daemon/db.h) and its queries
  * (proto/query.h) over one real database file; its journal over a
  * database that cannot be written (a full tmpfs, SQLite's page limit,
  * query_only) */
@@ -22,7 +22,7 @@
 #include "proto/schema.h"
 #include "proto/query.h"
 #include "proto/state.h"
-#include "tests/unit/tap.h"
+#include "tests/unit/helpers.h"
 
 static char tmp[64];
 
@@ -47,24 +47,40 @@ static long long count(sqlite3 *h, const char *sql)
     return buf[0] ? atoll(buf) : -1;
 }
 
+/* A task of argv 'argv' (NULL: none) and the defaults otherwise, into
+ * the row 't' (its spec 's'). */
+static const struct pl_db_task *row_of(struct pl_db_task *t,
+                                       struct pl_spec *s, char **argv)
+{
+    *s = (struct pl_spec){ .argv = argv, .ranks = 1, .cpr = 1 };
+    *t = (struct pl_db_task){ .spec = s };
+    return t;
+}
+
+static char *argv_x[] = { (char *)"x", NULL };
+static char *argv_y[] = { (char *)"y", NULL };
+
 static uint64_t insert(struct pl_db *db, const char *name, uint32_t cores,
                        double now)
 {
-    struct pl_db_spec s = {
-        .name = name,
-        .argv_json = "[\"sleep\", \"1\"]",
-        .env_json = "[\"A=1\", \"B=two\"]",
-        .cwd = "/work",
+    char *argv[] = { (char *)"sleep", (char *)"1", NULL };
+    char *env[] = { (char *)"A=1", (char *)"B=two", NULL };
+    struct pl_spec s = {
+        .name = (char *)name,
+        .argv = argv,
+        .env = env,
+        .cwd = (char *)"/work",
         .ranks = 1,
-        .cores_per_rank = cores,
-        .gpus_per_rank = 0,
+        .cpr = cores,
+        .gpr = 0,
         .retries = 2,
         .timeout = 30.5,
     };
+    struct pl_db_task t = { .spec = &s };
     struct pl_error e;
     uint64_t id = 0;
 
-    if (pl_db_task_insert(db, &s, PL_ST_QUEUED, now, &id, &e) < 0)
+    if (pl_db_task_insert(db, &t, PL_ST_QUEUED, now, &id, &e) < 0)
         diag("insert: %s", e.text);
     return id;
 }
@@ -94,19 +110,19 @@ struct live {
     int state[16];
     uint32_t attempts[16];
     char name[16][16];
-    char argv[16][64];
-    char env[16][64];
+    char *argv[16][3];
+    char *env[16][3];
     char cwd[16][16];
     uint32_t ranks[16], cpr[16], gpr[16], retries[16];
     double timeout[16];
     int fail_at; /* return -1 at this call (1-based), 0 never */
 };
 
-static int live_cb(uint64_t id, int state, const struct pl_db_spec *s,
-                   uint32_t attempts, void *arg)
+static int live_cb(struct pl_db_row *row, void *arg)
 {
     struct live *l = arg;
     int i = l->n;
+    const struct pl_spec *s = &row->spec;
 
     if (l->fail_at && i + 1 == l->fail_at) {
         errno = ENOMEM;
@@ -114,22 +130,33 @@ static int live_cb(uint64_t id, int state, const struct pl_db_spec *s,
     }
     if (i >= 16)
         return 0;
-    l->id[i] = id;
-    l->state[i] = state;
-    l->attempts[i] = attempts;
+    l->id[i] = row->id;
+    l->state[i] = row->state;
+    l->attempts[i] = row->attempts;
     snprintf(l->name[i], sizeof(l->name[i]), "%s", s->name ? s->name : "");
-    snprintf(l->argv[i], sizeof(l->argv[i]), "%s",
-             s->argv_json ? s->argv_json : "");
-    snprintf(l->env[i], sizeof(l->env[i]), "%s",
-             s->env_json ? s->env_json : "");
+    for (size_t k = 0; k < 2; k++) {
+        l->argv[i][k] = k < pl_strv_len(s->argv) ? strdup(s->argv[k]) : NULL;
+        l->env[i][k] = k < pl_strv_len(s->env) ? strdup(s->env[k]) : NULL;
+    }
+    l->argv[i][2] = pl_strv_len(s->argv) > 2 ? strdup("...") : NULL;
+    l->env[i][2] = pl_strv_len(s->env) > 2 ? strdup("...") : NULL;
     snprintf(l->cwd[i], sizeof(l->cwd[i]), "%s", s->cwd ? s->cwd : "");
-    l->ranks[i] = s->ranks;
-    l->cpr[i] = s->cores_per_rank;
-    l->gpr[i] = s->gpus_per_rank;
-    l->retries[i] = s->retries;
+    l->ranks[i] = (uint32_t)s->ranks;
+    l->cpr[i] = (uint32_t)s->cpr;
+    l->gpr[i] = (uint32_t)s->gpr;
+    l->retries[i] = (uint32_t)s->retries;
     l->timeout[i] = s->timeout;
     l->n++;
     return 0;
+}
+
+static void live_free(struct live *l)
+{
+    for (int i = 0; i < l->n && i < 16; i++)
+        for (int k = 0; k < 3; k++) {
+            free(l->argv[i][k]);
+            free(l->env[i][k]);
+        }
 }
 
 static json_t *find_id(json_t *arr, json_int_t id)
@@ -166,23 +193,6 @@ static const char *jstr(json_t *o, const char *key)
 }
 
 /* ------------------------------------------------------------ the journal */
-
-static void rm_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-
-    while (d && (de = readdir(d))) {
-        char p[320];
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-        unlink(p);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
 
 static int rank_ev(struct pl_db *db, uint64_t id, uint32_t rank, int state,
                    double time, const char *node, const char *detail)
@@ -257,8 +267,10 @@ static void journal_page_limit(const char *dir)
        "... 3 rows of node n1 and 2 of meta job are one each in the journal");
     uint64_t id = 0;
     errno = 0;
-    ok(pl_db_task_insert(db, &(struct pl_db_spec){ .argv_json = "[\"x\"]" },
-                         PL_ST_QUEUED, 25, &id, &e) == -1
+    struct pl_db_task row;
+    struct pl_spec spec;
+    ok(pl_db_task_insert(db, row_of(&row, &spec, argv_x), PL_ST_QUEUED, 25,
+                         &id, &e) == -1
            && errno == ENOSPC && id == 0,
        "... an insert is refused with ENOSPC: %s", e.text);
     errno = 0;
@@ -385,8 +397,10 @@ static void journal_full(const char *dir)
     is(count(h, "SELECT count(*) FROM tasks"), 1,
        "... the submission of the batch is gone with it");
     uint64_t id = 0;
-    ok(pl_db_task_insert(db, &(struct pl_db_spec){ .argv_json = "[\"x\"]" },
-                         PL_ST_QUEUED, 34, &id, &e) == -1 && id == 0,
+    struct pl_db_task row;
+    struct pl_spec spec;
+    ok(pl_db_task_insert(db, row_of(&row, &spec, argv_x), PL_ST_QUEUED, 34,
+                         &id, &e) == -1 && id == 0,
        "... a new one is refused");
     ok(pl_db_commit(db, &e) == -1, "... the retry fails while full");
     /* the space returns */
@@ -414,7 +428,7 @@ static void journal_full(const char *dir)
     pl_db_close(db);
     if (tmpfs)
         umount(mnt);
-    rm_dir(mnt);
+    t_rmtree(mnt);
 }
 
 /* A read-only database (SQLite's query_only: SQLITE_READONLY) is
@@ -481,20 +495,21 @@ static void arrays_tags(const char *dir)
     }
     /* array of indexes 0, 2, 4 (ids 1-3), then task 4 with tags */
     for (uint64_t k = 0; k < 3; k++) {
-        struct pl_db_spec ds = { .argv_json = "[\"x\"]", .ranks = 1,
-                                 .cores_per_rank = 1, .array_id = first,
-                                 .array_index = 2 * k, .priority = 7 };
-        pl_db_task_insert(db, &ds, PL_ST_QUEUED, 1.0, &id, &e);
+        struct pl_spec ds = { .argv = argv_x, .ranks = 1, .cpr = 1,
+                              .priority = 7 };
+        struct pl_db_task dt = { .spec = &ds, .array_id = first,
+                                 .array_index = 2 * k };
+        pl_db_task_insert(db, &dt, PL_ST_QUEUED, 1.0, &id, &e);
         if (k == 0) {
             pl_db_task_array(db, id, 0, &e);
             first = id;
         }
     }
-    pl_db_task_insert(db, &(struct pl_db_spec){
-                          .argv_json = "[\"y\"]", .ranks = 1,
-                          .cores_per_rank = 1,
-                          .tags_json = "{\"model\":\"lstm\",\"k.v\":\"1\"}" },
-                      PL_ST_QUEUED, 1.0, &id, &e);
+    char *tags[] = { (char *)"model=lstm", (char *)"k.v=1", NULL };
+    struct pl_spec ts = { .argv = argv_y, .ranks = 1, .cpr = 1,
+                          .tags = tags };
+    pl_db_task_insert(db, &(struct pl_db_task){ .spec = &ts }, PL_ST_QUEUED,
+                      1.0, &id, &e);
     change(db, 2, PL_ST_FAILED, 1, 2.0, NULL, NULL, "exit 1", 1, -1, -1);
     pl_db_commit(db, &e);
     sqlite3 *h = pl_db_handle(db);
@@ -563,15 +578,12 @@ static void journal(void)
 {
     char dir[64];
 
-    snprintf(dir, sizeof(dir), "/tmp/pl-test-journal-XXXXXX");
-    if (!mkdtemp(dir)) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (!t_tmpdir("journal", dir, sizeof(dir)))
         return;
-    }
     journal_page_limit(dir);
     journal_readonly(dir);
     journal_full(dir); /* last: it may leave our mount namespace private */
-    rm_dir(dir);
+    t_rmtree(dir);
 }
 
 int main(void)
@@ -582,11 +594,8 @@ int main(void)
     sqlite3 *h;
 
     plan(164);
-    snprintf(tmp, sizeof(tmp), "/tmp/pl-test-db-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (!t_tmpdir("db", tmp, sizeof(tmp)))
         return 1;
-    }
     snprintf(path, sizeof(path), "%s/state.db", tmp);
 
     /* open */
@@ -702,11 +711,12 @@ int main(void)
     pl_db_rollback(db); /* nothing open: harmless */
 
     /* a constraint error fails one statement, not the batch */
-    struct pl_db_spec bad = { .name = "bad", .argv_json = NULL };
+    struct pl_spec bad = { .name = (char *)"bad", .argv = NULL };
     uint64_t bid = 0;
     errno = 0;
     e.text[0] = '\0';
-    ok(pl_db_task_insert(db, &bad, PL_ST_QUEUED, 160, &bid, &e) == -1
+    ok(pl_db_task_insert(db, &(struct pl_db_task){ .spec = &bad },
+                         PL_ST_QUEUED, 160, &bid, &e) == -1
            && errno == EINVAL && e.text[0],
        "insert without argv: -1, EINVAL: %s", e.text);
     ok(bid == 0 && pl_db_in_txn(db) == 1,
@@ -740,8 +750,11 @@ int main(void)
     ok(l.state[0] == PL_ST_RUNNING && l.state[1] == PL_ST_QUEUED,
        "... with their states");
     is(l.attempts[0], 1, "... task 4: 1 attempt");
-    ok(!strcmp(l.name[0], "t4") && !strcmp(l.argv[0], "[\"sleep\", \"1\"]")
-           && !strcmp(l.env[0], "[\"A=1\", \"B=two\"]")
+    ok(!strcmp(l.name[0], "t4") && l.argv[0][0]
+           && !strcmp(l.argv[0][0], "sleep") && l.argv[0][1]
+           && !strcmp(l.argv[0][1], "1") && !l.argv[0][2] && l.env[0][0]
+           && !strcmp(l.env[0][0], "A=1") && l.env[0][1]
+           && !strcmp(l.env[0][1], "B=two") && !l.env[0][2]
            && !strcmp(l.cwd[0], "/work"),
        "... task 4: name, argv, env, cwd");
     ok(l.ranks[0] == 1 && l.cpr[0] == 4 && l.gpr[0] == 0 && l.retries[0] == 2
@@ -751,6 +764,8 @@ int main(void)
     e.text[0] = '\0';
     ok(pl_db_load_live(db, live_cb, &l2, &e) == -1 && l2.n == 1 && e.text[0],
        "a failing callback stops the load: %s", e.text);
+    live_free(&l);
+    live_free(&l2);
 
     /* queries, on the reader */
     json_t *all = pl_query_tasks(q, NULL, NULL, NULL, 0, 0, &e);

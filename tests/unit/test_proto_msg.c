@@ -1,4 +1,4 @@
-/* tests/unit/test_msg.c - wire messages: build, decode, checked field access */
+/* tests/unit/test_proto_msg.c - wire messages: build, decode, checked field access */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include <msgpack.h>
 
+#include "tests/mpw.h"
 #include "proto/msg.h"
 #include "tests/unit/tap.h"
 
@@ -83,27 +84,27 @@ static void test_roundtrip(void)
     char *argv[] = { a0, a1, a2, NULL };
     uint64_t cores[] = { 0, 3, 7 };
 
-    pl_wbuf_init(&w, PL_MSG_SUBMIT, 42, 15);
-    pl_w_kstr(&w.pk, "name", "job");
-    pl_w_kuint(&w.pk, "big", UINT64_MAX);
-    pl_w_kint(&w.pk, "neg", -5);
-    pl_w_kint(&w.pk, "pos", 7);
-    pl_w_kint(&w.pk, "min", INT64_MIN);
-    pl_w_kdouble(&w.pk, "d", 1.5);
-    pl_w_kbool(&w.pk, "t", true);
-    pl_w_kbool(&w.pk, "f", false);
-    pl_w_kstrv(&w.pk, "argv", argv);
-    pl_w_kstrv(&w.pk, "none", NULL);
-    pl_w_kuintv(&w.pk, "cores", cores, 3);
-    pl_w_kstr(&w.pk, "nil", NULL);
-    pl_w_key(&w.pk, "map");
+    raw_wbuf_init(&w, PL_MSG_SUBMIT, 42, 15);
+    raw_kstr(&w.pk, "name", "job");
+    raw_kuint(&w.pk, "big", UINT64_MAX);
+    raw_kint(&w.pk, "neg", -5);
+    raw_kint(&w.pk, "pos", 7);
+    raw_kint(&w.pk, "min", INT64_MIN);
+    raw_kdouble(&w.pk, "d", 1.5);
+    raw_kbool(&w.pk, "t", true);
+    raw_kbool(&w.pk, "f", false);
+    raw_kstrv(&w.pk, "argv", argv);
+    raw_kstrv(&w.pk, "none", NULL);
+    raw_kuintv(&w.pk, "cores", cores, 3);
+    raw_kstr(&w.pk, "nil", NULL);
+    raw_key(&w.pk, "map");
     msgpack_pack_map(&w.pk, 1);
-    pl_w_kuint(&w.pk, "x", 1);
-    pl_w_key(&w.pk, "arr");
+    raw_kuint(&w.pk, "x", 1);
+    raw_key(&w.pk, "arr");
     msgpack_pack_array(&w.pk, 2);
     msgpack_pack_uint64(&w.pk, 1);
     pl_w_str(&w.pk, "y");
-    pl_w_kuintv(&w.pk, "empty", NULL, 0);
+    raw_kuintv(&w.pk, "empty", NULL, 0);
 
     is(pl_msg_decode(w.sb.data, w.sb.size, &m, &e), 0,
        "decode a built message");
@@ -420,8 +421,8 @@ static void test_envelope(void)
 
     /* trailing bytes, two messages in one buffer */
     struct pl_wbuf w;
-    pl_wbuf_init(&w, PL_MSG_STATUS, 3, 1);
-    pl_w_kuint(&w.pk, "n", 1);
+    raw_wbuf_init(&w, PL_MSG_STATUS, 3, 1);
+    raw_kuint(&w.pk, "n", 1);
     size_t len = w.sb.size;
     char *two = malloc(2 * len + 1);
     memcpy(two, w.sb.data, len);
@@ -449,7 +450,7 @@ static void test_envelope(void)
 
     /* over PL_MSG_MAX */
     char *huge = calloc(1, (size_t)PL_MSG_MAX + 1);
-    pl_wbuf_init(&w, PL_MSG_STATUS, 3, 0);
+    raw_wbuf_init(&w, PL_MSG_STATUS, 3, 0);
     memcpy(huge, w.sb.data, w.sb.size);
     ok(refused(huge, (size_t)PL_MSG_MAX + 1),
        "a buffer over PL_MSG_MAX refused");
@@ -486,11 +487,11 @@ static void test_fuzz(void)
     uint32_t seed = 12345;
     int accepted = 0, badref = 0;
 
-    pl_wbuf_init(&w, PL_MSG_EVENTS, 77, 4);
-    pl_w_kstr(&w.pk, "name", "abc");
-    pl_w_kstrv(&w.pk, "argv", argv);
-    pl_w_kuintv(&w.pk, "ids", ids, 3);
-    pl_w_kdouble(&w.pk, "t", 2.5);
+    raw_wbuf_init(&w, PL_MSG_EVENTS, 77, 4);
+    raw_kstr(&w.pk, "name", "abc");
+    raw_kstrv(&w.pk, "argv", argv);
+    raw_kuintv(&w.pk, "ids", ids, 3);
+    raw_kdouble(&w.pk, "t", 2.5);
     for (int iter = 0; iter < 4000; iter++) {
         size_t len = w.sb.size;
         char *p = malloc(len);
@@ -583,7 +584,7 @@ static void test_reply(void)
 
     pl_wbuf_reply(&w, 9, 0, NULL);
     msgpack_pack_map(&w.pk, 1);
-    pl_w_kuint(&w.pk, "id", 5);
+    raw_kuint(&w.pk, "id", 5);
     is(pl_msg_decode(w.sb.data, w.sb.size, &m, &e), 0, "ok reply decodes");
     ok(m.type == PL_MSG_REPLY && m.seq == 9, "... type reply, seq 9");
     ok(pl_mp_int(m.body, "errno", true, &en, &e) == 1 && en == 0,
@@ -618,6 +619,74 @@ static void test_reply(void)
            && !strcmp(s, strerror(EINVAL)),
        "... error text is strerror(EINVAL)");
     free(s);
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+}
+
+/* The writers count a map's pairs themselves (a map32 header updated
+ * as they go): a reader sees exactly the pairs written, nested maps
+ * too, and past 65,535 pairs (where map16 would end). */
+static void test_counted_maps(void)
+{
+    struct pl_wbuf w;
+    struct pl_msg m;
+    struct pl_error e;
+    struct pl_wmap inner;
+    const msgpack_object *o = NULL;
+    uint64_t v = 0, ids[] = { 1, 2, 3 };
+    int64_t en = -1;
+    char *text = NULL;
+    const msgpack_object *data = NULL;
+
+    pl_wbuf_init(&w, PL_MSG_STATUS, 4);
+    ok(pl_msg_decode(w.sb.data, w.sb.size, &m, &e) == 0
+           && m.body->via.map.size == 0,
+       "counted: an empty body decodes as an empty map");
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    pl_wbuf_init(&w, PL_MSG_STATUS, 4);
+    pl_wm_str(&w.body, "s", "x");
+    pl_wm_uint(&w.body, "u", 7);
+    pl_wm_int(&w.body, "i", -7);
+    pl_wm_double(&w.body, "d", 0.5);
+    pl_wm_bool(&w.body, "b", true);
+    pl_wm_uintv(&w.body, "v", ids, 3);
+    (void)pl_wm_key(&w.body, "m");
+    pl_wmap_begin(&w, &inner);
+    pl_wm_uint(&inner, "a", 1);
+    pl_wm_uint(&inner, "b", 2);
+    pl_wm_str(&w.body, "after", "y");
+    ok(pl_msg_decode(w.sb.data, w.sb.size, &m, &e) == 0
+           && m.body->via.map.size == 8 && w.body.n == 8 && inner.n == 2,
+       "counted: 8 pairs written, 8 read (%s)", e.text);
+    ok(pl_mp_map(m.body, "m", true, &o, &e) == 1 && o->via.map.size == 2
+           && pl_mp_uint(o, "b", true, 10, &v, &e) == 1 && v == 2,
+       "counted: the nested map holds its 2 pairs");
+    ok(pl_mp_get(m.body, "after") != NULL,
+       "counted: a pair of the outer map after the nested one");
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+
+    pl_wbuf_init(&w, PL_MSG_STATUS, 4);
+    for (uint32_t i = 0; i < 70000; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%u", i);
+        pl_wm_uint(&w.body, k, i);
+    }
+    ok(pl_msg_decode(w.sb.data, w.sb.size, &m, &e) == 0
+           && m.body->via.map.size == 70000,
+       "counted: 70,000 pairs (past a map16's 65,535)");
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+
+    /* a reply read back with pl_reply_decode() */
+    pl_wbuf_reply(&w, 3, ENOENT, "no task 9");
+    ok(pl_msg_decode(w.sb.data, w.sb.size, &m, &e) == 0
+           && pl_reply_decode(m.body, &en, &text, &data, &e) == 0
+           && en == ENOENT && !strcmp(text, "no task 9") && data
+           && data->type == MSGPACK_OBJECT_NIL,
+       "reply: errno, text and nil data read back");
+    free(text);
     pl_msg_release(&m);
     pl_wbuf_destroy(&w);
 }
@@ -778,7 +847,7 @@ static void test_peek(void)
 
 int main(void)
 {
-    plan(165);
+    plan(171);
     test_utf8();
     test_peek();
     test_object_budget();
@@ -788,6 +857,7 @@ int main(void)
     test_fuzz();
     test_huge_claims();
     test_reply();
+    test_counted_maps();
     test_strv();
     return done_testing();
 }

@@ -1,4 +1,4 @@
-/* tests/unit/test_pilotdir.c - the pilot directory: home, ids, files */
+/* tests/unit/test_proto_pilotdir.c - the pilot directory: home, ids, files */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
-#include "tests/unit/tap.h"
+#include "tests/unit/helpers.h"
 
 static char tmp[64]; /* our mkdtemp() directory */
 
@@ -26,28 +26,6 @@ static bool is_dir(const char *path)
     struct stat st;
 
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* rm -r of our own temporary tree */
-static void rmtree(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *de;
-
-    if (d) {
-        while ((de = readdir(d))) {
-            char sub[PL_PATH_MAX * 2];
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
-            if (is_dir(sub))
-                rmtree(sub);
-            else
-                unlink(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    }
 }
 
 static void test_home(void)
@@ -356,11 +334,8 @@ int main(void)
     char home[128];
 
     plan(60);
-    snprintf(tmp, sizeof(tmp), "/tmp/pl-test-pilotdir-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
-    }
     umask(022);
     test_home();
     snprintf(home, sizeof(home), "%s/home", tmp);
@@ -370,7 +345,7 @@ int main(void)
     test_id_overflow();
     test_files(home);
     test_task_log(home);
-    rmtree(tmp);
+    t_rmtree(tmp);
     ok(!is_dir(tmp), "temporary directory removed");
     return done_testing();
 }

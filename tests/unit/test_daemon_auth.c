@@ -1,5 +1,5 @@
-/* tests/unit/test_auth.c - pilotd's ZAP handler and the client's view of
- * it: allowed keys talk; wrong, missing and foreign-server keys are
+/* tests/unit/test_daemon_auth.c - pilotd's ZAP handler and the client's
+ * view of it: allowed keys talk; wrong, missing and foreign-server keys are
  * refused quickly, with a clear error, and logged once.
  *
  * A forked child plays pilotd: the ZAP handler (daemon/auth.c) and a
@@ -7,7 +7,6 @@
  * is the client, through proto/rpc.c, and a few raw sockets. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,25 +21,18 @@
 #include <zmq.h>
 
 #include "daemon/auth.h"
+#include "tests/mpw.h"
 #include "proto/keys.h"
 #include "proto/log.h"
 #include "proto/msg.h"
 #include "proto/rpc.h"
 #include "proto/zsock.h"
 #include "proto/zwatch.h"
-#include "tests/unit/tap.h"
+#include "tests/unit/helpers.h"
 
 #define FLOOD 1100 /* wrong keys: past the 1024 refusals logged singly */
 
 static char tmp[64]; /* our mkdtemp() directory */
-
-static int rm_cb(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-    (void)st;
-    (void)f;
-    (void)w;
-    return remove(p);
-}
 
 /* ---- the child: a pilotd of one socket ---- */
 
@@ -152,7 +144,7 @@ static int call(const char *ep, const struct pl_keys_peer *keys, int ms,
 
     if (!(r = pl_rpc_new(ep, keys, e)))
         return -1;
-    pl_wbuf_init(&w, PL_MSG_STATUS, pl_rpc_seq(r), 0);
+    raw_wbuf_init(&w, PL_MSG_STATUS, pl_rpc_seq(r), 0);
     rc = pl_rpc_call(r, &w, ms, &reply, &data, e);
     saved = errno;
     if (rc == 0) {
@@ -331,11 +323,8 @@ int main(void)
     pid_t pid;
 
     plan(16);
-    snprintf(tmp, sizeof(tmp), "/tmp/pl-test-auth-XXXXXX");
-    if (!mkdtemp(tmp)) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (!t_tmpdir("auth", tmp, sizeof(tmp)))
         return 1;
-    }
     snprintf(pdir, sizeof(pdir), "%s/p1", tmp);
     snprintf(kdir, sizeof(kdir), "%s/keys", pdir);
     snprintf(log, sizeof(log), "%s/pilotd.log", tmp);
@@ -366,6 +355,6 @@ int main(void)
     if (tap_failed)
         diag("kept %s", tmp);
     else
-        nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        t_rmtree(tmp);
     return done_testing();
 }

@@ -1,4 +1,4 @@
-/* tests/unit/test_sched.c - nodes' cores and GPUs, the queue, placement */
+/* tests/unit/test_daemon_sched.c - nodes' cores and GPUs, the queue, placement */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,14 +53,14 @@ static struct pl_dtask *addtask(struct pl_sched *s, uint64_t id,
     char a0[] = "true";
     char *v[] = { a0, NULL };
     char **argv = pl_strv_dup(v), **env = NULL, *cwd = strdup("/tmp");
-    struct pl_dtask *t = pl_sched_task_add(s, id, PL_ST_QUEUED, 0, &argv, &env,
-                                           &cwd);
+    struct pl_dtask *t = pl_sched_task_add(s, id, true, 0, &argv, &env, &cwd);
 
     if (!t) {
         pl_strv_free(argv);
         free(cwd);
         return NULL;
     }
+    t->state = PL_ST_QUEUED; /* as pilotd records it (daemon/task.c) */
     t->cores_per_rank = cores;
     t->gpus_per_rank = gpus;
     t->retries = 1;
@@ -134,11 +134,34 @@ struct placed {
     int bad;
 };
 
+/* What pilotd records when the scheduler placed 't' (the scheduler
+ * writes no state: daemon/task.c does).  Returns false if 't' was not a
+ * queued task with fresh ranks. */
+static bool daemon_placed(struct pl_dtask *t)
+{
+    bool fresh = t->state == PL_ST_QUEUED && t->rank;
+
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+        fresh = fresh && t->rank[r].state == 0;
+        t->rank[r].state = PL_ST_ASSIGNED;
+    }
+    t->state = PL_ST_ASSIGNED;
+    t->attempt++;
+    return fresh;
+}
+
+/* pl_sched_requeue(), and the state pilotd records with it. */
+static void requeue(struct pl_sched *s, struct pl_dtask *t, bool head)
+{
+    pl_sched_requeue(s, t, head);
+    t->state = PL_ST_QUEUED;
+}
+
 static void place_cb(struct pl_dtask *t, void *arg)
 {
     struct placed *p = arg;
 
-    if (t->state != PL_ST_ASSIGNED || t->inq || !ranks_hold(t))
+    if (!daemon_placed(t) || t->inq || !ranks_hold(t))
         p->bad++;
     if (p->n < 128) {
         p->id[p->n] = t->id;
@@ -282,13 +305,12 @@ static void test_fifo_rr(void)
     is(pl_sched_run(s, place_cb, &p), 1, "then task 9 runs");
     ok(p.n == 1 && p.id[0] == 9 && p.node[0] == n1, "... on n1");
 
-    /* a node that is up but does not 'want' work is eligible */
+    /* a node that is up again is eligible */
     n2->state = PL_NODE_UP;
-    n2->want = false;
     addtask(s, 10, 1, 0);
     memset(&p, 0, sizeof(p));
-    is(pl_sched_run(s, place_cb, &p), 1, "n2 up again, want false: 1 placed");
-    ok(p.n == 1 && p.node[0] == n2, "... on n2 (want is not needed)");
+    is(pl_sched_run(s, place_cb, &p), 1, "n2 up again: 1 placed");
+    ok(p.n == 1 && p.node[0] == n2, "... on n2");
 
     /* nodes */
     uint32_t mc, mg;
@@ -298,15 +320,13 @@ static void test_fifo_rr(void)
     n4->state = PL_NODE_LOST;
     pl_sched_max(s, &mc, &mg);
     ok(mc == 16 && mg == 2, "with n4 (lost): 16 cores, 2 GPUs");
-    memcpy(n2->rid, "rid-2", 5);
-    n2->ridlen = 5;
+    /* N.B. routing ids are the agents' links now (daemon/agents.c,
+     * tests/unit/test_daemon_task.c) */
     ok(pl_sched_nnodes(s) == 4 && pl_sched_node_at(s, 3) == n4
            && pl_sched_node_at(s, 4) == NULL
            && pl_sched_node_find(s, "n3") == n3
-           && pl_sched_node_find(s, "n5") == NULL
-           && pl_sched_node_by_rid(s, "rid-2", 5) == n2
-           && pl_sched_node_by_rid(s, "rid-", 4) == NULL,
-       "nnodes, node_at, node_find, node_by_rid");
+           && pl_sched_node_find(s, "n5") == NULL,
+       "nnodes, node_at, node_find");
     pl_sched_free(s);
 }
 
@@ -314,7 +334,7 @@ static void requeue_cb(struct pl_dtask *t, void *arg)
 {
     struct pl_sched *s = arg;
 
-    pl_sched_requeue(s, t, true);
+    requeue(s, t, true);
 }
 
 /* Backfill behind one reservation (sched.h): the oldest task that does
@@ -348,12 +368,12 @@ static void test_backfill(void)
     /* a requeued task goes first */
     struct pl_dtask *t2 = pl_sched_task_get(s, 2);
     struct pl_node *was = node_of(t2);
-    pl_sched_requeue(s, t2, true);
+    requeue(s, t2, true);
     ok(t2->state == PL_ST_QUEUED && t2->rank == NULL && was == n2
            && was->free_cores == 3,
        "requeue task 2: queued, no ranks, its 3 cores free");
     is(pl_sched_queued(s), 4, "... 4 queued");
-    pl_sched_requeue(s, t2, true);
+    requeue(s, t2, true);
     is(pl_sched_queued(s), 4, "requeue of a queued task: no change");
     pl_sched_task_remove(s, pl_sched_task_get(s, 1));
     ok(n1->free_cores == 4, "remove task 1: n1 idle");
@@ -376,10 +396,10 @@ static void test_backfill(void)
         addtask(s2, id, 1, 0);
     memset(&p, 0, sizeof(p));
     pl_sched_run(s2, place_cb, &p);
-    pl_sched_requeue(s2, pl_sched_task_get(s2, 1), false);
+    requeue(s2, pl_sched_task_get(s2, 1), false);
     for (int i = 0; i < 3; i++) {
         pl_sched_run(s2, place_cb, &p);
-        pl_sched_requeue(s2, pl_sched_task_get(s2, p.id[p.n - 1]), false);
+        requeue(s2, pl_sched_task_get(s2, p.id[p.n - 1]), false);
     }
     const uint64_t tail[] = { 1, 2, 3, 1 };
     ok(placed_are(&p, tail, 4), "requeue at the tail: 1, 2, 3, 1");
@@ -442,16 +462,17 @@ static void test_tasks(void)
 
     ok(addtask(s, 1, 1, 0) != NULL, "add task 1");
     errno = 0;
-    ok(pl_sched_task_add(s, 1, PL_ST_QUEUED, 0, &argv, &env, &cwd) == NULL
+    ok(pl_sched_task_add(s, 1, true, 0, &argv, &env, &cwd) == NULL
            && errno == EEXIST,
        "add task 1 again: EEXIST");
     ok(argv != NULL, "... the caller still owns argv");
-    struct pl_dtask *t = pl_sched_task_add(s, 5000, PL_ST_RUNNING, 0, &argv,
-                                           &env, &cwd);
+    struct pl_dtask *t = pl_sched_task_add(s, 5000, false, 0, &argv, &env,
+                                           &cwd);
     ok(t && argv == NULL && pl_sched_task_get(s, 5000) == t
            && !strcmp(t->argv[0], "x"),
        "add task 5000 (grows the table): it owns argv now");
-    ok(pl_sched_queued(s) == 1, "a running task does not join the queue");
+    ok(pl_sched_queued(s) == 1, "a task not queued (one running, say) does "
+       "not join the queue");
     ok(pl_sched_task_get(s, 4999) == NULL && pl_sched_task_get(s, 1 << 30)
            == NULL,
        "unknown ids: NULL");
@@ -480,7 +501,7 @@ static void test_dequeue(void)
 
     struct pl_dtask *t3 = pl_sched_task_get(s, 3);
     pl_sched_dequeue(s, t3);
-    pl_sched_requeue(s, t3, true);
+    requeue(s, t3, true);
     n->state = PL_NODE_UP;
     pl_sched_run(s, place_cb, &p);
     ok(p.n >= 1 && p.id[0] == 3,
@@ -570,12 +591,9 @@ static void rplace_cb(struct pl_dtask *t, void *arg)
     w->placements++;
     w->gangs += t->ranks > 1;
     w->excl += t->exclusive;
-    if (t->state != PL_ST_ASSIGNED || t->inq || !ranks_hold(t)
-        || t->running || t->ended)
+    if (!daemon_placed(t) || t->inq || !ranks_hold(t) || t->running
+        || t->ended)
         w->bad_place++;
-    for (uint32_t r = 0; t->rank && r < t->ranks; r++)
-        if (t->rank[r].state != PL_ST_ASSIGNED)
-            w->bad_place++;
 }
 
 static void lost_cb(struct pl_dtask *t, void *arg)
@@ -583,7 +601,7 @@ static void lost_cb(struct pl_dtask *t, void *arg)
     struct world *w = arg;
 
     if (t->attempt <= t->retries)
-        pl_sched_requeue(w->s, t, true);
+        requeue(w->s, t, true);
     else {
         forget(w, t->id);
         pl_sched_task_remove(w->s, t);
@@ -817,7 +835,7 @@ static void test_random(void)
             }
         }
         else if (r < 75 && t && t->state != PL_ST_QUEUED)
-            pl_sched_requeue(w.s, t, rnd(2));
+            requeue(w.s, t, rnd(2));
         else if (r < 80 && t && t->state == PL_ST_QUEUED) { /* canceled */
             pl_sched_dequeue(w.s, t);
             t->state = PL_ST_CANCELED;
@@ -825,8 +843,9 @@ static void test_random(void)
             pl_sched_task_remove(w.s, t);
         }
         else if (r < 85) {
-            struct pl_node *n = pl_sched_node_at(w.s, rnd(NNODES));
-            n->want = !n->want; /* no effect on eligibility */
+            /* the draw of a step that toggled a field nodes no longer
+             * have: kept, so that the sequence of operations stays */
+            (void)rnd(NNODES);
         }
         else if (r < 93) {
             struct pl_node *n = pl_sched_node_at(w.s, rnd(NNODES));
@@ -1224,7 +1243,7 @@ static void test_resv_behind(void)
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 0, "task 2 (2 ranks) does not fit");
     is(pl_sched_reserved_for(s), 2, "... and reserves a, b");
-    pl_sched_requeue(s, pl_sched_task_get(s, 1), true); /* e.g. lost */
+    requeue(s, pl_sched_task_get(s, 1), true); /* e.g. lost */
     ok(a->free_cores == 1 && b->free_cores == 1 && pl_sched_queued(s) == 2,
        "1 requeued at head: both nodes idle, queue [1, 2]");
     memset(&p, 0, sizeof(p));
@@ -1305,11 +1324,13 @@ static struct pl_dtask *addprio(struct pl_sched *s, uint64_t id, int32_t prio)
     char a0[] = "true";
     char *v[] = { a0, NULL };
     char **argv = pl_strv_dup(v), **env = NULL, *cwd = NULL;
-    struct pl_dtask *t = pl_sched_task_add(s, id, PL_ST_QUEUED, prio, &argv,
-                                           &env, &cwd);
+    struct pl_dtask *t = pl_sched_task_add(s, id, true, prio, &argv, &env,
+                                           &cwd);
 
     if (!t)
         pl_strv_free(argv);
+    else
+        t->state = PL_ST_QUEUED; /* as pilotd records it */
     return t;
 }
 
@@ -1354,7 +1375,7 @@ static void test_priority(void)
     pl_sched_run(s, place_cb, &p);
     ok(p.n == 1 && p.id[0] == 9, "priority: 9 (10) goes before 8 (0)");
     addprio(s, 11, 10);
-    pl_sched_requeue(s, pl_sched_task_get(s, 9), true);
+    requeue(s, pl_sched_task_get(s, 9), true);
     pl_sched_dequeue(s, pl_sched_task_get(s, 10));
     for (int i = 0; i < 3; i++)
         got[i] = next_placed(s);

@@ -1,4 +1,4 @@
-/* tests/unit/test_mpjson.c - JSON <-> msgpack conversion */
+/* tests/unit/test_proto_mpjson.c - JSON <-> msgpack conversion */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

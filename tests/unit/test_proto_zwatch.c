@@ -1,4 +1,4 @@
-/* tests/unit/test_zwatch.c - ZeroMQ sockets inside the libuv loop */
+/* tests/unit/test_proto_zwatch.c - ZeroMQ sockets inside the libuv loop */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,0 +1,359 @@
+/* agent/run.c - the agent's tasks: from a RUN entry to a process, to its end
+ *
+ * Each entry of a RUN is one rank of a task (a task is known by id,
+ * attempt and rank, and several ranks of one task may run here).  An
+ * entry claims its cores and GPUs, gets its environment and binding
+ * (for an MPI task, the launcher takes its place: agent/mpi.h) and
+ * becomes a pl_task, which spawns the process; the task sits in
+ * 'running' until it exits, then in 'dead' until the flush timer frees
+ * it.  Whatever goes wrong, an entry with a valid id gets an event.  KILL
+ * stops the ranks of an attempt.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_private.h"
+#include "agent/comm.h"
+#include "agent/env.h"
+#include "agent/mpi.h"
+#include "proto/log.h"
+#include "proto/run.h"
+#include "proto/spec.h"
+#include "proto/state.h"
+#include "proto/strv.h"
+
+extern char **environ;
+
+/* ---- events ---- */
+
+/* A failure of a task that never ran. */
+static void event_failed(struct pl_agent *a, const struct pl_run *r,
+                         const char *error)
+{
+    struct pl_event *e = pl_agent_event_add(a, r->id, r->attempt, r->rank,
+                                            PL_ST_FAILED);
+
+    if (e)
+        e->error = strdup(error);
+}
+
+/* The event for 't' in its current state. */
+static void event_task(struct pl_agent *a, const struct pl_task *t)
+{
+    const struct pl_run *r = pl_task_entry(t);
+    struct pl_event *e = pl_agent_event_add(a, r->id, r->attempt, r->rank,
+                                            pl_task_state(t));
+
+    if (!e)
+        return;
+    if (pl_task_running(t)) {
+        e->pid = pl_task_pid(t);
+        return;
+    }
+    e->exit_code = pl_task_exit_code(t);
+    if (pl_task_pid(t) > 0)
+        e->signal = pl_task_signal(t);
+    e->maxrss_kb = pl_task_maxrss_kb(t);
+    if (pl_task_error(t))
+        e->error = strdup(pl_task_error(t));
+}
+
+/* ---- the running and the dead ---- */
+
+/* A running rank of task 'id': the one of 'rank' if it runs here, else
+ * any other of an attempt other than 'attempt', else NULL.  (Ranks of one
+ * attempt may share the node; two attempts of a task may not.) */
+static struct pl_task *find_task(struct pl_agent *a, uint64_t id,
+                                 uint64_t attempt, uint64_t rank)
+{
+    struct pl_task *other = NULL;
+
+    for (size_t i = 0; i < a->nrunning; i++) {
+        const struct pl_run *r = pl_task_entry(a->running[i]);
+        if (r->id != id)
+            continue;
+        if (r->attempt == attempt && r->rank == rank)
+            return a->running[i];
+        if (r->attempt != attempt && !other)
+            other = a->running[i];
+    }
+    return other;
+}
+
+static void task_exit_cb(struct pl_task *t, void *arg)
+{
+    struct pl_agent *a = arg;
+    const struct pl_run *r = pl_task_entry(t);
+    char rss[32] = "";
+
+    pl_resources_release(a->res, r->cores, r->ncores, r->gpus, r->ngpus);
+    if (pl_task_maxrss_kb(t) >= 0)
+        snprintf(rss, sizeof(rss), ", maxrss %ld kB", pl_task_maxrss_kb(t));
+    if (pl_task_signal(t))
+        pl_log(LOG_INFO, "task %llu rank %llu: %s (signal %d, %.3f s%s)",
+               (unsigned long long)r->id, (unsigned long long)r->rank,
+               pl_state_name(pl_task_state(t)), pl_task_signal(t),
+               pl_task_runtime(t), rss);
+    else
+        pl_log(LOG_INFO, "task %llu rank %llu: %s (exit %d, %.3f s%s)",
+               (unsigned long long)r->id, (unsigned long long)r->rank,
+               pl_state_name(pl_task_state(t)), pl_task_exit_code(t),
+               pl_task_runtime(t), rss);
+    event_task(a, t);
+    for (size_t i = 0; i < a->nrunning; i++) {
+        if (a->running[i] == t) {
+            a->running[i] = a->running[--a->nrunning];
+            break;
+        }
+    }
+    /* N.B. not freed here, inside its own callback: the flush timer does
+     * it.  'dead' has room: see make_room(). */
+    a->dead[a->ndead++] = t;
+    pl_agent_kick(a);
+}
+
+/* Room for one more task in 'running', and in 'dead' for all of them:
+ * exits move tasks from one to the other, so ndead + nrunning never
+ * exceeds what 'dead' was sized for at the last spawn. */
+static int make_room(struct pl_agent *a)
+{
+    if (pl_grow(&a->running, &a->cap_running, a->nrunning, 1,
+                sizeof(*a->running)) < 0
+        || pl_grow(&a->dead, &a->cap_dead, a->nrunning + a->ndead, 1,
+                   sizeof(*a->dead)) < 0)
+        return -1;
+    return 0;
+}
+
+void pl_agent_free_dead(struct pl_agent *a)
+{
+    for (size_t i = 0; i < a->ndead; i++)
+        pl_task_free(a->dead[i]);
+    a->ndead = 0;
+}
+
+void pl_agent_free_tasks(struct pl_agent *a)
+{
+    for (size_t i = 0; i < a->nrunning; i++)
+        pl_task_free(a->running[i]);
+    pl_agent_free_dead(a);
+    free(a->running);
+    free(a->dead);
+}
+
+/* ---- from an entry to a process ---- */
+
+/* The environment of the task of 'r' (docs/protocol.md), or NULL. */
+static struct pl_env *task_env(struct pl_agent *a, const struct pl_run *r,
+                               struct pl_error *errp)
+{
+    struct pl_env *env;
+
+    if (!(env = pl_env_new(environ))) {
+        pl_errprintf(errp, "out of memory");
+        return NULL;
+    }
+    for (char **e = r->env; e && *e; e++)
+        if (pl_env_put(env, *e) < 0)
+            goto nomem;
+    if (pl_env_setf(env, "PILOT_TASK_ID", "%llu",
+                    (unsigned long long)r->id) < 0
+        || pl_env_set(env, "PILOT_NODE", a->node) < 0)
+        goto nomem;
+    if (pl_comm_env(r, a->node, env, errp) < 0
+        || pl_bind_cpu_env(a->cpu, r, env, errp) < 0
+        /* an MPI launcher keeps the node's GPU lists: each rank picks
+         * its own GPUs from them (pl_mpi_exec_rank()) */
+        || (r->comm != PL_COMM_MPI
+            && pl_bind_cuda_env(a->cuda, r, env, errp) < 0))
+        goto error;
+    return env;
+nomem:
+    pl_errprintf(errp, "out of memory");
+error:
+    pl_env_free(env);
+    return NULL;
+}
+
+/* Bind and spawn; returns 0 or -1 with errp set. */
+static int spawn(struct pl_agent *a, struct pl_task *t, struct pl_env *env,
+                 struct pl_error *errp)
+{
+    const struct pl_run *r = pl_task_entry(t);
+    int rc;
+
+    if (pl_bind_cpu_enter(a->cpu, r, errp) < 0)
+        return -1;
+    if (pl_bind_cuda_enter(a->cuda, r, errp) < 0) {
+        pl_bind_cpu_leave(a->cpu);
+        return -1;
+    }
+    rc = pl_task_start(t, pl_env_vector(env), a->devnull, errp);
+    pl_bind_cuda_leave(a->cuda);
+    pl_bind_cpu_leave(a->cpu);
+    return rc;
+}
+
+/* Whether entry 'r' may not start because a rank of its task runs here:
+ * the same rank of the same attempt (its events will come), or another
+ * attempt (refused rather than leave pilotd waiting for it). */
+static bool already_running(struct pl_agent *a, const struct pl_run *r)
+{
+    struct pl_task *t = find_task(a, r->id, r->attempt, r->rank);
+    struct pl_error err;
+
+    if (!t)
+        return false;
+    uint64_t old = pl_task_entry(t)->attempt;
+    pl_log(LOG_WARNING, "task %llu: attempt %llu still running here: run of "
+           "attempt %llu rank %llu %s", (unsigned long long)r->id,
+           (unsigned long long)old, (unsigned long long)r->attempt,
+           (unsigned long long)r->rank,
+           old == r->attempt ? "ignored" : "refused");
+    if (old != r->attempt) {
+        pl_errprintf(&err, "attempt %llu of this task is still running on "
+                     "this node", (unsigned long long)old);
+        event_failed(a, r, err.text);
+    }
+    return true;
+}
+
+/* Start entry 'r' (checked; its contents move into the task it makes),
+ * its cores and GPUs claimed.  On failure they are released and the
+ * failure reported. */
+static void start(struct pl_agent *a, struct pl_run *r)
+{
+    struct pl_error err;
+    struct pl_env *env;
+    struct pl_task *t = NULL;
+    unsigned long long id = r->id, rank = r->rank;
+    bool prepared = false;
+    char cores[128];
+
+    if (!(env = task_env(a, r, &err))
+        || (r->comm == PL_COMM_MPI && pl_mpi_launcher(r, env, &err) < 0)
+        || !(prepared = true) || make_room(a) < 0
+        || !(t = pl_task_new(&a->loop, r, task_exit_cb, a))) {
+        if (prepared)
+            pl_errprintf(&err, "out of memory");
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);
+        pl_resources_release(a->res, r->cores, r->ncores, r->gpus, r->ngpus);
+        event_failed(a, r, err.text);
+        goto done;
+    }
+    /* 'r' moved into the task: its entry from here on */
+    const struct pl_run *s = pl_task_entry(t);
+    pl_idlist_format(cores, sizeof(cores), s->cores, s->ncores);
+    if (spawn(a, t, env, &err) < 0) {
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);
+        pl_resources_release(a->res, s->cores, s->ncores, s->gpus, s->ngpus);
+        if (pl_task_state(t) == PL_ST_FAILED)
+            event_task(a, t);
+        else
+            event_failed(a, s, err.text);
+        pl_task_free(t);
+        goto done;
+    }
+    a->running[a->nrunning++] = t;
+    pl_log(LOG_INFO, "task %llu rank %llu: spawned pid %d on cores %s", id,
+           rank, pl_task_pid(t), cores);
+    event_task(a, t);
+done:
+    pl_env_free(env);
+}
+
+/* Run one entry of a RUN message: one rank of a task.  Whatever goes
+ * wrong, an entry with a valid id gets an event. */
+static void run_one(struct pl_agent *a, const msgpack_object *o)
+{
+    struct pl_run r;
+    struct pl_error err;
+    bool have_id;
+
+    if (pl_run_decode(o, &r, &have_id, &err) < 0) {
+        if (have_id) {
+            pl_log(LOG_WARNING, "task %llu rank %llu: bad run entry: %s",
+                   (unsigned long long)r.id, (unsigned long long)r.rank,
+                   err.text);
+            event_failed(a, &r, err.text);
+        }
+        else
+            pl_log(LOG_WARNING, "run: bad task entry: %s", err.text);
+        goto done;
+    }
+    if (a->exiting) {
+        pl_log(LOG_WARNING, "task %llu rank %llu: not started: shutting down",
+               (unsigned long long)r.id, (unsigned long long)r.rank);
+        event_failed(a, &r, "agent is shutting down");
+        goto done;
+    }
+    if (a->bench) {
+        /* no process, no files, no cores held: what pilotd costs alone */
+        (void)pl_agent_event_add(a, r.id, r.attempt, r.rank, PL_ST_RUNNING);
+        struct pl_event *e = pl_agent_event_add(a, r.id, r.attempt, r.rank,
+                                                PL_ST_DONE);
+        if (e)
+            e->exit_code = 0;
+        goto done;
+    }
+    if (already_running(a, &r))
+        goto done;
+    if (pl_resources_claim(a->res, r.cores, r.ncores, r.gpus, r.ngpus, &err)
+        < 0) {
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s",
+               (unsigned long long)r.id, (unsigned long long)r.rank,
+               err.text);
+        event_failed(a, &r, err.text);
+        goto done;
+    }
+    start(a, &r);
+done:
+    pl_run_clear(&r);
+}
+
+/* ---- messages from pilotd ---- */
+
+int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,
+                    struct pl_error *errp)
+{
+    const msgpack_object *tasks;
+
+    if (pl_run_msg_decode(m->body, &tasks, errp) < 0)
+        return -1;
+    pl_log(LOG_DEBUG, "run: %u tasks", tasks->via.array.size);
+    a->last_run = m->seq;
+    a->pulled = false;
+    for (uint32_t i = 0; i < tasks->via.array.size; i++)
+        run_one(a, &tasks->via.array.ptr[i]);
+    pl_agent_kick(a);
+    return 0;
+}
+
+int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
+                     struct pl_error *errp)
+{
+    struct pl_kill k;
+    size_t n = 0;
+
+    if (pl_kill_decode(m->body, &k, errp) < 0)
+        return -1;
+    /* Every rank of the attempt running here, or only 'rank' if given. */
+    for (size_t i = 0; i < a->nrunning; i++) {
+        const struct pl_run *r = pl_task_entry(a->running[i]);
+        if (r->id != k.id || r->attempt != k.attempt
+            || (k.one && r->rank != k.rank))
+            continue;
+        pl_log(LOG_INFO, "task %llu rank %llu: kill (grace %.3g s)",
+               (unsigned long long)k.id, (unsigned long long)r->rank,
+               k.grace);
+        pl_task_kill(a->running[i], PL_ST_CANCELED, k.grace);
+        n++;
+    }
+    if (n == 0)
+        pl_log(LOG_DEBUG, "kill: task %llu attempt %llu%s is not running "
+               "here", (unsigned long long)k.id,
+               (unsigned long long)k.attempt, k.one ? " (that rank)" : "");
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* client/up_local.c - pilot up --local: pilotd started on this machine */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client/up_private.h"
+
+pid_t pl_up_spawn(const char *pilotd, const char *dir, bool no_agent,
+                  struct pl_error *errp)
+{
+    char log[PL_PATH_MAX + 32];
+    int ep[2], in, out, child_errno;
+    ssize_t n;
+    pid_t pid;
+
+    snprintf(log, sizeof(log), "%s/logs/pilotd.out", dir);
+    if ((in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+        return pl_errprintf(errp, "cannot open /dev/null: %s",
+                            strerror(errno));
+    if ((out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600))
+        < 0) {
+        pl_errprintf(errp, "cannot open %s: %s", log, strerror(errno));
+        close(in);
+        return -1;
+    }
+    /* the child reports a failed exec on this close-on-exec pipe */
+    if (pipe2(ep, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+        pl_errprintf(errp, "cannot start pilotd: %s", strerror(errno));
+        close(in);
+        close(out);
+        return -1;
+    }
+    if (pid == 0) {
+        char *argv[] = { (char *)"pilotd", (char *)"--dir", (char *)dir,
+                         (char *)"--local", (char *)"--agents",
+                         (char *)(no_agent ? "0" : "1"), NULL };
+        setsid(); /* no SIGINT or SIGHUP from this terminal */
+        dup2(in, STDIN_FILENO);
+        dup2(out, STDOUT_FILENO);
+        dup2(out, STDERR_FILENO);
+        execv(pilotd, argv);
+        child_errno = errno;
+        if (write(ep[1], &child_errno, sizeof(child_errno)) < 0)
+            _exit(126);
+        _exit(127);
+    }
+    close(ep[1]);
+    close(in);
+    close(out);
+    while ((n = read(ep[0], &child_errno, sizeof(child_errno))) < 0
+           && errno == EINTR)
+        ;
+    close(ep[0]);
+    if (n > 0) {
+        waitpid(pid, NULL, 0);
+        errno = child_errno;
+        return pl_errprintf(errp, "cannot run %s: %s", pilotd,
+                            strerror(child_errno));
+    }
+    return pid;
+}
+
+bool pl_up_local_died(pid_t pid, char *why, size_t len)
+{
+    int status;
+
+    if (waitpid(pid, &status, WNOHANG) != pid)
+        return false;
+    if (WIFEXITED(status))
+        snprintf(why, len, "pilotd exited with status %d before its agent "
+                 "came up", WEXITSTATUS(status));
+    else
+        snprintf(why, len, "pilotd was killed by signal %d before its agent "
+                 "came up", WTERMSIG(status));
+    return true;
+}

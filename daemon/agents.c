@@ -1,0 +1,520 @@
+/* daemon/agents.c - the agent socket: who the agents are, what they say
+ *
+ * Each node's agent has a link here (its routing id, pid, last word);
+ * the scheduler knows nodes by their resources only.  An agent
+ * REGISTERs (again after a reconnect or a pilotd restart) with what it
+ * runs and what ended meanwhile, PULLs when it has room, sends EVENTS
+ * (acknowledged once committed) and HEARTBEATs; a silent one is lost
+ * and its tasks' ranks there end.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_private.h"
+#include "proto/log.h"
+#include "proto/strv.h"
+#include "proto/zwatch.h"
+
+struct pl_link *pl_agents_link(struct pl_daemon *d, const struct pl_node *n)
+{
+    for (size_t i = 0; i < d->nlinks; i++)
+        if (d->links[i]->node == n)
+            return d->links[i];
+    return NULL;
+}
+
+struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
+                                      size_t len)
+{
+    for (size_t i = 0; i < d->nlinks; i++)
+        if (d->links[i]->ridlen == len && !memcmp(d->links[i]->rid, rid, len))
+            return d->links[i];
+    return NULL;
+}
+
+void pl_agents_free(struct pl_daemon *d)
+{
+    for (size_t i = 0; i < d->nlinks; i++)
+        free(d->links[i]);
+    free(d->links);
+    d->links = NULL;
+    d->nlinks = 0;
+}
+
+/* A bare message (EXIT, REREGISTER, PING) to routing id 'rid'. */
+static void send_bare(struct pl_daemon *d, const void *rid, size_t ridlen,
+                      int type)
+{
+    struct pl_out *o = pl_out_new(d->asock, rid, ridlen);
+
+    if (!o)
+        return;
+    pl_bare_encode(&o->w, type, 0);
+    pl_out_push(d, o);
+}
+
+void pl_agents_record(struct pl_daemon *d, struct pl_node *n,
+                      const char *state)
+{
+    char cores[4096], gpus[1024];
+    uint32_t idx[4096];
+    uint32_t nc = n->ncores < 4096 ? n->ncores : 4096;
+    uint32_t ng = n->ngpus < 4096 ? n->ngpus : 4096;
+    struct pl_error err;
+
+    for (uint32_t i = 0; i < 4096; i++)
+        idx[i] = i;
+    pl_node_cpu_str(n, idx, nc, cores, sizeof(cores));
+    pl_node_gpu_str(n, idx, ng, gpus, sizeof(gpus));
+    if (pl_db_node_set(d->db, n->name, cores, gpus, state, pl_now(), &err)
+        < 0)
+        pl_log(LOG_ERR, "node %s: %s", n->name, err.text);
+}
+
+/* ------------------------------------------------------------ kills */
+
+void pl_agents_kill_task(struct pl_daemon *d, struct pl_dtask *t)
+{
+    for (uint32_t r = 0; t->rank && r < pl_dtask_launched(t); r++) {
+        struct pl_node *n = t->rank[r].node;
+        bool first = true;
+        struct pl_out *o;
+        if (!n || pl_state_final(t->rank[r].state) || n->state != PL_NODE_UP)
+            continue;
+        for (uint32_t q = 0; q < r; q++)
+            if (t->rank[q].node == n && !pl_state_final(t->rank[q].state))
+                first = false;
+        if (!first || !(o = pl_out_agent(d, n)))
+            continue;
+        struct pl_kill k = { .id = t->id, .attempt = t->attempt,
+                             .grace = KILL_GRACE };
+        pl_kill_encode(&o->w, &k);
+        pl_out_push(d, o);
+    }
+}
+
+/* ------------------------------------------------------------ loss */
+
+struct lost {
+    struct pl_daemon *d;
+    struct pl_node *n;
+};
+
+/* A task's agent is gone: its ranks there have ended; the task runs
+ * again once its other ranks are stopped, while it has retries left. */
+static void lost_task_cb(struct pl_dtask *t, void *arg)
+{
+    struct lost *l = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = "node-lost" };
+    /* an MPI job dies with its launcher on rank 0's node */
+    bool all = t->comm == PL_COMM_MPI && t->rank[0].node == l->n;
+
+    t->lost = true;
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        if (!all && t->rank[r].node != l->n)
+            continue;
+        if (pl_dtask_rank_ended(l->d, t, r, PL_ST_FAILED, &c))
+            return; /* the task ended and may be gone */
+    }
+}
+
+void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
+{
+    struct lost l = { d, n };
+
+    pl_log(LOG_WARNING, "agent on %s lost: %s", n->name, why);
+    n->state = PL_NODE_LOST;
+    pl_agents_record(d, n, "lost");
+    pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
+    pl_launch_node(d, n);
+}
+
+void pl_agents_tick(struct pl_daemon *d)
+{
+    double t = pl_now();
+
+    for (size_t k = 0; k < d->nlinks; k++) {
+        struct pl_link *l = d->links[k];
+        struct pl_node *n = l->node;
+        if (n->state == PL_NODE_UP && t - l->last_seen > d->cfg.lost_after) {
+            char why[64];
+            snprintf(why, sizeof(why), "silent for %.0f s", t - l->last_seen);
+            pl_agents_lost(d, n, why);
+        }
+        /* our heartbeat: an agent that hears nothing follows the endpoint
+         * file, and at last gives up */
+        if (n->state == PL_NODE_UP)
+            send_bare(d, l->rid, l->ridlen, PL_MSG_PING);
+    }
+}
+
+void pl_agents_exit(struct pl_daemon *d)
+{
+    for (size_t k = 0; k < d->nlinks; k++)
+        if (d->links[k]->node->state == PL_NODE_UP)
+            send_bare(d, d->links[k]->rid, d->links[k]->ridlen, PL_MSG_EXIT);
+}
+
+/* ------------------------------------------------------------ events */
+
+/* Tasks queued before the agents registered could not be checked at
+ * submit: once every expected agent is here, fail those no node fits. */
+static void too_big_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    char why[160], reason[200];
+
+    if (t->state != PL_ST_QUEUED
+        || pl_sched_fits(d->sched, t, why, sizeof(why)))
+        return;
+    snprintf(reason, sizeof(reason), "too large for this pilot: %s", why);
+    pl_sched_dequeue(d->sched, t);
+    pl_dtask_end(d, t, PL_ST_FAILED, reason);
+}
+
+static void check_fit(struct pl_daemon *d)
+{
+    size_t up = 0;
+
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
+        if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
+            up++;
+    if ((int)up >= d->cfg.expected_agents)
+        pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
+}
+
+/* One state change of a rank on 'n' (an EVENTS entry, or an end a
+ * REGISTER carries). */
+static void agent_event(struct pl_daemon *d, struct pl_node *n,
+                        const struct pl_event *e)
+{
+    struct pl_dtask *t = pl_sched_task_get(d->sched, e->id);
+    char why[64];
+
+    if (!t || !t->rank || t->attempt != e->attempt || e->rank >= t->ranks
+        || t->rank[e->rank].node != n) {
+        pl_daemon_bad_log(d, LOG_WARNING, "agent %s: event '%s' for task "
+                          "%llu rank %llu attempt %llu that is not running "
+                          "there (ignored)", n->name,
+                          pl_state_name(e->state),
+                          (unsigned long long)e->id,
+                          (unsigned long long)e->rank,
+                          (unsigned long long)e->attempt);
+        return;
+    }
+    struct pl_db_change c = {
+        .time = e->time ? e->time : pl_now(),
+        .exit_code = (int)e->exit_code, .signal = (int)e->signal,
+        .maxrss_kb = e->maxrss_kb, .reason = e->error,
+    };
+    /* an MPI launcher's events stand for all the job's ranks */
+    uint32_t r0 = (uint32_t)e->rank, r1 = t->comm == PL_COMM_MPI ? t->ranks
+                                                                : r0 + 1;
+    switch (e->state) {
+    case PL_ST_RUNNING:
+        for (uint32_t r = r0; r < r1; r++)
+            pl_dtask_rank_running(d, t, r, c.time, &c);
+        break;
+    case PL_ST_DONE:
+    case PL_ST_FAILED:
+    case PL_ST_CANCELED:
+    case PL_ST_TIMEOUT:
+        if (e->state == PL_ST_CANCELED && !c.reason)
+            c.reason = "canceled";
+        if (e->state == PL_ST_TIMEOUT && !c.reason)
+            c.reason = "timeout";
+        if (e->state == PL_ST_FAILED && !c.reason) {
+            if (c.signal > 0)
+                snprintf(why, sizeof(why), "killed by signal %d", c.signal);
+            else
+                snprintf(why, sizeof(why), "exit code %d", c.exit_code);
+            c.reason = why;
+        }
+        for (uint32_t r = r0; r < r1; r++)
+            if (pl_dtask_rank_ended(d, t, r, e->state, &c))
+                break; /* the task ended and may be gone */
+        break;
+    default:
+        pl_daemon_bad_log(d, LOG_WARNING, "agent %s: event with bad state "
+                          "'%s'", n->name, pl_state_name(e->state));
+        break;
+    }
+}
+
+static void agent_events(struct pl_daemon *d, struct pl_link *l,
+                         const struct pl_msg *m)
+{
+    const msgpack_object *arr;
+    struct pl_error err;
+    struct pl_out *o;
+
+    if (pl_events_decode(m->body, &arr, &err) < 0) {
+        pl_daemon_bad_log(d, LOG_WARNING, "agent %s: bad events: %s",
+                          l->node->name, err.text);
+        return;
+    }
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        struct pl_event e;
+        if (pl_event_decode(&arr->via.array.ptr[i], &e, &err) < 0) {
+            pl_daemon_bad_log(d, LOG_WARNING, "agent %s: bad event: %s",
+                              l->node->name, err.text);
+            continue;
+        }
+        agent_event(d, l->node, &e);
+        pl_event_clear(&e);
+    }
+    /* once committed, the agent may forget these ends */
+    if ((o = pl_out_agent(d, l->node))) {
+        o->needs_commit = true;
+        pl_ack_encode(&o->w, m->seq);
+        pl_out_push(d, o);
+    }
+}
+
+/* ------------------------------------------------------------ register */
+
+/* A registering agent's tasks that pilotd does not know there: stop
+ * them (pilotd ran them elsewhere, or gave them up). */
+static void kill_strays(struct pl_daemon *d, struct pl_node *n,
+                        const struct pl_register *reg)
+{
+    for (uint32_t i = 0; i < reg->nrunning; i++) {
+        const struct pl_held *h = &reg->running[i];
+        struct pl_dtask *t = pl_sched_task_get(d->sched, h->id);
+        struct pl_out *o;
+        if (t && t->rank && t->attempt == h->attempt && h->rank < t->ranks
+            && t->rank[h->rank].node == n
+            && !pl_state_final(t->rank[h->rank].state))
+            continue;
+        pl_log(LOG_WARNING, "agent %s runs task %llu attempt %llu rank %llu, "
+               "which is not its: stopping it", n->name,
+               (unsigned long long)h->id, (unsigned long long)h->attempt,
+               (unsigned long long)h->rank);
+        if (!(o = pl_out_agent(d, n)))
+            continue;
+        struct pl_kill k = { .id = h->id, .attempt = h->attempt, .one = true,
+                             .rank = h->rank, .grace = KILL_GRACE };
+        pl_kill_encode(&o->w, &k);
+        pl_out_push(d, o);
+    }
+}
+
+/* The ranks on 'n' its agent no longer reports (a restarted agent, or
+ * ones whose RUN it never got): they ended, the task runs again. */
+struct gone {
+    struct pl_daemon *d;
+    struct pl_node *n;
+    const struct pl_register *reg;
+    uint64_t last_run;       /* the last RUN the agent had read */
+};
+
+static void gone_cb(struct pl_dtask *t, void *arg)
+{
+    struct gone *g = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = "node-lost" };
+
+    for (uint32_t r = 0; t->rank && r < pl_dtask_launched(t); r++) {
+        struct pl_rank *k = &t->rank[r];
+        /* N.B. a RUN the agent had not read when it registered is on
+         * its way, not lost */
+        if (k->node != g->n || pl_state_final(k->state)
+            || k->run_seq > g->last_run
+            || pl_register_runs(g->reg, t->id, t->attempt, r)
+            || pl_register_ended(g->reg, t->id, t->attempt, r))
+            continue;
+        t->lost = true;
+        bool all = t->comm == PL_COMM_MPI && r == 0;
+        for (uint32_t q = all ? 0 : r; q < (all ? t->ranks : r + 1); q++)
+            if (pl_dtask_rank_ended(g->d, t, q, PL_ST_FAILED, &c))
+                return; /* the task ended and may be gone */
+    }
+}
+
+/* A new node and its link, or NULL (logged). */
+static struct pl_link *node_join(struct pl_daemon *d,
+                                 const struct pl_register *reg)
+{
+    struct pl_node *n = NULL;
+    struct pl_link *l = NULL;
+
+    if (pl_grow(&d->links, &d->caplinks, d->nlinks, 1, sizeof(*d->links))
+            < 0
+        || !(l = calloc(1, sizeof(*l)))
+        || !(n = pl_node_new(reg->node, reg->cpu, reg->ncpu, reg->gpus))
+        || pl_sched_node_add(d->sched, n) < 0) {
+        pl_log_error("node %s", reg->node);
+        pl_node_free(n);
+        free(l);
+        return NULL;
+    }
+    l->node = n;
+    d->links[d->nlinks++] = l;
+    return l;
+}
+
+static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
+                           const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_register reg;
+    struct pl_node *n;
+    struct pl_link *l = NULL;
+
+    if (pl_register_decode(m->body, &reg, &err) < 0) {
+        pl_daemon_bad_log(d, LOG_WARNING, "bad register from an agent: %s",
+                          err.text);
+        return;
+    }
+    if (ridlen > sizeof(l->rid)) {
+        pl_daemon_bad_log(d, LOG_WARNING, "bad register from an agent: "
+                          "routing id of %zu bytes", ridlen);
+        goto done;
+    }
+    if (d->stopping)
+        goto done;
+    if ((n = pl_sched_node_find(d->sched, reg.node))
+        && !(l = pl_agents_link(d, n)))
+        goto done; /* cannot be: a node joins with its link */
+    if (n && n->state == PL_NODE_UP
+        && (l->ridlen != ridlen || memcmp(l->rid, rid, ridlen))
+        && (long)reg.pid != l->pid
+        && pl_now() - l->last_seen < d->cfg.lost_after) {
+        /* one agent per node: the one that holds it lives (an agent of
+         * a healed network cut, after a replacement started) */
+        pl_log(LOG_WARNING, "a second agent on %s (pid %llu) while pid %ld "
+               "serves it: telling it to exit", reg.node,
+               (unsigned long long)reg.pid, l->pid);
+        send_bare(d, rid, ridlen, PL_MSG_EXIT);
+        goto done;
+    }
+    if (n) {
+        /* it reconnected, or restarted: what it no longer runs ended; a
+         * new agent process knew none of our RUNs */
+        struct gone g = { d, n, &reg,
+                          (long)reg.pid == l->pid ? reg.last_run
+                                                  : UINT64_MAX };
+        pl_sched_node_tasks(d->sched, n, gone_cb, &g);
+        if (n->ncores != reg.ncpu || n->ngpus != pl_strv_len(reg.gpus))
+            pl_log(LOG_WARNING, "agent on %s came back with other resources "
+                   "(%u cores); keeping %u", reg.node, reg.ncpu, n->ncores);
+        pl_log(LOG_NOTICE, "agent on %s rejoined (pid %llu, %u running, %u "
+               "ended meanwhile)", reg.node, (unsigned long long)reg.pid,
+               reg.nrunning, reg.nended);
+    }
+    else {
+        if (!(l = node_join(d, &reg)))
+            goto done;
+        n = l->node;
+        pl_log(LOG_NOTICE, "agent on %s joined: %u cores, %u gpus (pid %llu, "
+               "%u running, %u ended)", reg.node, reg.ncpu, n->ngpus,
+               (unsigned long long)reg.pid, reg.nrunning, reg.nended);
+    }
+    memcpy(l->rid, rid, ridlen);
+    l->ridlen = ridlen;
+    l->pid = (long)reg.pid;
+    l->last_seen = pl_now();
+    n->state = PL_NODE_UP;
+    pl_agents_record(d, n, "up");
+    /* a restarted pilotd: take back the ranks the database put here */
+    pl_recover_adopt(d, n, &reg);
+    kill_strays(d, n, &reg);
+    /* what ended while no pilotd could store it */
+    for (uint32_t i = 0; i < reg.nended; i++)
+        agent_event(d, n, &reg.ended[i]);
+    /* WELCOME answers register 'seq': the agent then forgets the ends
+     * that register carried, so it leaves only once they are committed */
+    struct pl_out *o = pl_out_agent(d, n);
+    if (o) {
+        struct pl_welcome wl = { .node = n->name, .instance = d->instance,
+                                 .heartbeat = d->cfg.heartbeat };
+        o->needs_commit = true;
+        pl_welcome_encode(&o->w, m->seq, &wl);
+        pl_out_push(d, o);
+    }
+    check_fit(d);
+done:
+    pl_register_clear(&reg);
+}
+
+/* ------------------------------------------------------------ the socket */
+
+/* One decoded message from routing id 'rid'. */
+static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
+                      const struct pl_msg *m)
+{
+    struct pl_link *l = pl_agents_link_by_rid(d, rid, ridlen);
+    struct pl_error err;
+    struct pl_pull p;
+
+    if (m->type == PL_MSG_REGISTER) {
+        agent_register(d, rid, ridlen, m);
+        return;
+    }
+    if (!l) {
+        /* an agent of the pilotd before us, or one we forgot: it
+         * registers again, with what it runs */
+        pl_daemon_bad_log(d, LOG_INFO, "%s from an agent that did not "
+                          "register: asking it to",
+                          pl_msg_type_name(m->type));
+        send_bare(d, rid, ridlen, PL_MSG_REREGISTER);
+        return;
+    }
+    if (l->node->state != PL_NODE_UP) {
+        /* a lost agent is back (a network cut healed): its tasks were
+         * given up; it registers again, and what it still runs of them
+         * is stopped */
+        pl_daemon_bad_log(d, LOG_NOTICE, "agent on %s is back: asking it to "
+                          "register", l->node->name);
+        send_bare(d, l->rid, l->ridlen, PL_MSG_REREGISTER);
+        return;
+    }
+    l->last_seen = pl_now();
+    switch (m->type) {
+    case PL_MSG_PULL:
+        if (pl_pull_decode(m->body, &p, &err) < 0)
+            pl_daemon_bad_log(d, LOG_WARNING, "agent %s: bad pull: %s",
+                              l->node->name, err.text);
+        else
+            d->want_sched = true;
+        break;
+    case PL_MSG_EVENTS:
+        agent_events(d, l, m);
+        break;
+    case PL_MSG_HEARTBEAT:
+        break;
+    default:
+        pl_daemon_bad_log(d, LOG_WARNING, "agent %s sent unexpected %s",
+                          l->node->name, pl_msg_type_name(m->type));
+        break;
+    }
+}
+
+/* One frame from routing id 'rid'. */
+static void agent_frame(struct pl_daemon *d, const void *rid, size_t ridlen,
+                        const void *buf, size_t len)
+{
+    struct pl_msg m;
+    struct pl_error err;
+
+    if (pl_msg_decode(buf, len, &m, &err) < 0) {
+        pl_daemon_bad_log(d, LOG_WARNING, "bad message on the agent socket: "
+                          "%s", err.text);
+        return;
+    }
+    agent_msg(d, rid, ridlen, &m);
+    pl_msg_release(&m);
+}
+
+void pl_agents_cb(struct pl_zwatch *zw, int revents, void *arg)
+{
+    struct pl_daemon *d = arg;
+    (void)zw;
+    (void)revents;
+
+    pl_daemon_recv(d, d->asock, agent_frame, "agent socket");
+}

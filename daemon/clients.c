@@ -1,0 +1,363 @@
+/* daemon/clients.c - the client socket: requests and their replies
+ *
+ * Requests go through a table by type; each is decoded and checked by
+ * proto/clientmsg.h before its handler acts, and answered once the batch
+ * has committed (outq.c).  Reads (list, show, counts) are the same
+ * proto/query.c queries the CLI runs on the database of a pilot that is
+ * down.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/daemon_private.h"
+#include "proto/clientmsg.h"
+#include "proto/log.h"
+#include "proto/query.h"
+#include "proto/strv.h"
+#include "proto/zwatch.h"
+
+#define LIST_MAX 100000        /* tasks in one list reply */
+
+/* The tasks of selection 's' (arrays: all their elements, unless
+ * 'expand' is false: then an array stays its id, for pl_query_counts())
+ * into *ids (owned) and *n.  0, or -1 with errp. */
+static int sel_ids(struct pl_daemon *d, const struct pl_sel_req *s,
+                   bool expand, uint64_t **ids, size_t *n,
+                   struct pl_error *errp)
+{
+    return pl_query_resolve(pl_db_handle(d->db), s->ids, s->nids, s->elems,
+                            s->nelems, expand, ids, n, errp);
+}
+
+static void h_list(struct pl_daemon *d, const struct pl_req *r,
+                   const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_list_req l;
+    uint64_t *ids = NULL;
+    size_t nids = 0;
+    json_t *res;
+
+    if (pl_list_req_decode(m->body, &l, &err) < 0) {
+        pl_out_err(d, r, errno, err.text);
+        return;
+    }
+    if (sel_ids(d, &l.sel, true, &ids, &nids, &err) < 0)
+        goto bad;
+    if (pl_sel_req_given(&l.sel) && nids == 0) {
+        pl_out_json(d, r, json_array());
+        goto done;
+    }
+    /* a listing must fit in one message (64 MiB, about 500 bytes a
+     * task): past LIST_MAX the client has to narrow it */
+    if (!(res = pl_query_tasks(pl_db_handle(d->db), l.state,
+                               (const char *const *)l.tags, ids, nids,
+                               l.limit && l.limit <= LIST_MAX ? l.limit
+                                                              : LIST_MAX + 1,
+                               &err)))
+        goto bad;
+    if (json_array_size(res) > LIST_MAX) {
+        json_decref(res);
+        errno = E2BIG;
+        pl_errprintf(&err, "more than %d tasks match: narrow the listing "
+                     "with --state, --tag or --limit", LIST_MAX);
+        goto bad;
+    }
+    pl_out_json(d, r, res);
+    goto done;
+bad:
+    pl_out_err(d, r, errno, err.text);
+done:
+    pl_list_req_clear(&l);
+    free(ids);
+}
+
+static void h_show(struct pl_daemon *d, const struct pl_req *r,
+                   const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_show_req s;
+    uint64_t id, *res_ids = NULL;
+    size_t n = 0;
+    json_t *res;
+
+    if (pl_show_req_decode(m->body, &s, &err) < 0)
+        goto bad;
+    id = s.id;
+    if (s.by_elem) {
+        uint64_t el[2] = { s.id, s.index };
+        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, true,
+                             &res_ids, &n, &err) < 0)
+            goto bad;
+        id = res_ids[0];
+    }
+    if (!(res = pl_query_task(pl_db_handle(d->db), id, &err)))
+        goto bad;
+    pl_out_json(d, r, res);
+    free(res_ids);
+    return;
+bad:
+    pl_out_err(d, r, errno, err.text);
+    free(res_ids);
+}
+
+static void h_counts(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_sel_req s;
+    uint64_t *ids = NULL;
+    size_t nids = 0;
+    json_t *res = NULL;
+
+    if (pl_sel_req_decode(m->body, &s, &err) < 0) {
+        pl_out_err(d, r, errno, err.text);
+        return;
+    }
+    if (sel_ids(d, &s, false, &ids, &nids, &err) < 0)
+        goto bad;
+    if (pl_sel_req_given(&s)) {
+        if (!(res = pl_query_counts(pl_db_handle(d->db), ids, nids, &err)))
+            goto bad;
+    }
+    else {
+        /* all tasks: from the counters, not a scan of the table */
+        res = json_object();
+        for (int st = 1; st < PL_ST_COUNT; st++)
+            json_object_set_new(res, pl_state_name(st),
+                                json_integer(d->count[st]));
+        json_object_set_new(res, "total", json_integer(d->total));
+        json_object_set_new(res, "unknown", json_array());
+    }
+    pl_out_json(d, r, res);
+    goto done;
+bad:
+    pl_out_err(d, r, errno, err.text);
+done:
+    pl_sel_req_clear(&s);
+    free(ids);
+}
+
+static void h_cancel(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_sel_req s;
+    uint64_t *ids = NULL;
+    size_t nids = 0;
+    json_t *canceled = NULL, *final = NULL, *res;
+
+    if (pl_sel_req_decode(m->body, &s, &err) < 0) {
+        pl_out_err(d, r, errno, err.text);
+        return;
+    }
+    if (sel_ids(d, &s, true, &ids, &nids, &err) < 0)
+        goto bad;
+    if (!pl_sel_req_given(&s)) {
+        errno = EINVAL;
+        pl_errprintf(&err, "no task ids given");
+        goto bad;
+    }
+    if (pl_store_refused(d, r))
+        goto done;
+    /* all ids must exist before anything changes */
+    for (size_t i = 0; i < nids; i++) {
+        if (pl_sched_task_get(d->sched, ids[i]))
+            continue;
+        int st = pl_db_task_state(d->db, ids[i], &err);
+        if (st < 0)
+            goto bad;
+        if (st == 0) {
+            errno = ENOENT;
+            pl_errprintf(&err, "no task %llu", (unsigned long long)ids[i]);
+            goto bad;
+        }
+    }
+    canceled = json_array();
+    final = json_array();
+    for (size_t i = 0; i < nids; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, ids[i]);
+        json_array_append_new(t ? canceled : final,
+                              json_integer((json_int_t)ids[i]));
+        if (t)
+            pl_dtask_cancel(d, t);
+    }
+    res = json_object();
+    json_object_set_new(res, "canceled", canceled);
+    json_object_set_new(res, "final", final);
+    struct pl_out *o = pl_out_json(d, r, res);
+    if (o) {
+        /* the cancel of a queued task is a write: acknowledged once
+         * stored */
+        o->needs_commit = true;
+        o->cancel = true;
+    }
+    goto done;
+bad:
+    pl_out_err(d, r, errno ? errno : EINVAL, err.text);
+done:
+    pl_sel_req_clear(&s);
+    free(ids);
+}
+
+/* The nodes, for status. */
+static json_t *status_nodes(struct pl_daemon *d, json_t *s)
+{
+    json_t *nodes = json_array();
+    long long cb = 0, ct = 0, gb = 0, gt = 0, up = 0;
+
+    for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        const struct pl_link *l = pl_agents_link(d, n);
+        const char *st = n->state == PL_NODE_UP     ? "up"
+                         : n->state == PL_NODE_LOST ? "lost"
+                                                    : "gone";
+        json_t *o = json_object(), *gpus = json_array();
+        json_t *cores = json_array();
+        for (uint32_t i = 0; i < n->ncores; i++)
+            json_array_append_new(cores, json_integer((json_int_t)n->cpu[i]));
+        for (uint32_t i = 0; i < n->ngpus; i++)
+            json_array_append_new(gpus, json_string(n->gpu[i]));
+        json_object_set_new(o, "name", json_string(n->name));
+        json_object_set_new(o, "state", json_string(st));
+        json_object_set_new(o, "cores", cores);
+        json_object_set_new(o, "gpus", gpus);
+        json_object_set_new(o, "cores_busy",
+                            json_integer(n->ncores - n->free_cores));
+        json_object_set_new(o, "gpus_busy",
+                            json_integer(n->ngpus - n->free_gpus));
+        json_object_set_new(o, "running", json_integer(n->running));
+        json_object_set_new(o, "pid", json_integer(l ? l->pid : 0));
+        json_object_set_new(o, "last_seen",
+                            json_real(l ? l->last_seen : 0));
+        json_array_append_new(nodes, o);
+        if (n->state == PL_NODE_UP) {
+            up++;
+            ct += n->ncores;
+            cb += n->ncores - n->free_cores;
+            gt += n->ngpus;
+            gb += n->ngpus - n->free_gpus;
+        }
+    }
+    json_object_set_new(s, "agents_expected",
+                        json_integer(d->cfg.expected_agents));
+    json_object_set_new(s, "agents_up", json_integer(up));
+    json_object_set_new(s, "nodes", nodes);
+    json_object_set_new(s, "cores", json_pack("{s:I, s:I}", "busy",
+                                              (json_int_t)cb, "total",
+                                              (json_int_t)ct));
+    json_object_set_new(s, "gpus", json_pack("{s:I, s:I}", "busy",
+                                             (json_int_t)gb, "total",
+                                             (json_int_t)gt));
+    return s;
+}
+
+static void h_status(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m)
+{
+    json_t *s = json_object(), *tasks = json_object();
+    char why[PL_PATH_MAX + 240];
+    (void)m;
+
+    pl_daemon_end_time(d);
+    for (int st = 1; st < PL_ST_COUNT; st++)
+        json_object_set_new(tasks, pl_state_name(st),
+                            json_integer(d->count[st]));
+    json_object_set_new(tasks, "total", json_integer(d->total));
+    json_object_set_new(s, "pilot", json_string(d->id));
+    json_object_set_new(s, "mode", json_string(d->cfg.local ? "local"
+                                                            : "slurm"));
+    json_object_set_new(s, "state", json_string(d->stopping ? "stopping"
+                                                            : "running"));
+    /* the state directory: "ok", or why nothing new is stored */
+    const char *store = pl_store_state(d, why, sizeof(why));
+    json_object_set_new(s, "state_store", json_string(store));
+    json_object_set_new(s, "state_store_error",
+                        why[0] ? json_string(why) : json_null());
+    json_object_set_new(s, "state_store_since",
+                        why[0] && d->store_failed_since
+                            ? json_real(d->store_failed_since)
+                            : json_null());
+    json_object_set_new(s, "unstored",
+                        json_integer((json_int_t)pl_db_unstored(d->db)));
+    json_object_set_new(s, "job", d->cfg.job > 0 ? json_integer(d->cfg.job)
+                                                 : json_null());
+    json_object_set_new(s, "host", json_string(d->host));
+    json_object_set_new(s, "pid", json_integer(getpid()));
+    json_object_set_new(s, "started", json_real(d->started));
+    json_object_set_new(s, "end_time", d->end_time > 0
+                                           ? json_integer(d->end_time)
+                                           : json_null());
+    json_object_set_new(s, "walltime_left",
+                        d->end_time > 0
+                            ? json_real(fmax(0, (double)d->end_time
+                                                    - pl_now()))
+                            : json_null());
+    status_nodes(d, s);
+    json_object_set_new(s, "tasks", tasks);
+    pl_out_json(d, r, s);
+}
+
+static void h_shutdown(struct pl_daemon *d, const struct pl_req *r,
+                       const struct pl_msg *m)
+{
+    (void)m;
+    pl_out_json(d, r, json_object());
+    pl_daemon_stop(d, "shutdown requested");
+}
+
+static const struct {
+    int type;
+    void (*fn)(struct pl_daemon *d, const struct pl_req *r,
+               const struct pl_msg *m);
+} htab[] = {
+    { PL_MSG_SUBMIT, pl_submit },    { PL_MSG_LIST, h_list },
+    { PL_MSG_SHOW, h_show },         { PL_MSG_CANCEL, h_cancel },
+    { PL_MSG_STATUS, h_status },     { PL_MSG_SHUTDOWN, h_shutdown },
+    { PL_MSG_COUNTS, h_counts },     { 0, NULL },
+};
+
+/* One frame from routing id 'rid'. */
+static void client_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
+                       const void *buf, size_t len)
+{
+    struct pl_req req = { rid, ridlen, 0 }, *r = &req;
+    struct pl_msg m;
+    struct pl_error err;
+    int k;
+
+    if (pl_msg_decode(buf, len, &m, &err) < 0) {
+        uint64_t v, seq = 0;
+        if (pl_msg_peek(buf, len, &v, &seq) == 0 && v != PL_PROTO_VERSION)
+            pl_errprintf(&err, "this pilotd speaks protocol %d, the client "
+                         "%llu: use the pilot commands of the same version",
+                         PL_PROTO_VERSION, (unsigned long long)v);
+        pl_daemon_bad_log(d, LOG_INFO, "bad client message: %s", err.text);
+        r->seq = seq;
+        pl_out_err(d, r, EPROTO, err.text);
+        return;
+    }
+    r->seq = m.seq;
+    for (k = 0; htab[k].fn; k++)
+        if (htab[k].type == m.type)
+            break;
+    errno = 0;
+    if (htab[k].fn)
+        htab[k].fn(d, r, &m);
+    else
+        pl_out_err(d, r, EPROTO, "not a client request");
+    pl_msg_release(&m);
+}
+
+void pl_clients_cb(struct pl_zwatch *zw, int revents, void *arg)
+{
+    struct pl_daemon *d = arg;
+    (void)zw;
+    (void)revents;
+
+    pl_daemon_recv(d, d->csock, client_msg, NULL);
+}

@@ -1,0 +1,377 @@
+/* daemon/daemon_private.h - pilotd's state, for pilotd's own modules only
+ *
+ * One struct pl_daemon holds what the modules of pilotd share; each
+ * module owns the fields its comment names and is the only one to write
+ * them.  A task goes through them in this order (docs/architecture.md):
+ * clients.c reads a request, submit.c stores and queues it, dispatch.c
+ * places it (sched.c) and sends its RUN once stored (outq.c, store.c),
+ * agents.c reads its agent's events, task.c records every state change
+ * and its end, and recover.c takes tasks back after a restart;
+ * launch.c runs the agents' srun step; daemon.c is the loop's life.
+ */
+#ifndef PL_DAEMON_PRIVATE_H
+#define PL_DAEMON_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "daemon/daemon.h"
+#include "daemon/db.h"
+#include "daemon/sched.h"
+#include "proto/agentmsg.h"
+#include "proto/msg.h"
+#include "proto/pilotdir.h"
+#include "proto/spec.h"
+#include "proto/state.h"
+
+#define KILL_GRACE 5.0          /* s between SIGTERM and SIGKILL */
+/* After a failed commit: retry at most this often (s) from the loop
+ * (the 1 s tick makes it every second), and from a submit or cancel.  A
+ * retry replays the journal, one statement per write kept: what changed
+ * since the failure, which is little, as no task starts meanwhile. */
+#define STORE_RETRY 0.5
+#define STORE_RETRY_REQ 0.1
+/* The WAL is copied into the database at most this often (s) after a
+ * commit, and at the 1 s tick: it stays about 0.25 s of writes long
+ * (SQLite's own checkpoint at 1000 pages, 4 MiB, bounds a burst).  A
+ * copy costs two fsyncs (8 ms here for 100 pages): SQLite's own alone,
+ * every 1000 pages, would let the WAL grow to 4 MiB; every 100 pages, it
+ * made a commit 3 times as slow (1.0 ms, not 0.34 ms, 8 writes each). */
+#define CHECKPOINT 0.25
+/* run_seq of a rank placed whose RUN waits for the commit: for
+ * pl_agents_register() it is on its way */
+#define RUN_UNSENT UINT64_MAX
+
+/* ------------------------------------------------------------ outq.c */
+
+/* A message to send after the batch's commit. */
+struct pl_out {
+    struct pl_out *next;
+    void *sock;
+    unsigned char rid[256];
+    size_t ridlen;
+    struct pl_wbuf w;
+    uint64_t seq;            /* the request answered, for an error reply */
+    uint64_t *undo;          /* tasks this reply acknowledges */
+    size_t nundo;
+    bool needs_commit;       /* acknowledges what the batch stores: if
+                                its commit fails, an agent's is not sent
+                                and a client's becomes an error */
+    bool cancel;             /* the reply to a cancel */
+};
+
+/* A client request being answered: its routing id and seq. */
+struct pl_req {
+    const void *rid;
+    size_t ridlen;
+    uint64_t seq;
+};
+
+/* What pilotd knows of the agent of a node, beside the node's
+ * resources (daemon/node.h): how to reach it on the agent socket. */
+struct pl_link {
+    struct pl_node *node;    /* borrowed: the scheduler's */
+    unsigned char rid[256];  /* its ZeroMQ routing id */
+    size_t ridlen;
+    long pid;
+    double last_seen;        /* pl_now() of its last message */
+    uint64_t run_seq;        /* RUN messages sent to it */
+};
+
+/* A task placed whose RUN waits for the commit of its assignment. */
+struct pl_unsent {
+    uint64_t id;
+    uint32_t attempt;
+};
+
+/* A task whose dependency failed: it fails too, after the one that
+ * ended (a list, not a recursion: a chain may be long). */
+struct pl_depfail {
+    uint64_t id, serial, dep;
+    int state;                   /* the dependency's */
+};
+
+/* One agent started on one node, where the agents' step lost its own. */
+struct pl_node_launch;
+
+struct pl_daemon {
+    uv_loop_t *loop;
+    struct pl_daemon_config cfg;
+    char dir[PL_PATH_MAX];
+    char keydir[PL_PATH_MAX];
+    char id[PL_ID_MAX];
+    char host[256];
+    char bindir[PL_PATH_MAX];
+    char instance[96];           /* this pilotd, told apart from the last */
+    double started;
+    struct pl_db *db;
+    struct pl_sched *sched;
+    void *zctx;
+    struct pl_auth *auth;        /* ZAP: judges the peers of both ROUTERs */
+    void *csock, *asock;         /* ROUTERs: clients, agents (CURVE) */
+    struct pl_zwatch *czw, *azw;
+    char cep[256], aep[256];
+    uv_signal_t sigterm, sigint;
+    uv_timer_t tick, stop_timer, restart_timer;
+    int handles;                 /* uv handles still to close */
+    bool stopping, stopped;
+    bool draining;               /* stopping for the walltime (SIGTERM):
+                                  interrupted tasks go back to the queue */
+    time_t end_time;             /* the job's end (0: none or unknown) */
+    double end_time_checked;
+    /* bad input from peers: the window of lines logged (daemon.c) */
+    double bad_since;
+    unsigned bad_logged;
+    unsigned long long bad_dropped;
+    /* outq.c: sent after the batch's commit, in order */
+    struct pl_out *outq, **outtail;
+    /* task.c: the counters, tasks made, failed dependencies to follow */
+    long long count[PL_ST_COUNT];
+    long long total;
+    uint64_t serial;             /* tasks made (pl_dtask.serial) */
+    struct pl_depfail *depfail;  /* to fail, 'ndepfail' of them */
+    size_t ndepfail, capdepfail;
+    bool in_depfail;
+    bool want_sched;             /* something may start: schedule at the
+                                    end of the batch */
+    /* dispatch.c: placed, RUN not sent */
+    struct pl_unsent *unsent;
+    size_t nunsent, capunsent;
+    /* agents.c: one link per node, in the scheduler's node order */
+    struct pl_link **links;
+    size_t nlinks, caplinks;
+    /* store.c: a commit failed: until a retry stores the journal,
+     * nothing is acknowledged and no task is started */
+    double store_failed_since;   /* 0: everything is stored */
+    double store_retry_at;       /* pl_mono() of the last retry */
+    double ckpt_at;              /* pl_mono() of the last checkpoint */
+    int store_errno;             /* the reason last logged */
+    /* recover.c: a pilotd restarted in its allocation: the agents of the
+     * one before still run its tasks.  Until they are back (or
+     * recover_until), the tasks the database says are on agents are
+     * 'orphans' (pl_rank). */
+    bool recovering;
+    double recover_until;        /* pl_mono() */
+    bool agents_deferred;        /* start the agents that did not return */
+    /* launch.c: the agents' step, its restarts, agents started per node */
+    struct pl_child *launch;
+    int restarts;
+    struct pl_node_launch **node_launch;
+    size_t nnode_launch;
+};
+
+/* ------------------------------------------------------------ daemon.c */
+
+/* pl_log() for a line about bad input from a peer: at most a burst of
+ * them in each window, then one line says how many were left out. */
+void pl_daemon_bad_log(struct pl_daemon *d, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* One message of a ROUTER socket: its routing id and its body. */
+typedef void (*pl_daemon_msg_f)(struct pl_daemon *d, const void *rid,
+                                size_t ridlen, const void *buf, size_t len);
+/* Read a batch of messages from 'sock' into 'fn', then end the batch
+ * (pl_daemon_flush()).  A receive error is logged as 'what' ("agent
+ * socket"), or not when NULL. */
+void pl_daemon_recv(struct pl_daemon *d, void *sock, pl_daemon_msg_f fn,
+                    const char *what);
+/* End of a batch: schedule, commit, then send what the batch produced. */
+void pl_daemon_flush(struct pl_daemon *d);
+/* Stop: tell the agents to exit, wait for them (at most a grace), then
+ * close the loop's handles.  Idempotent. */
+void pl_daemon_stop(struct pl_daemon *d, const char *why);
+/* Ask Slurm for the job's end now and then (at most every 10 s). */
+void pl_daemon_end_time(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ outq.c */
+
+/* A message to 'rid' on 'sock' (NULL: out of memory).  Owned by the
+ * caller until pl_out_push(). */
+struct pl_out *pl_out_new(void *sock, const void *rid, size_t ridlen);
+/* Queue 'o' (taken) to be sent after the batch's commit. */
+void pl_out_push(struct pl_daemon *d, struct pl_out *o);
+void pl_out_free(struct pl_out *o);
+/* A message to the agent of 'n' (NULL: out of memory, or no link). */
+struct pl_out *pl_out_agent(struct pl_daemon *d, const struct pl_node *n);
+/* Queue an error reply to request 'r'. */
+void pl_out_err(struct pl_daemon *d, const struct pl_req *r, int errnum,
+                const char *text);
+/* Queue a reply holding 'data' (taken).  Returns it (borrowed: the out
+ * queue owns it), or NULL if out of memory. */
+struct pl_out *pl_out_json(struct pl_daemon *d, const struct pl_req *r,
+                           json_t *data);
+/* The tasks of reply 'o' were not stored: forget them, and make 'o' an
+ * error reply. */
+void pl_out_undo(struct pl_daemon *d, struct pl_out *o, const char *why,
+                 int errnum);
+/* Send everything queued; what acknowledges a write is held back when
+ * 'stored' is false (the agents send again; clients got an error). */
+void pl_outq_send(struct pl_daemon *d, bool stored);
+void pl_outq_free(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ store.c */
+
+/* The batch ends with writes not stored: log it once (and when the
+ * reason changes); its acknowledgements to clients become errors. */
+void pl_store_failed(struct pl_daemon *d);
+/* Store the journal again if the last try is 'interval' s old; on
+ * success send the RUNs that waited and schedule again. */
+void pl_store_retry(struct pl_daemon *d, double interval);
+/* Copy the WAL into the database if the last copy is 'interval' s old. */
+void pl_store_checkpoint(struct pl_daemon *d, double interval);
+/* While nothing can be stored, refuse request 'r' that would change
+ * state, after one more try.  Returns true if it was refused. */
+bool pl_store_refused(struct pl_daemon *d, const struct pl_req *r);
+/* A write of a request failed (errno) with the state directory: say so
+ * in errp, in the words of pl_store_refused(). */
+void pl_store_text(const struct pl_daemon *d, struct pl_error *errp);
+/* The state directory for status: "ok", "full", "read-only", "error",
+ * and when not ok why, into 'why'. */
+const char *pl_store_state(const struct pl_daemon *d, char *why, size_t len);
+
+/* ------------------------------------------------------------ task.c */
+
+/* The dependencies of a task, resolved: those still live, and the first
+ * that ended badly. */
+struct pl_deps {
+    uint64_t *live;              /* tasks that have not ended: wait */
+    bool *any;                   /* ... for any end, not only done */
+    uint32_t nlive, cap;
+    struct pl_db_dep *stored;    /* what is stored, 'nstored' */
+    size_t nstored, capstored;
+    char why[96];                /* a dependency that failed: fail too */
+};
+
+/* 't' (new, state set) joins the counters. */
+void pl_dtask_counted(struct pl_daemon *d, const struct pl_dtask *t);
+/* Its scheduling shape from its spec. */
+void pl_dtask_shape(struct pl_dtask *t, const struct pl_spec *s);
+/* Record a state change of 't' in the database and the counters. */
+void pl_dtask_change(struct pl_daemon *d, struct pl_dtask *t, int state,
+                     const struct pl_db_change *extra);
+/* 't' was placed (its ranks hold their cores): its attempt begins,
+ * assigned. */
+void pl_dtask_placed(struct pl_daemon *d, struct pl_dtask *t);
+/* Rank 'r' of 't' started (at 'time', 0: now); the task runs once all
+ * its ranks do ('c': what the event said, may be NULL). */
+void pl_dtask_rank_running(struct pl_daemon *d, struct pl_dtask *t,
+                           uint32_t r, double time,
+                           const struct pl_db_change *c);
+/* Rank 'r' of 't' runs on the agent that registered with it after a
+ * pilotd restart (its start is recorded already, or lost with the old
+ * pilotd). */
+void pl_dtask_rank_adopted(struct pl_daemon *d, struct pl_dtask *t,
+                           uint32_t r);
+/* Rank 'r' of 't' ended in 'st' (details in 'c'): give back its cores;
+ * the first failure fails the task and stops its other ranks.  Returns
+ * true when that ended the task (it may be freed). */
+bool pl_dtask_rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                         int st, const struct pl_db_change *c);
+/* 't' reached a final state ('extra': its exit code, signal, reason;
+ * may be NULL): record it and forget it; what waited for it goes on, or
+ * fails with it. */
+void pl_dtask_finish(struct pl_daemon *d, struct pl_dtask *t, int state,
+                     const struct pl_db_change *extra);
+/* pl_dtask_finish() with only a reason. */
+void pl_dtask_end(struct pl_daemon *d, struct pl_dtask *t, int state,
+                  const char *reason);
+/* 't' goes back to the head of the queue, its attempt over ('reason');
+ * 'spare': not charged to its --retries. */
+void pl_dtask_requeue(struct pl_daemon *d, struct pl_dtask *t,
+                      const char *reason, bool spare);
+/* Canceled: a task not on an agent ends now, one on an agent is
+ * stopped there. */
+void pl_dtask_cancel(struct pl_daemon *d, struct pl_dtask *t);
+/* A task whose submission was not stored: gone, as if never made. */
+void pl_dtask_forget(struct pl_daemon *d, uint64_t id);
+/* The ranks an agent starts itself: all, but for MPI only rank 0, whose
+ * agent launches the whole job (the other ranks' cores are held). */
+uint32_t pl_dtask_launched(const struct pl_dtask *t);
+
+/* Dependencies: 'dp' zeroed, then one pl_deps_add() per dependency
+ * (an array's id stands for all its elements unless 'one'), then
+ * pl_deps_apply() once the task exists (in state waiting when one is
+ * live or failed).  A task that is not in the database is an error
+ * (EINVAL) with 'must_exist' (at submit), else a failed dependency (it
+ * was, before a restart).  0, or -1 with errp (EINVAL, ENOMEM, or the
+ * database's). */
+int pl_deps_add(struct pl_daemon *d, struct pl_deps *dp, uint64_t id,
+                bool any, bool one, bool must_exist, struct pl_error *errp);
+/* 't' waits for the live ones, fails with one that failed, or is
+ * queued when it waited and none is left.  0, or -1 (ENOMEM). */
+int pl_deps_apply(struct pl_daemon *d, struct pl_dtask *t,
+                  const struct pl_deps *dp);
+void pl_deps_clear(struct pl_deps *dp);
+
+/* ------------------------------------------------------------ dispatch.c */
+
+/* Place what fits and record it (in the open transaction); the RUNs
+ * leave after the commit (pl_dispatch_send()). */
+void pl_dispatch_schedule(struct pl_daemon *d);
+/* The assignments of the tasks placed are stored: send their RUNs. */
+void pl_dispatch_send(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ agents.c */
+
+/* The agent socket's watcher callback. */
+void pl_agents_cb(struct pl_zwatch *zw, int revents, void *arg);
+/* The link of node 'n', or of the agent of routing id 'rid' (NULL: none
+ * yet). */
+struct pl_link *pl_agents_link(struct pl_daemon *d, const struct pl_node *n);
+struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
+                                      size_t len);
+/* Stop every rank of 't' still running: one KILL per node it is on. */
+void pl_agents_kill_task(struct pl_daemon *d, struct pl_dtask *t);
+/* Every second: lose the agents silent for too long, ping the others. */
+void pl_agents_tick(struct pl_daemon *d);
+/* The agent of 'n' is lost ('why'): its tasks' ranks there end; another
+ * agent may start there. */
+void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why);
+/* Tell every agent up to exit. */
+void pl_agents_exit(struct pl_daemon *d);
+/* Record node 'n' in the database as 'state'. */
+void pl_agents_record(struct pl_daemon *d, struct pl_node *n,
+                      const char *state);
+void pl_agents_free(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ recover.c */
+
+/* Rebuild the queue and the counters from the database (a restarted
+ * pilotd, or --resume).  0, or -1 with errp. */
+int pl_recover_load(struct pl_daemon *d, struct pl_error *errp);
+/* An agent registered on 'n' with what it runs: take back the orphan
+ * ranks the database put there. */
+void pl_recover_adopt(struct pl_daemon *d, struct pl_node *n,
+                      const struct pl_register *reg);
+/* The recovery window is over (or every agent is back). */
+void pl_recover_end(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ submit.c */
+
+void pl_submit(struct pl_daemon *d, const struct pl_req *r,
+               const struct pl_msg *m);
+
+/* ------------------------------------------------------------ clients.c */
+
+/* The client socket's watcher callback. */
+void pl_clients_cb(struct pl_zwatch *zw, int revents, void *arg);
+
+/* ------------------------------------------------------------ launch.c */
+
+/* Start the agents: the step over the job's nodes, or over 'nodelist'
+ * ('count' nodes) when given; with --local, one child.  0, or -1. */
+int pl_launch_agents(struct pl_daemon *d, const char *nodelist, int count,
+                     struct pl_error *errp);
+/* Start another agent on 'n', whose agent was lost (Slurm pilots; a
+ * few times per node at most). */
+void pl_launch_node(struct pl_daemon *d, const struct pl_node *n);
+/* Whether the agents' process still runs. */
+bool pl_launch_running(const struct pl_daemon *d);
+/* Stop and forget every agent process (at shutdown). */
+void pl_launch_free_all(struct pl_daemon *d);
+
+#endif /* !PL_DAEMON_PRIVATE_H */

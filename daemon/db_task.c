@@ -1,0 +1,460 @@
+/* daemon/db_task.c - SQLite state: the task rows, as pilotd inserts, finds
+ * and reloads them, and the JSON text their lists are stored as */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "daemon/db.h"
+#include "daemon/db_private.h"
+#include "proto/log.h"
+#include "proto/state.h"
+#include "proto/strv.h"
+
+/* ------------------------------------------------------------ JSON text */
+
+/* 'v' as a JSON array, or NULL (ENOMEM, or a string that is not UTF-8:
+ * never a shorter array). */
+static char *json_strv(char *const *v)
+{
+    json_t *a = json_array();
+    char *s = NULL;
+
+    for (size_t i = 0; a && v && v[i]; i++)
+        if (json_array_append_new(a, json_string(v[i])) < 0)
+            goto done;
+    s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+done:
+    json_decref(a);
+    return s;
+}
+
+/* Tags "KEY=VALUE" as a JSON object's text, or NULL (ENOMEM). */
+static char *json_tags(char *const *tags)
+{
+    json_t *o = json_object();
+    char *s = NULL;
+
+    for (size_t i = 0; o && tags[i]; i++) {
+        const char *eq = strchr(tags[i], '=');
+        char key[PL_SPEC_MAX_TAG_KEY + 8];
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - tags[i]), tags[i]);
+        if (json_object_set_new(o, key, json_string(eq + 1)) < 0)
+            goto done;
+    }
+    s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+done:
+    json_decref(o);
+    return s;
+}
+
+/* The 'after' column: [[id, any]...], [id, any, 1] for one element. */
+static char *json_after(const struct pl_db_dep *v, uint32_t n)
+{
+    size_t cap = (size_t)n * 30 + 3, len = 0;
+    char *s = malloc(cap);
+
+    if (!s)
+        return NULL;
+    s[len++] = '[';
+    for (uint32_t i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s[%llu,%d%s]",
+                                i ? "," : "", (unsigned long long)v[i].id,
+                                v[i].any ? 1 : 0, v[i].one ? ",1" : "");
+    s[len++] = ']';
+    s[len] = '\0';
+    return s;
+}
+
+/* A JSON array of strings as a new vector, or NULL (ENOMEM, or EINVAL:
+ * not an array of strings). */
+static char **strv_json(const char *text)
+{
+    json_t *a = json_loads(text, 0, NULL), *e;
+    char **v = NULL;
+    size_t i;
+
+    errno = EINVAL;
+    if (!json_is_array(a))
+        goto done;
+    if (!(v = calloc(json_array_size(a) + 1, sizeof(*v)))) {
+        errno = ENOMEM;
+        goto done;
+    }
+    json_array_foreach(a, i, e) {
+        if (!json_is_string(e)) {
+            pl_strv_free(v);
+            v = NULL;
+            goto done;
+        }
+        if (!(v[i] = strdup(json_string_value(e)))) {
+            pl_strv_free(v);
+            v = NULL;
+            errno = ENOMEM;
+            goto done;
+        }
+    }
+done:
+    json_decref(a);
+    return v;
+}
+
+/* The 'after' column back into *v (malloc'd, *n).  0, or -1 (errno). */
+static int after_json(const char *text, struct pl_db_dep **v, uint32_t *n)
+{
+    json_t *a = json_loads(text, 0, NULL), *e;
+    size_t i;
+
+    *v = NULL;
+    *n = 0;
+    if (!json_is_array(a)) {
+        json_decref(a);
+        errno = EINVAL;
+        return -1;
+    }
+    if (json_array_size(a)
+        && !(*v = calloc(json_array_size(a), sizeof(**v)))) {
+        json_decref(a);
+        errno = ENOMEM;
+        return -1;
+    }
+    json_array_foreach(a, i, e) {
+        (*v)[i] = (struct pl_db_dep){
+            .id = (uint64_t)json_integer_value(json_array_get(e, 0)),
+            .any = json_integer_value(json_array_get(e, 1)) != 0,
+            .one = json_integer_value(json_array_get(e, 2)) != 0,
+        };
+    }
+    *n = (uint32_t)json_array_size(a);
+    json_decref(a);
+    return 0;
+}
+
+static void row_clear(struct pl_db_row *r)
+{
+    pl_spec_clear(&r->spec);
+    free(r->after);
+    r->after = NULL;
+    r->nafter = 0;
+}
+
+/* ------------------------------------------------------------ task rows */
+
+int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
+                      int state, double now, uint64_t *id,
+                      struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_INSERT];
+    const struct pl_spec *s = t->spec;
+    char *argv = NULL, *env = NULL, *tags = NULL, *after = NULL;
+    int rc = -1;
+
+    if (db->failed)
+        return db_refuse(db, errp);
+    /* N.B. no argv binds NULL: the NOT NULL constraint refuses it */
+    if (((t->argv || s->argv)
+         && !(argv = json_strv(t->argv ? t->argv : s->argv)))
+        || (s->env && !(env = json_strv(s->env)))
+        || (s->tags && !(tags = json_tags(s->tags)))
+        || (t->nafter && !(after = json_after(t->after, t->nafter)))) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        goto done;
+    }
+    if (db_begin(db, errp) < 0)
+        goto done;
+    db_bind_text(st, 1, t->name ? t->name : s->name);
+    db_bind_text(st, 2, argv);
+    db_bind_text(st, 3, env);
+    db_bind_text(st, 4, s->cwd);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)s->ranks);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)s->cpr);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)s->gpr);
+    if (s->timeout > 0)
+        sqlite3_bind_double(st, 8, s->timeout);
+    else
+        sqlite3_bind_null(st, 8);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)s->retries);
+    sqlite3_bind_text(st, 10, pl_state_name(state), -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 11, now);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)s->nodes);
+    sqlite3_bind_int64(st, 13, (sqlite3_int64)s->rpn);
+    sqlite3_bind_int(st, 14, s->exclusive);
+    sqlite3_bind_text(st, 15, pl_comm_name(s->comm), -1, SQLITE_STATIC);
+    if (s->launcher != PL_LAUNCHER_UNSET)
+        sqlite3_bind_text(st, 16, pl_launcher_name(s->launcher), -1,
+                          SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 16);
+    db_bind_text(st, 17, after);
+    if (t->array_id) {
+        sqlite3_bind_int64(st, 18, (sqlite3_int64)t->array_id);
+        sqlite3_bind_int64(st, 19, (sqlite3_int64)t->array_index);
+    }
+    else {
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+    }
+    sqlite3_bind_int64(st, 20, s->priority);
+    db_bind_text(st, 21, tags);
+    if (db_step(db, ST_INSERT, errp) < 0)
+        goto done;
+    *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
+    rc = db_event(db, ST_EVENT, *id, now, state, 0, NULL, NULL, NULL, NULL,
+                  -1, errp);
+done:
+    free(argv);
+    free(env);
+    free(tags);
+    free(after);
+    return rc;
+}
+
+int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
+                     struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_ARRAY];
+
+    if (db->failed)
+        return db_refuse(db, errp);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)index);
+    return db_step(db, ST_ARRAY, errp);
+}
+
+long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
+                        uint64_t *nindex, uint64_t *live,
+                        struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    uint64_t *v = NULL, n = 0, cap = 0;
+    long count = 0;
+    int rc;
+
+    *live = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT array_index, state FROM tasks "
+                                  "WHERE array_id = ?1 ORDER BY id", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_err(db, errp, "read an array");
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
+        count++;
+        if (!pl_state_final(state))
+            (*live)++;
+        if (state != PL_ST_FAILED && state != PL_ST_TIMEOUT)
+            continue;
+        if (n == cap) {
+            uint64_t *nv;
+            cap = cap ? cap * 2 : 256;
+            if (!(nv = realloc(v, cap * sizeof(*nv)))) {
+                free(v);
+                sqlite3_finalize(st);
+                errno = ENOMEM;
+                return pl_errprintf(errp, "out of memory");
+            }
+            v = nv;
+        }
+        v[n++] = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(v);
+        return db_err(db, errp, "read an array");
+    }
+    *index = v;
+    *nindex = n;
+    return count;
+}
+
+long pl_db_array_members(struct pl_db *db, uint64_t id,
+                         int (*cb)(uint64_t id, int state, void *arg),
+                         void *arg, struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_MEMBERS];
+    long n = 0;
+    int rc;
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        n++;
+        if (cb((uint64_t)sqlite3_column_int64(st, 0),
+               pl_state_parse((const char *)sqlite3_column_text(st, 1)),
+               arg) < 0) {
+            pl_errprintf(errp, "out of memory");
+            n = -1;
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        db_err(db, errp, "list an array");
+        n = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return n;
+}
+
+int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
+                    uint32_t ranks, pl_db_place_f cb, void *arg,
+                    struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+    /* one rank: the task's row; more: each rank's 'assigned' event */
+    const char *q = ranks == 1
+        ? "SELECT 0, node, cores, gpus FROM tasks WHERE id = ?1"
+        : "SELECT rank, node, cores, gpus FROM events WHERE task = ?1 AND "
+          "attempt = ?2 AND rank IS NOT NULL AND state = 'assigned' "
+          "ORDER BY id";
+
+    if (sqlite3_prepare_v2(db->h, q, -1, &st, NULL) != SQLITE_OK)
+        return db_err(db, errp, "read placement");
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (ranks != 1)
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)attempt);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 r = sqlite3_column_int64(st, 0);
+        const char *node = (const char *)sqlite3_column_text(st, 1);
+        if (r < 0 || r >= ranks || !node)
+            continue;
+        cb((uint32_t)r, node, (const char *)sqlite3_column_text(st, 2),
+           (const char *)sqlite3_column_text(st, 3), arg);
+    }
+    if (rc != SQLITE_DONE) {
+        db_err(db, errp, "read placement");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* A row of the live tasks' query as a struct pl_db_row.  0, or -1
+ * (errno: ENOMEM, or EINVAL: its argv is not a JSON array of strings). */
+static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
+{
+    const char *name = (const char *)sqlite3_column_text(st, 2);
+    const char *argv = (const char *)sqlite3_column_text(st, 3);
+    const char *env = (const char *)sqlite3_column_text(st, 4);
+    const char *cwd = (const char *)sqlite3_column_text(st, 5);
+    const char *comm = (const char *)sqlite3_column_text(st, 15);
+    const char *launcher = (const char *)sqlite3_column_text(st, 16);
+    const char *after = (const char *)sqlite3_column_text(st, 17);
+    struct pl_spec *s = &r->spec;
+
+    memset(r, 0, sizeof(*r));
+    pl_spec_init(s);
+    r->id = (uint64_t)sqlite3_column_int64(st, 0);
+    r->state = pl_state_parse((const char *)sqlite3_column_text(st, 1));
+    s->ranks = (uint64_t)sqlite3_column_int64(st, 6);
+    s->cpr = (uint64_t)sqlite3_column_int64(st, 7);
+    s->gpr = (uint64_t)sqlite3_column_int64(st, 8);
+    s->retries = (uint64_t)sqlite3_column_int64(st, 9);
+    s->has_ranks = s->has_retries = true;
+    s->timeout = sqlite3_column_double(st, 10);
+    r->attempts = (uint32_t)sqlite3_column_int64(st, 11);
+    s->nodes = (uint64_t)sqlite3_column_int64(st, 12);
+    s->rpn = (uint64_t)sqlite3_column_int64(st, 13);
+    s->exclusive = sqlite3_column_int(st, 14) != 0;
+    s->comm = comm && pl_comm_parse(comm) > 0 ? pl_comm_parse(comm)
+                                              : PL_COMM_NONE;
+    s->launcher = launcher && pl_launcher_parse(launcher) > 0
+                      ? pl_launcher_parse(launcher)
+                      : PL_LAUNCHER_UNSET;
+    r->array_id = (uint64_t)sqlite3_column_int64(st, 18);
+    r->array_index = (uint64_t)sqlite3_column_int64(st, 19);
+    s->priority = sqlite3_column_int64(st, 20);
+    errno = EINVAL;
+    if (!argv || !(s->argv = strv_json(argv)) || !s->argv[0]
+        || (env && !(s->env = strv_json(env)))
+        || (cwd && !(s->cwd = strdup(cwd)))
+        || (name && !(s->name = strdup(name)))
+        || (after && after_json(after, &r->after, &r->nafter) < 0)) {
+        int saved = errno;
+        row_clear(r);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
+                    struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    struct pl_db_row row;
+    int rc;
+
+    if (sqlite3_prepare_v2(db->h,
+                           "SELECT id, state, name, argv, env, cwd, ranks, "
+                           "cores_per_rank, gpus_per_rank, retries, timeout, "
+                           "attempts, nodes, ranks_per_node, exclusive, comm, "
+                           "launcher, after, array_id, array_index, priority "
+                           "FROM tasks WHERE state NOT IN ('done', 'failed', "
+                           "'canceled', 'timeout') ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_err(db, errp, "load tasks");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_read(st, &row) < 0) {
+            if (errno == ENOMEM)
+                goto nomem;
+            pl_log(LOG_ERR, "task %lld: its stored command cannot be read: "
+                   "left as it is", (long long)sqlite3_column_int64(st, 0));
+            continue;
+        }
+        int cbrc = cb(&row, arg);
+        row_clear(&row);
+        if (cbrc < 0)
+            goto nomem;
+    }
+    if (rc != SQLITE_DONE) {
+        db_err(db, errp, "load tasks");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+nomem:
+    sqlite3_finalize(st);
+    return pl_errprintf(errp, "cannot rebuild the queue: %s",
+                        strerror(errno));
+}
+
+uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
+                            struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_BY_NAME];
+    uint64_t id = 0;
+    int rc;
+
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        id = (uint64_t)sqlite3_column_int64(st, 0);
+    else if (rc != SQLITE_DONE) {
+        db_err(db, errp, "task by name");
+        id = UINT64_MAX;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return id;
+}
+
+int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_STATE];
+    int rc, state = 0;
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        state = pl_state_parse((const char *)sqlite3_column_text(st, 0));
+    else if (rc != SQLITE_DONE) {
+        db_err(db, errp, "task state");
+        state = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return state;
+}

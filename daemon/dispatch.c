@@ -1,0 +1,221 @@
+/* daemon/dispatch.c - place queued tasks, and send their RUNs once stored
+ *
+ * At the end of a batch the scheduler places what fits (daemon/sched.h)
+ * and the assignments are recorded in the batch's transaction; only
+ * after its commit does each node get one RUN with the entries of the
+ * ranks placed there, so that a task never runs unrecorded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_private.h"
+#include "proto/log.h"
+#include "proto/run.h"
+
+struct placed {
+    struct pl_dtask **t;
+    size_t n, cap;
+};
+
+static void place_cb(struct pl_dtask *t, void *arg)
+{
+    struct placed *p = arg;
+
+    /* N.B. out of memory the task stays assigned without a RUN, as if
+     * its RUN were lost */
+    if (pl_grow(&p->t, &p->cap, p->n, 1, sizeof(*p->t)) == 0)
+        p->t[p->n++] = t;
+}
+
+void pl_dispatch_schedule(struct pl_daemon *d)
+{
+    struct placed p = { 0 };
+
+    d->want_sched = false;
+    pl_sched_run(d->sched, place_cb, &p);
+    /* N.B. out of memory, as in place_cb */
+    (void)pl_grow(&d->unsent, &d->capunsent, d->nunsent, p.n,
+                  sizeof(*d->unsent));
+    for (size_t i = 0; i < p.n; i++) {
+        struct pl_dtask *t = p.t[i];
+        pl_dtask_placed(d, t);
+        for (uint32_t r = 0; r < pl_dtask_launched(t); r++)
+            t->rank[r].run_seq = RUN_UNSENT;
+        if (d->nunsent < d->capunsent)
+            d->unsent[d->nunsent++] = (struct pl_unsent){ t->id,
+                                                          t->attempt };
+    }
+    free(p.t);
+}
+
+/* Whether rank 'r' of 't' waits for its RUN to 'n': still assigned there,
+ * in the attempt that was placed. */
+static bool run_waits(const struct pl_dtask *t, uint32_t r,
+                      const struct pl_node *n)
+{
+    const struct pl_rank *k = &t->rank[r];
+
+    return k->node == n && k->state == PL_ST_ASSIGNED
+           && k->run_seq == RUN_UNSENT;
+}
+
+/* Each rank's CPU ids ("0,1;2;..") or, with 'gpus', its GPU ids (Slurm's:
+ * each rank finds them in its own step's list), as a new string, or
+ * NULL (ENOMEM). */
+static char *rank_lists(const struct pl_dtask *t, bool gpus)
+{
+    size_t len = 1, off = 0;
+    char *s;
+
+    for (uint32_t q = 0; q < t->ranks; q++) {
+        const struct pl_rank *k = &t->rank[q];
+        len += 1;
+        for (uint32_t i = 0; i < (gpus ? k->ngpus : k->ncores); i++)
+            len += 1 + (gpus ? strlen(k->node->gpu[k->gpu_idx[i]]) : 20);
+    }
+    if (!(s = malloc(len)))
+        return NULL;
+    s[0] = '\0';
+    for (uint32_t q = 0; q < t->ranks; q++) {
+        const struct pl_rank *k = &t->rank[q];
+        if (q)
+            s[off++] = ';';
+        for (uint32_t i = 0; i < (gpus ? k->ngpus : k->ncores); i++) {
+            if (gpus)
+                off += (size_t)snprintf(s + off, len - off, "%s%s",
+                                        i ? "," : "",
+                                        k->node->gpu[k->gpu_idx[i]]);
+            else
+                off += (size_t)snprintf(s + off, len - off, "%s%llu",
+                                        i ? "," : "",
+                                        (unsigned long long)k->node
+                                            ->cpu[k->core_idx[i]]);
+        }
+        s[off] = '\0';
+    }
+    return s;
+}
+
+/* Pack the entry of rank 'r' of 't' (docs/protocol.md, 202): a struct
+ * pl_run borrowing from the task and its nodes. */
+static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
+                      const struct pl_dtask *t, uint32_t r)
+{
+    const struct pl_rank *k = &t->rank[r];
+    char out[PL_PATH_MAX + 64], err[PL_PATH_MAX + 64];
+    char aidx[48], aid[48];
+    uint64_t cores[k->ncores + 1], gpus[k->ngpus + 1];
+    uint32_t ne = (uint32_t)pl_strv_len(t->env);
+    char *env[ne + 3];
+    char *nodes[t->nnodes + 1], **hosts = NULL;
+    char *rank_cores = NULL, *rank_gpus = NULL;
+
+    pl_path_task_log(d->dir, t->id, false, false, out, sizeof(out));
+    pl_path_task_log(d->dir, t->id, true, false, err, sizeof(err));
+    for (uint32_t i = 0; i < k->ncores; i++)
+        cores[i] = k->node->cpu[k->core_idx[i]];
+    for (uint32_t i = 0; i < k->ngpus; i++)
+        gpus[i] = k->gpu_idx[i];
+    struct pl_run run = {
+        .id = t->id, .attempt = t->attempt, .rank = r, .size = t->ranks,
+        .local_rank = k->local_rank, .local_size = k->local_size,
+        .node_rank = k->node_rank, .comm = t->comm,
+        .argv = t->argv, .env = t->env, .cwd = t->cwd,
+        .cores = cores, .ncores = k->ncores, .gpus = gpus,
+        .ngpus = k->ngpus, .out = out, .err = err, .timeout = t->timeout,
+    };
+    if (t->array_id) {
+        /* an array element: its index and array, after the spec's env */
+        memcpy(env, t->env ? t->env : env, ne * sizeof(*env));
+        snprintf(aidx, sizeof(aidx), "PILOT_ARRAY_INDEX=%llu",
+                 (unsigned long long)t->array_index);
+        snprintf(aid, sizeof(aid), "PILOT_ARRAY_ID=%llu",
+                 (unsigned long long)t->array_id);
+        env[ne] = aidx;
+        env[ne + 1] = aid;
+        env[ne + 2] = NULL;
+        run.env = env;
+    }
+    if (t->ranks > 1 || t->comm != PL_COMM_NONE) {
+        uint32_t nn = 0;
+        /* the ranks are in node_rank order */
+        for (uint32_t q = 0; q < t->ranks && nn < t->nnodes; q++)
+            if (!nn || strcmp(nodes[nn - 1], t->rank[q].node->name))
+                nodes[nn++] = (char *)t->rank[q].node->name;
+        nodes[nn] = NULL;
+        run.nodelist = nodes;
+    }
+    if (t->comm == PL_COMM_TORCH) {
+        run.master_addr = (char *)t->rank[0].node->name;
+        run.master_port = t->port;
+    }
+    if (t->comm == PL_COMM_MPI) {
+        run.launcher = t->mpirun ? PL_LAUNCHER_MPIRUN : PL_LAUNCHER_SRUN;
+        if (!(hosts = calloc(t->ranks + 1, sizeof(*hosts)))
+            || !(rank_cores = rank_lists(t, false))
+            || (t->gpus_per_rank && !(rank_gpus = rank_lists(t, true)))) {
+            /* the agent refuses the entry: the task fails, not hangs */
+            pl_log(LOG_ERR, "task %llu: RUN entry: out of memory",
+                   (unsigned long long)t->id);
+            free(hosts);
+            free(rank_cores);
+            hosts = NULL;
+            rank_cores = NULL;
+        }
+        for (uint32_t q = 0; hosts && q < t->ranks; q++)
+            hosts[q] = (char *)t->rank[q].node->name;
+        run.hosts = hosts;
+        run.rank_cores = rank_cores;
+        run.rank_gpus = rank_gpus;
+    }
+    pl_run_encode(w, &run);
+    free(hosts);
+    free(rank_cores);
+    free(rank_gpus);
+}
+
+void pl_dispatch_send(struct pl_daemon *d)
+{
+    size_t m = 0;
+
+    /* the tasks still as they were placed: one that changed meanwhile
+     * (while a failed commit was retried: its node lost, it requeued)
+     * is skipped */
+    for (size_t i = 0; i < d->nunsent; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, d->unsent[i].id);
+        if (t && t->rank && t->state == PL_ST_ASSIGNED
+            && t->attempt == d->unsent[i].attempt)
+            d->unsent[m++] = d->unsent[i];
+    }
+    for (size_t k = 0; m && k < pl_sched_nnodes(d->sched); k++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, k);
+        struct pl_link *l = pl_agents_link(d, n);
+        uint32_t cnt = 0;
+        struct pl_out *o;
+        for (size_t i = 0; i < m; i++) {
+            struct pl_dtask *t = pl_sched_task_get(d->sched,
+                                                   d->unsent[i].id);
+            for (uint32_t r = 0; r < pl_dtask_launched(t); r++)
+                cnt += run_waits(t, r, n);
+        }
+        if (cnt == 0 || n->state != PL_NODE_UP || !l
+            || !(o = pl_out_agent(d, n)))
+            continue;
+        /* numbered per node: a REGISTER says up to which RUN it knows */
+        uint64_t seq = ++l->run_seq;
+        pl_run_msg_begin(&o->w, seq, cnt);
+        for (size_t i = 0; i < m; i++) {
+            struct pl_dtask *t = pl_sched_task_get(d->sched,
+                                                   d->unsent[i].id);
+            for (uint32_t r = 0; r < pl_dtask_launched(t); r++)
+                if (run_waits(t, r, n)) {
+                    pack_rank(d, &o->w, t, r);
+                    t->rank[r].run_seq = seq;
+                }
+        }
+        pl_out_push(d, o);
+        pl_log(LOG_DEBUG, "run %u ranks on %s", cnt, n->name);
+    }
+    d->nunsent = 0;
+}

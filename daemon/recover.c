@@ -1,0 +1,326 @@
+/* daemon/recover.c - a pilotd started on an existing state: the queue
+ * rebuilt, and the tasks its predecessor's agents still run taken back
+ *
+ * In the same Slurm job as the pilotd before (it crashed, or was
+ * killed), the agents of that one still run their tasks and will come
+ * back: until they do (or a few heartbeats pass) the tasks the database
+ * says are on agents are 'orphans' holding their placement, adopted as
+ * their agent registers with what it runs.  In a new job (--resume),
+ * those tasks go back to the queue.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_private.h"
+#include "daemon/slurmjob.h"
+#include "proto/log.h"
+#include "proto/query.h"
+#include "proto/strv.h"
+
+/* a restarted pilotd waits this many agent heartbeats for the agents */
+#define RECOVER_HEARTBEATS 5
+
+static void orphan_place_cb(uint32_t rank, const char *node,
+                            const char *cores, const char *gpus, void *arg)
+{
+    struct pl_dtask *t = arg;
+    struct pl_rank *k = &t->rank[rank];
+
+    if (k->orphan)
+        return;
+    if (asprintf(&k->orphan, "%s\t%s\t%s", node, cores ? cores : "",
+                 gpus ? gpus : "") < 0)
+        k->orphan = NULL;
+    else
+        t->orphans++;
+}
+
+/* 't', assigned or running when the pilotd before us died: it stays so,
+ * its ranks 'orphans' where the database put them, until their agents
+ * report (pl_recover_adopt()) or the recovery ends.  Returns -1 if its
+ * placement is not known: then it is requeued. */
+static int orphan_load(struct pl_daemon *d, struct pl_dtask *t)
+{
+    struct pl_error err;
+
+    if (!(t->rank = calloc(t->ranks, sizeof(*t->rank))))
+        return -1;
+    for (uint32_t r = 0; r < t->ranks; r++)
+        t->rank[r].state = PL_ST_ASSIGNED;
+    if (pl_db_placement(d->db, t->id, t->attempt, t->ranks, orphan_place_cb,
+                        t, &err) < 0)
+        pl_log(LOG_ERR, "task %llu: %s", (unsigned long long)t->id,
+               err.text);
+    if (t->orphans != t->ranks) {
+        pl_log(LOG_WARNING, "task %llu: placement of %u of its %u ranks "
+               "unknown: requeued", (unsigned long long)t->id,
+               t->ranks - t->orphans, t->ranks);
+        for (uint32_t r = 0; r < t->ranks; r++)
+            free(t->rank[r].orphan);
+        free(t->rank);
+        t->rank = NULL;
+        t->orphans = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* A waiting task from the database: its dependencies are loaded before
+ * it (smaller ids); it waits for those still live, fails if one failed,
+ * is queued if none is left. */
+static int load_waiting(struct pl_daemon *d, struct pl_dtask *t,
+                        const struct pl_db_row *row)
+{
+    struct pl_deps dp = { 0 };
+    struct pl_error err;
+    int rc = -1;
+
+    for (uint32_t i = 0; i < row->nafter; i++)
+        if (pl_deps_add(d, &dp, row->after[i].id, row->after[i].any,
+                        row->after[i].one, false, &err) < 0) {
+            pl_log(LOG_ERR, "task %llu: %s", (unsigned long long)t->id,
+                   err.text);
+            goto done;
+        }
+    rc = pl_deps_apply(d, t, &dp);
+done:
+    pl_deps_clear(&dp);
+    return rc;
+}
+
+/* One live task of the database into the queue: tasks that were on
+ * agents of an earlier pilotd go back to the queue, unless their agents
+ * may come back (orphans). */
+static int load_cb(struct pl_db_row *row, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_spec *s = &row->spec;
+    bool orphan = d->recovering && (row->state == PL_ST_ASSIGNED
+                                    || row->state == PL_ST_RUNNING);
+    bool waits = row->state == PL_ST_WAITING;
+    struct pl_dtask *t;
+
+    if (!(t = pl_sched_task_add(d->sched, row->id, !orphan && !waits,
+                                (int32_t)s->priority, &s->argv, &s->env,
+                                &s->cwd)))
+        return -1;
+    pl_dtask_shape(t, s);
+    t->serial = ++d->serial;
+    t->array_id = row->array_id;
+    t->array_index = row->array_index;
+    t->attempt = row->attempts;
+    t->state = row->state;
+    if (waits)
+        return load_waiting(d, t, row);
+    if (orphan) {
+        if (orphan_load(d, t) == 0)
+            return 0;
+        pl_sched_requeue(d->sched, t, false);
+    }
+    if (row->state != PL_ST_QUEUED) {
+        struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1,
+                                  .reason = "requeued at pilot start" };
+        pl_dtask_change(d, t, PL_ST_QUEUED, &c);
+    }
+    return 0;
+}
+
+/* The counters from the database (what was loaded moved them already:
+ * this sets them right). */
+static int init_counts(struct pl_daemon *d, struct pl_error *errp)
+{
+    json_t *c = pl_query_counts(pl_db_handle(d->db), NULL, 0, errp);
+
+    if (!c)
+        return -1;
+    for (int s = 1; s < PL_ST_COUNT; s++)
+        d->count[s] = json_integer_value(json_object_get(c, pl_state_name(s)));
+    d->total = json_integer_value(json_object_get(c, "total"));
+    json_decref(c);
+    return 0;
+}
+
+int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
+{
+    const struct pl_daemon_config *cfg = &d->cfg;
+    struct pl_endpoint ep = { 0 };
+    char jobstr[32], *job = NULL;
+
+    /* the same Slurm job as the pilotd before us: its agents may still
+     * run its tasks (a pilotd restarted after a crash) */
+    snprintf(jobstr, sizeof(jobstr), "%ld", cfg->job);
+    if (pl_db_meta_get(d->db, "job", &job, errp) < 0)
+        return -1;
+    d->recovering = !cfg->local && cfg->job > 0 && job && !strcmp(job, jobstr);
+    free(job);
+    if (d->recovering) {
+        d->recover_until = pl_mono() + RECOVER_HEARTBEATS * cfg->heartbeat;
+        d->agents_deferred = true;
+        /* where the agents look for us: the same ports, if still free */
+        if (pl_endpoint_read(d->dir, &ep, NULL) == 0) {
+            snprintf(d->cep, sizeof(d->cep), "%s", ep.client);
+            snprintf(d->aep, sizeof(d->aep), "%s", ep.agent);
+        }
+        pl_log(LOG_NOTICE, "restarted in job %ld: waiting up to %.0f s for "
+               "the agents of the pilotd before", cfg->job,
+               RECOVER_HEARTBEATS * cfg->heartbeat);
+    }
+    if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
+        || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
+        || pl_db_load_live(d->db, load_cb, d, errp) < 0
+        || pl_db_commit(d->db, errp) < 0 || init_counts(d, errp) < 0)
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ adoption */
+
+struct adopt {
+    struct pl_daemon *d;
+    struct pl_node *n;
+    const struct pl_register *reg;
+};
+
+/* Rank 'r' of 't' is where the database says, on the agent of a->n that
+ * just registered: take it back as it reports it.  Returns true when
+ * that ended the task (it may be freed). */
+static bool adopt_rank(struct adopt *a, struct pl_dtask *t, uint32_t r)
+{
+    struct pl_rank *k = &t->rank[r];
+
+    free(k->orphan);
+    k->orphan = NULL;
+    t->orphans--;
+    bool runs = pl_register_runs(a->reg, t->id, t->attempt, r);
+    bool ended = pl_register_ended(a->reg, t->id, t->attempt, r);
+    /* an MPI job's ranks past 0 live and die with rank 0's launcher */
+    bool follows = t->comm == PL_COMM_MPI && r > 0;
+    k->node = a->n;
+    if (!runs && !ended && !follows) {
+        /* never got there (its RUN left with the old pilotd), or its
+         * agent is a new one: it runs again, not charged to --retries */
+        struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1,
+                                  .reason = "not on its agent after pilotd "
+                                            "restarted" };
+        t->lost = true;
+        t->spared++;
+        return pl_dtask_rank_ended(a->d, t, r, PL_ST_FAILED, &c);
+    }
+    if (runs)
+        pl_dtask_rank_adopted(a->d, t, r);
+    return false;
+}
+
+static void adopt_cb(struct pl_dtask *t, void *arg)
+{
+    struct adopt *a = arg;
+    size_t len = strlen(a->n->name);
+
+    for (uint32_t r = 0; t->rank && r < t->ranks && t->orphans; r++) {
+        struct pl_rank *k = &t->rank[r];
+        if (!k->orphan || strncmp(k->orphan, a->n->name, len)
+            || k->orphan[len] != '\t')
+            continue;
+        /* its cores and GPUs first: they are held until it ends */
+        char *cpus = k->orphan + len + 1;
+        char *tab = strchr(cpus, '\t');
+        char *gpus = tab ? tab + 1 : NULL;
+        if (tab)
+            *tab = '\0';
+        free(k->core_idx);
+        free(k->gpu_idx);
+        k->core_idx = k->gpu_idx = NULL;
+        k->ncores = k->ngpus = 0;
+        if (pl_node_claim(a->n, t->id, cpus, gpus && *gpus ? gpus : NULL,
+                          &k->core_idx, &k->ncores, &k->gpu_idx, &k->ngpus)
+            < 0)
+            pl_log(LOG_ERR, "task %llu rank %u: out of memory",
+                   (unsigned long long)t->id, r);
+        if (adopt_rank(a, t, r))
+            return; /* the task ended and may be gone */
+    }
+}
+
+/* Every orphan task visits 'cb' (which may remove it). */
+static void each_orphan(struct pl_daemon *d,
+                        void (*cb)(struct pl_dtask *t, void *arg), void *arg)
+{
+    for (uint64_t id = 1; id <= pl_sched_max_id(d->sched); id++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        if (t && t->orphans)
+            cb(t, arg);
+    }
+}
+
+void pl_recover_adopt(struct pl_daemon *d, struct pl_node *n,
+                      const struct pl_register *reg)
+{
+    struct adopt a = { d, n, reg };
+
+    each_orphan(d, adopt_cb, &a);
+}
+
+/* Ranks whose agents did not come back are lost. */
+static void lost_orphan_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = "node-lost" };
+
+    t->lost = true;
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+        struct pl_rank *k = &t->rank[r];
+        if (!k->orphan)
+            continue;
+        free(k->orphan);
+        k->orphan = NULL;
+        t->orphans--;
+        if (pl_dtask_rank_ended(d, t, r, PL_ST_FAILED, &c))
+            return; /* the task ended and may be gone */
+    }
+}
+
+void pl_recover_end(struct pl_daemon *d)
+{
+    struct pl_error err;
+    size_t n = 0;
+
+    for (uint64_t id = 1; id <= pl_sched_max_id(d->sched); id++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        n += t && t->orphans;
+    }
+    d->recovering = false;
+    pl_log(LOG_NOTICE, "recovery over: %zu agents back, %zu tasks lost with "
+           "agents that did not return", pl_sched_nnodes(d->sched), n);
+    each_orphan(d, lost_orphan_cb, d);
+    if (!d->agents_deferred)
+        return;
+    d->agents_deferred = false;
+    /* agents where none came back: this allocation's nodes but theirs */
+    char missing[4096] = "";
+    int count = 0;
+    size_t off = 0;
+    const char *nl = getenv("SLURM_JOB_NODELIST");
+    char **hosts = nl ? pl_slurmjob_hostlist_expand(nl, &err) : NULL;
+    for (char **h = hosts; h && *h; h++) {
+        if (pl_sched_node_find(d->sched, *h))
+            continue;
+        int w = snprintf(missing + off, sizeof(missing) - off, "%s%s",
+                         off ? "," : "", *h);
+        if (w < 0 || (size_t)w >= sizeof(missing) - off)
+            break;
+        off += (size_t)w;
+        count++;
+    }
+    pl_strv_free(hosts);
+    if (count > 0) {
+        pl_log(LOG_NOTICE, "starting agents on %s (%d nodes)", missing,
+               count);
+        if (pl_launch_agents(d, missing, count, &err) < 0)
+            pl_log(LOG_ERR, "start agents: %s", err.text);
+    }
+}

@@ -1,0 +1,362 @@
+/* daemon/submit.c - a submit request: specs checked, stored and queued
+ *
+ * Every spec of a request is decoded and checked before anything is
+ * stored, and the request's tasks are stored under one savepoint: a
+ * request is queued whole or not at all, and acknowledged only once the
+ * batch's transaction has committed (outq.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_private.h"
+#include "proto/clientmsg.h"
+#include "proto/log.h"
+#include "proto/query.h"
+#include "proto/strv.h"
+
+/* Decode spec 'o' and check that some node of the pilot can hold it. */
+static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
+                      struct pl_spec *s, struct pl_error *errp)
+{
+    if (pl_spec_decode(o, s, errp) < 0)
+        return -1;
+    if (pl_sched_nnodes(d->sched) > 0) {
+        struct pl_dtask t = { 0 };
+        char why[160];
+        pl_dtask_shape(&t, s);
+        if (!pl_sched_fits(d->sched, &t, why, sizeof(why))) {
+            pl_spec_clear(s);
+            errno = EINVAL;
+            return pl_errprintf(errp, "%s", why);
+        }
+    }
+    return 0;
+}
+
+/* Resolve the 'after' of 's': ids and names (the latest task of that
+ * name, this request's earlier ones included) to the tasks still live,
+ * and the first that failed; an array's id stands for all its tasks, an
+ * element ID.N for that one.  0, or -1 with errp (EINVAL: no such
+ * task). */
+static int deps_resolve(struct pl_daemon *d, const struct pl_spec *s,
+                        struct pl_deps *dp, struct pl_error *errp)
+{
+    memset(dp, 0, sizeof(*dp));
+    for (uint32_t i = 0; i < s->nafter; i++) {
+        const struct pl_dep *e = &s->after[i];
+        uint64_t id = e->id;
+        if (e->name) {
+            if ((id = pl_db_task_by_name(d->db, e->name, errp)) == UINT64_MAX)
+                goto error;
+            if (id == 0) {
+                errno = EINVAL;
+                pl_errprintf(errp, "after: no task is named '%.64s'",
+                             e->name);
+                goto error;
+            }
+        }
+        if (e->elem) {
+            /* ID.N: that element alone (element 0's id is the array's) */
+            uint64_t pair[2] = { id, e->index }, *one = NULL;
+            size_t n1;
+            if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, pair, 1, true,
+                                 &one, &n1, errp) < 0) {
+                errno = EINVAL;
+                goto error;
+            }
+            id = one[0];
+            free(one);
+        }
+        if (pl_deps_add(d, dp, id, e->any, e->elem, true, errp) < 0)
+            goto error;
+    }
+    return 0;
+error:
+    pl_deps_clear(dp);
+    return -1;
+}
+
+/* 's' with every "{}" replaced by 'idx'; NULL stays NULL (errno 0). */
+static char *subst(const char *s, uint64_t idx)
+{
+    char num[24], *out, *o;
+    size_t n = 0;
+
+    errno = 0;
+    if (!s)
+        return NULL;
+    int nl = snprintf(num, sizeof(num), "%llu", (unsigned long long)idx);
+    for (const char *p = s; (p = strstr(p, "{}")); p += 2)
+        n++;
+    if (!(out = malloc(strlen(s) + n * (size_t)nl + 1)))
+        return NULL;
+    for (o = out; *s;) {
+        if (s[0] == '{' && s[1] == '}') {
+            memcpy(o, num, (size_t)nl);
+            o += nl;
+            s += 2;
+        }
+        else
+            *o++ = *s++;
+    }
+    *o = '\0';
+    return out;
+}
+
+static char **subst_strv(char *const *v, uint64_t idx)
+{
+    size_t n = pl_strv_len(v);
+    char **out;
+
+    if (!(out = calloc(n + 1, sizeof(*out))))
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!(out[i] = subst(v[i], idx))) {
+            pl_strv_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Store and queue element 'k' of spec 's' (its only one if not an
+ * array); '*first' is the array's id once element 0 is in.  The task,
+ * or NULL with errp set. */
+static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
+                                   uint64_t k, const struct pl_deps *dp,
+                                   double t_now, uint64_t *first,
+                                   struct pl_out *o, struct pl_error *errp)
+{
+    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
+    bool last = k + 1 == pl_spec_count(s);
+    char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
+    struct pl_dtask *t = NULL;
+    uint64_t id;
+    int state = dp->nlive || dp->why[0] ? PL_ST_WAITING : PL_ST_QUEUED;
+
+    if (s->array && (!(argv = subst_strv(s->argv, idx))
+                     || (s->name && !(name = subst(s->name, idx)))))
+        goto nomem;
+    struct pl_db_task row = {
+        .spec = s, .argv = argv, .name = name,
+        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
+        .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
+    };
+    if (pl_db_task_insert(d->db, &row, state, t_now, &id, errp) < 0
+        || (s->array && k == 0
+            && pl_db_task_array(d->db, id, idx, errp) < 0))
+        goto error;
+    if (s->array && k == 0)
+        *first = id;
+    /* the last element takes the spec's strings, the others copies */
+    if (!s->array) {
+        argv = s->argv;
+        s->argv = NULL;
+    }
+    if (last) {
+        env = s->env;
+        cwd = s->cwd;
+        s->env = NULL;
+        s->cwd = NULL;
+    }
+    else if ((s->env && !(env = pl_strv_dup(s->env)))
+             || (s->cwd && !(cwd = strdup(s->cwd))))
+        goto nomem;
+    if (!(t = pl_sched_task_add(d->sched, id, state == PL_ST_QUEUED,
+                                (int32_t)s->priority, &argv, &env, &cwd)))
+        goto nomem;
+    o->undo[o->nundo++] = id; /* from here the request's undo takes it */
+    t->state = state;
+    pl_dtask_shape(t, s);
+    t->serial = ++d->serial;
+    t->array_id = s->array ? *first : 0;
+    t->array_index = s->array ? idx : 0;
+    pl_dtask_counted(d, t);
+    goto done;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(errp, "out of memory");
+error:
+    t = NULL;
+done:
+    pl_strv_free(argv);
+    pl_strv_free(env);
+    free(cwd);
+    free(name);
+    return t;
+}
+
+/* retry_failed: the indexes of array s->retry that failed (within the
+ * spec's range, when it gives one) become the spec's.  The array must
+ * have ended.  0, or -1 with errp set. */
+static int retry_resolve(struct pl_daemon *d, struct pl_spec *s,
+                         struct pl_error *errp)
+{
+    uint64_t *idx = NULL, n = 0, live = 0, k = 0;
+    long count = pl_db_array_failed(d->db, s->retry, &idx, &n, &live, errp);
+    unsigned long long id = (unsigned long long)s->retry;
+    char range[96] = "";
+
+    if (count < 0)
+        return -1;
+    if (s->array)
+        snprintf(range, sizeof(range), " in %llu-%llu:%llu",
+                 (unsigned long long)s->astart, (unsigned long long)s->aend,
+                 (unsigned long long)s->astep);
+    for (uint64_t i = 0; i < n; i++)
+        if (!s->array || (idx[i] >= s->astart && idx[i] <= s->aend
+                          && (idx[i] - s->astart) % s->astep == 0))
+            idx[k++] = idx[i];
+    if (count == 0) {
+        errno = ENOENT;
+        pl_errprintf(errp, "retry_failed: %llu is not an array's id", id);
+    }
+    else if (live > 0) {
+        errno = EBUSY;
+        pl_errprintf(errp, "retry_failed: array %llu has %llu tasks that "
+                     "have not ended; wait for them first", id,
+                     (unsigned long long)live);
+    }
+    else if (k == 0) {
+        errno = ENOENT;
+        pl_errprintf(errp, "retry_failed: no task of array %llu failed%s",
+                     id, range);
+    }
+    else {
+        s->index = idx;
+        s->nindex = k;
+        s->array = true;
+        return 0;
+    }
+    free(idx);
+    return -1;
+}
+
+/* Say which spec of a request of 'n' an error is about (1-based, as the
+ * CLI's --file maps it back to a line). */
+static void name_spec(struct pl_error *err, uint32_t i, uint32_t n)
+{
+    int saved = errno;
+    struct pl_error e2;
+
+    if (n > 1) {
+        pl_errprintf(&e2, "task %u: %s", i + 1, err->text);
+        *err = e2;
+    }
+    errno = saved;
+}
+
+/* Store and queue the tasks of every spec; 'o' is the reply, which
+ * lists their ids (o->undo).  0, or -1 with errp: nothing is kept. */
+static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
+                     struct pl_out *o, struct pl_error *errp)
+{
+    double t_now = pl_now();
+
+    if (pl_db_savepoint(d->db, errp) < 0) {
+        pl_store_text(d, errp);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct pl_spec *s = &specs[i];
+        struct pl_deps dp;
+        uint64_t first = 0, cnt = pl_spec_count(s);
+        int rc = deps_resolve(d, s, &dp, errp);
+        for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
+            struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, o,
+                                            errp);
+            if (!t || pl_deps_apply(d, t, &dp) < 0) {
+                if (t) {
+                    errno = ENOMEM;
+                    pl_errprintf(errp, "out of memory");
+                }
+                rc = -1;
+            }
+        }
+        pl_deps_clear(&dp);
+        if (rc < 0) {
+            /* the whole submit fails: undo this request's tasks */
+            name_spec(errp, i, n);
+            pl_db_savepoint_end(d->db, false, NULL);
+            pl_store_text(d, errp);
+            return -1;
+        }
+    }
+    if (pl_db_savepoint_end(d->db, true, errp) < 0) {
+        pl_store_text(d, errp);
+        return -1;
+    }
+    return 0;
+}
+
+void pl_submit(struct pl_daemon *d, const struct pl_req *r,
+               const struct pl_msg *m)
+{
+    const msgpack_object *arr;
+    struct pl_error err;
+    struct pl_spec *specs = NULL;
+    uint32_t n = 0, i;
+    uint64_t total = 0;
+    struct pl_out *o = NULL;
+
+    if (d->stopping) {
+        pl_out_err(d, r, ESHUTDOWN, "the pilot is shutting down");
+        return;
+    }
+    if (pl_store_refused(d, r))
+        return;
+    if (pl_submit_decode(m->body, &arr, &err) < 0)
+        goto bad;
+    n = arr->via.array.size;
+    if (!(specs = calloc(n, sizeof(*specs))))
+        goto nomem;
+    /* check every spec before storing any: bad input changes nothing */
+    for (i = 0; i < n; i++) {
+        if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0
+            || (specs[i].retry && retry_resolve(d, &specs[i], &err) < 0)) {
+            name_spec(&err, i, n);
+            goto bad;
+        }
+        total += pl_spec_count(&specs[i]);
+    }
+    if (total > PL_SPEC_MAX_ARRAY) {
+        errno = E2BIG;
+        pl_errprintf(&err, "%llu tasks in one request; at most %d",
+                     (unsigned long long)total, PL_SPEC_MAX_ARRAY);
+        goto bad;
+    }
+    if (!(o = pl_out_new(d->csock, r->rid, r->ridlen))
+        || !(o->undo = calloc(total, sizeof(*o->undo))))
+        goto nomem;
+    o->seq = r->seq;
+    if (store_all(d, specs, n, o, &err) < 0) {
+        /* what was made of it is forgotten; the reply says why */
+        pl_out_undo(d, o, err.text, errno ? errno : EIO);
+        pl_out_push(d, o);
+        goto done;
+    }
+    struct pl_wmap data;
+    pl_wbuf_reply(&o->w, r->seq, 0, NULL);
+    pl_wmap_begin(&o->w, &data);
+    pl_wm_uintv(&data, "ids", o->undo, (uint32_t)o->nundo);
+    o->needs_commit = true;
+    pl_out_push(d, o);
+    d->want_sched = true;
+    pl_log(LOG_INFO, "submitted %zu tasks (%llu..%llu)", o->nundo,
+           (unsigned long long)o->undo[0],
+           (unsigned long long)o->undo[o->nundo - 1]);
+    goto done;
+nomem:
+    errno = ENOMEM;
+    pl_errprintf(&err, "out of memory");
+bad:
+    pl_out_err(d, r, errno ? errno : EINVAL, err.text);
+    if (o)
+        pl_out_free(o);
+done:
+    for (i = 0; specs && i < n; i++)
+        pl_spec_clear(&specs[i]);
+    free(specs);
+}

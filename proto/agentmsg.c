@@ -1,0 +1,451 @@
+/* proto/agentmsg.c - what pilotd and its agents say to each other, but RUN */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/agentmsg.h"
+#include "proto/state.h"
+#include "proto/strv.h"
+
+static int bad(struct pl_error *errp, const char *what)
+{
+    errno = EPROTO;
+    return pl_errprintf(errp, "%s", what);
+}
+
+bool pl_node_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > PL_NODE_NAME_MAX)
+        return false;
+    for (; *s; s++)
+        if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z')
+            && !(*s >= '0' && *s <= '9') && !strchr("._-", *s))
+            return false;
+    return true;
+}
+
+bool pl_gpu_id_ok(const char *s)
+{
+    if (!*s || strlen(s) > PL_GPU_ID_MAX)
+        return false;
+    for (; *s; s++)
+        if (*s <= ' ' || *s > '~' || *s == ',' || *s == ';')
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------ events */
+
+void pl_event_init(struct pl_event *e, uint64_t id, uint64_t attempt,
+                   uint64_t rank, int state, double time)
+{
+    *e = (struct pl_event){ .id = id, .attempt = attempt, .rank = rank,
+                            .state = state, .time = time, .pid = -1,
+                            .exit_code = -1, .signal = -1,
+                            .maxrss_kb = -1 };
+}
+
+void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
+{
+    struct pl_wmap m;
+
+    pl_wmap_begin(w, &m);
+    pl_wm_uint(&m, "id", e->id);
+    pl_wm_uint(&m, "attempt", e->attempt);
+    pl_wm_uint(&m, "rank", e->rank);
+    pl_wm_str(&m, "state", pl_state_name(e->state));
+    pl_wm_double(&m, "time", e->time);
+    if (e->pid > 0)
+        pl_wm_uint(&m, "pid", (uint64_t)e->pid);
+    if (e->exit_code >= 0)
+        pl_wm_int(&m, "exit_code", e->exit_code);
+    if (e->signal >= 0)
+        pl_wm_int(&m, "signal", e->signal);
+    if (e->maxrss_kb >= 0)
+        pl_wm_uint(&m, "maxrss_kb", (uint64_t)e->maxrss_kb);
+    if (e->error)
+        pl_wm_str(&m, "error", e->error);
+}
+
+void pl_event_clear(struct pl_event *e)
+{
+    int saved = errno;
+
+    free(e->error);
+    memset(e, 0, sizeof(*e));
+    errno = saved;
+}
+
+int pl_event_decode(const msgpack_object *o, struct pl_event *e,
+                    struct pl_error *errp)
+{
+    char *state = NULL;
+    uint64_t pid = 0, rss = 0;
+    int has_pid = 0, has_rss = 0;
+
+    pl_event_init(e, 0, 0, 0, 0, 0);
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return bad(errp, "not a map");
+    if (pl_mp_uint(o, "id", true, UINT64_MAX, &e->id, errp) < 0
+        || pl_mp_uint(o, "attempt", true, UINT32_MAX, &e->attempt, errp) < 0
+        || pl_mp_uint(o, "rank", false, UINT32_MAX, &e->rank, errp) < 0
+        || pl_mp_str(o, "state", true, 16, &state, errp) < 0
+        || pl_mp_double(o, "time", false, &e->time, errp) < 0
+        || (has_pid = pl_mp_uint(o, "pid", false, INT32_MAX, &pid, errp)) < 0
+        || pl_mp_int(o, "exit_code", false, &e->exit_code, errp) < 0
+        || pl_mp_int(o, "signal", false, &e->signal, errp) < 0
+        || (has_rss = pl_mp_uint(o, "maxrss_kb", false, INT64_MAX, &rss,
+                                 errp)) < 0
+        || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0)
+        goto error;
+    if ((e->state = pl_state_parse(state)) < 0) {
+        pl_errprintf(errp, "bad state '%s'", state);
+        errno = EPROTO;
+        goto error;
+    }
+    free(state);
+    /* what the receiver may take as it is */
+    if (e->exit_code < INT32_MIN || e->exit_code > INT32_MAX)
+        e->exit_code = -1;
+    if (e->signal < 0 || e->signal > 255)
+        e->signal = -1;
+    if (!isfinite(e->time) || e->time <= 0)
+        e->time = 0;
+    /* the text becomes the task's reason, shown as JSON: a path in it
+     * may hold any bytes */
+    pl_utf8_repair(e->error);
+    e->pid = has_pid ? (int64_t)pid : -1;
+    e->maxrss_kb = has_rss ? (int64_t)rss : -1;
+    return 0;
+error:
+    free(state);
+    pl_event_clear(e);
+    return -1;
+}
+
+void pl_events_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n)
+{
+    pl_wbuf_init(w, PL_MSG_EVENTS, seq);
+    msgpack_pack_array(pl_wm_key(&w->body, "events"), n);
+}
+
+int pl_events_decode(const msgpack_object *body,
+                     const msgpack_object **entries, struct pl_error *errp)
+{
+    return pl_mp_array(body, "events", true, PL_EVENTS_MAX, entries, errp)
+                   < 0
+               ? -1
+               : 0;
+}
+
+/* ------------------------------------------------------------ register */
+
+void pl_register_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_register *r)
+{
+    struct pl_wmap *b = &w->body;
+    msgpack_packer *pk;
+
+    pl_wbuf_init(w, PL_MSG_REGISTER, seq);
+    pl_wm_uint(b, "last_run", r->last_run);
+    pl_wm_str(b, "node", r->node);
+    pl_wm_uint(b, "pid", r->pid);
+    pl_wm_uintv(b, "cores", r->cpu, r->ncpu);
+    pl_wm_strv(b, "gpus", r->gpus);
+    pk = pl_wm_key(b, "running");
+    msgpack_pack_array(pk, r->nrunning);
+    for (uint32_t i = 0; i < r->nrunning; i++) {
+        struct pl_wmap m;
+        pl_wmap_begin(w, &m);
+        pl_wm_uint(&m, "id", r->running[i].id);
+        pl_wm_uint(&m, "attempt", r->running[i].attempt);
+        pl_wm_uint(&m, "rank", r->running[i].rank);
+    }
+    /* what ended while pilotd could not commit it (a restarted pilotd) */
+    pk = pl_wm_key(b, "ended");
+    msgpack_pack_array(pk, r->nended);
+    for (uint32_t i = 0; i < r->nended; i++)
+        pl_event_encode(w, &r->ended[i]);
+}
+
+void pl_register_clear(struct pl_register *r)
+{
+    int saved = errno;
+
+    free(r->node);
+    free(r->cpu);
+    pl_strv_free(r->gpus);
+    free(r->running);
+    for (uint32_t i = 0; i < r->nended; i++)
+        pl_event_clear(&r->ended[i]);
+    free(r->ended);
+    memset(r, 0, sizeof(*r));
+    errno = saved;
+}
+
+bool pl_register_runs(const struct pl_register *r, uint64_t id,
+                      uint64_t attempt, uint64_t rank)
+{
+    for (uint32_t i = 0; i < r->nrunning; i++)
+        if (r->running[i].id == id && r->running[i].attempt == attempt
+            && r->running[i].rank == rank)
+            return true;
+    return false;
+}
+
+bool pl_register_ended(const struct pl_register *r, uint64_t id,
+                       uint64_t attempt, uint64_t rank)
+{
+    for (uint32_t i = 0; i < r->nended; i++)
+        if (r->ended[i].id == id && r->ended[i].attempt == attempt
+            && r->ended[i].rank == rank)
+            return true;
+    return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Whether the 'n' ids at 'v' are all different (sorts a copy). */
+static int unique(const uint64_t *v, uint32_t n, bool *yes)
+{
+    uint64_t *c = malloc((n ? n : 1) * sizeof(*c));
+
+    if (!c)
+        return -1;
+    memcpy(c, v, n * sizeof(*c));
+    qsort(c, n, sizeof(*c), cmp_u64);
+    *yes = true;
+    for (uint32_t i = 1; i < n && *yes; i++)
+        *yes = c[i] != c[i - 1];
+    free(c);
+    return 0;
+}
+
+/* 'running': [{id, attempt, rank}...] into r->running. */
+static int running_decode(const msgpack_object *body, struct pl_register *r,
+                          struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+
+    if (pl_mp_array(body, "running", false, PL_REG_MAX_HELD, &arr, errp) < 0)
+        return -1;
+    if (!arr || arr->via.array.size == 0)
+        return 0;
+    if (!(r->running = calloc(arr->via.array.size, sizeof(*r->running)))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        struct pl_held *h = &r->running[i];
+        if (e->type != MSGPACK_OBJECT_MAP)
+            return bad(errp, "'running': entries must be maps");
+        if (pl_mp_uint(e, "id", true, UINT64_MAX, &h->id, errp) < 0
+            || pl_mp_uint(e, "attempt", true, UINT32_MAX, &h->attempt, errp)
+                   < 0
+            || pl_mp_uint(e, "rank", false, UINT32_MAX, &h->rank, errp) < 0)
+            return -1;
+        r->nrunning++;
+    }
+    return 0;
+}
+
+/* 'ended': [event...] into r->ended. */
+static int ended_decode(const msgpack_object *body, struct pl_register *r,
+                        struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    struct pl_error e2;
+
+    if (pl_mp_array(body, "ended", false, PL_REG_MAX_HELD, &arr, errp) < 0)
+        return -1;
+    if (!arr || arr->via.array.size == 0)
+        return 0;
+    if (!(r->ended = calloc(arr->via.array.size, sizeof(*r->ended)))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        if (pl_event_decode(&arr->via.array.ptr[i], &r->ended[i], &e2) < 0) {
+            int saved = errno;
+            pl_errprintf(errp, "'ended' entry %u: %s", i, e2.text);
+            errno = saved;
+            return -1;
+        }
+        r->nended++;
+    }
+    return 0;
+}
+
+int pl_register_decode(const msgpack_object *body, struct pl_register *r,
+                       struct pl_error *errp)
+{
+    bool once;
+
+    memset(r, 0, sizeof(*r));
+    if (pl_mp_str(body, "node", true, PL_NODE_NAME_MAX, &r->node, errp) < 0
+        || pl_mp_uint(body, "pid", false, INT32_MAX, &r->pid, errp) < 0
+        || pl_mp_uintv(body, "cores", true, PL_REG_MAX_CPUS,
+                       PL_REG_MAX_CPU_ID, &r->cpu, &r->ncpu, errp) < 0
+        || pl_mp_strv(body, "gpus", false, 0, PL_REG_MAX_GPUS, PL_GPU_ID_MAX,
+                      &r->gpus, errp) < 0
+        || pl_mp_uint(body, "last_run", false, UINT64_MAX, &r->last_run,
+                      errp) < 0)
+        goto error;
+    if (!pl_node_name_ok(r->node)) {
+        pl_errprintf(errp, "bad node name (want 1..%d of A-Z a-z 0-9 . _ -)",
+                     PL_NODE_NAME_MAX);
+        errno = EPROTO;
+        goto error;
+    }
+    if (r->ncpu == 0) {
+        bad(errp, "no cores");
+        goto error;
+    }
+    /* pilotd would place two tasks on a core given twice */
+    if (unique(r->cpu, r->ncpu, &once) < 0) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
+    if (!once) {
+        bad(errp, "a CPU id given twice");
+        goto error;
+    }
+    for (size_t i = 0; r->gpus && r->gpus[i]; i++) {
+        if (!pl_gpu_id_ok(r->gpus[i])) {
+            bad(errp, "bad GPU id (want printable, no ',' or ';')");
+            goto error;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (!strcmp(r->gpus[i], r->gpus[j])) {
+                pl_errprintf(errp, "GPU id '%s' given twice", r->gpus[i]);
+                errno = EPROTO;
+                goto error;
+            }
+        }
+    }
+    if (running_decode(body, r, errp) < 0 || ended_decode(body, r, errp) < 0)
+        goto error;
+    return 0;
+error:
+    pl_register_clear(r);
+    return -1;
+}
+
+/* ------------------------------------------------------------ welcome */
+
+void pl_welcome_encode(struct pl_wbuf *w, uint64_t seq,
+                       const struct pl_welcome *wl)
+{
+    pl_wbuf_init(w, PL_MSG_WELCOME, seq);
+    pl_wm_str(&w->body, "node", wl->node);
+    pl_wm_str(&w->body, "instance", wl->instance);
+    pl_wm_double(&w->body, "heartbeat", wl->heartbeat);
+}
+
+void pl_welcome_clear(struct pl_welcome *wl)
+{
+    int saved = errno;
+
+    free(wl->node);
+    free(wl->instance);
+    memset(wl, 0, sizeof(*wl));
+    errno = saved;
+}
+
+int pl_welcome_decode(const msgpack_object *body, struct pl_welcome *wl,
+                      struct pl_error *errp)
+{
+    memset(wl, 0, sizeof(*wl));
+    if (pl_mp_str(body, "node", true, PL_NODE_NAME_MAX, &wl->node, errp) < 0
+        || pl_mp_double(body, "heartbeat", true, &wl->heartbeat, errp) < 0
+        || pl_mp_str(body, "instance", true, PL_INSTANCE_MAX, &wl->instance,
+                     errp) < 0)
+        goto error;
+    if (!pl_node_name_ok(wl->node) || !isfinite(wl->heartbeat)
+        || wl->heartbeat <= 0 || wl->heartbeat > PL_HEARTBEAT_MAX) {
+        bad(errp, "welcome: bad node or heartbeat");
+        goto error;
+    }
+    return 0;
+error:
+    pl_welcome_clear(wl);
+    return -1;
+}
+
+/* ------------------------------------------------------------ the rest */
+
+void pl_pull_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_pull *p)
+{
+    pl_wbuf_init(w, PL_MSG_PULL, seq);
+    pl_wm_uint(&w->body, "free_cores", p->free_cores);
+    pl_wm_uint(&w->body, "free_gpus", p->free_gpus);
+}
+
+int pl_pull_decode(const msgpack_object *body, struct pl_pull *p,
+                   struct pl_error *errp)
+{
+    memset(p, 0, sizeof(*p));
+    if (pl_mp_uint(body, "free_cores", false, PL_REG_MAX_CPUS,
+                   &p->free_cores, errp) < 0
+        || pl_mp_uint(body, "free_gpus", false, PL_REG_MAX_GPUS,
+                      &p->free_gpus, errp) < 0)
+        return -1;
+    return 0;
+}
+
+void pl_ack_encode(struct pl_wbuf *w, uint64_t acked)
+{
+    pl_wbuf_init(w, PL_MSG_ACK, 0);
+    pl_wm_uint(&w->body, "seq", acked);
+}
+
+int pl_ack_decode(const msgpack_object *body, uint64_t *acked,
+                  struct pl_error *errp)
+{
+    return pl_mp_uint(body, "seq", true, UINT64_MAX, acked, errp) < 0 ? -1
+                                                                       : 0;
+}
+
+void pl_kill_encode(struct pl_wbuf *w, const struct pl_kill *k)
+{
+    pl_wbuf_init(w, PL_MSG_KILL, 0);
+    pl_wm_uint(&w->body, "id", k->id);
+    pl_wm_uint(&w->body, "attempt", k->attempt);
+    if (k->one)
+        pl_wm_uint(&w->body, "rank", k->rank);
+    pl_wm_double(&w->body, "grace", k->grace);
+}
+
+int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
+                   struct pl_error *errp)
+{
+    int one;
+
+    memset(k, 0, sizeof(*k));
+    if (pl_mp_uint(body, "id", true, UINT64_MAX, &k->id, errp) < 0
+        || pl_mp_uint(body, "attempt", true, UINT32_MAX, &k->attempt, errp)
+               < 0
+        || (one = pl_mp_uint(body, "rank", false, UINT32_MAX, &k->rank,
+                             errp)) < 0
+        || pl_mp_double(body, "grace", true, &k->grace, errp) < 0)
+        return -1;
+    if (!isfinite(k->grace) || k->grace < 0 || k->grace > PL_KILL_GRACE_MAX)
+        return bad(errp, "kill: grace out of range");
+    k->one = one == 1;
+    return 0;
+}
+
+void pl_bare_encode(struct pl_wbuf *w, int type, uint64_t seq)
+{
+    pl_wbuf_init(w, type, seq);
+}

@@ -1,0 +1,149 @@
+/* proto/agentmsg.h - what pilotd and its agents say to each other, but RUN
+ *
+ * Each message has its encoder (what the sender calls) and its decoder
+ * (what the receiver calls, checking every field before anything acts
+ * on it): docs/protocol.md, 201-207 and 301-304.  RUN is proto/run.h.
+ */
+#ifndef PL_PROTO_AGENTMSG_H
+#define PL_PROTO_AGENTMSG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "proto/error.h"
+#include "proto/msg.h"
+
+/* A node's name, as it registers: it goes into logs, the database and
+ * the RUN entries' 'nodelist' and 'hosts', whose readers refuse commas,
+ * colons and spaces: 1..63 of a host name's characters (and Slurm's
+ * '_'). */
+#define PL_NODE_NAME_MAX 63
+bool pl_node_name_ok(const char *s);
+/* A GPU id (SLURM_STEP_GPUS) goes into comma- and semicolon-joined lists
+ * (status, 'rank_gpus'): 1..64 printable bytes, neither ',' nor ';'. */
+#define PL_GPU_ID_MAX 64
+bool pl_gpu_id_ok(const char *s);
+
+#define PL_REG_MAX_CPUS 4096          /* CPU ids an agent registers */
+#define PL_REG_MAX_CPU_ID (1 << 20)
+#define PL_REG_MAX_GPUS 64
+#define PL_REG_MAX_HELD (1 << 20)     /* 'running' and 'ended' entries */
+#define PL_EVENTS_MAX 1000000         /* events in one EVENTS */
+#define PL_INSTANCE_MAX 95            /* bytes of a pilotd's instance */
+#define PL_HEARTBEAT_MAX 3600.0       /* s between heartbeats */
+#define PL_KILL_GRACE_MAX 1e6         /* s from SIGTERM to SIGKILL */
+
+/* One rank an agent runs: task, attempt, rank. */
+struct pl_held {
+    uint64_t id, attempt, rank;
+};
+
+/* One state change of a rank (303, and the 'ended' of a REGISTER).
+ * Absent numbers are -1; a decoded one has exit_code within int32,
+ * signal within 0..255 and time finite and > 0, or else -1 (0 for the
+ * time: the receiver's clock stands in), and an error of valid UTF-8
+ * (other bytes become '?'). */
+struct pl_event {
+    uint64_t id, attempt, rank;
+    int state;          /* enum pl_state */
+    double time;        /* s since the epoch */
+    int64_t pid;        /* -1: none */
+    int64_t exit_code;
+    int64_t signal;
+    int64_t maxrss_kb;
+    char *error;        /* NULL, or owned (decoded) / borrowed (encoded) */
+};
+
+/* An event with nothing but 'id', 'attempt', 'rank', 'state' and
+ * 'time' set. */
+void pl_event_init(struct pl_event *e, uint64_t id, uint64_t attempt,
+                   uint64_t rank, int state, double time);
+/* Pack 'e' as one map value. */
+void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e);
+/* 0, or -1 with errp set (errno EPROTO or ENOMEM) and 'e' cleared. */
+int pl_event_decode(const msgpack_object *o, struct pl_event *e,
+                    struct pl_error *errp);
+void pl_event_clear(struct pl_event *e);
+
+/* EVENTS: pl_events_begin() then exactly 'n' pl_event_encode(). */
+void pl_events_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n);
+/* Its entries (borrowed), each for pl_event_decode().  0, or -1. */
+int pl_events_decode(const msgpack_object *body,
+                     const msgpack_object **entries, struct pl_error *errp);
+
+/* REGISTER: who the agent is, what it runs, what ended while no pilotd
+ * stored it. */
+struct pl_register {
+    char *node;
+    uint64_t pid;       /* 0 when absent */
+    uint64_t *cpu;      /* CPU ids, 1..PL_REG_MAX_CPUS of them, unique */
+    uint32_t ncpu;
+    char **gpus;        /* GPU ids, unique, or NULL: none */
+    uint64_t last_run;  /* the seq of the last RUN read from this pilotd */
+    struct pl_held *running;
+    uint32_t nrunning;
+    struct pl_event *ended;
+    uint32_t nended;
+};
+
+/* Every pointer of 'r' is borrowed. */
+void pl_register_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_register *r);
+/* Into 'r', which then owns everything (pl_register_clear()).  0, or
+ * -1 with errp set (errno EPROTO or ENOMEM) and 'r' cleared. */
+int pl_register_decode(const msgpack_object *body, struct pl_register *r,
+                       struct pl_error *errp);
+void pl_register_clear(struct pl_register *r);
+/* Whether the agent of 'r' says rank 'rank' of 'attempt' of task 'id'
+ * runs there, or ended while no pilotd stored it. */
+bool pl_register_runs(const struct pl_register *r, uint64_t id,
+                      uint64_t attempt, uint64_t rank);
+bool pl_register_ended(const struct pl_register *r, uint64_t id,
+                       uint64_t attempt, uint64_t rank);
+
+/* WELCOME: the answer to REGISTER 'seq'. */
+struct pl_welcome {
+    char *node;         /* what pilotd calls the agent's node */
+    char *instance;     /* which pilotd: a new one numbers RUNs from 1 */
+    double heartbeat;   /* s, in (0, PL_HEARTBEAT_MAX] */
+};
+
+void pl_welcome_encode(struct pl_wbuf *w, uint64_t seq,
+                       const struct pl_welcome *wl);
+int pl_welcome_decode(const msgpack_object *body, struct pl_welcome *wl,
+                      struct pl_error *errp);
+void pl_welcome_clear(struct pl_welcome *wl);
+
+/* PULL: the agent has room. */
+struct pl_pull {
+    uint64_t free_cores, free_gpus;
+};
+
+void pl_pull_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_pull *p);
+int pl_pull_decode(const msgpack_object *body, struct pl_pull *p,
+                   struct pl_error *errp);
+
+/* ACK: the EVENTS message 'acked' is committed. */
+void pl_ack_encode(struct pl_wbuf *w, uint64_t acked);
+int pl_ack_decode(const msgpack_object *body, uint64_t *acked,
+                  struct pl_error *errp);
+
+/* KILL: stop every rank of an attempt on the node, or only 'rank'. */
+struct pl_kill {
+    uint64_t id, attempt;
+    bool one;           /* only 'rank' */
+    uint64_t rank;
+    double grace;       /* s from SIGTERM to SIGKILL */
+};
+
+void pl_kill_encode(struct pl_wbuf *w, const struct pl_kill *k);
+int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
+                   struct pl_error *errp);
+
+/* The messages without a body: EXIT, REREGISTER, PING (pilotd's) and
+ * HEARTBEAT (the agent's). */
+void pl_bare_encode(struct pl_wbuf *w, int type, uint64_t seq);
+
+#endif /* !PL_PROTO_AGENTMSG_H */

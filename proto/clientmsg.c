@@ -1,0 +1,167 @@
+/* proto/clientmsg.c - the requests a client sends pilotd (101-107) */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/clientmsg.h"
+#include "proto/query.h"
+#include "proto/spec.h"
+#include "proto/state.h"
+#include "proto/strv.h"
+
+/* The selection's fields into 'm' (none when it is empty). */
+static void sel_pack(struct pl_wmap *m, const struct pl_sel_req *s)
+{
+    if (s->nids)
+        pl_wm_uintv(m, "ids", s->ids, s->nids);
+    if (s->nelems)
+        pl_wm_uintv(m, "elems", s->elems, s->nelems * 2);
+}
+
+void pl_sel_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
+                       const struct pl_sel_req *s)
+{
+    pl_wbuf_init(w, type, seq);
+    sel_pack(&w->body, s);
+}
+
+void pl_sel_req_clear(struct pl_sel_req *s)
+{
+    int saved = errno;
+
+    free(s->ids);
+    free(s->elems);
+    memset(s, 0, sizeof(*s));
+    errno = saved;
+}
+
+bool pl_sel_req_given(const struct pl_sel_req *s)
+{
+    return s->nids + s->nelems > 0;
+}
+
+int pl_sel_req_decode(const msgpack_object *body, struct pl_sel_req *s,
+                      struct pl_error *errp)
+{
+    uint32_t nel = 0;
+
+    memset(s, 0, sizeof(*s));
+    if (pl_mp_uintv(body, "ids", false, PL_REQ_MAX_IDS, UINT64_MAX, &s->ids,
+                    &s->nids, errp) < 0
+        || pl_mp_uintv(body, "elems", false, PL_REQ_MAX_IDS * 2, UINT64_MAX,
+                       &s->elems, &nel, errp) < 0)
+        goto error;
+    if (nel % 2) {
+        errno = EPROTO;
+        pl_errprintf(errp, "elems: want pairs of array id and index");
+        goto error;
+    }
+    s->nelems = nel / 2;
+    return 0;
+error:
+    pl_sel_req_clear(s);
+    return -1;
+}
+
+void pl_list_req_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_list_req *l)
+{
+    pl_wbuf_init(w, PL_MSG_LIST, seq);
+    if (l->state)
+        pl_wm_str(&w->body, "state", l->state);
+    if (l->tags && l->tags[0])
+        pl_wm_strv(&w->body, "tags", l->tags);
+    if (l->limit)
+        pl_wm_uint(&w->body, "limit", l->limit);
+    sel_pack(&w->body, &l->sel);
+}
+
+void pl_list_req_clear(struct pl_list_req *l)
+{
+    int saved = errno;
+
+    free(l->state);
+    pl_strv_free(l->tags);
+    pl_sel_req_clear(&l->sel);
+    memset(l, 0, sizeof(*l));
+    errno = saved;
+}
+
+int pl_list_req_decode(const msgpack_object *body, struct pl_list_req *l,
+                       struct pl_error *errp)
+{
+    memset(l, 0, sizeof(*l));
+    if (pl_mp_str(body, "state", false, 16, &l->state, errp) < 0
+        || pl_mp_strv(body, "tags", false, 0, PL_QUERY_MAX_TAGS, PL_REQ_MAX_TAG,
+                      &l->tags, errp) < 0
+        || pl_mp_uint(body, "limit", false, UINT64_MAX, &l->limit, errp) < 0
+        || pl_sel_req_decode(body, &l->sel, errp) < 0)
+        goto error;
+    if (l->state && pl_state_parse(l->state) < 0) {
+        errno = EINVAL;
+        pl_errprintf(errp, "unknown state '%s'", l->state);
+        goto error;
+    }
+    return 0;
+error:
+    pl_list_req_clear(l);
+    return -1;
+}
+
+void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_show_req *s)
+{
+    pl_wbuf_init(w, PL_MSG_SHOW, seq);
+    if (s->by_elem) {
+        uint64_t el[2] = { s->id, s->index };
+        pl_wm_uintv(&w->body, "elem", el, 2);
+    }
+    else
+        pl_wm_uint(&w->body, "id", s->id);
+}
+
+int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
+                       struct pl_error *errp)
+{
+    uint64_t *el = NULL;
+    uint32_t nel = 0;
+    int has_id;
+
+    memset(s, 0, sizeof(*s));
+    if ((has_id = pl_mp_uint(body, "id", false, UINT64_MAX, &s->id, errp))
+            < 0
+        || pl_mp_uintv(body, "elem", false, 2, UINT64_MAX, &el, &nel, errp)
+               < 0)
+        return -1;
+    if (!has_id && nel != 2) {
+        free(el);
+        errno = EPROTO;
+        return pl_errprintf(errp, "show: want id, or elem: [array id, "
+                            "index]");
+    }
+    if (!has_id) {
+        s->by_elem = true;
+        s->id = el[0];
+        s->index = el[1];
+    }
+    free(el);
+    return 0;
+}
+
+void pl_submit_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n)
+{
+    pl_wbuf_init(w, PL_MSG_SUBMIT, seq);
+    msgpack_pack_array(pl_wm_key(&w->body, "tasks"), n);
+}
+
+int pl_submit_decode(const msgpack_object *body,
+                     const msgpack_object **specs, struct pl_error *errp)
+{
+    if (pl_mp_array(body, "tasks", true, PL_SPEC_MAX_SUBMIT, specs, errp) < 0)
+        return -1;
+    if ((*specs)->via.array.size == 0) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "no tasks in the request");
+    }
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* proto/clientmsg.h - the requests a client sends pilotd (101-107)
+ *
+ * Each request has its encoder (the CLI's) and its decoder (pilotd's,
+ * which checks every field before a handler sees it); the replies are
+ * JSON data (proto/mpjson.h) under the envelope's REPLY.  The task
+ * specs of a submit are proto/spec.h's.  docs/protocol.md has the
+ * fields.
+ */
+#ifndef PL_PROTO_CLIENTMSG_H
+#define PL_PROTO_CLIENTMSG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "proto/error.h"
+#include "proto/msg.h"
+
+/* Task ids one request may carry: each is a lookup, 7 us here, so 0.7 s
+ * at most (a million held pilotd for 7.5 s). */
+#define PL_REQ_MAX_IDS 100000
+#define PL_REQ_MAX_TAG 512          /* bytes of one "KEY=VALUE" or "KEY" */
+
+/* The tasks a request names: 'ids' (tasks, or arrays: all their
+ * elements) and 'elems' (pairs: array id, index).  Owned. */
+struct pl_sel_req {
+    uint64_t *ids;
+    uint32_t nids;
+    uint64_t *elems;
+    uint32_t nelems;       /* pairs */
+};
+
+/* LIST, and the selection alone for COUNTS and CANCEL. */
+struct pl_list_req {
+    char *state;           /* a state's name, or NULL: any */
+    char **tags;           /* "KEY=VALUE" or "KEY", or NULL */
+    uint64_t limit;        /* 0: no limit */
+    struct pl_sel_req sel;
+};
+
+/* SHOW: one task, by id or as an array's element. */
+struct pl_show_req {
+    bool by_elem;
+    uint64_t id;           /* a task id, or with by_elem the array's */
+    uint64_t index;        /* with by_elem */
+};
+
+/* Each encoder builds the whole message in 'w' (pl_wbuf_destroy()).
+ * Each decoder fills its request (cleared first; owned: _clear()) and
+ * returns 0, or -1 with errp set (errno EPROTO, EINVAL, ENOMEM) and
+ * nothing held. */
+void pl_sel_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
+                       const struct pl_sel_req *s);
+int pl_sel_req_decode(const msgpack_object *body, struct pl_sel_req *s,
+                      struct pl_error *errp);
+void pl_sel_req_clear(struct pl_sel_req *s);
+bool pl_sel_req_given(const struct pl_sel_req *s);
+
+void pl_list_req_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_list_req *l);
+int pl_list_req_decode(const msgpack_object *body, struct pl_list_req *l,
+                       struct pl_error *errp);
+void pl_list_req_clear(struct pl_list_req *l);
+
+void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_show_req *s);
+int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
+                       struct pl_error *errp);
+
+/* SUBMIT: pl_submit_begin() and exactly 'n' pl_spec_encode(); pilotd
+ * takes the specs (borrowed) one by one to pl_spec_decode(). */
+void pl_submit_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n);
+int pl_submit_decode(const msgpack_object *body,
+                     const msgpack_object **specs, struct pl_error *errp);
+
+#endif /* !PL_PROTO_CLIENTMSG_H */

@@ -1,0 +1,401 @@
+/* proto/run.c - the RUN message: one entry per rank an agent starts */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/agentmsg.h"
+#include "proto/run.h"
+#include "proto/spec.h"
+#include "proto/strv.h"
+
+#define MPI_RANKS_MAX PL_SPEC_MAX_RANKS /* entries in 'hosts', 'rank_cores' */
+
+void pl_run_clear(struct pl_run *r)
+{
+    int saved = errno;
+
+    pl_strv_free(r->argv);
+    pl_strv_free(r->env);
+    pl_strv_free(r->nodelist);
+    free(r->master_addr);
+    pl_strv_free(r->hosts);
+    free(r->rank_cores);
+    free(r->rank_gpus);
+    free(r->cwd);
+    free(r->cores);
+    free(r->gpus);
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof(*r));
+    errno = saved;
+}
+
+static int bad(struct pl_error *errp, const char *what)
+{
+    errno = EPROTO;
+    return pl_errprintf(errp, "%s", what);
+}
+
+/* ------------------------------------------------------------ encode */
+
+void pl_run_msg_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n)
+{
+    pl_wbuf_init(w, PL_MSG_RUN, seq);
+    msgpack_pack_array(pl_wm_key(&w->body, "tasks"), n);
+}
+
+int pl_run_msg_decode(const msgpack_object *body,
+                      const msgpack_object **entries, struct pl_error *errp)
+{
+    return pl_mp_array(body, "tasks", true, PL_RUN_MAX_ENTRIES, entries,
+                       errp) < 0 ? -1 : 0;
+}
+
+/* "0,1;2" as [[0, 1], [2]]: the ';'-separated lists of 'v' ('n' of
+ * them), each of ','-separated items, packed as numbers or strings. */
+static void pack_lists(msgpack_packer *pk, const char *v, uint64_t n,
+                       bool numbers)
+{
+    if (!v)
+        v = ""; /* empty lists: the reader refuses them */
+    msgpack_pack_array(pk, (uint32_t)n);
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len = strcspn(v, ";");
+        uint32_t items = 1;
+        for (size_t k = 0; k < len; k++)
+            items += v[k] == ',';
+        msgpack_pack_array(pk, len ? items : 0);
+        for (const char *p = v; len && p < v + len;) {
+            size_t ilen = strcspn(p, ",;");
+            if (numbers)
+                msgpack_pack_uint64(pk, strtoull(p, NULL, 10));
+            else {
+                msgpack_pack_str(pk, ilen);
+                msgpack_pack_str_body(pk, p, ilen);
+            }
+            p += ilen + (p[ilen] == ',');
+        }
+        v += len + (v[len] == ';');
+    }
+}
+
+void pl_run_encode(struct pl_wbuf *w, const struct pl_run *r)
+{
+    struct pl_wmap m;
+    bool multi = r->size > 1 || r->comm != PL_COMM_NONE;
+
+    pl_wmap_begin(w, &m);
+    pl_wm_uint(&m, "id", r->id);
+    pl_wm_uint(&m, "attempt", r->attempt);
+    pl_wm_strv(&m, "argv", r->argv);
+    if (r->env)
+        pl_wm_strv(&m, "env", r->env);
+    if (r->cwd)
+        pl_wm_str(&m, "cwd", r->cwd);
+    pl_wm_uintv(&m, "cores", r->cores, r->ncores);
+    pl_wm_uintv(&m, "gpus", r->gpus, r->ngpus);
+    pl_wm_str(&m, "stdout", r->out);
+    pl_wm_str(&m, "stderr", r->err);
+    if (r->timeout > 0)
+        pl_wm_double(&m, "timeout", r->timeout);
+    if (multi) {
+        pl_wm_uint(&m, "rank", r->rank);
+        pl_wm_uint(&m, "size", r->size);
+        pl_wm_uint(&m, "local_rank", r->local_rank);
+        pl_wm_uint(&m, "local_size", r->local_size);
+        pl_wm_uint(&m, "node_rank", r->node_rank);
+        if (r->nodelist)
+            pl_wm_strv(&m, "nodelist", r->nodelist);
+        pl_wm_str(&m, "comm", pl_comm_name(r->comm));
+    }
+    if (r->comm == PL_COMM_TORCH) {
+        pl_wm_str(&m, "master_addr", r->master_addr);
+        pl_wm_uint(&m, "master_port", r->master_port);
+    }
+    if (r->comm == PL_COMM_MPI) {
+        /* rank 0's agent launches them all, where they were placed */
+        pl_wm_str(&m, "launcher", pl_launcher_name(r->launcher));
+        pl_wm_strv(&m, "hosts", r->hosts);
+        pack_lists(pl_wm_key(&m, "rank_cores"), r->rank_cores, r->size,
+                   true);
+        if (r->rank_gpus)
+            /* by Slurm id: each rank finds them in its own step's list */
+            pack_lists(pl_wm_key(&m, "rank_gpus"), r->rank_gpus, r->size,
+                       false);
+    }
+}
+
+/* ------------------------------------------------------------ decode */
+
+/* MAX_ARG_STRLEN: execve() takes no longer environment entry */
+#define ENV_STRLEN (128 * 1024)
+
+/* 'rank_cores' as "0,1;2;..." in r->rank_cores: 'size' non-empty
+ * arrays of CPU ids. */
+static int decode_rank_cores(const msgpack_object *o,
+                             struct pl_run *r, struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    char *buf;
+    char *p;
+
+    if (pl_mp_array(o, "rank_cores", true, MPI_RANKS_MAX, &arr, errp) < 0)
+        return -1;
+    if (arr->via.array.size != r->size)
+        return bad(errp, "field 'rank_cores': want one entry per rank");
+    size_t len = 1;
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size == 0
+            || e->via.array.size > PL_SPEC_MAX_CPR)
+            return bad(errp, "field 'rank_cores': want a non-empty array "
+                             "of CPU ids for each rank");
+        len += 1 + (size_t)e->via.array.size * 5; /* "4095," */
+    }
+    if (!(p = buf = malloc(len)))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (i)
+            *p++ = ';';
+        for (uint32_t j = 0; j < e->via.array.size; j++) {
+            const msgpack_object *c = &e->via.array.ptr[j];
+            if (c->type != MSGPACK_OBJECT_POSITIVE_INTEGER
+                || c->via.u64 >= PL_RUN_MAX_CPU) {
+                free(buf);
+                return bad(errp, "field 'rank_cores': bad CPU id");
+            }
+            p += sprintf(p, "%s%u", j ? "," : "", (unsigned)c->via.u64);
+        }
+    }
+    *p = '\0';
+    r->rank_cores = buf;
+    return 0;
+}
+
+/* 'rank_gpus', if there, as "0,1;2;..." in r->rank_gpus: 'size'
+ * arrays of GPU ids (Slurm's names), each of 1 to PL_SPEC_MAX_GPR. */
+static int decode_rank_gpus(const msgpack_object *o,
+                            struct pl_run *r, struct pl_error *errp)
+{
+    const msgpack_object *arr = NULL;
+    char *buf;
+    char *p;
+
+    if (pl_mp_array(o, "rank_gpus", false, MPI_RANKS_MAX, &arr, errp) < 0)
+        return -1;
+    if (!arr)
+        return 0;
+    if (arr->via.array.size != r->size)
+        return bad(errp, "field 'rank_gpus': want one entry per rank");
+    size_t len = 1;
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size == 0
+            || e->via.array.size > PL_SPEC_MAX_GPR)
+            return bad(errp, "field 'rank_gpus': want a non-empty array "
+                             "of GPU ids for each rank");
+        for (uint32_t j = 0; j < e->via.array.size; j++) {
+            const msgpack_object *g = &e->via.array.ptr[j];
+            if (g->type != MSGPACK_OBJECT_STR || g->via.str.size == 0
+                || g->via.str.size > PL_GPU_ID_MAX
+                || memchr(g->via.str.ptr, ',', g->via.str.size)
+                || memchr(g->via.str.ptr, ';', g->via.str.size)
+                || memchr(g->via.str.ptr, '\0', g->via.str.size))
+                return bad(errp, "field 'rank_gpus': want GPU ids: "
+                                 "non-empty strings without ',' or ';'");
+            len += g->via.str.size + 1;
+        }
+        len++;
+    }
+    if (len > ENV_STRLEN)
+        return bad(errp, "field 'rank_gpus': too long for the environment");
+    if (!(p = buf = malloc(len)))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (i)
+            *p++ = ';';
+        for (uint32_t j = 0; j < e->via.array.size; j++) {
+            const msgpack_object *g = &e->via.array.ptr[j];
+            if (j)
+                *p++ = ',';
+            memcpy(p, g->via.str.ptr, g->via.str.size);
+            p += g->via.str.size;
+        }
+    }
+    *p = '\0';
+    r->rank_gpus = buf;
+    return 0;
+}
+
+/* The fields of an MPI task's one entry: the launcher and where every
+ * rank runs. */
+static int decode_mpi(const msgpack_object *o, struct pl_run *r,
+                      struct pl_error *errp)
+{
+    char *launcher = NULL;
+    int l = PL_LAUNCHER_SRUN;
+
+    if (!pl_mp_get(o, "hosts"))
+        return bad(errp, "mpi task without placement");
+    if (pl_mp_str(o, "launcher", false, 16, &launcher, errp) < 0)
+        return -1;
+    if (launcher && (l = pl_launcher_parse(launcher)) < 0) {
+        pl_errprintf(errp, "field 'launcher': unknown launcher '%s' "
+                     "(srun or mpirun)", launcher);
+        free(launcher);
+        errno = EPROTO;
+        return -1;
+    }
+    free(launcher);
+    r->launcher = l;
+    if (pl_mp_strv(o, "hosts", true, 1, MPI_RANKS_MAX, PL_NODE_NAME_MAX,
+                   &r->hosts, errp) < 0)
+        return -1;
+    if (pl_strv_len(r->hosts) != r->size)
+        return bad(errp, "field 'hosts': want one host per rank");
+    for (char **h = r->hosts; *h; h++) {
+        if (!**h || strpbrk(*h, ",: \t\n"))
+            return bad(errp, "field 'hosts': empty name, or one holding a "
+                             "comma, colon or space");
+        bool found = !r->nodelist;
+        for (char **n = r->nodelist; n && *n && !found; n++)
+            found = !strcmp(*n, *h);
+        if (!found) {
+            pl_errprintf(errp, "field 'hosts': '%s' is not in 'nodelist'",
+                         *h);
+            errno = EPROTO;
+            return -1;
+        }
+    }
+    if (decode_rank_cores(o, r, errp) < 0)
+        return -1;
+    return decode_rank_gpus(o, r, errp);
+}
+
+/* The optional fields that place one rank in its task; the rank itself is
+ * already decoded.  Defaults: rank 0 of 1, alone on this node, comm none. */
+static int decode_rank(const msgpack_object *o, struct pl_run *r,
+                       struct pl_error *errp)
+{
+    char *comm = NULL;
+    size_t nnodes = 1;
+    int c = PL_COMM_NONE;
+
+    r->size = 1;
+    r->local_size = 1;
+    if (pl_mp_uint(o, "size", false, PL_SPEC_MAX_RANKS, &r->size, errp) < 0
+        || pl_mp_uint(o, "local_rank", false, PL_SPEC_MAX_RANKS - 1,
+                      &r->local_rank, errp) < 0
+        || pl_mp_uint(o, "local_size", false, PL_SPEC_MAX_RANKS, &r->local_size,
+                      errp) < 0
+        || pl_mp_uint(o, "node_rank", false, PL_SPEC_MAX_NODES - 1,
+                      &r->node_rank, errp) < 0
+        || pl_mp_strv(o, "nodelist", false, 1, PL_SPEC_MAX_NODES, PL_NODE_NAME_MAX,
+                      &r->nodelist, errp) < 0
+        || pl_mp_str(o, "comm", false, 16, &comm, errp) < 0
+        || pl_mp_str(o, "master_addr", false, PL_NODE_NAME_MAX, &r->master_addr,
+                     errp) < 0
+        || pl_mp_uint(o, "master_port", false, 65535, &r->master_port,
+                      errp) < 0)
+        goto error;
+    if (r->size == 0 || r->rank >= r->size) {
+        bad(errp, "field 'rank' or 'size': want rank < size");
+        goto error;
+    }
+    if (r->local_size == 0 || r->local_rank >= r->local_size
+        || r->local_size > r->size) {
+        bad(errp, "field 'local_rank' or 'local_size': want "
+                  "local_rank < local_size <= size");
+        goto error;
+    }
+    if (r->nodelist) {
+        nnodes = pl_strv_len(r->nodelist);
+        for (char **n = r->nodelist; *n; n++) {
+            if (!**n || strchr(*n, ',')) {
+                bad(errp, "field 'nodelist': empty name or a comma");
+                goto error;
+            }
+        }
+    }
+    if (r->node_rank >= nnodes) {
+        bad(errp, "field 'node_rank': not an index in 'nodelist'");
+        goto error;
+    }
+    if (comm && (c = pl_comm_parse(comm)) < 0) {
+        pl_errprintf(errp, "field 'comm': unknown comm '%s'", comm);
+        errno = EPROTO;
+        goto error;
+    }
+    r->comm = c;
+    if (r->comm == PL_COMM_TORCH
+        && (!r->master_addr || !*r->master_addr
+            || r->master_port == 0)) {
+        bad(errp, "comm torch: want 'master_addr' and 'master_port' "
+                  "(1..65535)");
+        goto error;
+    }
+    if (r->master_port == 0 && pl_mp_get(o, "master_port")) {
+        bad(errp, "field 'master_port': out of range");
+        goto error;
+    }
+    if (r->comm == PL_COMM_MPI && decode_mpi(o, r, errp) < 0)
+        goto error;
+    free(comm);
+    return 0;
+error:
+    free(comm);
+    return -1;
+}
+
+int pl_run_decode(const msgpack_object *o, struct pl_run *r,
+                        bool *have_id, struct pl_error *errp)
+{
+    memset(r, 0, sizeof(*r));
+    *have_id = false;
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return bad(errp, "task entry is not a map");
+    for (uint32_t i = 0; i < o->via.map.size; i++)
+        if (o->via.map.ptr[i].key.type != MSGPACK_OBJECT_STR)
+            return bad(errp, "task entry key is not a string");
+    if (pl_mp_uint(o, "id", true, UINT64_MAX, &r->id, errp) < 0
+        || pl_mp_uint(o, "attempt", true, UINT32_MAX, &r->attempt, errp)
+               < 0)
+        return -1;
+    *have_id = true;
+    /* the rank next, so that a bad entry is reported for its rank */
+    if (pl_mp_uint(o, "rank", false, PL_SPEC_MAX_RANKS - 1, &r->rank, errp) < 0)
+        return -1;
+    if (pl_mp_strv(o, "argv", true, 1, PL_SPEC_MAX_ARGV, PL_SPEC_MAX_ARG, &r->argv, errp)
+            < 0
+        || pl_mp_strv(o, "env", false, 0, PL_RUN_MAX_ENV, PL_SPEC_MAX_ARG, &r->env, errp)
+               < 0
+        || pl_mp_str(o, "cwd", false, PL_SPEC_MAX_CWD, &r->cwd, errp) < 0
+        || pl_mp_uintv(o, "cores", true, PL_SPEC_MAX_CPR, PL_RUN_MAX_CPU - 1,
+                       &r->cores, &r->ncores, errp) < 0
+        || pl_mp_uintv(o, "gpus", false, PL_SPEC_MAX_GPR, UINT32_MAX, &r->gpus,
+                       &r->ngpus, errp) < 0
+        || pl_mp_str(o, "stdout", true, PL_RUN_MAX_PATH, &r->out, errp) < 0
+        || pl_mp_str(o, "stderr", true, PL_RUN_MAX_PATH, &r->err, errp) < 0
+        || pl_mp_double(o, "timeout", false, &r->timeout, errp) < 0)
+        return -1;
+    for (char **e = r->env; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e)
+            return bad(errp, "field 'env': want KEY=VALUE entries");
+    }
+    if (r->cwd && !*r->cwd)
+        return bad(errp, "field 'cwd': empty");
+    if (r->ncores == 0)
+        return bad(errp, "field 'cores': empty");
+    if (!*r->out || !*r->err)
+        return bad(errp, "field 'stdout' or 'stderr': empty path");
+    if (!isfinite(r->timeout) || r->timeout < 0
+        || r->timeout > PL_SPEC_MAX_TIMEOUT)
+        return bad(errp, "field 'timeout': out of range");
+    return decode_rank(o, r, errp);
+}
+

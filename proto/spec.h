@@ -1,0 +1,135 @@
+/* proto/spec.h - a task as submitted: its fields, its limits, its names
+ *
+ * The one definition of a task spec (docs/protocol.md, "A task spec"):
+ * the CLI builds one and checks it with pl_spec_check() before it sends
+ * it, pilotd decodes and checks it again (a peer is never trusted), and
+ * the limits below are the only ones: the agent's RUN entry
+ * (proto/run.h) takes what they allow.  The fit against the pilot's
+ * nodes is pilotd's (daemon/sched.h).
+ */
+#ifndef PL_PROTO_SPEC_H
+#define PL_PROTO_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "proto/error.h"
+#include "proto/msg.h"
+
+/* The limits of one task. */
+#define PL_SPEC_MAX_ARGV 4096          /* arguments of the command */
+#define PL_SPEC_MAX_ARG (64 * 1024)    /* bytes of one argument or one
+                                          environment entry */
+#define PL_SPEC_MAX_ENV 4096           /* environment entries */
+#define PL_SPEC_MAX_NAME 256           /* bytes of a name */
+#define PL_SPEC_MAX_CWD 4096           /* bytes of the working directory */
+#define PL_SPEC_MAX_RANKS 65536
+#define PL_SPEC_MAX_NODES 65536
+#define PL_SPEC_MAX_RPN 4096           /* ranks per node */
+#define PL_SPEC_MAX_CPR 4096           /* cores per rank */
+#define PL_SPEC_MAX_GPR 64             /* GPUs per rank */
+#define PL_SPEC_MAX_RETRIES 100
+#define PL_SPEC_DEFAULT_RETRIES 2      /* runs on lost nodes a task may
+                                          survive when its spec is silent */
+/* s: 115 days; the agent's timer counts ms in a uint64 */
+#define PL_SPEC_MAX_TIMEOUT 1e7
+#define PL_SPEC_MAX_AFTER 10000        /* dependencies of one spec */
+#define PL_SPEC_MAX_ARRAY 1000000      /* elements of one array */
+#define PL_SPEC_MAX_INDEX UINT32_MAX   /* an array index */
+#define PL_SPEC_MAX_PRIORITY 1000000   /* |priority| */
+#define PL_SPEC_MAX_TAGS 32
+#define PL_SPEC_MAX_TAG_KEY 64
+#define PL_SPEC_MAX_TAG_VALUE 256
+#define PL_SPEC_MAX_SUBMIT 100000      /* specs in one submit request */
+
+/* How the ranks of a task find each other ('comm'). */
+enum pl_comm {
+    PL_COMM_NONE = 0, /* independent ranks */
+    PL_COMM_TORCH,    /* torch.distributed init_method="env://" */
+    PL_COMM_MPI,      /* one MPI job, started by rank 0's agent */
+};
+
+/* What starts the ranks of a comm mpi task ('launcher'). */
+enum pl_launcher {
+    PL_LAUNCHER_UNSET = 0, /* not given: srun */
+    PL_LAUNCHER_SRUN,      /* one srun --overlap --mpi=pmix step */
+    PL_LAUNCHER_MPIRUN,    /* Open MPI's mpirun --rankfile */
+};
+
+/* The comm named 's' ("none", "torch", "mpi"), or -1. */
+int pl_comm_parse(const char *s);
+/* The name of 'comm', or "unknown". */
+const char *pl_comm_name(int comm);
+/* The launcher named 's' ("srun", "mpirun"), or -1. */
+int pl_launcher_parse(const char *s);
+/* The name of 'l' ("srun" for PL_LAUNCHER_UNSET), or "unknown". */
+const char *pl_launcher_name(int l);
+
+/* The length of the tag key 's' starts with, if it is one: 1 to
+ * PL_SPEC_MAX_TAG_KEY of [A-Za-z0-9_.-] (it goes into a JSON path),
+ * followed by '\0' or '='; else 0. */
+size_t pl_spec_tag_key(const char *s);
+
+/* One dependency of a spec: a task id, or the latest task of a name. */
+struct pl_dep {
+    uint64_t id;                        /* 0 when 'name' is given */
+    char *name;                         /* owned, or NULL */
+    bool any;                           /* any end will do, not only done */
+    bool elem;                          /* element 'index' of array 'id' */
+    uint64_t index;
+};
+
+/* One task spec.  Every pointer is owned by the spec. */
+struct pl_spec {
+    char *name, *cwd;                   /* NULL when absent */
+    int comm;                           /* enum pl_comm */
+    int launcher;                       /* enum pl_launcher */
+    char **argv;                        /* at least one, first not empty */
+    char **env;                         /* KEY=VALUE, or NULL: none */
+    uint64_t ranks, cpr, gpr, retries, nodes, rpn;
+    bool has_ranks;                     /* given: else NODES x RPN */
+    bool has_retries;                   /* given: else the default */
+    bool exclusive;
+    double timeout;                     /* 0: none */
+    struct pl_dep *after;               /* 'nafter' of them, or NULL */
+    uint32_t nafter;
+    bool array;                         /* an array: astart..aend by astep */
+    uint64_t astart, aend, astep;
+    int64_t priority;                   /* higher first; default 0 */
+    char **tags;                        /* "KEY=VALUE", or NULL: none */
+    uint64_t retry;                     /* retry_failed: that array's
+                                           failed elements only; 0: no */
+    uint64_t *index;                    /* retry: the indexes to make
+                                           (set by pilotd), 'nindex' */
+    uint64_t nindex;
+};
+
+/* A spec with the defaults: one rank of one core, comm none. */
+void pl_spec_init(struct pl_spec *s);
+/* Free what 's' holds and zero it.  Preserves errno. */
+void pl_spec_clear(struct pl_spec *s);
+
+/* Elements of the array of 's' (1 when it is not one; with retry, the
+ * indexes pilotd chose). */
+uint64_t pl_spec_count(const struct pl_spec *s);
+
+/* Check 's' against every rule of a spec and settle what it leaves to
+ * defaults: ranks from nodes x ranks_per_node when not given, the
+ * default retries, an empty env or tags as none.  The limits a person
+ * may hit are named in the text.  0, or -1 with errp set (errno EINVAL)
+ * and 's' unchanged. */
+int pl_spec_check(struct pl_spec *s, struct pl_error *errp);
+
+/* Decode spec 'o' and check it (pl_spec_check()).  0, or -1 with errp
+ * set for a person (errno EPROTO: not the right types; EINVAL: a value
+ * out of its rules; ENOMEM) and 's' cleared. */
+int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
+                   struct pl_error *errp);
+
+/* Pack 's' (as pl_spec_check() left it, or as given) as one map value
+ * into 'w'.  Fields at their defaults are left out. */
+void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s);
+
+#endif /* !PL_PROTO_SPEC_H */
