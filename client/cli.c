@@ -231,11 +231,17 @@ int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp)
     return pl_cli_parse_uint("task id", s, 1, INT64_MAX, id, errp);
 }
 
+/* 'arg' is neither ID nor ID.N. */
+static int not_id(const char *arg, struct pl_error *errp)
+{
+    return pl_errset(errp, EINVAL, "'%.40s' is not a task id (ID, or ID.N: "
+                     "element N of array ID)", arg);
+}
+
 int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
                      struct pl_error *errp)
 {
     size_t n = argc > 0 ? (size_t)argc : 1;
-    const char *arg = "";
 
     memset(sel, 0, sizeof(*sel));
     if (argc > PL_REQ_MAX_IDS) {
@@ -253,7 +259,6 @@ int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
         const char *dot = strchr(argv[i], '.');
         char head[32];
         uint64_t a, idx;
-        arg = argv[i];
         if (!dot) {
             if (pl_cli_parse_id(argv[i], &sel->ids[sel->nids], errp) < 0)
                 goto error;
@@ -262,22 +267,22 @@ int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
         }
         /* ID.N: element N of array ID */
         if ((size_t)(dot - argv[i]) >= sizeof(head) || dot == argv[i]
-            || !dot[1])
-            goto bad;
+            || !dot[1]) {
+            not_id(argv[i], errp);
+            goto error;
+        }
         snprintf(head, sizeof(head), "%.*s", (int)(dot - argv[i]), argv[i]);
         if (pl_cli_parse_uint("task id", head, 1, INT64_MAX, &a, errp) < 0
             || pl_cli_parse_uint("array index", dot + 1, 0,
-                                 PL_SPEC_MAX_INDEX, &idx, errp) < 0)
-            goto bad;
+                                 PL_SPEC_MAX_INDEX, &idx, errp) < 0) {
+            not_id(argv[i], errp);
+            goto error;
+        }
         sel->elems[2 * sel->nelems] = a;
         sel->elems[2 * sel->nelems + 1] = idx;
         sel->nelems++;
     }
     return 0;
-bad:
-    errno = EINVAL;
-    pl_errprintf(errp, "'%.40s' is not a task id (ID, or ID.N: element N "
-                 "of array ID)", arg);
 error:
     pl_sel_req_clear(sel);
     return -1;

@@ -428,7 +428,8 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
         print_id(cli, &p);
         pl_cli_say("pilot %s: Slurm job %ld submitted (%llu node%s, %s)",
                    p.id, p.info.job, (unsigned long long)o.nodes,
-                   o.nodes == 1 ? "" : "s", o.time ? o.time : PL_UP_DEFAULT_TIME);
+                   o.nodes == 1 ? "" : "s",
+                   o.time ? o.time : PL_UP_DEFAULT_TIME);
     }
     created = false; /* it is started: it stays, whatever happens next */
     rc = o.wait ? pl_up_wait(cli, &p, pid, o.wait_timeout, t0) : PL_EXIT_OK;

@@ -56,7 +56,8 @@ int pl_cli_spec_command(struct pl_cli_spec *b, int argc, char *const *argv,
  * the long options with '_' for '-' ("tags" for --tag), and "argv" (a
  * list) or "cmd" (a shell line), checked in its order; a relative "cwd"
  * (and no "cwd") means 'here'.  0, or -1 with errp set to the fault of
- * the entry ("unknown field 'foo'"). */
+ * the entry ("unknown field 'foo'"); 'b' then holds what came before
+ * it, for pl_cli_spec_clear(). */
 int pl_cli_spec_entry(struct pl_cli_spec *b, const json_t *entry,
                       const char *here, struct pl_error *errp);
 
