@@ -98,7 +98,14 @@ kill -9 "$PID"
 # exit takes a while): a pilotd started before then would find it held
 wait_for 20 eval '! kill -0 "$PID" 2>/dev/null'
 setsid pilotd --dir "$DIR" --local >"$WORK/pilotd-restart.out" 2>&1 </dev/null &
-wait_for 20 eval 'pilot status >/dev/null 2>&1'
+# 'pilot status' exits 0 on a pilot that is down too (it shows the
+# recorded state): wait for the new pilotd itself to answer
+restarted() {
+    [[ $(pilot status --json 2>/dev/null \
+         | json "j['state'] == 'running' and j['pid'] != $PID" 2>/dev/null) \
+       == true ]]
+}
+wait_for 20 restarted || diag "the restarted pilotd did not answer in 20 s"
 is "$(field "$H" state)" waiting "after a restart the dependent task still waits"
 capture pilot wait "$H" --timeout 30
 is "$(field "$H" state)" done "... and runs once its dependency is done"
