@@ -108,7 +108,7 @@ int pl_event_decode(const msgpack_object *o, struct pl_event *e,
     }
     free(state);
     /* what the receiver may take as it is */
-    if (e->exit_code < INT32_MIN || e->exit_code > INT32_MAX)
+    if (e->exit_code < 0 || e->exit_code > INT32_MAX)
         e->exit_code = -1;
     if (e->signal < 0 || e->signal > 255)
         e->signal = -1;

@@ -119,7 +119,7 @@ static void test_event(void)
 
     t_body_begin(&b, PL_MSG_EVENTS, 1);
     raw_key(&b.w.pk, "events");
-    msgpack_pack_array(&b.w.pk, 4);
+    msgpack_pack_array(&b.w.pk, 5);
     msgpack_pack_map(&b.w.pk, 7);
     raw_kuint(&b.w.pk, "id", 7);
     raw_kuint(&b.w.pk, "attempt", 1);
@@ -137,6 +137,13 @@ static void test_event(void)
     raw_kuint(&b.w.pk, "id", 9);
     raw_kuint(&b.w.pk, "attempt", (uint64_t)UINT32_MAX + 1);
     raw_kstr(&b.w.pk, "state", "done");
+    msgpack_pack_map(&b.w.pk, 6); /* numbers no process ends with */
+    raw_kuint(&b.w.pk, "id", 10);
+    raw_kuint(&b.w.pk, "attempt", 1);
+    raw_kstr(&b.w.pk, "state", "failed");
+    raw_kint(&b.w.pk, "exit_code", -15);
+    raw_kint(&b.w.pk, "signal", 300);
+    raw_kdouble(&b.w.pk, "time", -3.0);
     if (!(o = t_body_end(&b)) || !(arr = pl_mp_get(o, "events"))) {
         ok(0, "events body");
         t_body_free(&b);
@@ -161,6 +168,12 @@ static void test_event(void)
     ok(pl_event_decode(&v[3], &ev, &e) == -1 && errno == EPROTO
            && ev.state == 0,
        "event: attempt > UINT32_MAX refused, event cleared (%s)", e.text);
+    is(pl_event_decode(&v[4], &ev, &e), 0,
+       "event: exit code -15, signal 300, time -3: taken");
+    ok(ev.exit_code == -1 && ev.signal == -1 && ev.time == 0,
+       "... each as absent (exit %lld, signal %lld, time %g)",
+       (long long)ev.exit_code, (long long)ev.signal, ev.time);
+    pl_event_clear(&ev);
     t_body_free(&b);
 }
 
@@ -389,7 +402,7 @@ static void test_round_trips(void)
 
 int main(void)
 {
-    plan(50);
+    plan(52);
     test_register();
     test_event();
     test_round_trips();
