@@ -459,8 +459,12 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_strv(&m, "env", s->env);
     if (s->has_ranks || s->ranks != 1)
         pl_wm_uint(&m, "ranks", s->ranks);
-    pl_wm_uint(&m, "cores_per_rank", s->cpr);
-    pl_wm_uint(&m, "gpus_per_rank", s->gpr);
+    /* the defaults pl_spec_decode() gives are left out: a 100,000-line
+     * file's request is that much smaller in pilotd's memory */
+    if (s->cpr != 1)
+        pl_wm_uint(&m, "cores_per_rank", s->cpr);
+    if (s->gpr)
+        pl_wm_uint(&m, "gpus_per_rank", s->gpr);
     if (s->nodes)
         pl_wm_uint(&m, "nodes", s->nodes);
     if (s->rpn)
