@@ -32,6 +32,8 @@
 #   cleanup_job JOBID     scancel JOBID when the test ends
 #   last_start FILE T0 N  ms from T0 (epoch s) to the last " start EPOCH"
 #                         stamp in FILE, once it holds N of them, else "?"
+#   agents_up N           true when 'pilot status' says N agents are up
+#                         (for wait_for)
 #   cleanup_hook CMD      eval CMD when the test ends, once its pilots and
 #                         their processes are gone (unmount what it mounted)
 # On exit: 'pilot down' for every pilot under $PILOT_HOME, scancel of
@@ -345,6 +347,12 @@ cleanup_job() {
 
 cleanup_hook() {
     _cleanup_hooks+=("$1")
+}
+
+# agents_up N: the pilot's status says N agents are up
+agents_up() {
+    [[ $(pilot status --json 2>/dev/null | json 'j["agents_up"]' 2>/dev/null) \
+       == "$1" ]]
 }
 
 # is PID a live process (a zombie counts as gone)?

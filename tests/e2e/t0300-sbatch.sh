@@ -18,10 +18,7 @@ cleanup_job "$JOB"
 cd "$WORK" || abort "cannot cd to $WORK"
 
 T0=$(now)
-two_up() {
-    [[ $(pilot status --json 2>/dev/null | json 'j["agents_up"]' 2>/dev/null) == 2 ]]
-}
-ok "within 60 s, pilot status --json shows 2 agents up" wait_for 60 two_up
+ok "within 60 s, pilot status --json shows 2 agents up" wait_for 60 agents_up 2
 diag "sbatch to 2 agents up: $(elapsed "$T0" "$(now)")s"
 
 capture pilot status --json

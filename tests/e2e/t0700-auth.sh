@@ -193,10 +193,7 @@ is "$RC" 1 "pilotd refuses a keys directory others may read"
 like "$ERR" "keys directory $K is open to group or others" "... saying so"
 chmod 700 "$K"
 setsid pilotd --dir "$PDIR" --local >"$WORK/pilotd-2.out" 2>&1 </dev/null &
-agent_up() {
-    [[ $(pilot status --json 2>/dev/null | json 'j["agents_up"]' 2>/dev/null) == 1 ]]
-}
-ok "pilotd restarted on $P: its agent is up again" wait_for 20 agent_up
+ok "pilotd restarted on $P: its agent is up again" wait_for 20 agents_up 1
 is "$(cd "$K" && md5sum server.key server.pub client.key agent.key \
       allow/client.pub allow/agent.pub)" "$SUMS" \
     "... with the same keys and allow-list"

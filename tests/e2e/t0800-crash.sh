@@ -104,9 +104,5 @@ diag "$(res 'j["acked"]') acked, $(res 'j["tasks"]') tasks in the pilot" \
      "runs, $(res 'j["requeued"]') tasks started more than once"
 # the last kill may come after the last task ended: its pilotd answers
 # before the agents' next heartbeat brings them back (2 s; it waits 10 s)
-agents_up() {
-    [[ $(pilot status --json 2>/dev/null | json 'j["agents_up"]' 2>/dev/null) \
-       == 4 ]]
-}
 ok "the 4 agents are still up (back within 15 s of the last restart)" \
-    wait_for 15 agents_up
+    wait_for 15 agents_up 4
