@@ -457,10 +457,13 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_str(&m, "cwd", s->cwd);
     if (s->env && s->env[0])
         pl_wm_strv(&m, "env", s->env);
-    if (s->has_ranks || s->ranks != 1)
+    /* what pl_spec_decode() and pl_spec_check() would make of an absent
+     * field is left out (pl_spec_check() settles ranks and retries, so
+     * a checked spec would carry both): a 100,000-line file's request
+     * is that much smaller in pilotd's memory.  Ranks stay when NODES x
+     * RPN would give another number. */
+    if (s->ranks != 1 || (s->has_ranks && (s->nodes || s->rpn)))
         pl_wm_uint(&m, "ranks", s->ranks);
-    /* the defaults pl_spec_decode() gives are left out: a 100,000-line
-     * file's request is that much smaller in pilotd's memory */
     if (s->cpr != 1)
         pl_wm_uint(&m, "cores_per_rank", s->cpr);
     if (s->gpr)
@@ -475,7 +478,7 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_str(&m, "comm", pl_comm_name(s->comm));
     if (s->launcher != PL_LAUNCHER_UNSET)
         pl_wm_str(&m, "launcher", pl_launcher_name(s->launcher));
-    if (s->has_retries)
+    if (s->has_retries && s->retries != PL_SPEC_DEFAULT_RETRIES)
         pl_wm_uint(&m, "retries", s->retries);
     if (s->timeout > 0)
         pl_wm_double(&m, "timeout", s->timeout);

@@ -381,6 +381,18 @@ static int encode_decode(const struct pl_spec *s, struct pl_wbuf *w,
     return 0;
 }
 
+/* The number of keys of the one spec in submit 'm'. */
+static uint32_t encoded_keys(const struct pl_msg *m)
+{
+    const msgpack_object *specs = pl_mp_get(m->body, "tasks");
+
+    return specs && specs->type == MSGPACK_OBJECT_ARRAY
+                   && specs->via.array.size == 1
+                   && specs->via.array.ptr[0].type == MSGPACK_OBJECT_MAP
+               ? specs->via.array.ptr[0].via.map.size
+               : 0;
+}
+
 static void test_round_trip(void)
 {
     struct pl_spec s, t;
@@ -454,11 +466,36 @@ static void test_round_trip(void)
     pl_wbuf_destroy(&w);
     pl_spec_clear(&t);
     pl_spec_clear(&s);
+
+    /* pl_spec_check() settles ranks and retries; the encoder still
+     * leaves them out when they are what the decoder would make */
+    spec_make(&s);
+    ok(pl_spec_check(&s, &e) == 0 && s.has_ranks && s.has_retries,
+       "a checked bare spec: ranks and retries settled");
+    ok(encode_decode(&s, &w, &m, &t, &e) == 0 && t.ranks == 1
+           && t.retries == PL_SPEC_DEFAULT_RETRIES,
+       "... sent, it decodes to 1 rank and the default retries");
+    ok(encoded_keys(&m) == 1, "... its map holds argv alone (%u keys)",
+       encoded_keys(&m));
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    pl_spec_clear(&t);
+    pl_spec_clear(&s);
+    spec_make(&s);
+    s.has_ranks = true;
+    s.rpn = 1;
+    ok(encode_decode(&s, &w, &m, &t, &e) == 0 && t.has_ranks
+           && t.ranks == 1 && t.rpn == 1,
+       "ranks 1 given with --ranks-per-node: sent, as given");
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    pl_spec_clear(&t);
+    pl_spec_clear(&s);
 }
 
 int main(void)
 {
-    plan(57);
+    plan(61);
     test_spec();
     test_check();
     test_round_trip();
