@@ -23,7 +23,9 @@
 #   wait_for SECS CMD...  retry CMD every 0.2 s until it succeeds
 #   json EXPR             evaluate a Python expression on 'j', the JSON
 #                         document read from stdin; prints the result
-#   one_error_line [REGEX] check that ERR is one "pilot: error: ..." line
+#   one_error_line DESC REGEX [RC]  check that ERR is one "pilot: error: ..."
+#                         line matching REGEX (and RC, default 1)
+#   usage_error DESC REGEX the same for a usage error: RC 2
 #   pilot_up N            Slurm pilot of N nodes; sets PILOT_UP_ID and
 #                         PILOT_UP_SECS
 #   pilot_up_local        local pilot; sets PILOT_UP_ID, PILOT_UP_SECS
@@ -37,9 +39,9 @@
 #   cleanup_hook CMD      eval CMD when the test ends, once its pilots and
 #                         their processes are gone (unmount what it mounted)
 # On exit: 'pilot down' for every pilot under $PILOT_HOME, scancel of
-# their Slurm jobs, SIGKILL for any process left with our PILOT_HOME in
-# its environment, on failure the tail of every pilot log, then the
-# cleanup hooks, last first.
+# their Slurm jobs; a process with our PILOT_HOME in its environment still
+# alive 15 s later fails the test (and is killed); on failure the tail of
+# every pilot log, then the cleanup hooks, last first.
 
 set -u
 
@@ -110,6 +112,13 @@ fail() {
     return 1
 }
 
+# skip DESC REASON: a point not judged, with the reason (TAP's SKIP: prove
+# counts it and lists it as skipped, never as a plain pass)
+skip() {
+    _tap_n=$((_tap_n + 1))
+    echo "ok $_tap_n - $1 # SKIP $2"
+}
+
 # ok DESC CMD...: passes if CMD exits 0
 ok() {
     local desc=$1
@@ -166,6 +175,24 @@ unlike() {
         return 1
     fi
     pass "$3"
+}
+
+# lacks DESC REGEX FILE: passes if FILE can be read and no line of it
+# matches REGEX (grep ERE); a missing or unreadable file fails, so the
+# check cannot pass because what it looks at is not there
+lacks() {
+    local desc=$1 re=$2 file=$3
+    if [[ ! -f $file || ! -r $file ]]; then
+        fail "$desc"
+        diag "  $file: no such file (or not readable)"
+        return 1
+    fi
+    if grep -qE -- "$re" "$file"; then
+        fail "$desc"
+        diag "  $file has:" "$(grep -nE -- "$re" "$file" | head -5)"
+        return 1
+    fi
+    pass "$desc"
 }
 
 # abort MSG: stop the test here (the plan is not met, so prove reports it)
@@ -234,11 +261,17 @@ else:
 ' "$1"
 }
 
-# one_error_line DESC [REGEX] [RC]: after capture: RC (default 1), stdout empty, stderr one
-# line "pilot: error: ..." matching REGEX
+# one_error_line DESC REGEX [RC]: after capture: RC (default 1), stdout
+# empty, stderr one line "pilot: error: ..." matching REGEX.  The pattern
+# is required: a check that takes any error line checks nothing.
 one_error_line() {
-    local desc=$1 re=${2:-.} want=${3:-1}
+    local desc=$1 re=${2:-} want=${3:-1}
     local nl
+    if [[ -z $re ]]; then
+        fail "$desc"
+        diag "  one_error_line: no pattern given for the message"
+        return 1
+    fi
     nl=$(printf '%s' "$ERR" | grep -c '')
     if [[ $RC == "$want" && -z $OUT && $nl == 1 && $ERR == "pilot: error: "*
           && $ERR =~ $re ]]; then
@@ -251,10 +284,15 @@ one_error_line() {
     fi
 }
 
-# usage_error DESC [REGEX]: after capture: RC 2, stdout empty, stderr starts
-# with "pilot: error: " (and matches REGEX)
+# usage_error DESC REGEX: after capture: RC 2, stdout empty, stderr starts
+# with "pilot: error: " and matches REGEX (required, as for one_error_line)
 usage_error() {
-    local desc=$1 re=${2:-.}
+    local desc=$1 re=${2:-}
+    if [[ -z $re ]]; then
+        fail "$desc"
+        diag "  usage_error: no pattern given for the message"
+        return 1
+    fi
     if [[ $RC == 2 && -z $OUT && $ERR == "pilot: error: "* && $ERR =~ $re ]]
     then
         pass "$desc"
@@ -365,6 +403,20 @@ alive() {
 
 # --- cleanup ---------------------------------------------------------
 
+# _leftovers: the pids of live processes, other than this shell, whose
+# environment holds exactly our PILOT_HOME
+_leftovers() {
+    local pid
+    for pid in $(grep -lsaF "PILOT_HOME=$PILOT_HOME" /proc/[0-9]*/environ \
+                 2>/dev/null | cut -d/ -f3); do
+        [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+        # the exact variable, not a prefix of another home
+        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" \
+            | grep -qxF "PILOT_HOME=$PILOT_HOME" || continue
+        alive "$pid" && echo "$pid"
+    done
+}
+
 _cleanup() {
     local rc=$? d id job pid
     trap - EXIT
@@ -391,26 +443,23 @@ _cleanup() {
         fi
     done
     # processes left behind: those started for this test carry our
-    # PILOT_HOME in their environment
-    local left=()
-    for pid in $(grep -lsaF "PILOT_HOME=$PILOT_HOME" /proc/[0-9]*/environ \
-                 2>/dev/null | cut -d/ -f3); do
-        [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
-        # the exact variable, not a prefix of another home
-        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" \
-            | grep -qxF "PILOT_HOME=$PILOT_HOME" || continue
-        alive "$pid" && left+=("$pid")
+    # PILOT_HOME in their environment.  'pilot down' (and scancel, whose
+    # KillWait is 5 s on the dev cluster) must have ended every agent,
+    # pilotd and task process: one still alive 15 s later fails the test,
+    # and is killed so that it cannot disturb the next one.
+    # (PILOT_E2E_LEFTOVER_WAIT: t0000 shortens the wait for its own runs.)
+    local left=() end=$((SECONDS + ${PILOT_E2E_LEFTOVER_WAIT:-15}))
+    while :; do
+        mapfile -t left < <(_leftovers)
+        ((${#left[@]} == 0 || SECONDS >= end)) && break
+        sleep 0.2
     done
-    if ((${#left[@]} > 0)); then
-        sleep 2 # 'pilot down' and scancel may still be at work
-        for pid in "${left[@]}"; do
-            if alive "$pid"; then
-                echo "pilot e2e: $TEST_NAME: killing leftover process" \
-                     "$pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
-                kill -KILL "$pid" 2>/dev/null
-            fi
-        done
-    fi
+    for pid in "${left[@]}"; do
+        echo "pilot e2e: $TEST_NAME: process $pid outlived the test's" \
+             "pilots: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
+        kill -KILL "$pid" 2>/dev/null
+        rc=1
+    done
     # a sanitizer report from pilotd or an agent (make asan) fails the
     # test even when every check passed: those processes only log it
     local f
