@@ -28,7 +28,8 @@ is "$(field "$B" state) $(field "$B" reason)" "failed dependency: task $A failed
     "b failed with reason dependency"
 is "$(field "$C" state) $(field "$C" reason)" "failed dependency: task $B failed" \
     "c failed after b: the failure went down the graph"
-ok "neither b nor c ran" test ! -e "$RES/b" -a ! -e "$RES/c"
+ok "neither b nor c ran (d, writing beside them, did)" \
+    test -e "$RES/d" -a ! -e "$RES/b" -a ! -e "$RES/c"
 is "$(field "$D" state)" done "d (--after a:any) ran after a failed"
 is "$(field "$E" state)" done "e (--after a:any,D: a name and an id) ran"
 is "$(pilot show "$E" --json | json '[x["id"] for x in j["after"]]')" \
@@ -43,9 +44,10 @@ is "$RC" 0 "submit after a failed task is accepted"
 is "$(field "$OUT" reason)" "dependency: task $A failed" "... and it fails at once"
 capture pilot submit --after 999999 -- true
 is "$RC" 1 "an unknown id is refused"
-one_error_line 'no task 999999'
+one_error_line "... with one line naming the id" '^pilot: error: after: no task 999999$'
 capture pilot submit --after nosuchname -- true
-one_error_line "no task is named 'nosuchname'"
+one_error_line "an unknown --after name: refused with one line naming it" \
+    "^pilot: error: after: no task is named 'nosuchname'\$"
 capture pilot submit --after 1:maybe -- true
 is "$RC" 1 "a bad --after is refused"
 capture pilot submit --array 5-1 -- true
@@ -86,7 +88,8 @@ printf '{"cmd": "true"}\n{"cmd": "true"}\n{"cmd": "true", "ranks": "x"}\n' \
     >"$WORK/bad.jsonl"
 capture pilot submit --file "$WORK/bad.jsonl"
 is "$RC" 1 "a bad line fails the whole file"
-one_error_line 'line 3: field .ranks.'
+one_error_line "... with one line naming the file, the line and the field" \
+    "^pilot: error: $WORK/bad\\.jsonl: line 3: field 'ranks' has the wrong type"
 is "$(pilot status --json | json 'j["tasks"]["total"]')" "$before" "nothing was queued"
 
 # --- dependencies survive a pilotd restart ------------------------------

@@ -5,7 +5,7 @@
 # pilot wait's progress: a bar with an ETA on a terminal, lines otherwise.
 . "$(dirname "$0")/lib.sh"
 
-plan 44
+plan 45
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 total() { pilot ls --json | json 'len(j)'; }
@@ -32,7 +32,8 @@ is "$(json '[(t["name"], t["state"], t["array_index"]) for t in j]' <<<"$OUT")" 
     '[["el-107", "failed", 107]]' "pilot ls ID.107: that element, failed"
 capture pilot ls "$A.10000"
 is "$RC" 1 "an index the array lacks is an error"
-one_error_line "no task $A.10000"
+one_error_line "... with one line naming the element" \
+    "^pilot: error: no task $A\\.10000 \\(array $A has no element 10000\\)\$"
 capture pilot ls "$A.x"
 is "$RC" 2 "ID.x is a usage error"
 is "$(field "$A.42" id)" $((A + 42)) "pilot show ID.42 is element 42"
@@ -67,12 +68,15 @@ pilot wait "$OUT" >/dev/null 2>&1
 n1=$(total)
 capture pilot submit --retry-failed "$B" -- true
 is "$RC" 1 "--retry-failed of an array without failures is refused"
-one_error_line "no task of array $B failed"
+one_error_line "... with one line saying none failed" \
+    "^pilot: error: retry_failed: no task of array $B failed\$"
 capture pilot submit --retry-failed $((A + 1)) -- true
-one_error_line "$((A + 1)) is not an array's id"
+one_error_line "--retry-failed of an element's id: refused with one line" \
+    "^pilot: error: retry_failed: $((A + 1)) is not an array's id\$"
 S=$(pilot submit --array 1-3 -- sleep 30)
 capture pilot submit --retry-failed "$S" -- true
-one_error_line "array $S has 3 tasks that have not ended"
+one_error_line "--retry-failed of a running array: refused with one line" \
+    "^pilot: error: retry_failed: array $S has 3 tasks that have not ended"
 is "$(total)" $((n1 + 3)) "nothing was queued by the refused retries"
 
 # --- cancel: an element, then the whole array -----------------------------
@@ -88,7 +92,12 @@ capture pilot wait "$S" --timeout 30 --json
 is "$(json 'j["canceled"]' <<<"$OUT")" 3 "... all 3 end canceled"
 
 # --- --priority: higher first, FIFO within a priority ---------------------
-BLOCK=$(pilot submit --array 1-2 -- sleep 1)
+# fill every core the pilot has (not two: the machine's count), and queue
+# the others only once all of those run, so that none can start early
+NCORES=$(pilot status --json | json 'j["cores"]["total"]')
+BLOCK=$(pilot submit --array "1-$NCORES" -- sleep 3)
+ok "$NCORES tasks hold the pilot's $NCORES cores" \
+    wait_for 20 eval '[[ $(pilot ls "$BLOCK" --state running --json | json "len(j)") == "$NCORES" ]]'
 for p in -1 0 10; do
     pilot submit --array 1-3 --priority "$p" --name "prio$p-{}" -- true >/dev/null
 done
@@ -138,10 +147,12 @@ n2=$(total)
 printf -- '- name: ok1\n  cmd: true\n- name: bad\n  cmd: true\n  ranks: many\n' >"$WORK/bad.yml"
 capture pilot submit --file "$WORK/bad.yml"
 is "$RC" 1 "a YAML file with a bad entry is refused"
-one_error_line "bad.yml: line 3: field 'ranks' has the wrong type"
+one_error_line "... with one line naming the file, the line and the field" \
+    "^pilot: error: $WORK/bad\\.yml: line 3: field 'ranks' has the wrong type"
 printf -- '- name: a\n  cmd: [unclosed\n' >"$WORK/bad2.yaml"
 capture pilot submit --file "$WORK/bad2.yaml"
-one_error_line "bad2.yaml: line 3: not YAML"
+one_error_line "a file that is not YAML: refused with one line naming the line" \
+    "^pilot: error: $WORK/bad2\\.yaml: line 3: not YAML: "
 is "$(total)" "$n2" "nothing was queued from either file"
 
 # --- pilot wait's progress ---------------------------------------------------
