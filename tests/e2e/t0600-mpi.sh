@@ -156,21 +156,29 @@ done
 diag "3-node MPI, command to last rank started (ms): pilot submit ${PL_MS[*]};" \
      "plain srun step ${SR_MS[*]}"
 
-# a rank that dies fails the task, and the others are stopped
+# a rank that dies fails the task, and the others are stopped.  Each rank
+# writes its pid, then the two that live on exec sleep (so the pid is the
+# sleeping process itself, not a shell around it); rank 2 waits a second,
+# so that the others have surely started, and exits 7.
 n=0
 for launcher in srun mpirun; do
     n=$((n + 1))
+    PIDS=$WORK/rank-pids.$launcher
     capture pilot submit --nodes 3 --comm mpi --launcher $launcher \
         --env OMPI_ALLOW_RUN_AS_ROOT=1 --env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        -- sh -c "if [ \"\$PILOT_RANK\" = 2 ]; then exit 7; fi; sleep 30$n"
+        -- sh -c "echo \$\$ >>$PIDS; if [ \"\$PILOT_RANK\" = 2 ]; then sleep 1; exit 7; fi; exec sleep 30$n"
     BAD=$OUT
     capture pilot wait "$BAD" --timeout 60
     is "$RC" 1 "$launcher: a rank exiting 7 fails the MPI task within 60 s"
     # the node namespaces share the process table
-    left=1
     for _ in $(seq 50); do
-        pgrep -f "exit 7; fi; sleep 30$n" >/dev/null || { left=0; break; }
+        left=0
+        while read -r pid; do
+            alive "$pid" && left=$((left + 1))
+        done <"$PIDS" 2>/dev/null
+        ((left == 0)) && break
         sleep 0.2
     done
-    is "$left" 0 "$launcher: no rank of the failed task is left running after 10 s"
+    is "$(wc -l <"$PIDS" 2>/dev/null) $left" "3 0" \
+        "$launcher: of the 3 ranks that started, none is left running after 10 s"
 done
