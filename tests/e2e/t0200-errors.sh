@@ -4,7 +4,7 @@
 # commands, bad counts, a stale pilot whose Slurm job has ended.
 . "$(dirname "$0")/lib.sh"
 
-plan 50
+plan 55
 
 # --- no pilot at all ---------------------------------------------------------
 capture pilot submit -- true
@@ -153,4 +153,11 @@ is "$(json 'sorted([t["id"], t["state"]] for t in j)' <<<"$OUT" 2>/dev/null)" \
     "[[$FIRST, \"done\"], [$SLEEPER, \"canceled\"]]" \
     "... and lists its 2 tasks with their states"
 capture pilot down
-diag "pilot down on a stale pilot: exit $RC: $ERR"
+is "$RC" 0 "pilot down of the stale pilot exits 0"
+like "$OUT" "^pilot $P is down \(it was stale: " "... saying it was stale"
+ok "... and removes the endpoint pilotd left behind" test ! -e "$PDIR/endpoint"
+capture pilot status --pilot "$P" --json
+is "$RC,$(json 'j["state"]' <<<"$OUT" 2>/dev/null)" "0,down" \
+    "status --pilot $P then reads the pilot as down"
+capture pilot down --pilot "$P"
+is "$RC,$OUT" "0,pilot $P is already down" "a second pilot down says it is already down"

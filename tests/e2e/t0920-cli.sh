@@ -1,0 +1,83 @@
+#!/bin/bash
+# t0920-cli.sh - CLI behaviours no other test covers, on a local pilot:
+# --version, a task's working directory (the submitter's by default,
+# --cwd, a --cwd that does not exist), 'pilot logs -f' streaming a running
+# task until it ends, and 'pilot wait --timeout' giving up with exit 2.
+. "$(dirname "$0")/lib.sh"
+
+plan 20
+
+field() { pilot show "$1" --json | json "j[\"$2\"]"; }
+
+# --- --version: the CLI's version and protocol, from the sources --------
+V=$(sed -n 's/^#define PL_CLI_VERSION "\(.*\)"$/\1/p' "$REPO/client/cli.h")
+PV=$(sed -n 's/^#define PL_PROTO_VERSION \([0-9]*\)$/\1/p' "$REPO/proto/msg.h")
+capture pilot --version
+is "$RC|$OUT|$ERR" "0|pilot $V (protocol $PV)|" \
+    "pilot --version: 'pilot $V (protocol $PV)' on stdout, exit 0, no pilot needed"
+
+pilot_up_local || abort "pilot up --local --wait failed"
+
+# --- the working directory -------------------------------------------------
+mkdir -p "$WORK/here" "$WORK/there"
+T=$(cd "$WORK/here" && pilot submit -- pwd)
+capture pilot wait "$T" --timeout 30
+is "$RC" 0 "a task submitted from a directory ends done"
+is "$(pilot logs "$T")" "$WORK/here" "... and ran in the directory it was submitted from"
+is "$(field "$T" cwd)" "$WORK/here" "... which show gives as its cwd"
+T=$(cd "$WORK/here" && pilot submit --cwd "$WORK/there" -- pwd)
+capture pilot wait "$T" --timeout 30
+is "$(pilot logs "$T")" "$WORK/there" "--cwd DIR: the task runs in DIR"
+T=$(cd "$WORK/here" && pilot submit --cwd ../there -- pwd)
+capture pilot wait "$T" --timeout 30
+is "$(pilot logs "$T") $(field "$T" cwd)" "$WORK/there $WORK/here/../there" \
+    "--cwd ../there: taken from the submitter's directory, stored absolute"
+T=$(pilot submit --cwd "$WORK/none" -- pwd)
+capture pilot wait "$T" --timeout 30
+is "$RC" 1 "--cwd of a directory that does not exist: the task fails"
+is "$(field "$T" state) $(field "$T" start_time)" "failed null" "... and never starts"
+
+# --- pilot logs -f ---------------------------------------------------------
+# a task that writes a line, waits for a file the test makes, writes again
+GO=$WORK/go
+F=$(pilot submit -- sh -c "echo first; echo oops >&2; while [ ! -e $GO ]; do sleep 0.1; done; echo second; echo done-err >&2")
+pilot logs -f "$F" >"$WORK/follow.out" 2>"$WORK/follow.err" &
+FOLLOW=$!
+pilot logs -f --stderr "$F" >"$WORK/follow-e.out" 2>&1 &
+FOLLOW_E=$!
+ok "logs -f prints the first line while the task still runs" \
+    wait_for 20 grep -qx first "$WORK/follow.out"
+ok "... and keeps following (it has not exited)" alive "$FOLLOW"
+is "$(field "$F" state)" running "... of a task that is running"
+touch "$GO"
+# reap PID SECS: wait for PID, a background job of this shell, giving it
+# SECS to end (killed then); its exit status in REAPED
+reap() {
+    run_timeout "$2" tail --pid="$1" -f /dev/null || kill -KILL "$1"
+    REAPED=0
+    wait "$1" || REAPED=$?
+}
+reap "$FOLLOW" 20
+is "$REAPED" 0 "logs -f exits 0 once the task has ended"
+is "$(cat "$WORK/follow.out")" "first
+second" "... having printed every line the task wrote, once"
+is "$(cat "$WORK/follow.err")" "" "... and nothing on its own stderr"
+reap "$FOLLOW_E" 10
+is "$REAPED,$(cat "$WORK/follow-e.out")" "0,oops
+done-err" "logs -f --stderr follows the task's stderr the same way"
+capture pilot logs -f "$F"
+is "$RC,$OUT" "0,first
+second" "logs -f of a task that has ended prints its output and exits"
+
+# --- pilot wait --timeout ----------------------------------------------------
+S=$(pilot submit -- sleep 60)
+t0=$(now)
+capture pilot wait "$S" --timeout 1
+T_WAIT=$(elapsed "$t0" "$(now)")
+is "$RC" 2 "pilot wait --timeout 1 on a running task exits 2"
+like "$ERR" "timed out after 1\\.[0-9]s: 0 of 1 tasks ended" "... saying it timed out"
+ok "... after about a second ($T_WAIT s)" \
+    "$PY" -c "import sys; sys.exit(not 0.9 <= $T_WAIT < 5)"
+capture pilot cancel "$S"
+capture pilot wait "$S" --timeout 30
+is "$RC" 1 "the task still ran after the wait gave up, until it was canceled"
