@@ -31,6 +31,7 @@
 #   pilot_up_local        local pilot; sets PILOT_UP_ID, PILOT_UP_SECS
 #   pilot_dir ID          $PILOT_HOME/pilots/ID
 #   job_end JOBID         "STATE EXITCODE" once a Slurm job has ended
+#   job_gone JOBID        true once the job has left squeue (for wait_for)
 #   cleanup_job JOBID     scancel JOBID when the test ends
 #   last_start FILE T0 N  ms from T0 (epoch s) to the last " start EPOCH"
 #                         stamp in FILE, once it holds N of them, else "?"
@@ -377,6 +378,21 @@ job_end() {
         sleep 0.2
     done
     echo "$st"
+}
+
+# job_gone JOBID: the Slurm job has left squeue (ended, or already purged:
+# squeue then says "Invalid job id"); false for an id that is not a
+# number and when squeue fails for any other reason (an empty answer from
+# a squeue that could not reach slurmctld is not "gone")
+job_gone() {
+    local out rc=0
+    [[ $1 =~ ^[1-9][0-9]*$ ]] || return 1
+    out=$(squeue -h -j "$1" -o %i 2>&1) || rc=$?
+    if ((rc == 0)); then
+        [[ -z $out ]]
+    else
+        [[ $out == *"Invalid job id"* ]]
+    fi
 }
 
 cleanup_job() {

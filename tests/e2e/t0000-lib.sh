@@ -1,12 +1,12 @@
 #!/bin/bash
 # t0000-lib.sh - the checks of lib.sh fail when what they check is absent:
 # an error-line check given no pattern or the wrong one, 'lacks' on a file
-# that is not there, a process left running after the test, a plan not
+# that is not there, job_gone when squeue fails, a process left running after the test, a plan not
 # met; 'skip' is reported as a skip.  Each case is a small test script run
 # here as prove would run it, its TAP and exit status read back.  No pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 13
+plan 14
 
 # run_case NAME: run $WORK/NAME.sh (written by the caller), which sources
 # lib.sh; sets C_OUT (its TAP), C_ERR and C_RC
@@ -82,6 +82,17 @@ is "$C_RC" 1 "a test that leaves a process running fails, every check passed"
 like "$C_ERR" "process $LPID outlived the test's pilots: sleep 300" \
     "... naming the process"
 ok "... and the process is killed" wait_for 5 eval '! alive "$LPID"'
+
+# --- job_gone ---------------------------------------------------------------
+# a squeue that fails (here: given an empty configuration file, so that
+# it stops at once) prints nothing on stdout: that is not a job gone
+: >"$WORK/empty.conf"
+case_script gone 'plan 2
+SLURM_CONF='"$WORK"'/empty.conf nok "squeue failing: not gone" job_gone 5
+nok "an id that is not a number: not gone" job_gone ""'
+run_case gone
+is "$C_RC|$(grep -c '^ok' <<<"$C_OUT")" "0|2" \
+    "job_gone is false when squeue fails and for an empty id"
 
 # --- the plan --------------------------------------------------------------
 case_script short 'plan 3

@@ -20,7 +20,7 @@ ok "up --nodes 5 on 4 nodes fails at once (exit 1) with Slurm's reason" \
     || diag "exit $RC, stderr: $ERR"
 BIGJOB=$(kv "$(pilot_dir "$BIGP")/info" job)
 ok "... and its Slurm job $BIGJOB is canceled, not left pending" \
-    wait_for 10 eval '[[ -z $(squeue -h -j "$BIGJOB" -t PD,R 2>/dev/null) ]]'
+    wait_for 10 job_gone "$BIGJOB"
 capture pilot status
 one_error_line "... and status says it never started" 'never started'
 
@@ -132,11 +132,8 @@ if [[ $PILOTD_PID =~ ^[1-9][0-9]*$ ]]; then
     [[ $BATCH_PID =~ ^[1-9][0-9]*$ ]] && kill -KILL "$BATCH_PID"
     kill -KILL "$PILOTD_PID"
 fi
-gone_from_squeue() {
-    [[ -z $(squeue -h -j "$JOB" -o %i 2>/dev/null) ]]
-}
 ok "the job leaves squeue within 30 s after pilotd is killed" \
-    wait_for 30 gone_from_squeue
+    wait_for 30 job_gone "$JOB"
 ok "pilotd (pid $PILOTD_PID) is gone" wait_for 10 eval '! alive "$PILOTD_PID"'
 ok "pilotd left its endpoint file behind (the pilot is stale)" \
     test -e "$PDIR/endpoint"

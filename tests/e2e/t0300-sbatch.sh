@@ -47,10 +47,7 @@ is "$RC" 0 "pilot down exits 0"
 diag "pilot down: $(elapsed "$T1" "$T2")s: $OUT"
 ok "pilot down returns within 15 s" \
     "$PY" -c 'import sys; sys.exit(float(sys.argv[2]) - float(sys.argv[1]) > 15)' "$T1" "$T2"
-gone_from_squeue() {
-    [[ -z $(squeue -h -j "$JOB" -o %i 2>/dev/null) ]]
-}
-ok "the job leaves squeue within 30 s" wait_for 30 gone_from_squeue
+ok "the job leaves squeue within 30 s" wait_for 30 job_gone "$JOB"
 diag "pilot down to the job out of squeue: $(elapsed "$T1" "$(now)")s"
 is "$(job_end "$JOB")" "COMPLETED 0:0" \
     "the job ends by itself, cleanly (pilotd exits 0: not canceled, no signal)"

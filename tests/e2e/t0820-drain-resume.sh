@@ -31,8 +31,7 @@ RUNNING=$(json 'j["tasks"]["running"]' <<<"$OUT")
 diag "at the drain: $(json 'j["tasks"]' <<<"$OUT")"
 ok "some tasks run when the drain comes ($RUNNING)" test "$RUNNING" -gt 0
 scancel --signal=TERM --batch "$JOB"
-gone() { [[ -z $(squeue -h -j "$JOB" -o %i 2>/dev/null) ]]; }
-ok "the job ends within 60 s of the signal" wait_for 60 gone
+ok "the job ends within 60 s of the signal" wait_for 60 job_gone "$JOB"
 like "$(cat "$DIR"/logs/pilotd.log)" 'draining' "pilotd says it drains"
 lacks "the batch script did not restart the drained pilotd" \
     "restart" "$DIR/logs/slurm-$JOB.out"
