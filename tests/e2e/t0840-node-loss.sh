@@ -3,19 +3,33 @@
 # node is cut off the network (ip link down in its namespace): their tasks
 # go back to the queue and finish on the other nodes, pilotd starts another
 # agent on the first node, and the cut-off agent, once the link is back,
-# registers again and its given-up tasks are stopped.  The pilot keeps
-# going: every task ends done.
+# registers again and its given-up tasks are stopped.  A task with no
+# retries left that loses a node ends failed (node-lost), and its ranks on
+# the nodes that are still up are stopped.  The pilot keeps going: every
+# other task ends done.
 . "$(dirname "$0")/lib.sh"
 
-plan 10
+plan 14
 
 RUNS=$WORK/runs
+GANG_PIDS=$WORK/gang
 NTASKS=160
 t0=$(now)
 P=$(run_timeout 180 pilot up --nodes 4 --time 15:00 --lost-after 5 --wait \
     --wait-timeout 120 2>"$WORK/up.err") || abort "pilot up failed: $(<"$WORK/up.err")"
 DIR=$(pilot_dir "$P")
 diag "pilot up --nodes 4 --lost-after 5: $(elapsed "$t0" "$(now)")s"
+
+field() { pilot show "$1" --json | json "j[\"$2\"]"; }
+
+# one long rank on every node, no retries: each rank writes its node and
+# its pid (exec: the pid is the sleeping process's)
+capture pilot submit --name gang --nodes 4 --ranks-per-node 1 --retries 0 -- \
+    sh -c "echo \$PILOT_NODE \$\$ >>$GANG_PIDS; exec sleep 600"
+GANG=$OUT
+ok "a 4-rank task with --retries 0 runs one rank on each node" \
+    wait_for 30 eval '[[ $(cut -d" " -f1 "$GANG_PIDS" 2>/dev/null | sort -u | wc -l) == 4 ]]'
+gang_pid() { awk -v n="$1" '$1 == n { print $2 }' "$GANG_PIDS"; }
 
 # tasks of 1 s; each appends its id when it has finished
 for i in $(seq "$NTASKS"); do
@@ -50,8 +64,18 @@ env -u PILOT_HOME -u PILOT_BIN "$REPO/scripts/dev-cluster.sh" node-up 3 >"$WORK/
 ok "n3's agent registers again within 30 s of its link coming back" \
     wait_for 30 eval '[[ $(node_state n3) == up ]]'
 
-CAPTURE_TIMEOUT=200 capture pilot wait --all --timeout 180
-is "$RC" 0 "every task ends done"
+gang_gone() { ! alive "$(gang_pid "$1")"; }
+ok "the gang's rank on n3 is stopped within 15 s of its agent's return" \
+    wait_for 15 gang_gone n3
+like "$(field "$GANG" state) $(field "$GANG" reason)" '^failed rank [0-3]: node-lost$' \
+    "the task with no retries left ends failed, reason 'rank N: node-lost'"
+ok "its ranks on n1 and n4 are stopped" \
+    wait_for 15 eval 'gang_gone n1 && gang_gone n4'
+diag "its rank on n2 (the agent killed under it): $(gang_gone n2 && echo gone || echo 'still running')"
+
+mapfile -t IDS <"$WORK/ids"
+CAPTURE_TIMEOUT=200 capture pilot wait "${IDS[@]}" --timeout 180
+is "$RC" 0 "every other task ends done"
 pilot ls --json --limit 1000 >"$WORK/ls.json"
 "$PY" - "$WORK/ids" "$RUNS" "$WORK/ls.json" >"$WORK/res.json" <<'EOF'
 import collections, json, sys
