@@ -18,8 +18,11 @@
 #include <unistd.h>
 
 #include "agent/agent_private.h"
+#include "agent/env.h"
 #include "proto/log.h"
 #include "proto/state.h"
+
+extern char **environ;
 
 #define EXIT_GRACE 5.0       /* s from SIGTERM to SIGKILL on EXIT */
 #define EXIT_WAIT_MS 5000    /* after the grace, give up on the tasks */
@@ -264,6 +267,13 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         pl_errprintf(errp, "/dev/null: %s", strerror(errno));
         goto error;
     }
+    /* every task starts from our environment less the variables of our
+     * own srun step: built once, copied per task */
+    if (!(a->base_env = pl_env_new(environ))) {
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
+    pl_env_drop_step(a->base_env);
     if (!(a->cpu = pl_bind_cpu_new(a->res, errp))
         || !(a->cuda = pl_bind_cuda_new(a->res, errp))
         || pl_agent_link_open(a, errp) < 0)
@@ -330,6 +340,7 @@ void pl_agent_free(struct pl_agent *a)
         close(a->devnull);
     pl_bind_cuda_free(a->cuda);
     pl_bind_cpu_free(a->cpu);
+    pl_env_free(a->base_env);
     pl_resources_free(a->res);
     explicit_bzero(&a->keys, sizeof(a->keys));
     free(a);

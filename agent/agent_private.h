@@ -30,6 +30,8 @@ struct outmsg;  /* link.c: a message waiting for room on the socket */
 struct unacked; /* link.c: an end pilotd has not committed yet */
 
 /* The fields in groups: the state of the file each names. */
+struct pl_env;
+
 struct pl_agent {
     /* agent.c */
     uv_loop_t loop;
@@ -80,6 +82,7 @@ struct pl_agent {
     struct pl_bind_cpu *cpu;
     struct pl_bind_cuda *cuda;
     int devnull;               /* the tasks' stdin */
+    struct pl_env *base_env;   /* ours without the step's (pl_env_drop_step) */
     struct pl_task **running;  /* spawned, not exited */
     size_t nrunning;
     size_t cap_running;

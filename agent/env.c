@@ -165,6 +165,60 @@ void pl_env_unset(struct pl_env *e, const char *key)
     e->v[j] = NULL;
 }
 
+/* Variables that describe the agents' own srun step, or the wire-up of
+ * an MPI launch, not the job: a task that read them would take itself
+ * for rank SLURM_PROCID of the agents' step (docs/placement.md, "What a
+ * task's environment holds").  Of SLURM_*, only the job's stay. */
+static const char *const job_slurm[] = {
+    "SLURM_JOB_*", "SLURM_JOBID", "SLURM_ARRAY_*", "SLURM_HET_*",
+    "SLURM_CLUSTER_NAME", "SLURM_CONF", "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST",
+};
+static const char *const launch_vars[] = {
+    "PMIX_*", "PMI_*", "OMPI_COMM_WORLD_*", "OMPI_UNIVERSE_SIZE",
+    "OMPI_APP_CTX_*", "OMPI_FIRST_RANKS", "OMPI_NUM_APP_CTX",
+    "OMPI_FILE_LOCATION", "OMPI_MCA_orte_*", "OMPI_MCA_ess*",
+    "OMPI_MCA_pmix*", "OMPI_MCA_initial_wdir",
+};
+
+/* Whether the key of "KEY=VALUE" 'kv' is 'pat' ("KEY", or "PREFIX*"). */
+static bool key_is(const char *kv, const char *pat)
+{
+    size_t plen = strlen(pat);
+
+    if (plen > 0 && pat[plen - 1] == '*')
+        return !strncmp(kv, pat, plen - 1);
+    return !strncmp(kv, pat, plen) && kv[plen] == '=';
+}
+
+static bool step_var(const char *kv)
+{
+    if (!strncmp(kv, "SLURM_", 6)) {
+        for (size_t i = 0; i < sizeof(job_slurm) / sizeof(job_slurm[0]); i++)
+            if (key_is(kv, job_slurm[i]))
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(launch_vars) / sizeof(launch_vars[0]); i++)
+        if (key_is(kv, launch_vars[i]))
+            return true;
+    return false;
+}
+
+void pl_env_drop_step(struct pl_env *e)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < e->n; i++) {
+        if (step_var(e->v[i]))
+            free(e->v[i]);
+        else
+            e->v[j++] = e->v[i];
+    }
+    e->n = j;
+    e->v[j] = NULL;
+}
+
 const char *pl_env_get(const struct pl_env *e, const char *key)
 {
     size_t klen = strlen(key);

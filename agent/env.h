@@ -29,6 +29,14 @@ int pl_env_setf(struct pl_env *e, const char *key, const char *fmt, ...)
  * key starts with what precedes the '*'.  No entry is not an error. */
 void pl_env_unset(struct pl_env *e, const char *key);
 
+/* Remove every variable that describes the agents' own srun step or an
+ * MPI launch's wire-up rather than the job: every SLURM_* but the job's
+ * (SLURM_JOB_*, SLURM_JOBID, SLURM_ARRAY_*, SLURM_HET_*,
+ * SLURM_CLUSTER_NAME, SLURM_CONF, SLURM_SUBMIT_DIR, SLURM_SUBMIT_HOST),
+ * PMIX_*, PMI_* and Open MPI's per-process OMPI_* (OMPI_COMM_WORLD_*,
+ * OMPI_MCA_orte_*...; settings such as OMPI_MCA_btl stay). */
+void pl_env_drop_step(struct pl_env *e);
+
 /* The value of KEY, or NULL.  Borrowed: valid until 'e' changes. */
 const char *pl_env_get(const struct pl_env *e, const char *key);
 

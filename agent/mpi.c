@@ -27,19 +27,6 @@
 #include "proto/pilotdir.h"
 #include "proto/strv.h"
 
-/* Variables of the agent's own srun step that the launcher's srun would
- * read as options (SLURM_NTASKS_PER_NODE=1, SLURM_CPUS_PER_TASK,
- * SLURM_MEM_PER_*...) or that describe that step rather than the job.
- * The job's (SLURM_JOB_ID, SLURM_CONF...) stay: srun needs them. */
-static const char *const step_vars[] = {
-    "SLURM_STEP_*", "SLURM_STEPID", "SLURM_CPU_BIND*", "SLURM_DISTRIBUTION",
-    "SLURM_NTASKS*", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_NODELIST",
-    "SLURM_TASKS_PER_NODE", "SLURM_TASK_PID", "SLURM_PROCID",
-    "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS", "SLURM_CPUS_PER_TASK",
-    "SLURM_MEM_PER_*", "SLURM_SRUN_COMM_*", "SLURM_LAUNCH_NODE_IPADDR",
-    "SLURM_HOSTFILE",
-};
-
 /* A growing string; 'failed' sticks after a failed allocation. */
 struct buf {
     char *s;
@@ -274,8 +261,9 @@ int pl_mpi_env(const struct pl_run *r, const char *hostfile, bool root,
 
     if (jn && !(job_nodelist = strdup(jn)))
         goto nomem;
-    for (size_t i = 0; i < sizeof(step_vars) / sizeof(step_vars[0]); i++)
-        pl_env_unset(env, step_vars[i]);
+    /* what the task's --env may have added of a step's variables: srun
+     * would read them as options (SLURM_NTASKS_PER_NODE, ...) */
+    pl_env_drop_step(env);
     if (!r->rank_gpus)
         pl_env_unset(env, "PILOT_RANK_GPUS");
     if (pl_env_set(env, "PILOT_RANK_CORES", r->rank_cores) < 0

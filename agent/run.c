@@ -24,8 +24,6 @@
 #include "proto/state.h"
 #include "proto/strv.h"
 
-extern char **environ;
-
 /* ---- events ---- */
 
 /* A failure of a task that never ran. */
@@ -151,7 +149,7 @@ static struct pl_env *task_env(struct pl_agent *a, const struct pl_run *r,
 {
     struct pl_env *env;
 
-    if (!(env = pl_env_new(environ))) {
+    if (!(env = pl_env_new(pl_env_vector(a->base_env)))) {
         pl_errprintf(errp, "out of memory");
         return NULL;
     }
