@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client/clean.h"
 #include "client/cli.h"
 #include "client/slurm.h"
 #include "proto/msg.h"
@@ -52,14 +53,19 @@ struct pl_slurm *pl_cli_slurm(struct pl_cli *cli, struct pl_error *errp)
     return cli->slurm;
 }
 
+/* Messages name what others wrote (task names, pilotd's error texts):
+ * their control characters are escaped (client/clean.h). */
 static void vmsg(const char *kind, const char *cmd, const char *fmt,
                  va_list ap)
 {
     char text[1024];
+    char *clean;
 
     vsnprintf(text, sizeof(text), fmt, ap);
+    clean = pl_clean_str(text);
     fprintf(stderr, "pilot: %s%s%s%s\n", kind, cmd ? cmd : "", cmd ? ": " : "",
-            text);
+            clean ? clean : text);
+    free(clean);
 }
 
 int pl_cli_usage(const struct pl_cli *cli, const char *fmt, ...)
@@ -98,11 +104,18 @@ void pl_cli_note(const char *fmt, ...)
 void pl_cli_say(const char *fmt, ...)
 {
     va_list ap;
+    char *text = NULL, *clean = NULL;
+    int n;
 
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    n = vasprintf(&text, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (n < 0)
+        return;
+    clean = pl_clean_str(text);
+    fprintf(stderr, "%s\n", clean ? clean : text);
+    free(clean);
+    free(text);
 }
 
 void pl_cli_sleep(double secs)

@@ -1,8 +1,10 @@
 /* client/main.c - pilot: the command line of the pilot-job system */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "client/clean.h"
 #include "client/cli.h"
 #include "proto/msg.h"
 
@@ -116,9 +118,14 @@ int main(int argc, char **argv)
     argc -= optind;
     argv += optind;
     optind = 0; /* N.B. 0, not 1: GNU getopt starts over, '+' included */
+    /* what people read passes through the escapes of control characters
+     * (client/clean.h); 'logs' prints the task's own bytes */
+    FILE *orig = NULL;
+    if (strcmp(cmd->name, "logs") && !(orig = pl_clean_stdout()))
+        return pl_cli_error("cannot set up the output: %s", strerror(errno));
     rc = cmd->run(&cli, argc, argv);
     pl_cli_fini(&cli);
-    if (fflush(stdout) == EOF && rc == PL_EXIT_OK)
+    if (pl_clean_stdout_close(orig) == EOF && rc == PL_EXIT_OK)
         rc = pl_cli_error("cannot write the output");
     return rc;
 }

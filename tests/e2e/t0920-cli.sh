@@ -5,7 +5,7 @@
 # task until it ends, and 'pilot wait --timeout' giving up with exit 2.
 . "$(dirname "$0")/lib.sh"
 
-plan 20
+plan 25
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 
@@ -81,3 +81,21 @@ ok "... after about a second ($T_WAIT s)" \
 capture pilot cancel "$S"
 capture pilot wait "$S" --timeout 30
 is "$RC" 1 "the task still ran after the wait gave up, until it was canceled"
+
+# --- control characters: escaped for people, exact in JSON and logs ------
+ESC=$'\e'
+T=$(pilot submit --name "${ESC}[2J${ESC}]0;owned"$'\a' -- printf 'out\033[31m\r\n')
+capture pilot wait "$T" --timeout 30
+pilot ls "$T" >"$WORK/ls.txt" 2>&1
+pilot show "$T" >"$WORK/show.txt" 2>&1
+ok "ls and show print no ESC, BEL or CR of the task's name and argv" \
+    eval '! grep -qP "[\x1b\x07\r]" "$WORK/ls.txt" "$WORK/show.txt"'
+ok "... but the escapes, \\x1b[2J for the name" \
+    grep -qF '\x1b[2J\x1b]0;owned\x07' "$WORK/show.txt"
+is "$(pilot show "$T" --json | json 'j["name"] == "\x1b[2J\x1b]0;owned\x07"')" true \
+    "show --json gives the name exactly"
+is "$(pilot logs "$T" | od -An -c | tr -s ' ' | sed 's/^ //')" 'o u t 033 [ 3 1 m \r \n' \
+    "pilot logs prints the task's bytes as they are"
+capture pilot submit --after "x${ESC}[2J" -- true
+ok "an error naming what the user typed escapes it too" \
+    eval '[[ $ERR == *"x\\x1b[2J"* && $ERR != *"$ESC"* ]]'
