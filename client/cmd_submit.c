@@ -233,7 +233,8 @@ static uint64_t elements(const struct pl_spec *s)
 
 /* Send the 'n' specs in requests of PL_SPEC_MAX_SUBMIT; their ids into
  * 'ids'.  An error of spec K of a request names its line when 'lines'
- * is given.  0, or -1 after printing the error. */
+ * is given.  0, or -1 after printing the error, 'ids' then holding those
+ * of the requests that were queued before it. */
 static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
                       size_t n, const size_t *lines, const char *file,
                       json_t *ids)
@@ -260,16 +261,22 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
         if (!reply) {
             unsigned k;
             int used = 0;
+            /* the requests before this one were queued: their ids go to
+             * stdout all the same (pl_cmd_submit), and the error says so */
+            char before[96] = "";
+            if (off)
+                snprintf(before, sizeof(before), " (the %zu tasks of the "
+                         "requests before it were queued: their ids are on "
+                         "stdout)", off);
             if (lines && sscanf(err.text, "task %u: %n", &k, &used) == 1
                 && used > 0 && k >= 1 && k <= m)
                 pl_cli_error("%s: line %zu: %s%s", file, lines[off + k - 1],
-                             err.text + used,
-                             off ? " (the lines before it were queued)" : "");
+                             err.text + used, before);
             else if (lines && m == 1)
-                pl_cli_error("%s: line %zu: %s", file, lines[off], err.text);
+                pl_cli_error("%s: line %zu: %s%s", file, lines[off], err.text,
+                             before);
             else
-                pl_cli_error("%s%s", err.text,
-                             off ? " (the tasks before were queued)" : "");
+                pl_cli_error("%s%s", err.text, before);
             goto done;
         }
         got = json_object_get(reply, "ids");
@@ -303,11 +310,20 @@ static int cmp_line(const void *a, const void *b)
     return (x->line > y->line) - (x->line < y->line);
 }
 
-/* The ids, one a line: in the file's order when 'lines' is given (not
- * the order they were sent in). */
-static void print_ids(const json_t *ids, const size_t *lines)
+/* The ids, one a line, or {"ids": [...]} with --json: in the file's
+ * order when 'lines' is given (not the order they were sent in; 'lines'
+ * holds at least as many entries as 'ids'). */
+static void print_ids(const struct pl_cli *cli, json_t *ids,
+                      const size_t *lines)
 {
     size_t n = json_array_size(ids);
+
+    if (cli->json) {
+        json_t *out = json_pack("{s:O}", "ids", ids);
+        pl_out_json(out);
+        json_decref(out);
+        return;
+    }
     struct byline *bl = lines ? malloc(n * sizeof(*bl)) : NULL;
 
     for (size_t i = 0; bl && i < n; i++)
@@ -372,18 +388,18 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         pl_cli_error("%s", err.text);
         goto done;
     }
-    if (check_specs(specs, n, tf.lines, file) < 0
-        || send_specs(cli, specs, n, tf.lines, file, ids) < 0)
+    if (check_specs(specs, n, tf.lines, file) < 0)
         goto done;
+    if (send_specs(cli, specs, n, tf.lines, file, ids) < 0) {
+        /* nothing queued is left without its id (issue 12) */
+        if (json_array_size(ids) > 0)
+            print_ids(cli, ids, tf.lines);
+        goto done;
+    }
     if (b.spec.array || b.spec.retry)
         print_array(cli, ids);
-    else if (cli->json) {
-        json_t *out = json_pack("{s:O}", "ids", ids);
-        pl_out_json(out);
-        json_decref(out);
-    }
     else
-        print_ids(ids, json_array_size(ids) == n ? tf.lines : NULL);
+        print_ids(cli, ids, json_array_size(ids) == n ? tf.lines : NULL);
     rc = PL_EXIT_OK;
 done:
     json_decref(ids);

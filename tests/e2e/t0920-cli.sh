@@ -5,7 +5,7 @@
 # task until it ends, and 'pilot wait --timeout' giving up with exit 2.
 . "$(dirname "$0")/lib.sh"
 
-plan 25
+plan 29
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 
@@ -99,3 +99,25 @@ is "$(pilot logs "$T" | od -An -c | tr -s ' ' | sed 's/^ //')" 'o u t 033 [ 3 1 
 capture pilot submit --after "x${ESC}[2J" -- true
 ok "an error naming what the user typed escapes it too" \
     eval '[[ $ERR == *"x\\x1b[2J"* && $ERR != *"$ESC"* ]]'
+
+# --- a submit of many requests that fails part-way -------------------------
+# 100,002 lines: the first request (100,000 specs) is queued, the second is
+# refused by pilotd (an unknown id in 'after', which only it can tell);
+# on a second pilot with no agent, so that nothing runs
+capture pilot up --local --agents 0
+P2=$OUT
+"$PY" -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(100001):
+        f.write("{\"argv\": [\"true\", \"%d\"]}\n" % i)
+    f.write("{\"argv\": [\"true\"], \"after\": [999999999]}\n")' "$WORK/big.jsonl"
+CAPTURE_TIMEOUT=180 capture pilot submit --pilot "$P2" --file "$WORK/big.jsonl"
+is "$RC" 1 "a file whose second request is refused: exit 1"
+like "$ERR" "^pilot: error: .*big\\.jsonl: line 100002: .*999999999.* \\(the 100000 tasks of the requests before it were queued: their ids are on stdout\\)\$" \
+    "... one error naming the line, and that the 100,000 before it were queued"
+is "$(wc -l <<<"$OUT") $(head -1 <<<"$OUT") $(tail -1 <<<"$OUT")" "100000 1 100000" \
+    "... whose 100,000 ids are on stdout"
+is "$(pilot status --pilot "$P2" --json | json 'j["tasks"]["total"]')" 100000 \
+    "... and they are the pilot's tasks, no more"
+capture pilot down --pilot "$P2"
