@@ -419,6 +419,9 @@ class Bench:
                 if "db_seconds" in r:
                     r["db_tasks_per_s"] = n / r["db_seconds"]
                 runs[name].append(r)
+            # N.B. after every rate is known: the order rotates, so the
+            # limit may have run last in this repetition
+            for name, r in got.items():
                 lim = got["limit-16" if name == "pilot-slurm"
                           else "limit"]["tasks_per_s"]
                 ratio[name].append(r["tasks_per_s"] / lim)
