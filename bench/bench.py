@@ -53,7 +53,7 @@ FULL = {
            "parallel": 300, "srun-seq": 100, "srun-16": 100,
            "sbatch-array": 100},
     "s2": {"agents": [1, 16, 256], "n": 200000, "slots": 1024},
-    "s3": {"n": 1000000, "reps": 2},
+    "s3": {"n": 1000000, "reps": 2, "ack_n": 2000},
     "s4": {"n": 1000, "cli_n": 100, "cli_slurm_n": 30},
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
 }
@@ -63,7 +63,7 @@ QUICK = {
            "pilot-slurm": 1000, "xargs": 2000, "parallel": 60,
            "srun-seq": 20, "srun-16": 32, "sbatch-array": 30},
     "s2": {"agents": [1, 16], "n": 30000, "slots": 1024},
-    "s3": {"n": 100000},
+    "s3": {"n": 100000, "ack_n": 500},
     "s4": {"n": 200, "cli_n": 30, "cli_slurm_n": 10},
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
 }
@@ -153,20 +153,20 @@ class Bench:
 
     # ---- pilot ----
 
-    def pilot_cmd(self, argv, pid=None, **kw):
-        env = dict(self.env)
+    def pilot_cmd(self, argv, pid=None, extra_env=None, **kw):
+        env = dict(self.env, **(extra_env or {}))
         if pid:
             env["PILOT_ID"] = pid
         return sh([os.path.join(self.bin, "pilot")] + argv, env=env, **kw)
 
-    def up(self, slurm=False, agents=1):
+    def up(self, slurm=False, agents=1, extra_env=None):
         argv = ["up", "--wait", "--json"]
         if slurm:
             argv += ["--nodes", "4", "--time", "20:00"]
         else:
             argv += ["--local"] + (["--agents", "0"] if agents == 0 else [])
         t0 = time.time()
-        j = json.loads(self.pilot_cmd(argv))
+        j = json.loads(self.pilot_cmd(argv, extra_env=extra_env))
         # pilot's fixed cost: 'pilot up --wait' returns once every agent
         # has registered
         p = {"id": j["pilot"], "dir": j["dir"], "slurm": slurm,
@@ -567,12 +567,50 @@ class Bench:
                 runs[m].append(self.s3_one(m, n, jsonl))
         if jsonl:
             os.unlink(jsonl)
+        self.s3_acks()
         self.res["s3"] = {
             m: {"n": n,
                 "seconds": summary([r["seconds"] for r in runs[m]]),
                 "bytes_per_task": summary([r["bytes_per_task"]
                                            for r in runs[m]]),
                 "runs": runs[m]} for m in methods}
+
+    def s3_ack(self, n, sync):
+        """n submit requests of one task each, one after another over one
+        connection (feed -c 1): each waits for its acknowledgement, which
+        pilotd sends after its commit and, unless PILOT_ACK_SYNC=0, after
+        an fsync of the WAL (issue 12: a crash of the node then loses no
+        acknowledged task)."""
+        p = self.up(agents=0, extra_env={"PILOT_ACK_SYNC":
+                                         "1" if sync else "0"})
+        try:
+            j = self.feed(p, n, ["/bin/true"], chunk=1)
+            count = self.db_times(p)[0]
+        finally:
+            self.down(p)
+        if count != n:
+            raise RuntimeError("s3 ack: %s of %d tasks stored" % (count, n))
+        return {"seconds": j["seconds"], "tasks_per_s": n / j["seconds"]}
+
+    def s3_acks(self):
+        n = self.cfg["s3"].get("ack_n", 2000)
+        kinds = ["synced", "not synced"]
+        runs = {k: [] for k in kinds}
+        cost = []
+        for rep in range(self.cfg["s3"].get("reps", self.cfg["reps"])):
+            got = {}
+            for k in kinds[rep % 2:] + kinds[:rep % 2]:
+                log("s3 rep %d: %d submits of one task, WAL %s before "
+                    "each ack" % (rep + 1, n, k))
+                got[k] = self.s3_ack(n, k == "synced")
+                runs[k].append(got[k])
+            cost.append(got["not synced"]["tasks_per_s"]
+                        / got["synced"]["tasks_per_s"])
+        self.res["s3_ack"] = {
+            k: {"n": n, "tasks_per_s": summary([r["tasks_per_s"]
+                                                for r in runs[k]]),
+                "runs": runs[k]} for k in kinds}
+        self.res["s3_ack"]["nosync_over_sync"] = summary(cost)
 
     # ---- scenario 4: latency on an idle pilot ----
 
@@ -848,6 +886,13 @@ def rows(b):
                 "wall: the submit command", "s", v["seconds"])
             add("3 submit", k + ": pilotd RSS", v["n"], "pilotd VmRSS",
                 "B/task", v["bytes_per_task"])
+    if "s3_ack" in r:
+        for k in ("synced", "not synced"):
+            v = r["s3_ack"][k]
+            add("3 submit", "1 task a request, WAL %s before the ack%s"
+                % (k, "" if k == "synced" else " (PILOT_ACK_SYNC=0)"),
+                v["n"], "wall: feed -c 1, each acked", "tasks/s",
+                v["tasks_per_s"])
     if "s4" in r:
         s4 = r["s4"]
         names = [

@@ -122,6 +122,15 @@ void pl_daemon_flush(struct pl_daemon *d)
     if (wrote)
         pl_db_commit(d->db, NULL); /* a failure is kept in d->db */
     bool stored = !pl_db_failed(d->db, NULL);
+    /* an acknowledged submission or cancel survives a crash of the node,
+     * not only of pilotd: the WAL is synced before the ack leaves (one
+     * fsync per commit that holds one, not per task; docs/state.md) */
+    if (stored && wrote && !d->cfg.ack_nosync && pl_outq_acks(d)) {
+        struct pl_error err;
+        if (pl_db_sync(d->db, &err) < 0)
+            pl_log(LOG_ERR, "%s: the commit acknowledged now may not "
+                   "survive a crash of this node", err.text);
+    }
     if (stored)
         pl_dispatch_send(d);
     else

@@ -210,6 +210,9 @@ void pl_out_undo(struct pl_daemon *d, struct pl_out *o, const char *why,
                  int errnum);
 /* Send everything queued; what acknowledges a write is held back when
  * 'stored' is false (the agents send again; clients got an error). */
+/* Whether a client's acknowledgement of what the batch stores (a submit,
+ * a cancel) waits in the queue. */
+bool pl_outq_acks(const struct pl_daemon *d);
 void pl_outq_send(struct pl_daemon *d, bool stored);
 void pl_outq_free(struct pl_daemon *d);
 

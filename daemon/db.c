@@ -623,6 +623,25 @@ int pl_db_checkpoint(struct pl_db *db, struct pl_error *errp)
     return 0;
 }
 
+int pl_db_sync(struct pl_db *db, struct pl_error *errp)
+{
+    sqlite3_file *wal = NULL;
+    int rc;
+
+    /* in WAL mode the journal pointer is the WAL file (pager.c,
+     * sqlite3PagerJrnlFile); its xSync is what synchronous=FULL does at
+     * each commit, here only for the commits someone waits on */
+    if (sqlite3_file_control(db->h, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+                             &wal) != SQLITE_OK || !wal || !wal->pMethods)
+        return 0; /* no WAL open: nothing written since it was reset */
+    if ((rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL)) != SQLITE_OK) {
+        errno = EIO;
+        return pl_errprintf(errp, "sync of the WAL in %s: %s", db->dir,
+                            sqlite3_errstr(rc));
+    }
+    return 0;
+}
+
 /* The text a write refused while the commit has failed gets. */
 int db_refuse(struct pl_db *db, struct pl_error *errp)
 {

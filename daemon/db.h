@@ -104,6 +104,12 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp);
 void pl_db_rollback(struct pl_db *db);
 int pl_db_in_txn(const struct pl_db *db);
 
+/* Make what the last commits wrote to the WAL durable: an fsync of the
+ * WAL file, as synchronous=FULL would do at every commit (commits run at
+ * synchronous=NORMAL: they survive pilotd, and with this call a crash of
+ * the node too).  0, or -1 with errno EIO and errp. */
+int pl_db_sync(struct pl_db *db, struct pl_error *errp);
+
 /* Copy what the WAL holds into the database (a passive checkpoint: it
  * never waits), outside a transaction; the next commit then writes the
  * WAL from its start.  pilotd calls it 4 times a second at most, so the

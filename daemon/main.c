@@ -42,7 +42,11 @@ static void usage(FILE *fp)
         "  --log-level L      err, warning, notice, info, debug (notice;\n"
         "                     env PILOT_LOG_LEVEL)\n"
         "  --foreground-log   log to stderr instead of DIR/logs/pilotd.log\n"
-        "  -h, --help\n");
+        "  -h, --help\n"
+        "\n"
+        "A submission or cancel is acknowledged once its commit is in the\n"
+        "WAL and the WAL is synced to disk; PILOT_ACK_SYNC=0 leaves the\n"
+        "sync out (it then survives pilotd's crash, not the node's).\n");
 }
 
 static double parse_secs(const char *s, const char *opt)
@@ -105,6 +109,10 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         pl_fatal(2, "unexpected argument '%s' (try --help)", argv[optind]);
+    const char *sync = getenv("PILOT_ACK_SYNC");
+    if (sync && *sync && strcmp(sync, "0") && strcmp(sync, "1"))
+        pl_fatal(2, "PILOT_ACK_SYNC: want 0 or 1, not '%s'", sync);
+    cfg.ack_nosync = sync && !strcmp(sync, "0");
     if (level && (pl_log_level = pl_log_level_parse(level)) < 0)
         pl_fatal(2, "bad log level '%s'", level);
 

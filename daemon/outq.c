@@ -89,6 +89,14 @@ void pl_out_undo(struct pl_daemon *d, struct pl_out *o, const char *why,
     pl_wbuf_reply(&o->w, o->seq, errnum, why);
 }
 
+bool pl_outq_acks(const struct pl_daemon *d)
+{
+    for (const struct pl_out *o = d->outq; o; o = o->next)
+        if (o->needs_commit && o->sock == d->csock)
+            return true;
+    return false;
+}
+
 void pl_outq_send(struct pl_daemon *d, bool stored)
 {
     struct pl_out *o, *next;

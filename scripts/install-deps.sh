@@ -39,7 +39,8 @@ declare -A pkgs=(
     # clang is for the fuzzers (make fuzz), and libclang-rt-14-dev holds
     # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
     # clang-14 only recommends it, and we install without recommends.
-    [tests]="python3 clang libclang-rt-14-dev"
+    # strace: t0930 counts pilotd's syncs of its WAL
+    [tests]="python3 clang libclang-rt-14-dev strace"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
