@@ -231,6 +231,8 @@ static uint64_t elements(const struct pl_spec *s)
     return s->array ? (s->aend - s->astart) / s->astep + 1 : 1;
 }
 
+#define SUBMIT_BYTES (PL_MSG_MAX / 4) /* of one submit request, at most */
+
 /* Send the 'n' specs in requests of PL_SPEC_MAX_SUBMIT; their ids into
  * 'ids'.  An error of spec K of a request names its line when 'lines'
  * is given.  0, or -1 after printing the error, 'ids' then holding those
@@ -254,8 +256,17 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
     /* pilotd stores about 200,000 tasks a second: give it the time */
     if (conn->timeout_ms < 10000 + (int)(total / 20))
         conn->timeout_ms = 10000 + (int)(total / 20);
-    for (size_t off = 0; off < n; off += PL_SPEC_MAX_SUBMIT) {
-        size_t m = n - off < PL_SPEC_MAX_SUBMIT ? n - off : PL_SPEC_MAX_SUBMIT;
+    for (size_t off = 0, m; off < n; off += m) {
+        size_t bytes = 0;
+        /* a request of at most PL_SPEC_MAX_SUBMIT specs and SUBMIT_BYTES:
+         * 100,000 specs of 1.5 MiB commands each would be far over the
+         * frame pilotd and ZeroMQ take (PL_MSG_MAX) */
+        for (m = 0; off + m < n && m < PL_SPEC_MAX_SUBMIT; m++) {
+            size_t b = pl_spec_wire_bytes(&specs[off + m]);
+            if (m > 0 && bytes + b > SUBMIT_BYTES)
+                break;
+            bytes += b;
+        }
         json_t *reply = pl_conn_submit(conn, specs + off, (uint32_t)m, &err);
         json_t *got;
         if (!reply) {

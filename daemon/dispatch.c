@@ -175,6 +175,54 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
     free(rank_gpus);
 }
 
+/* A RUN holds entries of at most this many bytes together, unless one
+ * alone is larger: a node of 64 cores given 64 tasks of 1.5 MiB commands
+ * (PL_SPEC_MAX_EXEC) would otherwise get a 96 MiB frame, over what the
+ * agent's socket takes (PL_MSG_MAX): the RUN would be dropped and the
+ * tasks left assigned (issue 12). */
+#define RUN_BYTES (PL_MSG_MAX / 4)
+
+/* An upper bound of the bytes pack_rank() writes for a rank of 't'. */
+static size_t entry_bytes(const struct pl_daemon *d, const struct pl_dtask *t)
+{
+    /* the command and env (as execve counts them: more than msgpack's
+     * headers), the two output paths, the cwd, the fixed fields, the
+     * node list, and an MPI task's hosts and every rank's cores and
+     * GPUs (a node name is at most 255 bytes, a CPU id 20 digits) */
+    size_t n = 1024 + pl_spec_exec_bytes(t->argv, t->env)
+               + 2 * (strlen(d->dir) + 96) + (t->cwd ? strlen(t->cwd) : 0)
+               + (size_t)t->nnodes * 260;
+
+    if (t->comm == PL_COMM_MPI)
+        n += (size_t)t->ranks * (260 + 21 * t->cores_per_rank
+                                 + 260 * t->gpus_per_rank);
+    return n;
+}
+
+/* How many of the ranks waiting for node 'n', among the first 'm'
+ * unsent tasks in order, the next RUN takes: those that fit in RUN_BYTES
+ * together, at least one.  Their bound in *bytes. */
+static uint32_t run_fill(struct pl_daemon *d, const struct pl_node *n,
+                         size_t m, size_t *bytes)
+{
+    uint32_t cnt = 0;
+
+    *bytes = 0;
+    for (size_t i = 0; i < m; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, d->unsent[i].id);
+        size_t eb = entry_bytes(d, t);
+        for (uint32_t r = 0; r < pl_dtask_launched(t); r++) {
+            if (!run_waits(t, r, n))
+                continue;
+            if (cnt > 0 && *bytes + eb > RUN_BYTES)
+                return cnt;
+            cnt++;
+            *bytes += eb;
+        }
+    }
+    return cnt;
+}
+
 void pl_dispatch_send(struct pl_daemon *d)
 {
     size_t m = 0;
@@ -191,31 +239,32 @@ void pl_dispatch_send(struct pl_daemon *d)
     for (size_t k = 0; m && k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         struct pl_link *l = pl_agents_link(d, n);
-        uint32_t cnt = 0;
+        uint32_t cnt;
+        size_t bytes;
         struct pl_out *o;
-        for (size_t i = 0; i < m; i++) {
-            struct pl_dtask *t = pl_sched_task_get(d->sched,
-                                                   d->unsent[i].id);
-            for (uint32_t r = 0; r < pl_dtask_launched(t); r++)
-                cnt += run_waits(t, r, n);
-        }
-        if (cnt == 0 || n->state != PL_NODE_UP || !l
-            || !(o = pl_out_agent(d, n)))
+        if (n->state != PL_NODE_UP || !l)
             continue;
-        /* numbered per node: a REGISTER says up to which RUN it knows */
-        uint64_t seq = ++l->run_seq;
-        pl_run_msg_begin(&o->w, seq, cnt);
-        for (size_t i = 0; i < m; i++) {
-            struct pl_dtask *t = pl_sched_task_get(d->sched,
-                                                   d->unsent[i].id);
-            for (uint32_t r = 0; r < pl_dtask_launched(t); r++)
-                if (run_waits(t, r, n)) {
-                    pack_rank(d, &o->w, t, r);
-                    t->rank[r].run_seq = seq;
-                }
+        /* as many RUNs as it takes: a packed rank no longer waits */
+        while ((cnt = run_fill(d, n, m, &bytes)) > 0
+               && (o = pl_out_agent(d, n))) {
+            /* numbered per node: a REGISTER says up to which RUN it knows */
+            uint64_t seq = ++l->run_seq;
+            pl_run_msg_begin(&o->w, seq, cnt);
+            for (size_t i = 0, packed = 0; i < m && packed < cnt; i++) {
+                struct pl_dtask *t = pl_sched_task_get(d->sched,
+                                                       d->unsent[i].id);
+                for (uint32_t r = 0; r < pl_dtask_launched(t)
+                                     && packed < cnt; r++)
+                    if (run_waits(t, r, n)) {
+                        pack_rank(d, &o->w, t, r);
+                        t->rank[r].run_seq = seq;
+                        packed++;
+                    }
+            }
+            pl_out_push(d, o);
+            pl_log(LOG_DEBUG, "run %u ranks on %s (%zu bytes at most)", cnt,
+                   n->name, bytes);
         }
-        pl_out_push(d, o);
-        pl_log(LOG_DEBUG, "run %u ranks on %s", cnt, n->name);
     }
     d->nunsent = 0;
 }

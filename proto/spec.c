@@ -155,6 +155,31 @@ static int array_check(const struct pl_spec *s, struct pl_error *errp)
     return 0;
 }
 
+size_t pl_spec_exec_bytes(char *const *argv, char *const *env)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; argv && argv[i]; i++)
+        n += strlen(argv[i]) + 1 + sizeof(char *);
+    for (size_t i = 0; env && env[i]; i++)
+        n += strlen(env[i]) + 1 + sizeof(char *);
+    return n;
+}
+
+size_t pl_spec_wire_bytes(const struct pl_spec *s)
+{
+    /* each string: its bytes and a str32 header; every other field: a
+     * key and a number, 32 bytes is room to spare */
+    size_t n = 512 + pl_spec_exec_bytes(s->argv, s->env);
+
+    n += (s->name ? strlen(s->name) : 0) + (s->cwd ? strlen(s->cwd) : 0);
+    for (size_t i = 0; s->tags && s->tags[i]; i++)
+        n += strlen(s->tags[i]) + 16;
+    for (uint32_t i = 0; i < s->nafter; i++)
+        n += 48 + (s->after[i].name ? strlen(s->after[i].name) : 0);
+    return n + 9 * (size_t)s->nindex;
+}
+
 /* The command and its environment: sizes, KEY=VALUE, UTF-8.  N.B. argv
  * and env are kept as JSON (the database, list, show): jansson refuses
  * other bytes, and a string it refused was once dropped from the stored
@@ -169,9 +194,11 @@ static int command_check(const struct pl_spec *s, struct pl_error *errp)
         return pl_errset(errp, EINVAL, "the command has %zu arguments; at most "
                          "%d", n, PL_SPEC_MAX_ARGV);
     for (size_t i = 0; i < n; i++) {
-        if (strlen(s->argv[i]) > PL_SPEC_MAX_ARG)
-            return pl_errset(errp, EINVAL, "argument %zu of the command is "
-                             "longer than %d KiB", i, PL_SPEC_MAX_ARG / 1024);
+        size_t len = strlen(s->argv[i]);
+        if (len > PL_SPEC_MAX_ARG)
+            return pl_errset(errp, EINVAL, "argument %zu of the command has "
+                             "%zu bytes; at most %d (Linux's MAX_ARG_STRLEN "
+                             "less the NUL)", i, len, PL_SPEC_MAX_ARG);
         if (!pl_utf8_str(s->argv[i]))
             return pl_errset(errp, EINVAL, "argument %zu of the command is not "
                              "UTF-8", i);
@@ -184,8 +211,10 @@ static int command_check(const struct pl_spec *s, struct pl_error *errp)
     for (size_t i = 0; s->env && s->env[i]; i++) {
         const char *eq = strchr(s->env[i], '=');
         if (strlen(s->env[i]) > PL_SPEC_MAX_ARG)
-            return pl_errset(errp, EINVAL, "environment entry %zu is longer "
-                             "than %d KiB", i, PL_SPEC_MAX_ARG / 1024);
+            return pl_errset(errp, EINVAL, "environment entry %zu has %zu "
+                             "bytes; at most %d (Linux's MAX_ARG_STRLEN less "
+                             "the NUL)", i, strlen(s->env[i]),
+                             PL_SPEC_MAX_ARG);
         if (!pl_utf8_str(s->env[i]))
             return pl_errset(errp, EINVAL, "environment entry %zu is not UTF-8",
                              i);
@@ -193,6 +222,13 @@ static int command_check(const struct pl_spec *s, struct pl_error *errp)
             return pl_errset(errp, EINVAL, "environment entry '%.40s' is not "
                              "KEY=VALUE", s->env[i]);
     }
+    size_t exec = pl_spec_exec_bytes(s->argv, s->env);
+    if (exec > PL_SPEC_MAX_EXEC)
+        return pl_errset(errp, EINVAL, "the command and its environment "
+                         "take %zu bytes as execve() counts them; at most %d "
+                         "(1.5 MiB: Linux's usual ARG_MAX of 2 MiB less room "
+                         "for the environment the task inherits)", exec,
+                         PL_SPEC_MAX_EXEC);
     if (!pl_utf8_str(s->name) || !pl_utf8_str(s->cwd))
         return pl_errset(errp, EINVAL, "the %s is not UTF-8",
                          pl_utf8_str(s->name) ? "cwd" : "name");
@@ -394,8 +430,10 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
         for (uint32_t i = 0; i < av->via.array.size; i++) {
             if (av->via.array.ptr[i].type == MSGPACK_OBJECT_STR
                 && av->via.array.ptr[i].via.str.size > PL_SPEC_MAX_ARG) {
-                pl_errset(errp, EINVAL, "argument %u of the command is longer "
-                          "than %d KiB", i, PL_SPEC_MAX_ARG / 1024);
+                pl_errset(errp, EINVAL, "argument %u of the command has %u "
+                          "bytes; at most %d (Linux's MAX_ARG_STRLEN less "
+                          "the NUL)", i, av->via.array.ptr[i].via.str.size,
+                          PL_SPEC_MAX_ARG);
                 goto error;
             }
         }

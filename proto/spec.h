@@ -20,8 +20,14 @@
 
 /* The limits of one task. */
 #define PL_SPEC_MAX_ARGV 4096          /* arguments of the command */
-#define PL_SPEC_MAX_ARG (64 * 1024)    /* bytes of one argument or one
-                                          environment entry */
+/* One argument or environment entry takes what execve() takes: Linux's
+ * MAX_ARG_STRLEN (32 pages, 131,072 bytes) less its NUL.  All of them,
+ * as execve() counts them against ARG_MAX (each string with its NUL and
+ * an 8-byte pointer), at most PL_SPEC_MAX_EXEC: three quarters of the
+ * usual ARG_MAX (2 MiB, a quarter of an 8 MiB stack limit), the rest
+ * left for the environment the task inherits from its agent. */
+#define PL_SPEC_MAX_ARG (128 * 1024 - 1)
+#define PL_SPEC_MAX_EXEC (1536 * 1024)
 #define PL_SPEC_MAX_ENV 4096           /* environment entries */
 #define PL_SPEC_MAX_NAME 256           /* bytes of a name */
 #define PL_SPEC_MAX_CWD 4096           /* bytes of the working directory */
@@ -114,6 +120,14 @@ void pl_spec_clear(struct pl_spec *s);
 /* Elements of the array of 's' (1 when it is not one; with retry, the
  * indexes pilotd chose). */
 uint64_t pl_spec_count(const struct pl_spec *s);
+
+/* The bytes 'argv' and 'env' (either may be NULL) take as execve()
+ * counts them against ARG_MAX: each string with its NUL, and a pointer. */
+size_t pl_spec_exec_bytes(char *const *argv, char *const *env);
+
+/* An upper bound of the bytes pl_spec_encode() writes for 's': the CLI
+ * keeps each submit request under PL_MSG_MAX with it. */
+size_t pl_spec_wire_bytes(const struct pl_spec *s);
 
 /* Check 's' against every rule of a spec and settle what it leaves to
  * defaults: ranks from nodes x ranks_per_node when not given, the

@@ -79,8 +79,11 @@ unchanged
 capture pilot submit --gpus-per-rank 9 -- true
 one_error_line "submit --gpus-per-rank 9: one error line about GPUs" '[Gg][Pp][Uu]'
 unchanged
-capture pilot submit -- echo "$(head -c 70000 /dev/zero | tr '\0' x)"
-one_error_line "an argument over 64 KiB: one error line saying so" '64 KiB'
+BIGARGS=()
+for _ in $(seq 13); do BIGARGS+=("$(head -c 131000 /dev/zero | tr '\0' x)"); done
+capture pilot submit -- echo "${BIGARGS[@]}"
+one_error_line "a command of 1.7 MB (13 x 131,000 bytes): one error line giving the limit" \
+    'as execve\(\) counts them; at most 1572864 '
 unchanged
 capture pilot submit -- $(seq 5000)
 one_error_line "5,000 arguments: one error line giving the limit" '4096'

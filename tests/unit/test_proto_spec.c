@@ -493,11 +493,72 @@ static void test_round_trip(void)
     pl_spec_clear(&s);
 }
 
+/* ---- commands as long as execve() takes (issue 12) ---- */
+
+/* A spec whose argv is "true" and 'n' arguments of 'len' bytes. */
+static void big_spec(struct pl_spec *s, size_t n, size_t len)
+{
+    pl_spec_init(s);
+    s->argv = calloc(n + 2, sizeof(*s->argv));
+    s->argv[0] = strdup("true");
+    for (size_t i = 1; i <= n; i++) {
+        s->argv[i] = malloc(len + 1);
+        memset(s->argv[i], 'x', len);
+        s->argv[i][len] = '\0';
+    }
+}
+
+static void test_exec_limits(void)
+{
+    struct pl_spec s, t;
+    struct pl_error e = { "" };
+    struct pl_wbuf w;
+    struct pl_msg m;
+    char a[] = "ab", b[] = "K=v";
+    char *argv[] = { a, NULL }, *env[] = { b, NULL };
+
+    is(pl_spec_exec_bytes(argv, env), 3 + 4 + 2 * sizeof(char *),
+       "exec bytes: each string with its NUL and a pointer");
+    is(pl_spec_exec_bytes(NULL, NULL), 0, "exec bytes of nothing: 0");
+
+    big_spec(&s, 1, PL_SPEC_MAX_ARG);
+    ok(pl_spec_check(&s, &e) == 0, "an argument of 131,071 bytes passes");
+    ok(encode_decode(&s, &w, &m, &t, &e) == 0
+           && strlen(t.argv[1]) == PL_SPEC_MAX_ARG,
+       "... and crosses the wire whole (%s)", e.text);
+    ok(w.sb.size <= pl_spec_wire_bytes(&s) + 64,
+       "wire bytes bound the encoded spec (%zu <= %zu)", w.sb.size,
+       pl_spec_wire_bytes(&s));
+    pl_msg_release(&m);
+    pl_spec_clear(&t);
+    pl_wbuf_destroy(&w);
+    pl_spec_clear(&s);
+
+    big_spec(&s, 1, PL_SPEC_MAX_ARG + 1);
+    ok(pl_spec_check(&s, &e) < 0
+           && !strcmp(e.text, "argument 1 of the command has 131072 bytes; "
+                      "at most 131071 (Linux's MAX_ARG_STRLEN less the NUL)"),
+       "131,072 bytes: refused, the limit named (%s)", e.text);
+    pl_spec_clear(&s);
+
+    /* 11 of 131,071: 1,441,880 bytes with the pointers, under 1.5 MiB;
+     * 12: 1,572,960, over */
+    big_spec(&s, 11, PL_SPEC_MAX_ARG);
+    ok(pl_spec_check(&s, &e) == 0, "11 arguments of 131,071 bytes pass");
+    pl_spec_clear(&s);
+    big_spec(&s, 12, PL_SPEC_MAX_ARG);
+    ok(pl_spec_check(&s, &e) < 0
+           && strstr(e.text, "as execve() counts them; at most 1572864"),
+       "12 of them: refused, the 1.5 MiB named (%s)", e.text);
+    pl_spec_clear(&s);
+}
+
 int main(void)
 {
-    plan(61);
+    plan(69);
     test_spec();
     test_check();
     test_round_trip();
+    test_exec_limits();
     return done_testing();
 }
