@@ -45,6 +45,10 @@ static const char help[] =
     "  --lost-after S        an agent silent this long is lost: its tasks\n"
     "                        run elsewhere, another agent is started on\n"
     "                        its node (default 30 s)\n"
+    "  --bind ADDR|IFACE     where pilotd listens: an address of its node,\n"
+    "                        or an interface there (ib0: its first IPv4\n"
+    "                        address); default: the node's name's address,\n"
+    "                        or the first interface up if that is loopback\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -80,6 +84,7 @@ enum {
     OPT_RESUME,
     OPT_LOST_AFTER,
     OPT_AGENTS,
+    OPT_BIND,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -135,6 +140,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
         { "resume", required_argument, NULL, OPT_RESUME },
         { "lost-after", required_argument, NULL, OPT_LOST_AFTER },
+        { "bind", required_argument, NULL, OPT_BIND },
         { "agents", required_argument, NULL, OPT_AGENTS },
         PL_CLI_COMMON_OPTS,
         { 0 },
@@ -189,6 +195,14 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             break;
         case OPT_RESUME:
             o->resume = optarg;
+            break;
+        case OPT_BIND:
+            /* checked by pilotd, on its node: the login node's interfaces
+             * are not the compute node's */
+            if (!*optarg || strlen(optarg) > 63 || strpbrk(optarg, " \t\n'\"\\$`"))
+                return pl_cli_usage(cli, "--bind: '%s' is not an address or "
+                                    "an interface name", optarg);
+            o->bind = optarg;
             break;
         case OPT_LOST_AFTER:
             if (pl_cli_parse_secs("--lost-after", optarg, &o->lost_after,
@@ -405,7 +419,7 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
         goto done;
     }
     if (o.local) {
-        if ((pid = pl_up_spawn(pilotd, p.dir, o.no_agent, &err)) < 0) {
+        if ((pid = pl_up_spawn(pilotd, p.dir, &o, &err)) < 0) {
             pl_cli_error("%s", err.text);
             goto done;
         }

@@ -8,8 +8,8 @@
 
 #include "client/up_private.h"
 
-pid_t pl_up_spawn(const char *pilotd, const char *dir, bool no_agent,
-                  struct pl_error *errp)
+pid_t pl_up_spawn(const char *pilotd, const char *dir,
+                  const struct pl_up_opts *o, struct pl_error *errp)
 {
     char log[PL_PATH_MAX + 32];
     int ep[2], in, out, child_errno;
@@ -34,14 +34,30 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir, bool no_agent,
         return -1;
     }
     if (pid == 0) {
-        char *argv[] = { (char *)"pilotd", (char *)"--dir", (char *)dir,
-                         (char *)"--local", (char *)"--agents",
-                         (char *)(no_agent ? "0" : "1"), NULL };
+        char lost[32];
+        const char *argv[12];
+        int k = 0;
+        argv[k++] = "pilotd";
+        argv[k++] = "--dir";
+        argv[k++] = dir;
+        argv[k++] = "--local";
+        argv[k++] = "--agents";
+        argv[k++] = o->no_agent ? "0" : "1";
+        if (o->lost_after > 0) {
+            snprintf(lost, sizeof(lost), "%g", o->lost_after);
+            argv[k++] = "--lost-after";
+            argv[k++] = lost;
+        }
+        if (o->bind) {
+            argv[k++] = "--bind";
+            argv[k++] = o->bind;
+        }
+        argv[k] = NULL;
         setsid(); /* no SIGINT or SIGHUP from this terminal */
         dup2(in, STDIN_FILENO);
         dup2(out, STDOUT_FILENO);
         dup2(out, STDERR_FILENO);
-        execv(pilotd, argv);
+        execv(pilotd, (char *const *)argv);
         child_errno = errno;
         if (write(ep[1], &child_errno, sizeof(child_errno)) < 0)
             _exit(126);

@@ -33,6 +33,7 @@ struct pl_up_opts {
     const char *resume; /* pilot id to run again, or NULL */
     double lost_after;  /* 0: pilotd's default */
     bool no_agent;      /* --local --agents 0 */
+    const char *bind;   /* pilotd --bind: an address or interface, or NULL */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',
@@ -53,10 +54,10 @@ bool pl_up_job_died(struct pl_cli *cli, const struct pl_pilot *p,
                     struct pl_slurm_job *j, char *why, size_t len);
 
 /* Start 'pilotd' --local on 'dir' in its own session, its output to
- * logs/pilotd.out; 'no_agent': --agents 0.  Its pid (the caller reaps
- * it), or -1 with errp set (also when it could not be executed). */
-pid_t pl_up_spawn(const char *pilotd, const char *dir, bool no_agent,
-                  struct pl_error *errp);
+ * logs/pilotd.out, with o's --agents 0 and --bind.  Its pid (the caller
+ * reaps it), or -1 with errp set (also when it could not be executed). */
+pid_t pl_up_spawn(const char *pilotd, const char *dir,
+                  const struct pl_up_opts *o, struct pl_error *errp);
 
 /* Whether the local pilotd 'pid' has exited (it is reaped); 'why' says
  * how. */

@@ -81,11 +81,14 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    char lost[48] = "";
+    char opts[160] = "";
     if (o->lost_after > 0)
-        snprintf(lost, sizeof(lost), " --lost-after %g", o->lost_after);
+        snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
+    if (o->bind) /* a name or address without blanks or quotes (cmd_up.c) */
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --bind '%s'", o->bind);
     fprintf(fp, "    %s --dir %s --drain-before %d%s &\n", qpilotd, qdir,
-            DRAIN_BEFORE, lost);
+            DRAIN_BEFORE, opts);
     fprintf(fp, "    pid=$!\n");
     fprintf(fp, "    while :; do\n");
     fprintf(fp, "        rc=0; wait \"$pid\" || rc=$?\n");

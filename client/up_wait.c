@@ -46,6 +46,25 @@ static void draw(const struct pl_pilot *p, bool connected, bool slurm,
     pl_out_progress(stderr, line);
 }
 
+/* The last "pilotd: error: ..." line of 'path' (the batch script's or
+ * pilotd's output), without its newline, into 'buf'; "" if none.  What
+ * stopped pilotd, said where the user looks first. */
+static void last_error(const char *path, char *buf, size_t len)
+{
+    char line[1024];
+    FILE *fp = fopen(path, "r");
+
+    buf[0] = '\0';
+    if (!fp)
+        return;
+    while (fgets(line, sizeof(line), fp))
+        if (!strncmp(line, "pilotd: error: ", 15)) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(buf, len, "%s", line);
+        }
+    fclose(fp);
+}
+
 int pl_up_wait(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                double limit, double t0)
 {
@@ -94,10 +113,12 @@ int pl_up_wait(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
         if (slurm ? tick % SLURM_EVERY == 0
                         && pl_up_job_died(cli, p, &j, why, sizeof(why))
                   : pl_up_local_died(pid, why, sizeof(why))) {
+            char said[1024];
             if (tty)
                 pl_out_progress_clear(stderr);
-            pl_cli_error("pilot %s: %s; see %s",
-                         p->id, why, log);
+            last_error(log, said, sizeof(said));
+            pl_cli_error("pilot %s: %s%s%s; see %s", p->id, why,
+                         said[0] ? ": " : "", said, log);
             goto done;
         }
         el = pl_mono() - t0;

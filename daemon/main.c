@@ -42,6 +42,11 @@ static void usage(FILE *fp)
         "  --log-level L      err, warning, notice, info, debug (notice;\n"
         "                     env PILOT_LOG_LEVEL)\n"
         "  --foreground-log   log to stderr instead of DIR/logs/pilotd.log\n"
+        "  --bind ADDR|IFACE  the address (or the interface whose first\n"
+        "                     address) the agents and clients connect to;\n"
+        "                     default: the host name's address, or, if that\n"
+        "                     is a loopback one, the first interface up;\n"
+        "                     --local: 127.0.0.1\n"
         "  -h, --help\n"
         "\n"
         "A submission or cancel is acknowledged once its commit is in the\n"
@@ -71,6 +76,7 @@ int main(int argc, char **argv)
         { "drain-before", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' },
         { "foreground-log", no_argument, NULL, 'f' },
+        { "bind", required_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -82,6 +88,7 @@ int main(int argc, char **argv)
     struct pl_error err;
     struct pl_info info;
     bool fg_log = false;
+    const char *bind = NULL, *bind_why = NULL;
     uv_loop_t loop;
     int c, rc;
 
@@ -103,6 +110,7 @@ int main(int argc, char **argv)
             break;
         case 'v': level = optarg; break;
         case 'f': fg_log = true; break;
+        case 'B': bind = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -170,7 +178,10 @@ int main(int argc, char **argv)
         pl_fatal(2, "--agents 0 needs --local");
     if (cfg.local) {
         cfg.expected_agents = cfg.no_agent ? 0 : 1;
-        snprintf(addr, sizeof(addr), "127.0.0.1");
+        if (!bind)
+            snprintf(addr, sizeof(addr), "127.0.0.1");
+        else if (pl_bind_addr(bind, addr, sizeof(addr), NULL, &err) < 0)
+            pl_fatal(2, "%s", err.text);
     }
     else {
         const char *nl = getenv("SLURM_JOB_NODELIST");
@@ -182,8 +193,8 @@ int main(int argc, char **argv)
         if (nn <= 0)
             pl_fatal(1, "cannot tell how many nodes the job has");
         cfg.expected_agents = nn;
-        if (pl_host_addr(NULL, addr, sizeof(addr), &err) < 0)
-            pl_fatal(1, "%s", err.text);
+        if (pl_bind_addr(bind, addr, sizeof(addr), &bind_why, &err) < 0)
+            pl_fatal(bind ? 2 : 1, "%s", err.text);
     }
     cfg.bind_addr = addr;
 
@@ -198,6 +209,8 @@ int main(int argc, char **argv)
         if (pl_log_init("pilotd", NULL, logpath) < 0)
             pl_fatal(1, "cannot open %s: %s", logpath, strerror(errno));
     }
+    if (bind_why)
+        pl_log(LOG_NOTICE, "binding %s: %s (--bind chooses)", addr, bind_why);
     uv_loop_init(&loop);
     struct pl_daemon *d = pl_daemon_new(&loop, &cfg, &err);
     if (!d) {

@@ -1,6 +1,8 @@
 /* proto/zsock.c - ZeroMQ socket set-up, framing and endpoints */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,31 +141,110 @@ int pl_zsock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body)
     return 0;
 }
 
-int pl_host_addr(const char *host, char *addr, size_t len,
-                 struct pl_error *errp)
+/* "lo 127.0.0.1, eth0 10.0.0.5" into 'buf': the IPv4 addresses there are. */
+static void list_addrs(const struct ifaddrs *ifs, char *buf, size_t len)
 {
-    char name[256];
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (const struct ifaddrs *i = ifs; i && off < len; i = i->ifa_next) {
+        char a[INET_ADDRSTRLEN];
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET
+            || !inet_ntop(AF_INET,
+                          &((const struct sockaddr_in *)i->ifa_addr)->sin_addr,
+                          a, sizeof(a)))
+            continue;
+        int n = snprintf(buf + off, len - off, "%s%s %s", off ? ", " : "",
+                         i->ifa_name, a);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+}
+
+static const struct in_addr *in_of(const struct ifaddrs *i)
+{
+    return &((const struct sockaddr_in *)i->ifa_addr)->sin_addr;
+}
+
+/* The first IPv4 entry of 'ifs' of interface 'name', or of address 'a',
+ * or, both NULL, of an interface that is up and not loopback. */
+static const struct ifaddrs *find(const struct ifaddrs *ifs,
+                                  const char *name, const struct in_addr *a)
+{
+    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        if (name ? !strcmp(i->ifa_name, name)
+                 : a ? in_of(i)->s_addr == a->s_addr
+                     : (i->ifa_flags & IFF_UP)
+                           && !(i->ifa_flags & IFF_LOOPBACK))
+            return i;
+    }
+    return NULL;
+}
+
+/* The first IPv4 address of this host's name, if it is not a loopback
+ * one.  0, or -1. */
+static int name_addr(struct in_addr *a)
+{
     struct addrinfo hints = { .ai_family = AF_INET,
                               .ai_socktype = SOCK_STREAM };
     struct addrinfo *res = NULL;
-    int rc;
+    char name[256];
 
-    if (!host) {
-        if (gethostname(name, sizeof(name)) < 0)
-            return pl_errprintf(errp, "gethostname: %s", strerror(errno));
-        name[sizeof(name) - 1] = '\0';
-        host = name;
+    if (gethostname(name, sizeof(name)) < 0)
+        return -1;
+    name[sizeof(name) - 1] = '\0';
+    if (getaddrinfo(name, NULL, &hints, &res) != 0)
+        return -1;
+    *a = ((const struct sockaddr_in *)res->ai_addr)->sin_addr;
+    freeaddrinfo(res);
+    return (ntohl(a->s_addr) >> 24) == 127 ? -1 : 0;
+}
+
+int pl_bind_addr(const char *spec, char *addr, size_t len, const char **why,
+                 struct pl_error *errp)
+{
+    struct ifaddrs *ifs = NULL;
+    const struct ifaddrs *pick = NULL;
+    struct in_addr want;
+    char have[1024];
+
+    if (why)
+        *why = NULL;
+    if (getifaddrs(&ifs) < 0)
+        return pl_errprintf(errp, "getifaddrs: %s", strerror(errno));
+    if (spec)
+        pick = inet_pton(AF_INET, spec, &want) == 1 ? find(ifs, NULL, &want)
+                                                    : find(ifs, spec, NULL);
+    else {
+        if (name_addr(&want) == 0)
+            pick = find(ifs, NULL, &want);
+        if (!pick && (pick = find(ifs, NULL, NULL)) && why)
+            *why = "the host name's address is a loopback one, or none of "
+                   "this host's: the first interface up and not loopback "
+                   "is used";
     }
-    if ((rc = getaddrinfo(host, NULL, &hints, &res)) != 0) {
-        errno = EHOSTUNREACH;
-        return pl_errprintf(errp, "cannot resolve %s: %s", host,
-                            gai_strerror(rc));
+    if (!pick) {
+        list_addrs(ifs, have, sizeof(have));
+        freeifaddrs(ifs);
+        errno = EADDRNOTAVAIL;
+        if (spec)
+            return pl_errprintf(errp, "--bind %.64s: not an address or "
+                                "interface of this host (it has: %.600s)",
+                                spec, have[0] ? have : "no IPv4 address");
+        return pl_errprintf(errp, "no address to bind: the host name's is "
+                            "a loopback one and no other interface is up "
+                            "(there are: %.600s); give --bind",
+                            have[0] ? have : "no IPv4 address");
     }
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)res->ai_addr;
-    if (!inet_ntop(AF_INET, &sin->sin_addr, addr, (socklen_t)len)) {
-        freeaddrinfo(res);
+    if (!inet_ntop(AF_INET, in_of(pick), addr, (socklen_t)len)) {
+        int saved = errno;
+        freeifaddrs(ifs);
+        errno = saved;
         return pl_errprintf(errp, "inet_ntop: %s", strerror(errno));
     }
-    freeaddrinfo(res);
+    freeifaddrs(ifs);
     return 0;
 }

@@ -45,9 +45,15 @@ int pl_zsock_send(void *sock, const void *id, size_t idlen, const void *buf,
  * Returns 0, or -1 with errno (EAGAIN when nothing is queued). */
 int pl_zsock_recv(void *sock, zmq_msg_t *id, zmq_msg_t *body);
 
-/* The IPv4 address 'host' resolves to, for binding on a node's address.
- * NULL 'host' means this host's name.  Returns 0 or -1 (errp). */
-int pl_host_addr(const char *host, char *addr, size_t len,
+/* The IPv4 address pilotd binds on, into 'addr' ('len' >= 16 bytes).
+ * 'spec' is an address of this host ("10.1.2.3") or the name of one of
+ * its interfaces ("ib0": its first IPv4 address).  NULL: the first
+ * address of this host's name, unless that is a loopback one (127.0.1.1
+ * on many Debian hosts, which no other node reaches): then the first
+ * address of an interface that is up and not loopback, and *why (if not
+ * NULL) says so.  0, or -1 with errp naming the interfaces and their
+ * addresses (errno EADDRNOTAVAIL, or getifaddrs()'s). */
+int pl_bind_addr(const char *spec, char *addr, size_t len, const char **why,
                  struct pl_error *errp);
 
 #endif /* !PL_PROTO_ZSOCK_H */

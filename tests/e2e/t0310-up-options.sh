@@ -5,7 +5,7 @@
 # partition Slurm does not have fails 'pilot up' with sbatch's reason.
 . "$(dirname "$0")/lib.sh"
 
-plan 15
+plan 21
 
 PART=$(sinfo -h -o %P | head -n1)
 PART=${PART%\*}
@@ -68,3 +68,22 @@ is "$RC" 0 "pilot down exits 0"
 capture pilot up --nodes 1 --partition no-such-partition
 is "$RC" 1 "pilot up --partition no-such-partition exits 1"
 like "$ERR" "sbatch.*(invalid partition|Invalid partition)" "... with sbatch's reason"
+
+# --- --bind -----------------------------------------------------------------
+# the dev cluster's nodes have lo and eth0 (10.199.0.1N)
+CAPTURE_TIMEOUT=180 capture pilot up --nodes 1 --bind eth0 --wait --wait-timeout 120 --json
+is "$RC" 0 "pilot up --nodes 1 --bind eth0 --wait exits 0"
+DIR=$(json 'j["dir"]' <<<"$OUT")
+[[ -n $DIR ]] && cleanup_job "$(json 'j["job"]' <<<"$OUT")"
+like "$(kv "$DIR/endpoint" client)" '^tcp://10\.199\.0\.1[0-9]:[0-9]+$' \
+    "... pilotd listens on eth0's address ($(kv "$DIR/endpoint" client))"
+like "$(cat "$DIR/pilot.sbatch")" "--bind 'eth0'" "... given to pilotd by the batch script"
+P3=$(json 'j["pilot"]' <<<"$OUT")
+T=$(pilot submit --pilot "$P3" -- true)
+capture pilot wait --pilot "$P3" "$T" --timeout 30
+is "$RC" 0 "... and a task runs: the agent reached it there"
+capture pilot down --pilot "$P3"
+CAPTURE_TIMEOUT=180 capture pilot up --nodes 1 --bind 203.0.113.77 --wait --wait-timeout 120
+is "$RC" 1 "pilot up --bind 203.0.113.77 (not the node's): exit 1"
+like "$ERR" "pilotd: error: --bind 203\\.0\\.113\\.77: not an address or interface of this host \\(it has: lo 127\\.0\\.0\\.1, eth0 10\\.199\\.0\\." \
+    "... with pilotd's reason: the node's addresses named"

@@ -1,5 +1,7 @@
 /* tests/unit/test_proto_zwatch.c - ZeroMQ sockets inside the libuv loop */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -514,13 +516,60 @@ static void test_tcp(uv_loop_t *loop, uv_timer_t *guard, void *ctx)
     unpair(&t);
 }
 
+/* pl_bind_addr: what pilotd binds on (issue 12: --bind) */
+static void test_bind_addr(void)
+{
+    char addr[64], name[256];
+    const char *why = "unset";
+    struct pl_error e = { "" };
+    struct addrinfo hints = { .ai_family = AF_INET }, *res = NULL;
+
+    ok(pl_bind_addr("lo", addr, sizeof(addr), NULL, &e) == 0
+           && !strcmp(addr, "127.0.0.1"),
+       "--bind lo: its address, 127.0.0.1 (%s)", e.text);
+    ok(pl_bind_addr("127.0.0.1", addr, sizeof(addr), NULL, &e) == 0
+           && !strcmp(addr, "127.0.0.1"),
+       "--bind 127.0.0.1: an address of this host");
+    errno = 0;
+    ok(pl_bind_addr("203.0.113.77", addr, sizeof(addr), NULL, &e) < 0
+           && errno == EADDRNOTAVAIL
+           && strstr(e.text, "--bind 203.0.113.77: not an address or "
+                     "interface of this host (it has: lo 127.0.0.1"),
+       "--bind of an address not ours: refused, the host's named (%s)",
+       e.text);
+    ok(pl_bind_addr("nosuch0", addr, sizeof(addr), NULL, &e) < 0
+           && strstr(e.text, "nosuch0: not an address or interface"),
+       "--bind of an interface there is not: refused");
+    /* no --bind: the host name's address, unless it is a loopback one */
+    int rc = pl_bind_addr(NULL, addr, sizeof(addr), &why, &e);
+    gethostname(name, sizeof(name));
+    name[sizeof(name) - 1] = '\0';
+    bool loop_name = getaddrinfo(name, NULL, &hints, &res) != 0
+                     || (ntohl(((struct sockaddr_in *)res->ai_addr)
+                                   ->sin_addr.s_addr) >> 24) == 127;
+    char named[64] = "";
+    if (res) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
+                  named, sizeof(named));
+        freeaddrinfo(res);
+    }
+    if (loop_name)
+        ok(rc == 0 && strncmp(addr, "127.", 4) && why,
+           "no --bind, %s resolving to a loopback address: an interface's, "
+           "%s, and why", name, rc == 0 ? addr : e.text);
+    else
+        ok(rc == 0 && !strcmp(addr, named) && !why,
+           "no --bind: %s's address, %s", name, named);
+}
+
 int main(void)
 {
     uv_loop_t loop;
     uv_timer_t guard;
     void *ctx = zmq_ctx_new();
 
-    plan(39);
+    plan(44);
+    test_bind_addr();
     alarm(20); /* a hang is a failure, not a stuck test run */
     uv_loop_init(&loop);
     uv_timer_init(&loop, &guard);
