@@ -133,16 +133,32 @@ void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
     pl_launch_node(d, n);
 }
 
+/* s between two ticks (1 s apart) that make a stall of the loop */
+#define STALL 3.0
+
 void pl_agents_tick(struct pl_daemon *d)
 {
-    double t = pl_now();
+    /* Durations on the monotonic clock: a step of the wall clock marked
+     * every agent lost.  A stall of our own loop (a long request, the
+     * process stopped or starved) leaves the agents' heartbeats unread
+     * on the socket, and judged them silent: after one, nobody is
+     * judged until two heartbeats have had the time to be read. */
+    double t = pl_mono();
 
+    if (t - d->tick_at > STALL) {
+        d->judge_after = t + 2 * d->cfg.heartbeat + 1;
+        pl_log(LOG_WARNING, "the loop stalled for %.1f s: no agent is "
+               "judged lost for %.0f s", t - d->tick_at,
+               2 * d->cfg.heartbeat + 1);
+    }
+    d->tick_at = t;
     for (size_t k = 0; k < d->nlinks; k++) {
         struct pl_link *l = d->links[k];
         struct pl_node *n = l->node;
-        if (n->state == PL_NODE_UP && t - l->last_seen > d->cfg.lost_after) {
+        if (n->state == PL_NODE_UP && t >= d->judge_after
+            && t - l->seen > d->cfg.lost_after) {
             char why[64];
-            snprintf(why, sizeof(why), "silent for %.0f s", t - l->last_seen);
+            snprintf(why, sizeof(why), "silent for %.0f s", t - l->seen);
             pl_agents_lost(d, n, why);
         }
         /* our heartbeat: an agent that hears nothing follows the endpoint
@@ -383,7 +399,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     if (n && n->state == PL_NODE_UP
         && (l->ridlen != ridlen || memcmp(l->rid, rid, ridlen))
         && (long)reg.pid != l->pid
-        && pl_now() - l->last_seen < d->cfg.lost_after) {
+        && pl_mono() - l->seen < d->cfg.lost_after) {
         /* one agent per node: the one that holds it lives (an agent of
          * a healed network cut, after a replacement started) */
         pl_log(LOG_WARNING, "a second agent on %s (pid %llu) while pid %ld "
@@ -418,6 +434,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     l->ridlen = ridlen;
     l->pid = (long)reg.pid;
     l->last_seen = pl_now();
+    l->seen = pl_mono();
     n->state = PL_NODE_UP;
     pl_agents_record(d, n, "up");
     /* a restarted pilotd: take back the ranks the database put here */
@@ -474,6 +491,7 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         return;
     }
     l->last_seen = pl_now();
+    l->seen = pl_mono();
     switch (m->type) {
     case PL_MSG_PULL:
         if (pl_pull_decode(m->body, &p, &err) < 0)

@@ -374,6 +374,7 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
     uv_signal_start(&d->sigint, signal_cb, SIGINT);
     uv_timer_start(&d->tick, tick_cb, 1000, 1000);
+    d->tick_at = pl_mono(); /* a stall before the first tick is one too */
     pl_daemon_end_time(d);
     if (!d->agents_deferred && pl_launch_agents(d, NULL, 0, errp) < 0)
         goto error;

@@ -79,7 +79,9 @@ struct pl_link {
     unsigned char rid[256];  /* its ZeroMQ routing id */
     size_t ridlen;
     long pid;
-    double last_seen;        /* pl_now() of its last message */
+    double last_seen;        /* pl_now() of its last message (shown) */
+    double seen;             /* pl_mono() of it: judges it lost, so that
+                                a step of the wall clock does not */
     uint64_t run_seq;        /* RUN messages sent to it */
 };
 
@@ -150,6 +152,9 @@ struct pl_daemon {
     double store_failed_since;   /* 0: everything is stored */
     double store_retry_at;       /* pl_mono() of the last retry */
     double ckpt_at;              /* pl_mono() of the last checkpoint */
+    double tick_at;              /* pl_mono() of the last 1 s tick */
+    double judge_after;          /* pl_mono() before which no agent is
+                                    judged lost: set after a stall */
     int store_errno;             /* the reason last logged */
     /* recover.c: a pilotd restarted in its allocation: the agents of the
      * one before still run its tasks.  Until they are back (or

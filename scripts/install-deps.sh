@@ -39,8 +39,9 @@ declare -A pkgs=(
     # clang is for the fuzzers (make fuzz), and libclang-rt-14-dev holds
     # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
     # clang-14 only recommends it, and we install without recommends.
-    # strace: t0930 counts pilotd's syncs of its WAL
-    [tests]="python3 clang libclang-rt-14-dev strace"
+    # strace: t0930 counts pilotd's syncs of its WAL; libfaketime:
+    # t0850 steps pilotd's wall clock
+    [tests]="python3 clang libclang-rt-14-dev strace libfaketime"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
