@@ -93,31 +93,47 @@ static uint64_t seconds_to_ms(double s)
 }
 
 /* Whether process 'pid' carries 'key' ("PILOT_TASK_KEY=...") in its
- * environment (as it was at its exec). */
+ * environment (as it was at its exec).  The whole of it is read (up to
+ * 4 MiB, more than ARG_MAX allows): the agent puts the key first, but a
+ * shell below the task builds its children's environment in its own
+ * order, and a key after the first 64 KiB was once missed (issue 12). */
 static bool has_key(const char *pid, const char *key)
 {
-    char path[64], buf[65536];
+    char path[300], *buf = NULL; /* /proc/, a d_name of 256, /environ */
     size_t klen = strlen(key) + 1; /* with its NUL: the whole entry */
-    size_t len = 0;
+    size_t len = 0, cap = 0;
+    bool found = false;
     ssize_t n;
     int fd;
 
     snprintf(path, sizeof(path), "/proc/%s/environ", pid);
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return false;
-    /* entries are NUL-terminated: compare at each entry's start */
-    while ((n = read(fd, buf + len, sizeof(buf) - len)) > 0)
-        len += (size_t)n;
+    do {
+        if (len == cap) {
+            char *b = cap < 4 << 20 ? realloc(buf, cap ? 2 * cap : 65536)
+                                    : NULL;
+            if (!b)
+                break;
+            buf = b;
+            cap = cap ? 2 * cap : 65536;
+        }
+        n = read(fd, buf + len, cap - len);
+        if (n > 0)
+            len += (size_t)n;
+    } while (n > 0 || (n < 0 && errno == EINTR));
     close(fd);
-    for (size_t off = 0; off + klen <= len;) {
+    /* entries are NUL-terminated: compare at each entry's start */
+    for (size_t off = 0; buf && off + klen <= len && !found;) {
         if (!memcmp(buf + off, key, klen))
-            return true;
+            found = true;
         const char *nul = memchr(buf + off, '\0', len - off);
         if (!nul)
             break;
         off = (size_t)(nul - buf) + 1;
     }
-    return false;
+    free(buf);
+    return found;
 }
 
 /* Signal every process that carries the task's key but left its process
@@ -361,12 +377,13 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
         pl_errprintf(&t->error, "out of memory");
         return start_failed(t, ENOMEM, errp);
     }
-    for (size_t i = 0, k = 0; i < nenv; i++)
+    /* the key first: has_key() finds it in the first bytes of
+     * /proc/PID/environ however large the rest (issue 12: after an
+     * environment of 64 KiB, a key placed last was not read) */
+    kenv[0] = t->key;
+    for (size_t i = 0, k = 1; i < nenv; i++)
         if (strncmp(env[i], "PILOT_TASK_KEY=", 15))
             kenv[k++] = env[i];
-    for (nenv = 0; kenv[nenv]; nenv++)
-        ;
-    kenv[nenv] = t->key;
     if ((rc = find_program(t->run.argv[0], kenv, prog, sizeof(prog))) == 0) {
         sigemptyset(&none);
         sigfillset(&all);

@@ -1,11 +1,12 @@
 #!/bin/bash
 # t0810-process-tree.sh - a timeout, a cancel and 'pilot down' leave no
 # process of the task behind, not even one that left its process group
-# (setsid, a double fork); a task that ends leaves no background child in
-# its group.  Local pilot: the process table is this machine's.
+# (setsid, a double fork), nor one whose environment is over 64 KiB; a
+# task that ends leaves no background child in its group.  Local pilot:
+# the process table is this machine's.
 . "$(dirname "$0")/lib.sh"
 
-plan 14
+plan 16
 
 pilot_up_local || abort "pilot up --local --wait failed"
 
@@ -44,6 +45,18 @@ capture pilot cancel "$C"
 capture pilot wait "$C" --timeout 30
 is "$(pilot ls --json "$C" | json 'j[0]["state"]')" canceled "cancel: the task ends canceled"
 ok "... and its double-forked daemon is gone too" gone 'sleep 777[34]'
+
+# cancel: an escaped process whose environment is over 64 KiB (the task's
+# key was read from the first 64 KiB only, and placed last)
+BIG=$(head -c 20000 /dev/zero | tr '\0' x)
+capture pilot submit --env "B1=$BIG" --env "B2=$BIG" --env "B3=$BIG" --env "B4=$BIG" \
+    -- sh -c '(setsid sh -c "sleep 7778" &); sleep 7779'
+C=$OUT
+ok "a task with 80 KB of environment double-forks and runs" \
+    started 'sleep 7778' 'sleep 7779'
+capture pilot cancel "$C"
+capture pilot wait "$C" --timeout 30
+ok "... cancel leaves neither of its processes" gone 'sleep 777[89]'
 
 # a task that exits 0 with a background child still in its group
 capture pilot submit -- sh -c 'sleep 7775 & echo $! >'"$WORK"'/bg.pid; sleep 0.5; exit 0'
