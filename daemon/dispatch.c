@@ -210,10 +210,12 @@ static uint32_t run_fill(struct pl_daemon *d, const struct pl_node *n,
     *bytes = 0;
     for (size_t i = 0; i < m; i++) {
         struct pl_dtask *t = pl_sched_task_get(d->sched, d->unsent[i].id);
-        size_t eb = entry_bytes(d, t);
+        size_t eb = 0; /* counted once a rank of 't' waits for 'n' */
         for (uint32_t r = 0; r < pl_dtask_launched(t); r++) {
             if (!run_waits(t, r, n))
                 continue;
+            if (!eb)
+                eb = entry_bytes(d, t);
             if (cnt > 0 && *bytes + eb > RUN_BYTES)
                 return cnt;
             cnt++;
