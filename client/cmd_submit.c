@@ -274,7 +274,7 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
             int used = 0;
             /* the requests before this one were queued: their ids go to
              * stdout all the same (pl_cmd_submit), and the error says so */
-            char before[96] = "";
+            char before[128] = "";
             if (off)
                 snprintf(before, sizeof(before), " (the %zu tasks of the "
                          "requests before it were queued: their ids are on "
