@@ -235,10 +235,12 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
     }
     long long rss = pl_out_jint(t, "maxrss_kb", -1);
     line("max rss:", rss >= 0 ? pl_out_kib(rss, buf, sizeof(buf)) : NULL);
-    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, false,
+    /* the last attempt's (pilot logs --attempt N: an earlier one's) */
+    unsigned att = (unsigned)pl_out_jint(t, "attempts", 1);
+    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, att, false,
                          false, buf, sizeof(buf)) == 0)
         line("stdout:", buf);
-    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, true,
+    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, att, true,
                          false, buf, sizeof(buf)) == 0)
         line("stderr:", buf);
     if (json_array_size(env) > 0) {

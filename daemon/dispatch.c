@@ -111,8 +111,10 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
     char *nodes[t->nnodes + 1], **hosts = NULL;
     char *rank_cores = NULL, *rank_gpus = NULL;
 
-    pl_path_task_log(d->dir, t->id, false, false, out, sizeof(out));
-    pl_path_task_log(d->dir, t->id, true, false, err, sizeof(err));
+    pl_path_task_log(d->dir, t->id, t->attempt, false, false, out,
+                     sizeof(out));
+    pl_path_task_log(d->dir, t->id, t->attempt, true, false, err,
+                     sizeof(err));
     for (uint32_t i = 0; i < k->ncores; i++)
         cores[i] = k->node->cpu[k->core_idx[i]];
     for (uint32_t i = 0; i < k->ngpus; i++)

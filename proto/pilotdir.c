@@ -337,8 +337,9 @@ void pl_path_db(const char *dir, char *buf, size_t len)
     snprintf(buf, len, "%s/state.db", dir);
 }
 
-int pl_path_task_log(const char *dir, unsigned long long id, bool err,
-                     bool mkdirs, char *buf, size_t len)
+int pl_path_task_log(const char *dir, unsigned long long id,
+                     unsigned attempt, bool err, bool mkdirs, char *buf,
+                     size_t len)
 {
     int n = snprintf(buf, len, "%s/tasks/%llu", dir, id / 1000);
 
@@ -348,8 +349,12 @@ int pl_path_task_log(const char *dir, unsigned long long id, bool err,
     }
     if (mkdirs && pl_mkdirs(buf, 0700) < 0)
         return -1;
-    n = snprintf(buf, len, "%s/tasks/%llu/%llu.%s", dir, id / 1000, id,
-                 err ? "err" : "out");
+    if (attempt > 1)
+        n = snprintf(buf, len, "%s/tasks/%llu/%llu.%u.%s", dir, id / 1000,
+                     id, attempt, err ? "err" : "out");
+    else
+        n = snprintf(buf, len, "%s/tasks/%llu/%llu.%s", dir, id / 1000, id,
+                     err ? "err" : "out");
     if (n < 0 || (size_t)n >= len) {
         errno = ENAMETOOLONG;
         return -1;

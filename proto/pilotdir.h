@@ -59,10 +59,13 @@ int pl_info_read(const char *dir, struct pl_info *in, struct pl_error *errp);
 
 /* Paths inside a pilot directory. */
 void pl_path_db(const char *dir, char *buf, size_t len);
-/* tasks/<id/1000>/<id>.out or .err; the bucket keeps directories small.
- * 'mkdirs' creates the bucket directory. */
-int pl_path_task_log(const char *dir, unsigned long long id, bool err,
-                     bool mkdirs, char *buf, size_t len);
+/* tasks/<id/1000>/<id>.out or .err for a task's first attempt, and
+ * <id>.<attempt>.out or .err for the later ones (a task run again after
+ * its node was lost keeps each attempt's output); the bucket keeps
+ * directories small.  'mkdirs' creates the bucket directory. */
+int pl_path_task_log(const char *dir, unsigned long long id,
+                     unsigned attempt, bool err, bool mkdirs, char *buf,
+                     size_t len);
 
 /* mkdir -p with 'mode' for each created level. */
 int pl_mkdirs(const char *path, unsigned mode);

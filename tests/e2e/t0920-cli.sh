@@ -2,10 +2,14 @@
 # t0920-cli.sh - CLI behaviours no other test covers, on a local pilot:
 # --version, a task's working directory (the submitter's by default,
 # --cwd, a --cwd that does not exist), 'pilot logs -f' streaming a running
-# task until it ends, and 'pilot wait --timeout' giving up with exit 2.
+# task until it ends, 'pilot wait --timeout' giving up with exit 2;
+# control characters of a task's name and argv escaped in what people
+# read, exact in --json and in the task's output; each attempt's output
+# kept (pilot logs --attempt N); and a submit of several requests that
+# fails part-way printing the ids of those that were queued.
 . "$(dirname "$0")/lib.sh"
 
-plan 30
+plan 36
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 
@@ -99,6 +103,23 @@ is "$(pilot logs "$T" | od -An -c | tr -s ' ' | sed 's/^ //')" 'o u t 033 [ 3 1 
 capture pilot submit --after "x${ESC}[2J" -- true
 ok "an error naming what the user typed escapes it too" \
     eval '[[ $ERR == *"x\\x1b[2J"* && $ERR != *"$ESC"* ]]'
+
+# --- each attempt keeps its own output ---------------------------------------
+# the local agent killed under a running task: pilotd starts another, the
+# task runs again (attempt 2), and attempt 1's output is not truncated
+T=$(pilot submit -- sh -c 'echo "start $$"; sleep 4; echo "end $$"')
+ok "a task runs" wait_for 20 eval '[[ $(field "$T" state) == running ]]'
+sleep 0.5
+kill -KILL "$(pilot status --json | json 'j["nodes"][0]["pid"]')"
+capture pilot wait "$T" --timeout 60
+is "$RC $(field "$T" attempts)" "0 2" "the agent killed under it: the task runs again and ends done"
+A1=$(pilot logs --attempt 1 "$T" | head -1)
+A2=$(pilot logs "$T" | head -1)
+like "$A1|$A2" '^start [0-9]+\|start [0-9]+$' "pilot logs: the last attempt's output; --attempt 1: the first's"
+ok "... two runs, two outputs ($A1, $A2)" test "$A1" != "$A2"
+like "$(pilot show "$T" | grep '^stdout:')" "/$T\\.2\\.out\$" "show names the last attempt's file"
+capture pilot logs --attempt 3 "$T"
+one_error_line "--attempt 3 of a task of 2: refused" "^pilot: error: task $T has had 2 attempts; there is no attempt 3\$"
 
 # --- a submit of many requests that fails part-way -------------------------
 # 100,002 lines: more than one request (at most 100,000 specs and 16 MiB

@@ -300,32 +300,38 @@ static void test_task_log(const char *home)
     struct pl_error e;
 
     pl_pilotdir_path(home, "p2", dir, sizeof(dir), &e);
-    is(pl_path_task_log(dir, 1234, false, true, path, sizeof(path)), 0,
+    is(pl_path_task_log(dir, 1234, 1, false, true, path, sizeof(path)), 0,
        "task log of 1234");
     snprintf(want, sizeof(want), "%s/tasks/1/1234.out", dir);
     is_str(path, want, "... tasks/1/1234.out");
     snprintf(want, sizeof(want), "%s/tasks/1", dir);
     ok(is_dir(want) && mode_of(want) == 0700,
        "... bucket tasks/1 created 0700");
-    is(pl_path_task_log(dir, 1234, true, false, path, sizeof(path)), 0,
+    is(pl_path_task_log(dir, 1234, 1, true, false, path, sizeof(path)), 0,
        "stderr log of 1234");
     snprintf(want, sizeof(want), "%s/tasks/1/1234.err", dir);
     is_str(path, want, "... tasks/1/1234.err");
-    pl_path_task_log(dir, 999, false, true, path, sizeof(path));
+    pl_path_task_log(dir, 999, 1, false, true, path, sizeof(path));
     snprintf(want, sizeof(want), "%s/tasks/0/999.out", dir);
     is_str(path, want, "999 goes to bucket 0");
-    pl_path_task_log(dir, 5000, false, false, path, sizeof(path));
+    pl_path_task_log(dir, 5000, 1, false, false, path, sizeof(path));
     snprintf(want, sizeof(want), "%s/tasks/5/5000.out", dir);
     is_str(path, want, "5000 goes to bucket 5");
     snprintf(want, sizeof(want), "%s/tasks/5", dir);
     ok(!is_dir(want), "... not created without mkdirs");
     errno = 0;
-    ok(pl_path_task_log(dir, 1234, false, false, path, 10) == -1
+    ok(pl_path_task_log(dir, 1234, 1, false, false, path, 10) == -1
            && errno == ENAMETOOLONG,
        "a short buffer: ENAMETOOLONG");
+    pl_path_task_log(dir, 1234, 3, true, false, path, sizeof(path));
+    snprintf(want, sizeof(want), "%s/tasks/1/1234.3.err", dir);
+    is_str(path, want, "attempt 3's stderr: tasks/1/1234.3.err");
+    pl_path_task_log(dir, 1234, 0, false, false, path, sizeof(path));
+    snprintf(want, sizeof(want), "%s/tasks/1/1234.out", dir);
+    is_str(path, want, "attempt 0 (none started yet) is the first's path");
     size_t need = strlen(dir) + strlen("/tasks/1/1234.out");
-    ok(pl_path_task_log(dir, 1234, false, false, path, need + 1) == 0
-           && pl_path_task_log(dir, 1234, false, false, path, need) == -1,
+    ok(pl_path_task_log(dir, 1234, 1, false, false, path, need + 1) == 0
+           && pl_path_task_log(dir, 1234, 1, false, false, path, need) == -1,
        "a buffer of exactly the length + 1 fits, one less does not");
 }
 
@@ -333,7 +339,7 @@ int main(void)
 {
     char home[128];
 
-    plan(60);
+    plan(62);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
