@@ -15,10 +15,14 @@ field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 # --- a step of the wall clock ---------------------------------------------
 FT=$WORK/faketime
 echo "+0" >"$FT"
+# (under make asan, ASan must be told that its runtime is not the first
+# library: libfaketime is preloaded before it)
 CAPTURE_TIMEOUT=60 capture env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$FT" \
     FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
     pilot up --local --lost-after 3 --wait
 P=$OUT
+[[ $RC == 0 && -n $P ]] || abort "pilot up under libfaketime failed: $ERR"
 DIR=$(pilot_dir "$P")
 T=$(pilot submit --pilot "$P" -- sleep 8)
 ok "a task runs" wait_for 20 eval '[[ $(field "$T" state) == running ]]'
