@@ -18,6 +18,7 @@
 #include "proto/error.h"
 #include "proto/keys.h"
 #include "proto/log.h"
+#include "proto/msg.h"
 
 static const char usage[] =
     "Usage: pilot-agent --connect tcp://ADDR:PORT --keys DIR [OPTIONS]\n"
@@ -44,6 +45,7 @@ static const char usage[] =
     "                     (virtual slots), and there are no GPUs\n"
     "  --log-level LEVEL  err, warning, notice (default), info or debug\n"
     "  --help             show this help\n"
+    "  --version          print the version and the protocol\n"
     "\n"
     "GPUs are Slurm's (SLURM_STEP_GPUS, SLURM_JOB_GPUS), checked with NVML\n"
     "or the CUDA driver when either loads.  PILOT_NVML_LIBRARY and\n"
@@ -76,6 +78,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         { "orphan-timeout", required_argument, NULL, 'o' },
         { "bench", no_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -136,6 +139,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'h':
             fputs(usage, stdout);
+            exit(0);
+        case 'V':
+            printf("pilot-agent %s (protocol %d)\n", PL_VERSION,
+                   PL_PROTO_VERSION);
             exit(0);
         case ':':
             pl_fatal(2, "%s needs a value (see --help)", argv[optind - 1]);

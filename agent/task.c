@@ -384,7 +384,9 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     for (size_t i = 0, k = 1; i < nenv; i++)
         if (strncmp(env[i], "PILOT_TASK_KEY=", 15))
             kenv[k++] = env[i];
-    if ((rc = find_program(t->run.argv[0], kenv, prog, sizeof(prog))) == 0) {
+    bool found = (rc = find_program(t->run.argv[0], kenv, prog,
+                                    sizeof(prog))) == 0;
+    if (found) {
         sigemptyset(&none);
         sigfillset(&all);
         posix_spawn_file_actions_init(&fa);
@@ -409,9 +411,21 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     if (err != out)
         close(err);
     if (rc != 0) {
+        /* which of them failed, in the words a user needs: the command
+         * not found in PATH, the working directory, or the exec */
         t->exit_code = 127; /* what a shell says for a command it can't run */
-        pl_errprintf(&t->error, "spawn: %s",
-                     uv_strerror(uv_translate_sys_error(rc)));
+        if (!found && !strchr(t->run.argv[0], '/'))
+            pl_errprintf(&t->error, "command '%s' %s", t->run.argv[0],
+                         rc == ENOENT ? "not found in PATH"
+                                      : uv_strerror(uv_translate_sys_error(
+                                            rc)));
+        else if (t->run.cwd && (rc == ENOENT || rc == EACCES || rc == ENOTDIR)
+                 && access(t->run.cwd, X_OK) < 0)
+            pl_errprintf(&t->error, "cwd %s: %s", t->run.cwd,
+                         uv_strerror(uv_translate_sys_error(errno)));
+        else
+            pl_errprintf(&t->error, "spawn %s: %s", t->run.argv[0],
+                         uv_strerror(uv_translate_sys_error(rc)));
         return start_failed(t, rc, errp);
     }
     t->pid = (int)pid;

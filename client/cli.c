@@ -144,7 +144,7 @@ int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
         *exitp = PL_EXIT_OK;
         return -1;
     case PL_OPT_VERSION:
-        printf("pilot %s (protocol %d)\n", PL_CLI_VERSION, PL_PROTO_VERSION);
+        printf("pilot %s (protocol %d)\n", PL_VERSION, PL_PROTO_VERSION);
         *exitp = PL_EXIT_OK;
         return -1;
     case '?':

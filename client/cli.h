@@ -9,7 +9,6 @@
 #include "proto/clientmsg.h"
 #include "proto/error.h"
 
-#define PL_CLI_VERSION "0.1.0"
 
 /* Exit codes of every command ('wait' adds its own, see cmd_wait.c). */
 enum pl_exit {

@@ -18,6 +18,7 @@
 #include "daemon/slurmjob.h"
 #include "proto/keys.h"
 #include "proto/log.h"
+#include "proto/msg.h"
 #include "proto/pilotdir.h"
 #include "proto/zsock.h"
 
@@ -48,6 +49,7 @@ static void usage(FILE *fp)
         "                     is a loopback one, the first interface up;\n"
         "                     --local: 127.0.0.1\n"
         "  -h, --help\n"
+        "  --version          print the version and the protocol\n"
         "\n"
         "A submission or cancel is acknowledged once its commit is in the\n"
         "WAL and the WAL is synced to disk; PILOT_ACK_SYNC=0 leaves the\n"
@@ -78,6 +80,7 @@ int main(int argc, char **argv)
         { "foreground-log", no_argument, NULL, 'f' },
         { "bind", required_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     struct pl_daemon_config cfg = { .heartbeat = 2, .lost_after = 30,
@@ -112,6 +115,9 @@ int main(int argc, char **argv)
         case 'f': fg_log = true; break;
         case 'B': bind = optarg; break;
         case 'h': usage(stdout); return 0;
+        case 'V':
+            printf("pilotd %s (protocol %d)\n", PL_VERSION, PL_PROTO_VERSION);
+            return 0;
         default: usage(stderr); return 2;
         }
     }

@@ -15,6 +15,8 @@
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
 #define PL_PROTO_VERSION 5
+/* pilot's release, printed by the three programs' --version */
+#define PL_VERSION "0.1.0"
 
 /* Largest message we accept (ZMQ_MAXMSGSIZE on every socket). */
 #define PL_MSG_MAX (64 * 1024 * 1024)

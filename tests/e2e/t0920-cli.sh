@@ -9,16 +9,20 @@
 # fails part-way printing the ids of those that were queued.
 . "$(dirname "$0")/lib.sh"
 
-plan 36
+plan 40
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 
 # --- --version: the CLI's version and protocol, from the sources --------
-V=$(sed -n 's/^#define PL_CLI_VERSION "\(.*\)"$/\1/p' "$REPO/client/cli.h")
+V=$(sed -n 's/^#define PL_VERSION "\(.*\)"$/\1/p' "$REPO/proto/msg.h")
 PV=$(sed -n 's/^#define PL_PROTO_VERSION \([0-9]*\)$/\1/p' "$REPO/proto/msg.h")
 capture pilot --version
 is "$RC|$OUT|$ERR" "0|pilot $V (protocol $PV)|" \
     "pilot --version: 'pilot $V (protocol $PV)' on stdout, exit 0, no pilot needed"
+capture pilotd --version
+is "$RC|$OUT" "0|pilotd $V (protocol $PV)" "pilotd --version: the same version and protocol"
+capture pilot-agent --version
+is "$RC|$OUT" "0|pilot-agent $V (protocol $PV)" "pilot-agent --version too"
 
 pilot_up_local || abort "pilot up --local --wait failed"
 
@@ -40,6 +44,12 @@ T=$(pilot submit --cwd "$WORK/none" -- pwd)
 capture pilot wait "$T" --timeout 30
 is "$RC" 1 "--cwd of a directory that does not exist: the task fails"
 is "$(field "$T" state) $(field "$T" start_time)" "failed null" "... and never starts"
+is "$(field "$T" reason)" "cwd $WORK/none: no such file or directory" \
+    "... the reason naming the directory"
+T=$(pilot submit -- no-such-command-t0920)
+capture pilot wait "$T" --timeout 30
+is "$RC,$(field "$T" reason)" "1,command 'no-such-command-t0920' not found in PATH" \
+    "a command not in PATH: the task fails, saying so"
 
 # --- pilot logs -f ---------------------------------------------------------
 # a task that writes a line, waits for a file the test makes, writes again

@@ -488,7 +488,8 @@ static void test_spawn_failed(struct fixture *f)
     ok(wait_for(f, has_ev, &w, WAIT_MS), "spawn: task 50 failed");
     v = find_ev(f, 50, 1, PL_ST_FAILED);
     ok(v && v->exit_code == 127 && v->error
-           && !strcmp(v->error, "spawn: no such file or directory"),
+           && !strcmp(v->error, "spawn /nonexistent/cmd: no such file or "
+                        "directory"),
        "spawn: exit code 127 and the error (%s)",
        v && v->error ? v->error : "");
     ok(find_ev(f, 50, 1, PL_ST_RUNNING) == NULL, "spawn: never running");

@@ -167,8 +167,8 @@ static void test_spawn_errors(struct fixture *f)
     ok(rc < 0 && errno == ENOENT, "spawn: missing command fails, ENOENT");
     is(pl_task_state(t), PL_ST_FAILED, "spawn: state failed");
     is(pl_task_exit_code(t), 127, "spawn: exit code 127");
-    is_str(pl_task_error(t), "spawn: no such file or directory",
-           "spawn: error text");
+    is_str(pl_task_error(t), "spawn /nonexistent/cmd: no such file or "
+           "directory", "spawn: error text names the command");
     ok(!pl_task_running(t), "spawn: not running");
 
     spec_init(f, &s, "badout", tru, 0);
@@ -185,6 +185,14 @@ static void test_spawn_errors(struct fixture *f)
     s.cwd = strdup("/nonexistent-dir");
     t = start_spec(f, &s, &rc, &err);
     ok(rc < 0 && pl_task_exit_code(t) == 127, "spawn: missing cwd fails");
+    is_str(pl_task_error(t), "cwd /nonexistent-dir: no such file or "
+           "directory", "... naming the cwd");
+
+    const char *gone[] = { "no-such-command-in-path", NULL };
+    spec_init(f, &s, "nopath", gone, 0);
+    t = start_spec(f, &s, &rc, &err);
+    is_str(pl_task_error(t), "command 'no-such-command-in-path' not found "
+           "in PATH", "a command not in PATH: named so");
 }
 
 static void test_files(struct fixture *f)
@@ -471,7 +479,7 @@ int main(void)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
-    plan(60);
+    plan(62);
     if (!t_tmpdir("agent-task", f->dir, sizeof(f->dir)))
         abort();
     uv_loop_init(&f->loop);
