@@ -28,10 +28,9 @@
 
 struct outmsg;  /* link.c: a message waiting for room on the socket */
 struct unacked; /* link.c: an end pilotd has not committed yet */
+struct pl_env;  /* agent/env.h: a task's environment */
 
 /* The fields in groups: the state of the file each names. */
-struct pl_env;
-
 struct pl_agent {
     /* agent.c */
     uv_loop_t loop;

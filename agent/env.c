@@ -146,23 +146,41 @@ int pl_env_setf(struct pl_env *e, const char *key, const char *fmt, ...)
     return rc;
 }
 
-void pl_env_unset(struct pl_env *e, const char *key)
+/* Whether the key of "KEY=VALUE" 'kv' is 'pat' ("KEY", or "PREFIX*"). */
+static bool key_is(const char *kv, const char *pat)
 {
-    size_t klen = strlen(key);
-    bool prefix = klen > 0 && key[klen - 1] == '*';
+    size_t plen = strlen(pat);
+
+    if (plen > 0 && pat[plen - 1] == '*')
+        return !strncmp(kv, pat, plen - 1);
+    return !strncmp(kv, pat, plen) && kv[plen] == '=';
+}
+
+/* Free and remove every entry 'drop' says so of ('arg' passed on). */
+static void remove_if(struct pl_env *e,
+                      bool (*drop)(const char *kv, const void *arg),
+                      const void *arg)
+{
     size_t j = 0;
 
-    if (prefix)
-        klen--;
     for (size_t i = 0; i < e->n; i++) {
-        const char *kv = e->v[i];
-        if (!strncmp(kv, key, klen) && (prefix || kv[klen] == '='))
+        if (drop(e->v[i], arg))
             free(e->v[i]);
         else
             e->v[j++] = e->v[i];
     }
     e->n = j;
     e->v[j] = NULL;
+}
+
+static bool key_matches(const char *kv, const void *pat)
+{
+    return key_is(kv, pat);
+}
+
+void pl_env_unset(struct pl_env *e, const char *key)
+{
+    remove_if(e, key_matches, key);
 }
 
 /* Variables that describe the agents' own srun step, or the wire-up of
@@ -181,18 +199,9 @@ static const char *const launch_vars[] = {
     "OMPI_MCA_pmix*", "OMPI_MCA_initial_wdir",
 };
 
-/* Whether the key of "KEY=VALUE" 'kv' is 'pat' ("KEY", or "PREFIX*"). */
-static bool key_is(const char *kv, const char *pat)
+static bool step_var(const char *kv, const void *arg)
 {
-    size_t plen = strlen(pat);
-
-    if (plen > 0 && pat[plen - 1] == '*')
-        return !strncmp(kv, pat, plen - 1);
-    return !strncmp(kv, pat, plen) && kv[plen] == '=';
-}
-
-static bool step_var(const char *kv)
-{
+    (void)arg;
     if (!strncmp(kv, "SLURM_", 6)) {
         for (size_t i = 0; i < sizeof(job_slurm) / sizeof(job_slurm[0]); i++)
             if (key_is(kv, job_slurm[i]))
@@ -207,16 +216,7 @@ static bool step_var(const char *kv)
 
 void pl_env_drop_step(struct pl_env *e)
 {
-    size_t j = 0;
-
-    for (size_t i = 0; i < e->n; i++) {
-        if (step_var(e->v[i]))
-            free(e->v[i]);
-        else
-            e->v[j++] = e->v[i];
-    }
-    e->n = j;
-    e->v[j] = NULL;
+    remove_if(e, step_var, NULL);
 }
 
 const char *pl_env_get(const struct pl_env *e, const char *key)
