@@ -53,6 +53,7 @@ static void flush_cb(uv_timer_t *h)
 
     pl_agent_free_dead(a);
     pl_agent_events_send(a);
+    pl_agent_got_send(a);
     pl_agent_pull(a);
     if (a->exiting && a->nrunning == 0 && !a->outq)
         finish(a);

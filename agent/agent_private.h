@@ -67,7 +67,9 @@ struct pl_agent {
     size_t nunacked;
     size_t cap_unacked;
     double heard;          /* last message from pilotd (pl_agent_now()) */
-    uint64_t last_run;     /* seq of the last RUN read from this pilotd */
+    uint64_t last_run;     /* seq of the last RUN or KILL read from this
+                              pilotd (they are numbered together) */
+    bool got_due;          /* GOT last_run goes with the next flush */
     char instance[PL_INSTANCE_MAX + 1]; /* the pilotd that welcomed us */
     double reread;         /* last read of the endpoint file */
     struct outmsg *outq;   /* FIFO of unsent messages */
@@ -135,6 +137,12 @@ struct pl_event *pl_agent_event_add(struct pl_agent *a, uint64_t id,
                                     int state);
 /* Send the events collected so far as one EVENTS message, if any. */
 void pl_agent_events_send(struct pl_agent *a);
+/* Whether an end of rank 'rank' of attempt 'attempt' of task 'id' waits
+ * to be sent or committed: a RUN of it sent again is not run again. */
+bool pl_agent_ended(const struct pl_agent *a, uint64_t id, uint64_t attempt,
+                    uint64_t rank);
+/* Send GOT with the last RUN or KILL read, if one was read since. */
+void pl_agent_got_send(struct pl_agent *a);
 /* Send PULL if welcomed, not pulled since the last RUN, not exiting and
  * cores are free. */
 void pl_agent_pull(struct pl_agent *a);

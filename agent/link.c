@@ -222,6 +222,34 @@ void pl_agent_events_send(struct pl_agent *a)
     send_wbuf(a, &w, PL_MSG_EVENTS);
 }
 
+bool pl_agent_ended(const struct pl_agent *a, uint64_t id, uint64_t attempt,
+                    uint64_t rank)
+{
+    for (size_t i = 0; i < a->nevents; i++) {
+        const struct pl_event *e = &a->events[i];
+        if (e->id == id && e->attempt == attempt && e->rank == rank
+            && pl_state_final(e->state))
+            return true;
+    }
+    for (size_t i = 0; i < a->nunacked; i++) {
+        const struct pl_event *e = &a->unacked[i].ev;
+        if (e->id == id && e->attempt == attempt && e->rank == rank)
+            return true;
+    }
+    return false;
+}
+
+void pl_agent_got_send(struct pl_agent *a)
+{
+    struct pl_wbuf w;
+
+    if (!a->got_due || !a->welcomed)
+        return;
+    a->got_due = false;
+    pl_got_encode(&w, a->seq++, a->last_run);
+    send_wbuf(a, &w, PL_MSG_GOT);
+}
+
 /* Send again, in one EVENTS message, the ends pilotd has not acknowledged
  * for RESEND_S (its commit failed, or the message was lost with it). */
 static void resend_unacked(struct pl_agent *a)

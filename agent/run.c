@@ -298,6 +298,13 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
     }
     if (already_running(a, &r))
         goto done;
+    if (pl_agent_ended(a, r.id, r.attempt, r.rank)) {
+        /* a RUN sent again (pilotd had no GOT for it): it ran here */
+        pl_log(LOG_INFO, "task %llu rank %llu: ran here already: run again "
+               "ignored", (unsigned long long)r.id,
+               (unsigned long long)r.rank);
+        goto done;
+    }
     if (pl_resources_claim(a->res, r.cores, r.ncores, r.gpus, r.ngpus, &err)
         < 0) {
         pl_log(LOG_WARNING, "task %llu rank %llu: %s",
@@ -321,7 +328,9 @@ int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,
     if (pl_run_msg_decode(m->body, &tasks, errp) < 0)
         return -1;
     pl_log(LOG_DEBUG, "run: %u tasks", tasks->via.array.size);
-    a->last_run = m->seq;
+    if (m->seq > a->last_run)
+        a->last_run = m->seq;
+    a->got_due = true;
     a->pulled = false;
     for (uint32_t i = 0; i < tasks->via.array.size; i++)
         run_one(a, &tasks->via.array.ptr[i]);
@@ -337,6 +346,12 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
 
     if (pl_kill_decode(m->body, &k, errp) < 0)
         return -1;
+    /* numbered with the RUNs: GOT tells pilotd to stop sending it */
+    if (m->seq > a->last_run)
+        if (m->seq > a->last_run)
+        a->last_run = m->seq;
+    a->got_due = true;
+    pl_agent_kick(a);
     /* Every rank of the attempt running here, or only 'rank' if given. */
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_run *r = pl_task_entry(a->running[i]);

@@ -45,6 +45,9 @@ static const char help[] =
     "  --lost-after S        an agent silent this long is lost: its tasks\n"
     "                        run elsewhere, another agent is started on\n"
     "                        its node (default 30 s)\n"
+    "  --start-timeout S     a task sent to an agent that has not started\n"
+    "                        it after S is stopped there and queued again\n"
+    "                        (default 60 s; 0: never)\n"
     "  --bind ADDR|IFACE     where pilotd listens: an address of its node,\n"
     "                        or an interface there (ib0: its first IPv4\n"
     "                        address); default: the node's name's address,\n"
@@ -83,6 +86,7 @@ enum {
     OPT_WAIT_TIMEOUT,
     OPT_RESUME,
     OPT_LOST_AFTER,
+    OPT_START_TIMEOUT,
     OPT_AGENTS,
     OPT_BIND,
 };
@@ -140,6 +144,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
         { "resume", required_argument, NULL, OPT_RESUME },
         { "lost-after", required_argument, NULL, OPT_LOST_AFTER },
+        { "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
         { "bind", required_argument, NULL, OPT_BIND },
         { "agents", required_argument, NULL, OPT_AGENTS },
         PL_CLI_COMMON_OPTS,
@@ -210,6 +215,15 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "%s", err.text);
             if (o->lost_after < 1 || o->lost_after > 86400)
                 return pl_cli_usage(cli, "--lost-after: want 1 s to 1 day");
+            break;
+        case OPT_START_TIMEOUT:
+            if (pl_cli_parse_secs("--start-timeout", optarg,
+                                  &o->start_timeout, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            if (o->start_timeout != 0
+                && (o->start_timeout < 1 || o->start_timeout > 86400))
+                return pl_cli_usage(cli, "--start-timeout: want 0 (none) "
+                                    "or 1 s to 1 day");
             break;
         case OPT_LOCAL:
             o->local = true;
@@ -358,7 +372,8 @@ static int resume_dir(struct pl_pilot *p, const char *id,
 
 int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
 {
-    struct pl_up_opts o = { .nodes = 1, .wait_timeout = DEFAULT_WAIT };
+    struct pl_up_opts o = { .nodes = 1, .wait_timeout = DEFAULT_WAIT,
+                            .start_timeout = -1 };
     struct pl_error err;
     struct pl_pilot p = { .state = PL_PILOT_STARTING };
     char bindir[PATH_MAX], pilotd[PATH_MAX + 16], script[PL_PATH_MAX + 32];

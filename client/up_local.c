@@ -34,8 +34,8 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
         return -1;
     }
     if (pid == 0) {
-        char lost[32];
-        const char *argv[12];
+        char lost[32], start[32];
+        const char *argv[14];
         int k = 0;
         argv[k++] = "pilotd";
         argv[k++] = "--dir";
@@ -47,6 +47,11 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
             snprintf(lost, sizeof(lost), "%g", o->lost_after);
             argv[k++] = "--lost-after";
             argv[k++] = lost;
+        }
+        if (o->start_timeout >= 0) {
+            snprintf(start, sizeof(start), "%g", o->start_timeout);
+            argv[k++] = "--start-timeout";
+            argv[k++] = start;
         }
         if (o->bind) {
             argv[k++] = "--bind";

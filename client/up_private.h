@@ -32,6 +32,7 @@ struct pl_up_opts {
     bool wait_timeout_set;
     const char *resume; /* pilot id to run again, or NULL */
     double lost_after;  /* 0: pilotd's default */
+    double start_timeout; /* -1: pilotd's default; 0: none */
     bool no_agent;      /* --local --agents 0 */
     const char *bind;   /* pilotd --bind: an address or interface, or NULL */
 };

@@ -84,6 +84,9 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     char opts[160] = "";
     if (o->lost_after > 0)
         snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
+    if (o->start_timeout >= 0)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --start-timeout %g", o->start_timeout);
     if (o->bind) /* a name or address without blanks or quotes (cmd_up.c) */
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --bind '%s'", o->bind);

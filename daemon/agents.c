@@ -37,8 +37,10 @@ struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
 
 void pl_agents_free(struct pl_daemon *d)
 {
-    for (size_t i = 0; i < d->nlinks; i++)
+    for (size_t i = 0; i < d->nlinks; i++) {
+        pl_orders_free(d->links[i]);
         free(d->links[i]);
+    }
     free(d->links);
     d->links = NULL;
     d->nlinks = 0;
@@ -81,18 +83,16 @@ void pl_agents_kill_task(struct pl_daemon *d, struct pl_dtask *t)
     for (uint32_t r = 0; t->rank && r < pl_dtask_launched(t); r++) {
         struct pl_node *n = t->rank[r].node;
         bool first = true;
-        struct pl_out *o;
         if (!n || pl_state_final(t->rank[r].state) || n->state != PL_NODE_UP)
             continue;
         for (uint32_t q = 0; q < r; q++)
             if (t->rank[q].node == n && !pl_state_final(t->rank[q].state))
                 first = false;
-        if (!first || !(o = pl_out_agent(d, n)))
+        if (!first)
             continue;
         struct pl_kill k = { .id = t->id, .attempt = t->attempt,
                              .grace = KILL_GRACE };
-        pl_kill_encode(&o->w, &k);
-        pl_out_push(d, o);
+        pl_orders_kill(d, n, &k);
     }
 }
 
@@ -301,7 +301,6 @@ static void kill_strays(struct pl_daemon *d, struct pl_node *n,
     for (uint32_t i = 0; i < reg->nrunning; i++) {
         const struct pl_held *h = &reg->running[i];
         struct pl_dtask *t = pl_sched_task_get(d->sched, h->id);
-        struct pl_out *o;
         if (t && t->rank && t->attempt == h->attempt && h->rank < t->ranks
             && t->rank[h->rank].node == n
             && !pl_state_final(t->rank[h->rank].state))
@@ -310,17 +309,15 @@ static void kill_strays(struct pl_daemon *d, struct pl_node *n,
                "which is not its: stopping it", n->name,
                (unsigned long long)h->id, (unsigned long long)h->attempt,
                (unsigned long long)h->rank);
-        if (!(o = pl_out_agent(d, n)))
-            continue;
         struct pl_kill k = { .id = h->id, .attempt = h->attempt, .one = true,
                              .rank = h->rank, .grace = KILL_GRACE };
-        pl_kill_encode(&o->w, &k);
-        pl_out_push(d, o);
+        pl_orders_kill(d, n, &k);
     }
 }
 
 /* The ranks on 'n' its agent no longer reports (a restarted agent, or
- * ones whose RUN it never got): they ended, the task runs again. */
+ * ones it ended and whose end was lost): they ended, the task runs
+ * again.  Those whose RUN it had not read go again (pl_orders_again()). */
 struct gone {
     struct pl_daemon *d;
     struct pl_node *n;
@@ -336,8 +333,8 @@ static void gone_cb(struct pl_dtask *t, void *arg)
 
     for (uint32_t r = 0; t->rank && r < pl_dtask_launched(t); r++) {
         struct pl_rank *k = &t->rank[r];
-        /* N.B. a RUN the agent had not read when it registered is on
-         * its way, not lost */
+        /* N.B. a RUN the agent had not read when it registered goes
+         * again (or is on its way: the agent ignores a second one) */
         if (k->node != g->n || pl_state_final(k->state)
             || k->run_seq > g->last_run
             || pl_register_runs(g->reg, t->id, t->attempt, r)
@@ -430,6 +427,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
                "%u running, %u ended)", reg.node, reg.ncpu, n->ngpus,
                (unsigned long long)reg.pid, reg.nrunning, reg.nended);
     }
+    bool same = (long)reg.pid == l->pid;
     memcpy(l->rid, rid, ridlen);
     l->ridlen = ridlen;
     l->pid = (long)reg.pid;
@@ -437,6 +435,12 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     l->seen = pl_mono();
     n->state = PL_NODE_UP;
     pl_agents_record(d, n, "up");
+    /* what it did not read of our RUNs and KILLs goes again; a new
+     * agent process read none, and what the old one ran has ended */
+    if (same)
+        pl_orders_again(d, l, reg.last_run);
+    else
+        pl_orders_forget(l);
     /* a restarted pilotd: take back the ranks the database put here */
     pl_recover_adopt(d, n, &reg);
     kill_strays(d, n, &reg);
@@ -467,6 +471,7 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
     struct pl_link *l = pl_agents_link_by_rid(d, rid, ridlen);
     struct pl_error err;
     struct pl_pull p;
+    uint64_t got;
 
     if (m->type == PL_MSG_REGISTER) {
         agent_register(d, rid, ridlen, m);
@@ -504,6 +509,13 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         agent_events(d, l, m);
         break;
     case PL_MSG_HEARTBEAT:
+        break;
+    case PL_MSG_GOT:
+        if (pl_got_decode(m->body, &got, &err) < 0)
+            pl_daemon_bad_log(d, LOG_WARNING, "agent %s: bad got: %s",
+                              l->node->name, err.text);
+        else
+            pl_orders_got(l, got);
         break;
     default:
         pl_daemon_bad_log(d, LOG_WARNING, "agent %s sent unexpected %s",

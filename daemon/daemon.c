@@ -280,6 +280,7 @@ static void tick_cb(uv_timer_t *h)
         pl_recover_end(d);
     bad_log_window(d, pl_mono());
     pl_agents_tick(d);
+    pl_orders_tick(d);
     pl_daemon_flush(d);
     pl_store_checkpoint(d, 0); /* the last writes of a burst */
 }
@@ -421,6 +422,7 @@ void pl_daemon_free(struct pl_daemon *d)
     if (d->zctx)
         zmq_ctx_term(d->zctx);
     pl_agents_free(d);
+    pl_orders_free_all(d);
     pl_sched_free(d->sched);
     pl_db_close(d->db);
     free(d->unsent);

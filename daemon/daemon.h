@@ -19,6 +19,9 @@ struct pl_daemon_config {
     const char *bind_addr;   /* this node's address */
     double heartbeat;        /* s between agent heartbeats */
     double lost_after;       /* s of silence before an agent is lost */
+    double start_timeout;    /* s a task may stay assigned, sent to its
+                                agent and not started, before it is
+                                queued again; 0: no bound */
     double drain_before;     /* s before the job's end when Slurm signals
                                 the drain: no task whose timeout goes
                                 past it starts */

@@ -82,7 +82,11 @@ struct pl_link {
     double last_seen;        /* pl_now() of its last message (shown) */
     double seen;             /* pl_mono() of it: judges it lost, so that
                                 a step of the wall clock does not */
-    uint64_t run_seq;        /* RUN messages sent to it */
+    uint64_t run_seq;        /* RUN and KILL messages sent to it (orders.c
+                                numbers them together) */
+    uint64_t got;            /* it read every one up to this (orders.c) */
+    struct pl_order *orders; /* owned: those not acknowledged (orders.c) */
+    size_t norders, caporders;
 };
 
 /* A task placed whose RUN waits for the commit of its assignment. */
@@ -163,6 +167,9 @@ struct pl_daemon {
     bool recovering;
     double recover_until;        /* pl_mono() */
     bool agents_deferred;        /* start the agents that did not return */
+    /* orders.c: the tasks placed, for the bound on 'assigned' */
+    struct pl_placed *placed;
+    size_t nplaced, capplaced;
     /* launch.c: the agents' step, its restarts, agents started per node */
     struct pl_child *launch;
     int restarts;
@@ -322,6 +329,35 @@ void pl_deps_clear(struct pl_deps *dp);
 void pl_dispatch_schedule(struct pl_daemon *d);
 /* The assignments of the tasks placed are stored: send their RUNs. */
 void pl_dispatch_send(struct pl_daemon *d);
+/* 't', stored, has ranks whose RUN goes again (run_seq RUN_UNSENT): the
+ * next pl_dispatch_send() sends them.  0, or -1 (ENOMEM). */
+int pl_dispatch_unsent(struct pl_daemon *d, struct pl_dtask *t);
+
+/* ------------------------------------------------------------ orders.c */
+
+struct pl_order;
+struct pl_placed;
+/* The seq of a new RUN ('k' NULL) or KILL 'k' to the agent of 'l',
+ * remembered until the agent acknowledges it. */
+uint64_t pl_orders_add(struct pl_link *l, const struct pl_kill *k);
+/* Send KILL 'k' to the agent of 'n' (numbered and remembered). */
+void pl_orders_kill(struct pl_daemon *d, struct pl_node *n,
+                    const struct pl_kill *k);
+/* The agent of 'l' read every RUN and KILL up to 'got' (GOT). */
+void pl_orders_got(struct pl_link *l, uint64_t got);
+/* The agent of 'l' registered again (the same process) having read up
+ * to 'after': what it did not read goes again. */
+void pl_orders_again(struct pl_daemon *d, struct pl_link *l,
+                     uint64_t after);
+/* A new agent process on the node of 'l': nothing it was sent matters. */
+void pl_orders_forget(struct pl_link *l);
+void pl_orders_free(struct pl_link *l);
+/* 't' was placed: its attempt must start within cfg.start_timeout. */
+void pl_orders_placed(struct pl_daemon *d, const struct pl_dtask *t);
+/* Every second: send again what was not acknowledged in time, queue
+ * again the tasks not started in time. */
+void pl_orders_tick(struct pl_daemon *d);
+void pl_orders_free_all(struct pl_daemon *d);
 
 /* ------------------------------------------------------------ agents.c */
 

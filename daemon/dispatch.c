@@ -42,11 +42,26 @@ void pl_dispatch_schedule(struct pl_daemon *d)
         pl_dtask_placed(d, t);
         for (uint32_t r = 0; r < pl_dtask_launched(t); r++)
             t->rank[r].run_seq = RUN_UNSENT;
-        if (d->nunsent < d->capunsent)
+        if (d->nunsent < d->capunsent) {
             d->unsent[d->nunsent++] = (struct pl_unsent){ t->id,
                                                           t->attempt };
+            t->unsent = true;
+        }
+        pl_orders_placed(d, t);
     }
     free(p.t);
+}
+
+int pl_dispatch_unsent(struct pl_daemon *d, struct pl_dtask *t)
+{
+    if (t->unsent)
+        return 0;
+    if (pl_grow(&d->unsent, &d->capunsent, d->nunsent, 1,
+                sizeof(*d->unsent)) < 0)
+        return -1;
+    d->unsent[d->nunsent++] = (struct pl_unsent){ t->id, t->attempt };
+    t->unsent = true;
+    return 0;
 }
 
 /* Whether rank 'r' of 't' waits for its RUN to 'n': still assigned there,
@@ -236,6 +251,8 @@ void pl_dispatch_send(struct pl_daemon *d)
      * is skipped */
     for (size_t i = 0; i < d->nunsent; i++) {
         struct pl_dtask *t = pl_sched_task_get(d->sched, d->unsent[i].id);
+        if (t)
+            t->unsent = false;
         if (t && t->rank && t->state == PL_ST_ASSIGNED
             && t->attempt == d->unsent[i].attempt)
             d->unsent[m++] = d->unsent[i];
@@ -251,8 +268,8 @@ void pl_dispatch_send(struct pl_daemon *d)
         /* as many RUNs as it takes: a packed rank no longer waits */
         while ((cnt = run_fill(d, n, m, &bytes)) > 0
                && (o = pl_out_agent(d, n))) {
-            /* numbered per node: a REGISTER says up to which RUN it knows */
-            uint64_t seq = ++l->run_seq;
+            /* numbered per node, remembered until the agent's GOT */
+            uint64_t seq = pl_orders_add(l, NULL);
             pl_run_msg_begin(&o->w, seq, cnt);
             for (size_t i = 0, packed = 0; i < m && packed < cnt; i++) {
                 struct pl_dtask *t = pl_sched_task_get(d->sched,

@@ -37,6 +37,9 @@ static void usage(FILE *fp)
         "                     agents started by hand join (pilot-agent --dir)\n"
         "  --heartbeat S      seconds between agent heartbeats (2)\n"
         "  --lost-after S     seconds of agent silence before it is lost (30)\n"
+        "  --start-timeout S  a task sent to its agent and not started after\n"
+        "                     S seconds is stopped there and queued again\n"
+        "                     (60; 0: never)\n"
         "  --drain-before S   the batch script's --signal=B:TERM@S: start no\n"
         "                     task whose --timeout ends later than S seconds\n"
         "                     before the job's end (120)\n"
@@ -75,6 +78,7 @@ int main(int argc, char **argv)
         { "agents", required_argument, NULL, 'a' },
         { "heartbeat", required_argument, NULL, 'b' },
         { "lost-after", required_argument, NULL, 'L' },
+        { "start-timeout", required_argument, NULL, 'S' },
         { "drain-before", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' },
         { "foreground-log", no_argument, NULL, 'f' },
@@ -84,6 +88,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct pl_daemon_config cfg = { .heartbeat = 2, .lost_after = 30,
+                                    .start_timeout = 60,
                                     .drain_before = 120 };
     char dir[PL_PATH_MAX] = "", home[PL_PATH_MAX], id[PL_ID_MAX];
     char exe[PL_PATH_MAX], addr[64], logpath[PL_PATH_MAX + 32];
@@ -108,6 +113,11 @@ int main(int argc, char **argv)
             break;
         case 'b': cfg.heartbeat = parse_secs(optarg, "--heartbeat"); break;
         case 'L': cfg.lost_after = parse_secs(optarg, "--lost-after"); break;
+        case 'S':
+            cfg.start_timeout = strcmp(optarg, "0")
+                                    ? parse_secs(optarg, "--start-timeout")
+                                    : 0;
+            break;
         case 'D':
             cfg.drain_before = parse_secs(optarg, "--drain-before");
             break;

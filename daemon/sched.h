@@ -80,6 +80,8 @@ struct pl_dtask {
     bool cancel;               /* cancel asked while on an agent */
     bool lost;                 /* an agent under it was lost (attempt) */
     bool inq;                  /* linked in the queue (qent valid) */
+    bool unsent;               /* listed in the daemon's 'unsent' (its
+                                  RUN waits: daemon/dispatch.c) */
     TAILQ_ENTRY(pl_dtask) qent; /* in the queue while queued */
     uint32_t ndeps;            /* waiting: dependencies not ended yet */
     uint64_t *deps;            /* owned: the live tasks it waits for (as

@@ -258,9 +258,14 @@ void pl_dtask_end(struct pl_daemon *d, struct pl_dtask *t, int state,
 void pl_dtask_requeue(struct pl_daemon *d, struct pl_dtask *t,
                       const char *reason, bool spare)
 {
+    char why[sizeof(t->reason)];
     struct pl_db_change c = { .exit_code = -1, .signal = -1,
-                              .maxrss_kb = -1, .reason = reason };
+                              .maxrss_kb = -1, .reason = why };
 
+    /* a copy: 'reason' may be t->reason, which the requeue clears */
+    snprintf(why, sizeof(why), "%s", reason ? reason : "");
+    if (!why[0])
+        c.reason = NULL;
     if (spare)
         t->spared++;
     pl_sched_requeue(d->sched, t, true);

@@ -416,9 +416,21 @@ int pl_ack_decode(const msgpack_object *body, uint64_t *acked,
                                                                        : 0;
 }
 
-void pl_kill_encode(struct pl_wbuf *w, const struct pl_kill *k)
+void pl_got_encode(struct pl_wbuf *w, uint64_t seq, uint64_t got)
 {
-    pl_wbuf_init(w, PL_MSG_KILL, 0);
+    pl_wbuf_init(w, PL_MSG_GOT, seq);
+    pl_wm_uint(&w->body, "got", got);
+}
+
+int pl_got_decode(const msgpack_object *body, uint64_t *got,
+                  struct pl_error *errp)
+{
+    return pl_mp_uint(body, "got", true, UINT64_MAX, got, errp) < 0 ? -1 : 0;
+}
+
+void pl_kill_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_kill *k)
+{
+    pl_wbuf_init(w, PL_MSG_KILL, seq);
     pl_wm_uint(&w->body, "id", k->id);
     pl_wm_uint(&w->body, "attempt", k->attempt);
     if (k->one)

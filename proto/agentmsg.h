@@ -130,6 +130,12 @@ void pl_ack_encode(struct pl_wbuf *w, uint64_t acked);
 int pl_ack_decode(const msgpack_object *body, uint64_t *acked,
                   struct pl_error *errp);
 
+/* GOT: the agent has read every RUN and KILL up to 'seq' (they are
+ * numbered together, per agent, from 1 for each pilotd instance). */
+void pl_got_encode(struct pl_wbuf *w, uint64_t seq, uint64_t got);
+int pl_got_decode(const msgpack_object *body, uint64_t *got,
+                  struct pl_error *errp);
+
 /* KILL: stop every rank of an attempt on the node, or only 'rank'. */
 struct pl_kill {
     uint64_t id, attempt;
@@ -138,7 +144,8 @@ struct pl_kill {
     double grace;       /* s from SIGTERM to SIGKILL */
 };
 
-void pl_kill_encode(struct pl_wbuf *w, const struct pl_kill *k);
+/* 'seq' numbers it with the RUNs to that agent (GOT acknowledges both). */
+void pl_kill_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_kill *k);
 int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
                    struct pl_error *errp);
 

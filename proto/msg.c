@@ -29,6 +29,7 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_PULL: return "pull";
     case PL_MSG_EVENTS: return "events";
     case PL_MSG_HEARTBEAT: return "heartbeat";
+    case PL_MSG_GOT: return "got";
     }
     return "unknown";
 }

@@ -14,7 +14,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 5
+#define PL_PROTO_VERSION 6
 /* pilot's release, printed by the three programs' --version */
 #define PL_VERSION "0.1.0"
 
@@ -55,6 +55,7 @@ enum pl_msg_type {
     PL_MSG_PULL = 302,
     PL_MSG_EVENTS = 303,
     PL_MSG_HEARTBEAT = 304,
+    PL_MSG_GOT = 305,        /* every RUN and KILL up to its seq was read */
 };
 
 /* Name of a type for logs ("submit"), or "unknown". */

@@ -52,6 +52,7 @@ struct fixture {
     struct pl_register reg; /* the last REGISTER */
     uint64_t reg_seq;
     int npull;
+    uint64_t got;          /* the last GOT */
     struct pl_event ev[EV_MAX];
     int nev;
     uint64_t cores[2];
@@ -93,6 +94,13 @@ static void router_cb(struct pl_zwatch *zw, int revents, void *arg)
             }
             else if (m.type == PL_MSG_PULL)
                 f->npull++;
+            else if (m.type == PL_MSG_GOT) {
+                uint64_t got;
+                if (pl_got_decode(m.body, &got, &e) < 0)
+                    diag("bad got: %s", e.text);
+                else
+                    f->got = got;
+            }
             else if (m.type == PL_MSG_EVENTS
                      && pl_events_decode(m.body, &evs, &e) == 0) {
                 for (uint32_t j = 0; j < evs->via.array.size; j++) {
@@ -167,6 +175,11 @@ static int registered(struct fixture *f, void *arg)
     return f->nregister > *(int *)arg;
 }
 
+static int got_seq(struct fixture *f, void *arg)
+{
+    return f->got >= *(uint64_t *)arg;
+}
+
 static int pulled(struct fixture *f, void *arg)
 {
     (void)arg;
@@ -223,7 +236,7 @@ static void send_kill(struct fixture *f, uint64_t id, uint64_t attempt)
     struct pl_kill k = { .id = id, .attempt = attempt, .grace = 0 };
     struct pl_wbuf w;
 
-    pl_kill_encode(&w, &k);
+    pl_kill_encode(&w, f->seq++, &k);
     send_wbuf(f, &w);
 }
 
@@ -473,6 +486,24 @@ static void test_running(struct fixture *f)
     send_run(f, r, 1);
     w = (struct want){ 43, 1, PL_ST_DONE };
     ok(wait_for(f, has_ev, &w, WAIT_MS), "running: its core runs the next");
+
+    /* the same RUN again (pilotd had no GOT for it): its end is not
+     * acknowledged yet, so it does not run twice; GOT says what was read */
+    uint64_t seq = f->seq;
+    send_run(f, r, 1);
+    ok(wait_for(f, got_seq, &seq, WAIT_MS), "running: GOT %llu: the RUN "
+       "was read", (unsigned long long)seq);
+    /* 300 ms for a second start to show (state -1 never comes) */
+    (void)wait_for(f, has_ev, &(struct want){ 43, 1, -1 }, 300);
+    n = 0;
+    for (int i = 0; i < f->nev; i++)
+        n += f->ev[i].id == 43 && f->ev[i].state == PL_ST_RUNNING;
+    is(n, 1, "running: a RUN of a task that ended here (end not acknowledged) "
+       "starts nothing");
+    seq = f->seq;
+    send_kill(f, 43, 1);
+    ok(wait_for(f, got_seq, &seq, WAIT_MS), "running: a KILL is numbered "
+       "with the RUNs: GOT %llu", (unsigned long long)seq);
 }
 
 /* A spawn that fails reports the task's own failure and frees its core. */
@@ -606,7 +637,7 @@ int main(void)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
-    plan(35);
+    plan(38);
     /* what the agent's own step would have: an MPI launcher keeps it */
     setenv("CUDA_VISIBLE_DEVICES", "7,8", 1);
     setenv("PL_TEST_INHERITED", "yes", 1);

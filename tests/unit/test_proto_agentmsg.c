@@ -333,18 +333,28 @@ static void test_round_trips(void)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
 
+    uint64_t got = 0;
+    pl_got_encode(&w, 6, 987654321);
+    ok((o = reread(&w, &m, PL_MSG_GOT)) && pl_got_decode(o, &got, &e) == 0
+           && got == 987654321 && m.seq == 6,
+       "got: the last RUN or KILL read");
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+
     /* KILL: of an attempt, of one rank; a grace out of range */
     struct pl_kill k = { .id = 5, .attempt = 2, .grace = 5 }, k2;
-    pl_kill_encode(&w, &k);
+    pl_kill_encode(&w, 9, &k);
     ok((o = reread(&w, &m, PL_MSG_KILL)) && pl_kill_decode(o, &k2, &e) == 0
-           && k2.id == 5 && k2.attempt == 2 && !k2.one && k2.grace == 5,
+           && k2.id == 5 && k2.attempt == 2 && !k2.one && k2.grace == 5
+           && m.seq == 9,
        "kill: every rank of an attempt");
     if (o)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
     k.one = true;
     k.rank = 3;
-    pl_kill_encode(&w, &k);
+    pl_kill_encode(&w, 9, &k);
     ok((o = reread(&w, &m, PL_MSG_KILL)) && pl_kill_decode(o, &k2, &e) == 0
            && k2.one && k2.rank == 3,
        "kill: one rank");
@@ -352,7 +362,7 @@ static void test_round_trips(void)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
     k.grace = PL_KILL_GRACE_MAX * 2;
-    pl_kill_encode(&w, &k);
+    pl_kill_encode(&w, 9, &k);
     errno = 0;
     ok((o = reread(&w, &m, PL_MSG_KILL)) && pl_kill_decode(o, &k2, &e) == -1
            && errno == EPROTO,
@@ -402,7 +412,7 @@ static void test_round_trips(void)
 
 int main(void)
 {
-    plan(52);
+    plan(53);
     test_register();
     test_event();
     test_round_trips();
