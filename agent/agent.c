@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/agent_private.h"
@@ -26,6 +28,7 @@ extern char **environ;
 
 #define EXIT_GRACE 5.0       /* s from SIGTERM to SIGKILL on EXIT */
 #define EXIT_WAIT_MS 5000    /* after the grace, give up on the tasks */
+#define LEFTOVER_WAIT 10     /* s for a dead agent's tasks to die */
 
 /* ---- the flush timer ---- */
 
@@ -61,6 +64,26 @@ static void flush_cb(uv_timer_t *h)
 
 /* ---- signals, shutdown ---- */
 
+/* The children that are not tasks: the processes a task left behind
+ * when their parent died (we are their subreaper).  A task's own exit is
+ * left to pl_task_reap(). */
+static void reap_orphans(struct pl_agent *a)
+{
+    for (int n = 0; n < 1024; n++) {
+        siginfo_t info;
+        bool task = false;
+        memset(&info, 0, sizeof(info));
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0
+            || info.si_pid == 0)
+            return;
+        for (size_t i = 0; i < a->nrunning && !task; i++)
+            task = pl_task_pid(a->running[i]) == info.si_pid;
+        if (task)
+            return; /* its SIGCHLD is on its way */
+        (void)waitpid(info.si_pid, NULL, WNOHANG);
+    }
+}
+
 static void sigchld_cb(uv_signal_t *h, int signum)
 {
     struct pl_agent *a = h->data;
@@ -71,6 +94,7 @@ static void sigchld_cb(uv_signal_t *h, int signum)
     for (size_t i = a->nrunning; i-- > 0;)
         if (i < a->nrunning)
             pl_task_reap(a->running[i]);
+    reap_orphans(a);
 }
 
 static void deadline_cb(uv_timer_t *h)
@@ -275,6 +299,12 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         goto error;
     }
     pl_env_drop_step(a->base_env);
+    if (pl_owner_make(a->owner, sizeof(a->owner), a->keys.server, a->node)
+        < 0) {
+        errno = EINVAL;
+        pl_errprintf(errp, "node name too long for the tasks' key");
+        goto error;
+    }
     if (!(a->cpu = pl_bind_cpu_new(a->res, errp))
         || !(a->cuda = pl_bind_cuda_new(a->res, errp))
         || pl_agent_link_open(a, errp) < 0)
@@ -287,10 +317,34 @@ error:
     return NULL;
 }
 
+/* Before we register: the processes a dead agent of this pilot left
+ * here (kill -9 of it) are killed, or pilotd, which runs their tasks
+ * again, would have two copies running (issue 12). */
+static void kill_leftovers(struct pl_agent *a)
+{
+    unsigned killed, tasks;
+    int left;
+
+    if (a->bench)
+        return;
+    left = pl_leftovers_kill(a->owner, LEFTOVER_WAIT, &killed, &tasks);
+    if (killed)
+        pl_log(LOG_WARNING, "killed %u processes of %u tasks that a dead "
+               "agent of this pilot left on this node", killed, tasks);
+    if (left)
+        pl_log(LOG_ERR, "%d processes of a dead agent's tasks still run "
+               "after SIGKILL and %.0f s", left, (double)LEFTOVER_WAIT);
+}
+
 int pl_agent_start(struct pl_agent *a, struct pl_error *errp)
 {
     uint32_t ncores;
 
+    /* the task processes whose parent dies come to us, not to init: we
+     * reap them (sigchld_cb) */
+    if (!a->bench && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        pl_log(LOG_WARNING, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+    kill_leftovers(a);
     if (pl_agent_link_connect(a, errp) < 0)
         return -1;
     (void)pl_resources_cores(a->res, &ncores);

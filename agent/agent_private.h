@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "agent/bind_cpu.h"
 #include "agent/bind_cuda.h"
+#include "agent/leftover.h"
 #include "agent/resources.h"
 #include "agent/task.h"
 #include "proto/agentmsg.h"
@@ -84,6 +85,7 @@ struct pl_agent {
     struct pl_bind_cuda *cuda;
     int devnull;               /* the tasks' stdin */
     struct pl_env *base_env;   /* ours without the step's (pl_env_drop_step) */
+    char owner[PL_OWNER_MAX];  /* our part of the tasks' keys (leftover.h) */
     struct pl_task **running;  /* spawned, not exited */
     size_t nrunning;
     size_t cap_running;

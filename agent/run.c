@@ -233,7 +233,7 @@ static void start(struct pl_agent *a, struct pl_run *r)
     if (!(env = task_env(a, r, &err))
         || (r->comm == PL_COMM_MPI && pl_mpi_launcher(r, env, &err) < 0)
         || !(prepared = true) || make_room(a) < 0
-        || !(t = pl_task_new(&a->loop, r, task_exit_cb, a))) {
+        || !(t = pl_task_new(&a->loop, r, a->owner, task_exit_cb, a))) {
         if (prepared)
             pl_errprintf(&err, "out of memory");
         pl_log(LOG_WARNING, "task %llu rank %llu: %s", id, rank, err.text);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/leftover.h"
 #include "agent/task.h"
 #include "proto/pilotdir.h"
 #include "proto/state.h"
@@ -40,15 +41,20 @@ struct pl_task {
     uint64_t t_end;
     int has_error;
     struct pl_error error;
-    char key[96];           /* PILOT_TASK_KEY=<agent pid>.<id>.<attempt>.<rank>:
-                               every process of the task inherits it */
+    char key[PL_OWNER_MAX + 96]; /* PILOT_TASK_KEY=OWNER/ID.ATTEMPT.RANK
+                               (agent/leftover.h): every process of the
+                               task inherits it */
 };
 
 struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
-                            pl_task_exit_f cb, void *arg)
+                            const char *owner, pl_task_exit_f cb, void *arg)
 {
     struct pl_task *t;
 
+    if (strlen(owner) >= PL_OWNER_MAX) {
+        errno = EINVAL;
+        return NULL;
+    }
     if (!(t = calloc(1, sizeof(*t))))
         return NULL;
     t->run = *run;
@@ -58,8 +64,8 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
     t->state = PL_ST_ASSIGNED;
     t->exit_code = -1;
     t->maxrss_kb = -1;
-    snprintf(t->key, sizeof(t->key), "PILOT_TASK_KEY=%ld.%llu.%llu.%llu",
-             (long)getpid(), (unsigned long long)t->run.id,
+    snprintf(t->key, sizeof(t->key), "PILOT_TASK_KEY=%s/%llu.%llu.%llu",
+             owner, (unsigned long long)t->run.id,
              (unsigned long long)t->run.attempt,
              (unsigned long long)t->run.rank);
     uv_timer_init(loop, &t->timer);
@@ -99,30 +105,11 @@ static uint64_t seconds_to_ms(double s)
  * order, and a key after the first 64 KiB was once missed (issue 12). */
 static bool has_key(const char *pid, const char *key)
 {
-    char path[300], *buf = NULL; /* /proc/, a d_name of 256, /environ */
     size_t klen = strlen(key) + 1; /* with its NUL: the whole entry */
-    size_t len = 0, cap = 0;
+    size_t len;
+    char *buf = pl_proc_environ(pid, &len);
     bool found = false;
-    ssize_t n;
-    int fd;
 
-    snprintf(path, sizeof(path), "/proc/%s/environ", pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return false;
-    do {
-        if (len == cap) {
-            char *b = cap < 4 << 20 ? realloc(buf, cap ? 2 * cap : 65536)
-                                    : NULL;
-            if (!b)
-                break;
-            buf = b;
-            cap = cap ? 2 * cap : 65536;
-        }
-        n = read(fd, buf + len, cap - len);
-        if (n > 0)
-            len += (size_t)n;
-    } while (n > 0 || (n < 0 && errno == EINTR));
-    close(fd);
     /* entries are NUL-terminated: compare at each entry's start */
     for (size_t off = 0; buf && off + klen <= len && !found;) {
         if (!memcmp(buf + off, key, klen))

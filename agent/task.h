@@ -17,10 +17,11 @@ struct pl_task;
 typedef void (*pl_task_exit_f)(struct pl_task *t, void *arg);
 
 /* A task for RUN entry 'run' (decoded by pl_run_decode()), whose
- * contents move into the task (*run is zeroed).  Returns NULL (ENOMEM),
- * and then 'run' is unchanged. */
+ * contents move into the task (*run is zeroed); 'owner' (copied) is the
+ * agent's part of its key (agent/leftover.h).  Returns NULL (ENOMEM,
+ * EINVAL: 'owner' too long), and then 'run' is unchanged. */
 struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
-                            pl_task_exit_f cb, void *arg);
+                            const char *owner, pl_task_exit_f cb, void *arg);
 
 /* Close the task's handles; the memory goes in the last close callback.
  * A task still running is left running (not killed).  NULL is ok. */

@@ -80,7 +80,7 @@ static void spec_init(struct fixture *f, struct pl_run *s,
 static struct pl_task *start_spec(struct fixture *f, struct pl_run *s,
                                   int *rc, struct pl_error *err)
 {
-    struct pl_task *t = pl_task_new(&f->loop, s, exit_cb, f);
+    struct pl_task *t = pl_task_new(&f->loop, s, "0123456789ab/n1/1:1", exit_cb, f);
 
     if (!t)
         abort();
