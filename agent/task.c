@@ -5,10 +5,11 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -319,21 +320,71 @@ static int find_program(const char *file, char *const *env, char *buf,
     return err;
 }
 
-/* N.B. posix_spawn(), not fork(): glibc's is clone(CLONE_VM |
- * CLONE_VFORK), which copies neither the agent's mappings nor its page
- * tables; a fork() of the agent (libuv's uv_spawn()) cost page faults
- * and TLB flushes to ZeroMQ's thread, and held the no-op rate at half
- * the node's (docs/PERFORMANCE.md).  The child inherits the calling
- * thread's CPU mask (pl_bind_cpu_enter()), leads a new session, gets the
- * default action for every signal and an empty mask; the exit is found
- * by the agent's SIGCHLD watcher (pl_task_reap()). */
+/* Start 'prog' (a path) with 'argv' and 'env' in a new session, stdin,
+ * stdout and stderr from 'in', 'out' and 'err', in 'cwd' if not NULL,
+ * every signal at its default and none blocked; it gets SIGKILL when we
+ * die (PR_SET_PDEATHSIG), so that an agent killed with SIGKILL leaves no
+ * task leader running (issue 12: pilotd runs the task again).  0 with
+ * *pid, or the errno value of the step that failed.
+ *
+ * N.B. vfork(), as glibc's posix_spawn() does (clone(CLONE_VM |
+ * CLONE_VFORK)), whose attributes cannot ask for a parent-death signal;
+ * not fork(): it copies neither the agent's mappings nor its page
+ * tables (a fork() of the agent, libuv's uv_spawn(), cost page faults
+ * and TLB flushes to ZeroMQ's thread and held the no-op rate at half
+ * the node's: docs/PERFORMANCE.md).  The child shares our memory until
+ * its exec and only makes system calls; our signals are blocked
+ * meanwhile, so that no handler of ours runs in it before it resets
+ * them.  It inherits the calling thread's CPU mask (pl_bind_cpu_enter());
+ * its exit is found by the agent's SIGCHLD watcher (pl_task_reap()). */
+static int spawn(const char *prog, char **argv, char **env, int in, int out,
+                 int err, const char *cwd, pid_t *pid)
+{
+    sigset_t all, old;
+    volatile int child_err = 0;
+    pid_t parent = getpid();
+    pid_t p;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    p = vfork();
+    if (p == 0) {
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        sigset_t none;
+        for (int sig = 1; sig < NSIG; sig++)
+            (void)sigaction(sig, &dfl, NULL);
+        if (setsid() < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
+            || dup2(err, 2) < 0 || (cwd && chdir(cwd) < 0)
+            || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+            child_err = errno;
+            _exit(127);
+        }
+        if (getppid() != parent)
+            _exit(127); /* we died already: no task without its agent */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(prog, argv, env);
+        child_err = errno;
+        _exit(127);
+    }
+    int e = p < 0 ? errno : child_err;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (p > 0 && e) {
+        /* it failed before its exec: reap it here */
+        while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return e;
+    }
+    if (p < 0)
+        return e;
+    *pid = p;
+    return 0;
+}
+
 int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
                   struct pl_error *errp)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
     char prog[PATH_MAX + 256];
-    sigset_t none, all;
     int out = -1;
     int err = -1;
     int rc;
@@ -373,26 +424,9 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
             kenv[k++] = env[i];
     bool found = (rc = find_program(t->run.argv[0], kenv, prog,
                                     sizeof(prog))) == 0;
-    if (found) {
-        sigemptyset(&none);
-        sigfillset(&all);
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        if ((rc = posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0)) == 0
-            && (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) == 0
-            && (rc = posix_spawn_file_actions_adddup2(&fa, err, 2)) == 0
-            && (!t->run.cwd
-                || (rc = posix_spawn_file_actions_addchdir_np(
-                        &fa, t->run.cwd)) == 0)
-            && (rc = posix_spawnattr_setflags(
-                    &attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK
-                               | POSIX_SPAWN_SETSIGDEF)) == 0
-            && (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0
-            && (rc = posix_spawnattr_setsigdefault(&attr, &all)) == 0)
-            rc = posix_spawn(&pid, prog, &fa, &attr, t->run.argv, kenv);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-    }
+    if (found)
+        rc = spawn(prog, t->run.argv, kenv, stdin_fd, out, err, t->run.cwd,
+                   &pid);
     free(kenv);
     close(out);
     if (err != out)

@@ -17,12 +17,16 @@
 #define RESTART_DELAY 5000     /* ms before restarting the agents' step */
 #define MAX_RESTARTS 5
 #define ORPHAN_TIMEOUT 600     /* s an agent outlives a silent pilotd */
-#define NODE_RESTARTS 3        /* agents started on a node that lost its */
+#define NODE_RESTARTS 3        /* agents started on a node that lost its, */
+#define NODE_WINDOW 30.0       /* within this many s: an agent that dies at
+                                  once, again and again, is given up; one
+                                  killed now and then is started again */
 
 struct pl_node_launch {
     struct pl_child *child;
     char node[64];
-    int starts;
+    int starts;              /* within the window */
+    double window;           /* pl_mono() of the window's first start */
 };
 
 bool pl_launch_running(const struct pl_daemon *d)
@@ -215,9 +219,14 @@ void pl_launch_node(struct pl_daemon *d, const struct pl_node *n)
     }
     if (nl->child && pl_child_running(nl->child))
         return;
+    if (pl_mono() - nl->window > NODE_WINDOW) {
+        nl->window = pl_mono();
+        nl->starts = 0;
+    }
     if (nl->starts >= NODE_RESTARTS) {
-        pl_log(LOG_WARNING, "not starting another agent on %s: %d tried "
-               "already", n->name, nl->starts);
+        pl_log(LOG_WARNING, "not starting another agent on %s: %d started "
+               "in the last %.0f s died", n->name, nl->starts,
+               pl_mono() - nl->window);
         return;
     }
     pl_child_free(nl->child);
@@ -232,8 +241,8 @@ void pl_launch_node(struct pl_daemon *d, const struct pl_node *n)
         pl_log(LOG_ERR, "restart agent on %s: %s", n->name, err.text);
         return;
     }
-    pl_log(LOG_NOTICE, "started another agent on %s (%d of %d)", n->name,
-           nl->starts, NODE_RESTARTS);
+    pl_log(LOG_NOTICE, "started another agent on %s (%d of %d in %.0f s)",
+           n->name, nl->starts, NODE_RESTARTS, NODE_WINDOW);
 }
 
 void pl_launch_free_all(struct pl_daemon *d)
