@@ -103,8 +103,11 @@ void pl_daemon_recv(struct pl_daemon *d, void *sock, pl_daemon_msg_f fn,
                                   zmq_strerror(e));
             continue;
         }
+        /* who sent it: our ZAP handler's user id for its connection */
+        d->peer = zmq_msg_gets(&body, "User-Id");
         fn(d, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body),
            zmq_msg_size(&body));
+        d->peer = NULL;
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
