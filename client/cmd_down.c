@@ -19,6 +19,8 @@ static const char help[] =
     "has not exited after 30 s, the Slurm job is canceled (a local\n"
     "pilotd is killed).  A pilot still waiting in the Slurm queue is\n"
     "canceled.  Its state stays readable: 'pilot status --pilot ID'.\n"
+    "Only the pilot's own key may stop it: if pilotd refuses the key\n"
+    "(another role, see 'pilot keys'), nothing is stopped or canceled.\n"
     "\n"
     "options:\n"
     "  --pilot ID   the pilot to stop (default: the one running)\n"
@@ -141,6 +143,10 @@ static int stop(struct pl_cli *cli, struct pl_conn *conn)
     struct pl_error err, ferr;
     char how[200];
     if (pl_conn_shutdown(conn, &err) < 0) {
+        /* pilotd answered no (a key that may not stop it): it is not
+         * stuck, and is not to be stopped behind its back */
+        if (errno == EACCES)
+            return pl_cli_error("%s", err.text);
         /* pilotd is stuck or gone: end what holds the allocation */
         if (force_down(cli, p, pid, how, sizeof(how), &ferr) < 0)
             return pl_cli_error("%s; %s", err.text, ferr.text);

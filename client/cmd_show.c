@@ -223,6 +223,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
     else
         line("exit code:", NULL);
     time_line("submitted:", submit, NAN);
+    line("by key:", pl_out_jstr(t, "submitted_by"));
     time_line("started:", start, submit);
     time_line("ended:", end, isnan(start) ? submit : start);
     if (!isnan(start)) {

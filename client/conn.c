@@ -516,6 +516,17 @@ int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp)
     return 0;
 }
 
+json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_wbuf_init(&w, PL_MSG_KEYS, seq);
+    return call(c, &w, JSON_OBJECT, "keys", errp);
+}
+
 /* Per node: running tasks and the cores and GPUs they hold, as the
  * database last recorded them. */
 static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)

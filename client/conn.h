@@ -102,5 +102,9 @@ json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
 json_t *pl_conn_cancel(struct pl_conn *c, const struct pl_sel_req *sel,
                        struct pl_error *errp);
 int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp);
+/* Ask pilotd to read its allow-list again (keys/allow/ changed):
+ * {keys: N}, the keys it admits now.  Only the pilot's owner's key
+ * (role admin) may: EACCES for the others. */
+json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp);
 
 #endif /* !PL_CLIENT_CONN_H */

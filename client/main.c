@@ -26,6 +26,7 @@ static const struct cmd cmds[] = {
       "the pilot: nodes, cores and GPUs busy, tasks by state" },
     { "down", pl_cmd_down, "stop the pilot; its state stays readable" },
     { "pilots", pl_cmd_pilots, "all pilots under PILOT_HOME" },
+    { "keys", pl_cmd_keys, "who may use the pilot: list, add, revoke keys" },
     { NULL, NULL, NULL },
 };
 

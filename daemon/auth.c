@@ -3,14 +3,22 @@
  * CURVE alone admits anyone who knows the server's public key; libzmq
  * asks the ZAP handler of the server's context (RFC 27) about each
  * client key, and we answer "200" only for keys in the pilot
- * directory's allow-list.  A refusal is logged once per (socket, peer
- * address, key), so a client retrying, or a flood, does not fill the
- * log: at most SEEN_MAX pairs are remembered, and refusals past that are
- * counted and summed up at most once a minute.  Handshakes broken off
- * before ZAP is asked (no CURVE, the wrong server key) are seen only by
- * a monitor of the server socket, which does not know the peer's
- * address (libzmq 4.3): those are logged at most once a minute per
- * socket and kind of failure.
+ * directory's allow-list whose role the socket admits (agent keys on
+ * the agent socket, the others on the client socket).  The user id we
+ * give with it is the key itself (Z85): every message of that
+ * connection carries it as its "User-Id" property, and pl_auth_peer()
+ * looks it up in the allow-list of the moment, so that a key revoked
+ * (pl_auth_reload()) is refused on the connections it already has, not
+ * only at the next handshake.  A name would not do: a key revoked and
+ * another added under its name would inherit its connections.
+ *
+ * A refusal is logged once per (socket, peer address, key), so a client
+ * retrying, or a flood, does not fill the log: at most SEEN_MAX pairs
+ * are remembered, and refusals past that are counted and summed up at
+ * most once a minute.  Handshakes broken off before ZAP is asked (no
+ * CURVE, the wrong server key) are seen only by a monitor of the server
+ * socket, which does not know the peer's address (libzmq 4.3): those
+ * are logged at most once a minute per socket and kind of failure.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -23,6 +31,7 @@
 #include <zmq.h>
 
 #include "daemon/auth.h"
+#include "proto/allow.h"
 #include "proto/keys.h"
 #include "proto/log.h"
 #include "proto/zmon.h"
@@ -45,6 +54,7 @@ struct server {
     struct pl_auth *au;
     struct pl_zmon *mon;
     char domain[32];
+    unsigned roles;           /* admitted: 1 << enum pl_role */
     struct {
         uint64_t last_ms;     /* of the last failure of the kind logged */
         unsigned long quiet;  /* failures not logged since */
@@ -154,15 +164,25 @@ static bool log_refusal(struct pl_auth *au, const char *domain,
     }
 }
 
+static const struct server *find_server(const struct pl_auth *au,
+                                        const char *domain)
+{
+    for (size_t i = 0; i < au->nservers; i++)
+        if (!strcmp(au->servers[i].domain, domain))
+            return &au->servers[i];
+    return NULL;
+}
+
 /* The verdict on one request of 'n' frames: a status code and text, and
- * for "200" the user id (the key's name in the allow-list). */
+ * for "200" the user id (the key, Z85: borrowed from the allow-list). */
 static const char *judge(struct pl_auth *au, zmq_msg_t *f, int n,
                          const char **text, const char **user)
 {
     char domain[32], addr[64], z85[PL_KEY_Z85];
     unsigned char mech[PL_KEY_BIN] = { 0 };
     const unsigned char *key;
-    const char *name;
+    const struct pl_allow_key *k;
+    const struct server *s;
 
     *user = "";
     if (n < 6 || !frame_is(&f[0], "1.0")) {
@@ -189,12 +209,24 @@ static const char *judge(struct pl_auth *au, zmq_msg_t *f, int n,
         return "500";
     }
     key = zmq_msg_data(&f[6]);
-    if ((name = pl_allow_find(au->allow, key))) {
-        pl_log(LOG_DEBUG, "auth: admitted %s on the %s socket: key %s",
-               addr, domain, name);
+    s = find_server(au, domain);
+    if ((k = pl_allow_find(au->allow, key)) && s
+        && (s->roles & (1u << k->role))) {
+        pl_log(LOG_DEBUG, "auth: admitted %s on the %s socket: key %s "
+               "(role %s)", addr, domain, k->name, pl_role_name(k->role));
         *text = "OK";
-        *user = name;
+        *user = k->pub;
         return "200";
+    }
+    if (k) {
+        /* an agent's key on the client socket, or the reverse */
+        if (log_refusal(au, domain, addr, key))
+            pl_log(LOG_WARNING, "auth: refused %s on the %s socket: its "
+                   "key '%s' has role %s, which that socket does not "
+                   "admit (its next refusals are not logged)", addr, domain,
+                   k->name, pl_role_name(k->role));
+        *text = "key not allowed on this socket";
+        return "400";
     }
     if (log_refusal(au, domain, addr, key)) {
         zmq_z85_encode(z85, key, PL_KEY_BIN);
@@ -347,7 +379,7 @@ error:
 }
 
 int pl_auth_server(struct pl_auth *au, void *sock, const char *domain,
-                   struct pl_error *errp)
+                   unsigned roles, struct pl_error *errp)
 {
     struct server *s;
 
@@ -358,6 +390,7 @@ int pl_auth_server(struct pl_auth *au, void *sock, const char *domain,
     s = &au->servers[au->nservers];
     memset(s, 0, sizeof(*s));
     s->au = au;
+    s->roles = roles;
     snprintf(s->domain, sizeof(s->domain), "%s", domain);
     if (pl_zsock_curve_server(sock, &au->key, domain, errp) < 0)
         return -1;
@@ -368,6 +401,39 @@ int pl_auth_server(struct pl_auth *au, void *sock, const char *domain,
         return -1;
     au->nservers++;
     return 0;
+}
+
+int pl_auth_reload(struct pl_auth *au, struct pl_error *errp)
+{
+    struct pl_allow *a;
+    struct pl_error err;
+
+    if (!(a = pl_allow_load(au->kdir, &err))) {
+        int saved = errno;
+        pl_log(LOG_ERR, "auth: %s: the allow-list stays as it was",
+               err.text);
+        return pl_errset(errp, saved, "%s", err.text);
+    }
+    pl_allow_free(au->allow);
+    au->allow = a;
+    pl_log(LOG_NOTICE, "auth: reloaded %s/allow: admitting %zu keys",
+           au->kdir, pl_allow_count(a));
+    return 0;
+}
+
+size_t pl_auth_count(const struct pl_auth *au)
+{
+    return pl_allow_count(au->allow);
+}
+
+const struct pl_allow_key *pl_auth_peer(const struct pl_auth *au,
+                                        const char *user)
+{
+    unsigned char key[PL_KEY_BIN];
+
+    if (!user || pl_keys_decode(user, key) < 0)
+        return NULL;
+    return pl_allow_find(au->allow, key);
 }
 
 void pl_auth_stop(struct pl_auth *au)

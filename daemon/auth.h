@@ -4,6 +4,7 @@
 
 #include <uv.h>
 
+#include "proto/allow.h"
 #include "proto/error.h"
 
 struct pl_auth;
@@ -18,12 +19,28 @@ struct pl_auth *pl_auth_new(uv_loop_t *loop, void *zctx, const char *kdir,
                             struct pl_error *errp);
 
 /* Make 'sock' (of the same context) a CURVE server with pilotd's key,
- * its peers judged in ZAP domain 'domain' ("clients", "agents"), and log
- * the handshakes it breaks off before ZAP sees them (a peer without
- * CURVE, or with another server's key).  Before zmq_bind().  Returns 0,
- * or -1 with errp set. */
+ * its peers judged in ZAP domain 'domain' ("clients", "agents"): only
+ * keys of the allow-list whose role is in 'roles' (a mask of 1 << enum
+ * pl_role) get in.  Logs the handshakes it breaks off before ZAP sees
+ * them (a peer without CURVE, or with another server's key).  Before
+ * zmq_bind().  Returns 0, or -1 with errp set. */
 int pl_auth_server(struct pl_auth *au, void *sock, const char *domain,
-                   struct pl_error *errp);
+                   unsigned roles, struct pl_error *errp);
+
+/* Read the allow-list again: new handshakes are judged by it, and so is
+ * pl_auth_peer().  If it cannot be read, the list stays as it was (the
+ * error is logged).  Returns 0, or -1 with errp set. */
+int pl_auth_reload(struct pl_auth *au, struct pl_error *errp);
+
+/* Keys in the allow-list now. */
+size_t pl_auth_count(const struct pl_auth *au);
+
+/* The allowed key of the peer whose message carried 'user' (its
+ * "User-Id" property, as our ZAP handler set it at the handshake), or
+ * NULL if that key is no longer allowed (or 'user' is NULL).  Borrowed:
+ * valid until the next pl_auth_reload(). */
+const struct pl_allow_key *pl_auth_peer(const struct pl_auth *au,
+                                        const char *user);
 
 /* Stop answering and close the loop handles (they are released by the
  * next loop iteration).  Later calls do nothing. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/auth.h"
 #include "daemon/daemon_private.h"
 #include "proto/clientmsg.h"
 #include "proto/log.h"
@@ -142,6 +143,29 @@ done:
     free(ids);
 }
 
+/* A key of role submit cancels only what it submitted: -1 with errp
+ * (EACCES) if any of 'ids' was submitted by another key. */
+static int own_only(struct pl_daemon *d, const struct pl_req *r,
+                    const uint64_t *ids, size_t nids, struct pl_error *errp)
+{
+    char by[64];
+    uint64_t other;
+
+    if (pl_db_task_not_by(d->db, ids, nids, r->key->name, &other, by,
+                          sizeof(by), errp) < 0)
+        return -1;
+    if (!other)
+        return 0;
+    if (by[0])
+        return pl_errset(errp, EACCES, "key '%s' (role submit) may cancel "
+                         "only its own tasks: task %llu was submitted by "
+                         "key '%s'", r->key->name,
+                         (unsigned long long)other, by);
+    return pl_errset(errp, EACCES, "key '%s' (role submit) may cancel only "
+                     "its own tasks: task %llu was not submitted with it",
+                     r->key->name, (unsigned long long)other);
+}
+
 static void h_cancel(struct pl_daemon *d, const struct pl_req *r,
                      const struct pl_msg *m)
 {
@@ -177,6 +201,8 @@ static void h_cancel(struct pl_daemon *d, const struct pl_req *r,
             goto bad;
         }
     }
+    if (r->key->role == PL_ROLE_SUBMIT && own_only(d, r, ids, nids, &err) < 0)
+        goto bad;
     canceled = json_array();
     final = json_array();
     for (size_t i = 0; i < nids; i++) {
@@ -310,22 +336,76 @@ static void h_shutdown(struct pl_daemon *d, const struct pl_req *r,
     pl_daemon_stop(d, "shutdown requested");
 }
 
+/* Read the allow-list again ('pilot keys add' and 'revoke' ask, once
+ * they have changed keys/allow/).  N.B. r->key is freed with the old
+ * list. */
+static void h_keys(struct pl_daemon *d, const struct pl_req *r,
+                   const struct pl_msg *m)
+{
+    struct pl_error err;
+    (void)m;
+
+    if (pl_auth_reload(d->auth, &err) < 0) {
+        pl_out_err(d, r, errno, err.text);
+        return;
+    }
+    pl_out_json(d, r, json_pack("{s:I}", "keys",
+                                (json_int_t)pl_auth_count(d->auth)));
+}
+
+/* Who may send what (docs/protocol.md, "Authentication"). */
+#define R_ADMIN (1u << PL_ROLE_ADMIN)
+#define R_WRITE (R_ADMIN | 1u << PL_ROLE_SUBMIT)
+#define R_READ (R_WRITE | 1u << PL_ROLE_READ)
+
 static const struct {
     int type;
     void (*fn)(struct pl_daemon *d, const struct pl_req *r,
                const struct pl_msg *m);
+    unsigned roles;          /* 1 << enum pl_role: who may */
+    const char *what;        /* "key 'x' (role read) may not WHAT" */
 } htab[] = {
-    { PL_MSG_SUBMIT, pl_submit },    { PL_MSG_LIST, h_list },
-    { PL_MSG_SHOW, h_show },         { PL_MSG_CANCEL, h_cancel },
-    { PL_MSG_STATUS, h_status },     { PL_MSG_SHUTDOWN, h_shutdown },
-    { PL_MSG_COUNTS, h_counts },     { 0, NULL },
+    { PL_MSG_SUBMIT, pl_submit, R_WRITE, "submit" },
+    { PL_MSG_LIST, h_list, R_READ, "list tasks" },
+    { PL_MSG_SHOW, h_show, R_READ, "show tasks" },
+    { PL_MSG_CANCEL, h_cancel, R_WRITE, "cancel tasks" },
+    { PL_MSG_STATUS, h_status, R_READ, "ask for the status" },
+    { PL_MSG_SHUTDOWN, h_shutdown, R_ADMIN, "shut the pilot down" },
+    { PL_MSG_COUNTS, h_counts, R_READ, "count tasks" },
+    { PL_MSG_KEYS, h_keys, R_ADMIN, "reload the allow-list" },
+    { 0, NULL, 0, NULL },
 };
+
+/* Whether the key of the peer that sent the request may have it
+ * handled; if not, the reply is queued.  The key is looked up in the
+ * allow-list of now, not of the handshake: a key revoked since is
+ * refused on the connections it has. */
+static bool allowed(struct pl_daemon *d, struct pl_req *r, int k)
+{
+    if (!(r->key = pl_auth_peer(d->auth, d->peer))) {
+        pl_daemon_bad_log(d, LOG_NOTICE, "refused a %s request: its key "
+                          "is no longer in the allow-list",
+                          pl_msg_type_name(htab[k].type));
+        pl_out_err(d, r, EACCES, "this client's key is no longer in the "
+                   "pilot's allow-list (revoked)");
+        return false;
+    }
+    if (!(htab[k].roles & (1u << r->key->role))) {
+        char text[160];
+        snprintf(text, sizeof(text), "key '%s' (role %s) may not %s",
+                 r->key->name, pl_role_name(r->key->role), htab[k].what);
+        pl_daemon_bad_log(d, LOG_NOTICE, "refused: %s", text);
+        pl_out_err(d, r, EACCES, text);
+        return false;
+    }
+    return true;
+}
 
 /* One frame from routing id 'rid'. */
 static void client_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
                        const void *buf, size_t len)
 {
-    struct pl_req req = { rid, ridlen, 0 }, *r = &req;
+    struct pl_req req = { rid, ridlen, 0, NULL }, *r = &req;
     struct pl_msg m;
     struct pl_error err;
     int k;
@@ -346,10 +426,10 @@ static void client_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         if (htab[k].type == m.type)
             break;
     errno = 0;
-    if (htab[k].fn)
-        htab[k].fn(d, r, &m);
-    else
+    if (!htab[k].fn)
         pl_out_err(d, r, EPROTO, "not a client request");
+    else if (allowed(d, r, k))
+        htab[k].fn(d, r, &m);
     pl_msg_release(&m);
 }
 

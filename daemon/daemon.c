@@ -103,8 +103,11 @@ void pl_daemon_recv(struct pl_daemon *d, void *sock, pl_daemon_msg_f fn,
                                   zmq_strerror(e));
             continue;
         }
+        /* who sent it: our ZAP handler's user id for its connection */
+        d->peer = zmq_msg_gets(&body, "User-Id");
         fn(d, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body),
            zmq_msg_size(&body));
+        d->peer = NULL;
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
@@ -309,8 +312,11 @@ static int sockets_open(struct pl_daemon *d, struct pl_error *errp)
     if (!(d->auth = pl_auth_new(d->loop, d->zctx, d->keydir, errp))
         || !(d->csock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
         || !(d->asock = pl_zsock_new(d->zctx, ZMQ_ROUTER, errp))
-        || pl_auth_server(d->auth, d->csock, "clients", errp) < 0
-        || pl_auth_server(d->auth, d->asock, "agents", errp) < 0
+        || pl_auth_server(d->auth, d->csock, "clients",
+                          1u << PL_ROLE_ADMIN | 1u << PL_ROLE_SUBMIT
+                              | 1u << PL_ROLE_READ, errp) < 0
+        || pl_auth_server(d->auth, d->asock, "agents", 1u << PL_ROLE_AGENT,
+                          errp) < 0
         || bind_again(d->csock, d->cfg.bind_addr, d->cep, sizeof(d->cep),
                       errp) < 0
         || bind_again(d->asock, d->cfg.bind_addr, d->aep, sizeof(d->aep),

@@ -24,6 +24,7 @@
 #include "daemon/db.h"
 #include "daemon/sched.h"
 #include "proto/agentmsg.h"
+#include "proto/allow.h"
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
 #include "proto/spec.h"
@@ -65,11 +66,14 @@ struct pl_out {
     bool cancel;             /* the reply to a cancel */
 };
 
-/* A client request being answered: its routing id and seq. */
+/* A client request being answered: its routing id and seq, and the
+ * allowed key that sent it (borrowed from the allow-list: valid while
+ * its handler runs). */
 struct pl_req {
     const void *rid;
     size_t ridlen;
     uint64_t seq;
+    const struct pl_allow_key *key;
 };
 
 /* What pilotd knows of the agent of a node, beside the node's
@@ -119,6 +123,9 @@ struct pl_daemon {
     struct pl_sched *sched;
     void *zctx;
     struct pl_auth *auth;        /* ZAP: judges the peers of both ROUTERs */
+    const char *peer;            /* the "User-Id" of the message being
+                                    handled (daemon/auth.c), for
+                                    pl_auth_peer(); NULL between them */
     void *csock, *asock;         /* ROUTERs: clients, agents (CURVE) */
     struct pl_zwatch *czw, *azw;
     char cep[256], aep[256];

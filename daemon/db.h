@@ -50,6 +50,7 @@ struct pl_db_task {
     uint64_t array_id;         /* 0: not an array element (or element 0,
                                   marked with pl_db_task_array()) */
     uint64_t array_index;
+    const char *submitted_by;  /* the name of the key that sent it */
 };
 
 /* A task not ended, as loaded: its spec as stored (argv, env, cwd and
@@ -202,5 +203,12 @@ uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
 /* The state of task 'id' (enum pl_state), 0 if there is no such task, or
  * -1 on error (errp). */
 int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp);
+/* The first of tasks 'ids' (n of them) not submitted with the key named
+ * 'name' into *other (0: all were; a task with no row is skipped), and
+ * the name of the key it was submitted with into 'by' ("" if none was
+ * recorded: a task of an older pilotd).  0, or -1 with errp set. */
+int pl_db_task_not_by(struct pl_db *db, const uint64_t *ids, size_t n,
+                      const char *name, uint64_t *other, char *by,
+                      size_t bylen, struct pl_error *errp);
 
 #endif /* !PL_DAEMON_DB_H */

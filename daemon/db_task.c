@@ -199,6 +199,7 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
     }
     sqlite3_bind_int64(st, 20, s->priority);
     db_bind_text(st, 21, tags);
+    db_bind_text(st, 22, t->submitted_by);
     if (db_step(db, ST_INSERT, errp) < 0)
         goto done;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
@@ -440,6 +441,42 @@ uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return id;
+}
+
+int pl_db_task_not_by(struct pl_db *db, const uint64_t *ids, size_t n,
+                      const char *name, uint64_t *other, char *by,
+                      size_t bylen, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = SQLITE_DONE;
+
+    *other = 0;
+    by[0] = '\0';
+    /* once per cancel, not per task: no statement kept for it */
+    if (sqlite3_prepare_v2(db->h, "SELECT submitted_by FROM tasks WHERE "
+                                  "id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return db_err(db, errp, "read who submitted a task");
+    for (size_t i = 0; i < n && !*other; i++) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[i]);
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *s = (const char *)sqlite3_column_text(st, 0);
+            if (!s || strcmp(s, name) != 0) {
+                *other = ids[i];
+                snprintf(by, bylen, "%s", s ? s : "");
+            }
+            rc = SQLITE_DONE;
+        }
+        else if (rc != SQLITE_DONE)
+            break;
+        sqlite3_reset(st);
+    }
+    if (rc != SQLITE_DONE) {
+        db_err(db, errp, "read who submitted a task");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
 }
 
 int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp)

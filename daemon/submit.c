@@ -122,12 +122,13 @@ static char **subst_strv(char *const *v, uint64_t idx)
 }
 
 /* Store and queue element 'k' of spec 's' (its only one if not an
- * array); '*first' is the array's id once element 0 is in.  The task,
- * or NULL with errp set. */
+ * array), submitted with the key named 'by'; '*first' is the array's id
+ * once element 0 is in.  The task, or NULL with errp set. */
 static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                    uint64_t k, const struct pl_deps *dp,
                                    double t_now, uint64_t *first,
-                                   struct pl_out *o, struct pl_error *errp)
+                                   const char *by, struct pl_out *o,
+                                   struct pl_error *errp)
 {
     uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
     bool last = k + 1 == pl_spec_count(s);
@@ -143,6 +144,7 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
         .spec = s, .argv = argv, .name = name,
         .after = dp->stored, .nafter = (uint32_t)dp->nstored,
         .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
+        .submitted_by = by,
     };
     if (pl_db_task_insert(d->db, &row, state, t_now, &id, errp) < 0
         || (s->array && k == 0
@@ -248,10 +250,12 @@ static void name_spec(struct pl_error *err, uint32_t i, uint32_t n)
     errno = saved;
 }
 
-/* Store and queue the tasks of every spec; 'o' is the reply, which
- * lists their ids (o->undo).  0, or -1 with errp: nothing is kept. */
+/* Store and queue the tasks of every spec, submitted with the key named
+ * 'by'; 'o' is the reply, which lists their ids (o->undo).  0, or -1
+ * with errp: nothing is kept. */
 static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
-                     struct pl_out *o, struct pl_error *errp)
+                     const char *by, struct pl_out *o,
+                     struct pl_error *errp)
 {
     double t_now = pl_now();
 
@@ -265,8 +269,8 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         uint64_t first = 0, cnt = pl_spec_count(s);
         int rc = deps_resolve(d, s, &dp, errp);
         for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
-            struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, o,
-                                            errp);
+            struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, by,
+                                            o, errp);
             if (!t || pl_deps_apply(d, t, &dp) < 0) {
                 if (t) {
                     errno = ENOMEM;
@@ -331,7 +335,7 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
         || !(o->undo = calloc(total, sizeof(*o->undo))))
         goto nomem;
     o->seq = r->seq;
-    if (store_all(d, specs, n, o, &err) < 0) {
+    if (store_all(d, specs, n, r->key ? r->key->name : NULL, o, &err) < 0) {
         /* what was made of it is forgotten; the reply says why */
         pl_out_undo(d, o, err.text, errno ? errno : EIO);
         pl_out_push(d, o);

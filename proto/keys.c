@@ -8,30 +8,21 @@
  * and linked (new keys: whoever links first wins) or renamed into place,
  * so a reader never sees half a key.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
+#include "proto/allow.h"
 #include "proto/keys.h"
 
 #define KEYFILE_MAX 4096 /* bytes: a key file is about 100 */
-
-struct allowed {
-    unsigned char key[PL_KEY_BIN];
-    char name[64];
-};
-
-struct pl_allow {
-    size_t n;
-    struct allowed e[PL_ALLOW_MAX];
-};
 
 static const char z85_chars[] = "0123456789"
                                 "abcdefghijklmnopqrstuvwxyz"
@@ -112,10 +103,10 @@ int pl_keys_check(const char *path, bool dir, struct pl_error *errp)
     return check_stat(path, &st, dir, errp);
 }
 
-/* The text of key file 'path' into 'buf', checked as it is read (fstat
- * of the descriptor read: no window for a swap after the check). */
-static int read_text(const char *path, char *buf, size_t len,
-                     struct pl_error *errp)
+/* N.B. checked as it is read (fstat of the descriptor read): no window
+ * for a swap after the check */
+int pl_keys_read_text(const char *path, char *buf, size_t len,
+                      struct pl_error *errp)
 {
     struct stat st;
     size_t used = 0;
@@ -200,7 +191,7 @@ int pl_keys_read_pair(const char *path, struct pl_keypair *kp,
     char text[KEYFILE_MAX];
     char derived[PL_KEY_Z85];
 
-    if (read_text(path, text, sizeof(text), errp) < 0
+    if (pl_keys_read_text(path, text, sizeof(text), errp) < 0
         || parse(path, text, kp->pub, kp->sec, errp) < 0)
         return -1;
     if (zmq_curve_public(derived, kp->sec) < 0
@@ -217,7 +208,7 @@ int pl_keys_read_pub(const char *path, char pub[PL_KEY_Z85],
 {
     char text[KEYFILE_MAX];
 
-    if (read_text(path, text, sizeof(text), errp) < 0
+    if (pl_keys_read_text(path, text, sizeof(text), errp) < 0
         || parse(path, text, pub, NULL, errp) < 0)
         return -1;
     return 0;
@@ -231,11 +222,8 @@ int pl_keys_generate(struct pl_keypair *kp, struct pl_error *errp)
     return 0;
 }
 
-/* Write 'text' to 'path', mode 0600: through a temporary file, then
- * link() when 'exclusive' (-1 with errno EEXIST if 'path' exists, and
- * no error text), else rename(). */
-static int write_key(const char *path, const char *text, bool exclusive,
-                     struct pl_error *errp)
+int pl_keys_write_file(const char *path, const char *text, bool exclusive,
+                       struct pl_error *errp)
 {
     char tmp[PL_PATH_MAX + 96];
     size_t len = strlen(text);
@@ -293,7 +281,7 @@ static int write_pub(const char *path, const char *pub, struct pl_error *errp)
 
     snprintf(text, sizeof(text), "# pilot: a CURVE public key (Z85)\n"
              "public %s\n", pub);
-    return write_key(path, text, false, errp);
+    return pl_keys_write_file(path, text, false, errp);
 }
 
 /* A directory, 0700, made if missing; then checked. */
@@ -311,44 +299,45 @@ static int private_dir(const char *path, struct pl_error *errp)
 }
 
 /* kdir/NAME.key, made with a new keypair if missing; for a client or
- * agent keypair made here, allow/NAME.pub too (first: a crash between
- * the two leaves an allowed key nobody holds, and the next run makes
- * both again). */
-static int ensure_pair(const char *kdir, const char *name, bool allow,
+ * agent keypair made here ('role' not 0), allow/NAME.pub too (first: a
+ * crash between the two leaves an allowed key nobody holds, and the
+ * next run makes both again). */
+static int ensure_pair(const char *kdir, const char *name, int role,
                        struct pl_keypair *kp, struct pl_error *errp)
 {
-    char path[PL_PATH_MAX + 64], apath[PL_PATH_MAX + 64], file[80];
+    char path[PL_PATH_MAX + 64], file[80];
     char text[256];
     struct stat st;
+    long long now = (long long)time(NULL);
 
     snprintf(file, sizeof(file), "%s.key", name);
     if (join(path, sizeof(path), kdir, file, errp) < 0)
-        return -1;
-    snprintf(file, sizeof(file), "allow/%s.pub", name);
-    if (join(apath, sizeof(apath), kdir, file, errp) < 0)
         return -1;
     if (stat(path, &st) == 0 || errno != ENOENT)
         return pl_keys_read_pair(path, kp, errp);
     if (pl_keys_generate(kp, errp) < 0)
         return -1;
-    if (allow && write_pub(apath, kp->pub, errp) < 0)
+    if (role && pl_allow_write(kdir, name, role, kp->pub, now, errp) < 0)
         return -1;
     snprintf(text, sizeof(text), "# pilot: a CURVE keypair (Z85); the "
              "secret key must stay private\npublic %s\nsecret %s\n",
              kp->pub, kp->sec);
-    if (write_key(path, text, true, errp) == 0)
+    if (pl_keys_write_file(path, text, true, errp) == 0)
         return 0;
     if (errno != EEXIST)
         return -1;
     /* another process made it first: use its keypair */
     if (pl_keys_read_pair(path, kp, errp) < 0)
         return -1;
-    return allow ? write_pub(apath, kp->pub, errp) : 0;
+    return role ? pl_allow_write(kdir, name, role, kp->pub, now, errp) : 0;
 }
 
 int pl_keys_create(const char *kdir, struct pl_error *errp)
 {
-    static const char *const peers[] = { "client", "agent" };
+    static const struct {
+        const char *name;
+        int role;
+    } peers[] = { { "client", PL_ROLE_ADMIN }, { "agent", PL_ROLE_AGENT } };
     char path[PL_PATH_MAX + 64], pub[PL_KEY_Z85];
     struct pl_keypair server, kp;
     struct stat st;
@@ -356,10 +345,10 @@ int pl_keys_create(const char *kdir, struct pl_error *errp)
     if (private_dir(kdir, errp) < 0
         || join(path, sizeof(path), kdir, "allow", errp) < 0
         || private_dir(path, errp) < 0
-        || ensure_pair(kdir, "server", false, &server, errp) < 0)
+        || ensure_pair(kdir, "server", 0, &server, errp) < 0)
         return -1;
     for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
-        if (ensure_pair(kdir, peers[i], true, &kp, errp) < 0)
+        if (ensure_pair(kdir, peers[i].name, peers[i].role, &kp, errp) < 0)
             return -1;
     /* server.pub follows server.key */
     if (join(path, sizeof(path), kdir, "server.pub", errp) < 0)
@@ -406,82 +395,4 @@ int pl_keys_load_peer(const char *kdir, const char *name,
         return -1;
     }
     return 0;
-}
-
-struct pl_allow *pl_allow_load(const char *kdir, struct pl_error *errp)
-{
-    char dir[PL_PATH_MAX + 16], path[PL_PATH_MAX + 320];
-    char pub[PL_KEY_Z85];
-    struct pl_allow *a;
-    struct dirent *de;
-    DIR *d = NULL;
-    int saved;
-
-    if (!(a = calloc(1, sizeof(*a)))) {
-        pl_errprintf(errp, "out of memory");
-        return NULL;
-    }
-    if (join(dir, sizeof(dir), kdir, "allow", errp) < 0
-        || pl_keys_check(dir, true, errp) < 0)
-        goto error;
-    if (!(d = opendir(dir))) {
-        pl_errprintf(errp, "cannot read %s: %s", dir, strerror(errno));
-        goto error;
-    }
-    while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-        struct allowed *e;
-        if (de->d_name[0] == '.' || len <= 4
-            || strcmp(de->d_name + len - 4, ".pub") != 0)
-            continue; /* ours are NAME.pub; temporary files are not */
-        if (len - 4 >= sizeof(e->name)) {
-            errno = ENAMETOOLONG;
-            pl_errprintf(errp, "%s/%s: name too long", dir, de->d_name);
-            goto error;
-        }
-        if (a->n == PL_ALLOW_MAX) {
-            errno = E2BIG;
-            pl_errprintf(errp, "%s holds more than %d keys", dir,
-                         PL_ALLOW_MAX);
-            goto error;
-        }
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        if (pl_keys_read_pub(path, pub, errp) < 0)
-            goto error;
-        e = &a->e[a->n++];
-        pl_keys_decode(pub, e->key); /* checked by the read */
-        memcpy(e->name, de->d_name, len - 4);
-        e->name[len - 4] = '\0';
-    }
-    closedir(d);
-    return a;
-error:
-    saved = errno;
-    if (d)
-        closedir(d);
-    free(a);
-    errno = saved;
-    return NULL;
-}
-
-void pl_allow_free(struct pl_allow *a)
-{
-    int saved = errno;
-
-    free(a);
-    errno = saved;
-}
-
-const char *pl_allow_find(const struct pl_allow *a,
-                          const unsigned char key[PL_KEY_BIN])
-{
-    for (size_t i = 0; i < a->n; i++)
-        if (!memcmp(a->e[i].key, key, PL_KEY_BIN))
-            return a->e[i].name;
-    return NULL;
-}
-
-size_t pl_allow_count(const struct pl_allow *a)
-{
-    return a->n;
 }

@@ -3,7 +3,8 @@
  * DIR/keys/ (0700, every file 0600):
  *   server.key, server.pub   pilotd's keypair, and its public half
  *   client.key, agent.key    the CLI's and the agents' keypairs
- *   allow/NAME.pub           the public keys pilotd admits (its allow-list)
+ *   allow/NAME.pub           the public keys pilotd admits, each with its
+ *                            role (its allow-list: proto/allow.h)
  * A keypair file holds "public Z85" and "secret Z85" lines, a public key
  * file one "public Z85" line (Z85: 40 characters for 32 bytes). */
 #ifndef PL_PROTO_KEYS_H
@@ -17,7 +18,6 @@
 
 #define PL_KEY_Z85 41   /* 40 characters of Z85 and a NUL */
 #define PL_KEY_BIN 32
-#define PL_ALLOW_MAX 64 /* public keys in one allow-list */
 
 struct pl_keypair {
     char pub[PL_KEY_Z85];
@@ -69,19 +69,17 @@ int pl_keys_load_peer(const char *kdir, const char *name,
 /* 32 bytes of a Z85 key; -1 (EINVAL) if 'z85' is not one. */
 int pl_keys_decode(const char *z85, unsigned char bin[PL_KEY_BIN]);
 
-/* The allow-list: the public keys in kdir/allow/, one NAME.pub each. */
-struct pl_allow;
+/* The text of key file 'path' into 'buf' ('len' bytes, NUL-terminated),
+ * checked as pl_keys_check() does on the descriptor read.  Returns 0,
+ * or -1 with errp set (EINVAL: larger than a key file). */
+int pl_keys_read_text(const char *path, char *buf, size_t len,
+                      struct pl_error *errp);
 
-/* Read kdir/allow/ (checked like every key file).  NULL with errp set;
- * an empty list is not an error. */
-struct pl_allow *pl_allow_load(const char *kdir, struct pl_error *errp);
-/* NULL is ok; errno is kept. */
-void pl_allow_free(struct pl_allow *a);
-
-/* The name (file name without ".pub") of the allowed key 'key', or NULL
- * if it is not allowed.  Borrowed from 'a'. */
-const char *pl_allow_find(const struct pl_allow *a,
-                          const unsigned char key[PL_KEY_BIN]);
-size_t pl_allow_count(const struct pl_allow *a);
+/* Write 'text' to key file 'path', mode 0600, whole or not at all: a
+ * temporary file, then link() when 'exclusive' (-1 with errno EEXIST
+ * and errp untouched if 'path' exists), else rename().  Returns 0, or
+ * -1 with errp set. */
+int pl_keys_write_file(const char *path, const char *text, bool exclusive,
+                       struct pl_error *errp);
 
 #endif /* !PL_PROTO_KEYS_H */

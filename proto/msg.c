@@ -18,6 +18,7 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_STATUS: return "status";
     case PL_MSG_SHUTDOWN: return "shutdown";
     case PL_MSG_COUNTS: return "counts";
+    case PL_MSG_KEYS: return "keys";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";

@@ -40,6 +40,7 @@ enum pl_msg_type {
     PL_MSG_STATUS = 105,
     PL_MSG_SHUTDOWN = 106,
     PL_MSG_COUNTS = 107,
+    PL_MSG_KEYS = 108,       /* read the allow-list again (keys/allow/) */
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,

@@ -14,20 +14,23 @@
     "signal, submit_time, start_time, end_time, maxrss_kb, nodes, "           \
     "ranks_per_node, exclusive, comm, launcher"
 
-/* The columns schemas 4 and 5 added, and what a database of an older
+/* The columns schemas 4 to 6 added, and what a database of an older
  * schema (a pilot of an older pilotd, read while down) gives instead. */
 #define COLS_V4 ", after, array_id, array_index"
 #define COLS_V5 ", priority, tags"
+#define COLS_V6 ", submitted_by"
 #define NULL_V4 ", NULL AS after, NULL AS array_id, NULL AS array_index"
 #define NULL_V5 ", 0 AS priority, NULL AS tags"
+#define NULL_V6 ", NULL AS submitted_by"
 
 /* Prepare "SELECT <task columns> <rest>". */
 static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
 {
     static const char *const cols[] = {
-        TASK_COLS COLS_V4 COLS_V5,
-        TASK_COLS COLS_V4 NULL_V5,
-        TASK_COLS NULL_V4 NULL_V5,
+        TASK_COLS COLS_V4 COLS_V5 COLS_V6,
+        TASK_COLS COLS_V4 COLS_V5 NULL_V6,
+        TASK_COLS COLS_V4 NULL_V5 NULL_V6,
+        TASK_COLS NULL_V4 NULL_V5 NULL_V6,
     };
     char sql[2048];
 

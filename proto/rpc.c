@@ -233,8 +233,8 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
         errno = EACCES;
         /* N.B. short: errp holds 160 characters, the path may be long */
         return pl_errprintf(errp, "pilotd refused this client's key %s/%s.key"
-                            " (not in the pilot's allow-list)", r->keys.dir,
-                            r->keys.name);
+                            " (not in the pilot's allow-list for clients)",
+                            r->keys.dir, r->keys.name);
     }
     if (r->done <= 0 && hopeless(r)) {
         errno = EPROTO;

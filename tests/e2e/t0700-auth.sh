@@ -93,7 +93,7 @@ cp "$K/server.key" "$W/client.key" # a real keypair, not an allowed one
 WRONG_PUB=$(pub_of "$W/client.key")
 timed env PILOT_KEYS="$W" pilot status
 one_error_line "a wrong key: refused with one line" \
-    "pilotd refused this client's key $W/client.key \(not in the pilot's allow-list\)"
+    "pilotd refused this client's key $W/client.key \(not in the pilot's allow-list for clients\)"
 ok "... at once (${SECS}s), not at the timeout" fast "$SECS"
 ok "pilotd logged the refusal, naming the address and the key" \
     wait_for 5 log_has "refused 127.0.0.1 on the clients socket: its CURVE key $WRONG_PUB is not in $K/allow"

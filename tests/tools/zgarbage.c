@@ -398,11 +398,15 @@ struct peer {
     unsigned long big_replies;
 };
 
-/* The pilot's client keys: the flood comes from a peer pilotd admits
- * (CURVE, on the allow-list), the hardest case for its decoders. */
-static struct pl_keys_peer keys;
+/* The pilot's client and agent keys: the flood comes from a peer pilotd
+ * admits (CURVE, on the allow-list, each socket with the key of the role
+ * it admits), the hardest case for its decoders. */
+static struct pl_keys_peer keys, agent_keys;
 
-static void *dealer(void *ctx, const char *endpoint, bool long_id)
+/* A DEALER connected to 'endpoint' with the agent's keys ('agent') or
+ * the client's. */
+static void *dealer(void *ctx, const char *endpoint, bool agent,
+                    bool long_id)
 {
     void *s = zmq_socket(ctx, ZMQ_DEALER);
     int hwm = 100000, timeout = SEND_TIMEOUT, linger = 5000;
@@ -424,7 +428,8 @@ static void *dealer(void *ctx, const char *endpoint, bool long_id)
         zmq_setsockopt(s, ZMQ_ROUTING_ID, id, sizeof(id));
     }
     struct pl_error kerr;
-    if (pl_zsock_curve_client(s, keys.server, &keys.own, &kerr) < 0) {
+    const struct pl_keys_peer *k = agent ? &agent_keys : &keys;
+    if (pl_zsock_curve_client(s, k->server, &k->own, &kerr) < 0) {
         fprintf(stderr, "zgarbage: %s\n", kerr.text);
         exit(1);
     }
@@ -469,9 +474,9 @@ static unsigned long drain(struct peer *p, void *s, int ms,
 static void flood(void *ctx, struct peer *p, unsigned long n)
 {
     struct frame f = { 0 };
-    void *alt = dealer(ctx, p->endpoint, true);
+    void *alt = dealer(ctx, p->endpoint, p->agent, true);
 
-    p->sock = dealer(ctx, p->endpoint, false);
+    p->sock = dealer(ctx, p->endpoint, p->agent, false);
     for (unsigned long i = 0; i < n; i++) {
         /* one frame in 16 from the socket with a 255-byte routing id */
         void *s = below(16) ? p->sock : alt;
@@ -522,7 +527,7 @@ static void big(void *ctx, struct peer *p)
     for (size_t i = 4096; i < PL_MSG_MAX; i += 4096)
         memcpy(junk + i, junk, 4096);
     put(&f, junk, PL_MSG_MAX - 1);
-    s = dealer(ctx, p->endpoint, false);
+    s = dealer(ctx, p->endpoint, p->agent, false);
     send_or_die(p, s, f.p, f.len, 0);
     p->big++;
 
@@ -543,7 +548,7 @@ static void big(void *ctx, struct peer *p)
 
     /* one byte more than ZMQ_MAXMSGSIZE: refused by libzmq, which drops
      * this connection (the other sockets stay) */
-    void *s2 = dealer(ctx, p->endpoint, false);
+    void *s2 = dealer(ctx, p->endpoint, p->agent, false);
     f.len = 0;
     put(&f, junk, PL_MSG_MAX);
     put1(&f, 0xc0);
@@ -633,8 +638,8 @@ static double mono(void)
 static void heavy(void *ctx, const char *endpoint, unsigned long k)
 {
     struct pl_wbuf pad, st;
-    void *s = dealer(ctx, endpoint, false);
-    void *q = dealer(ctx, endpoint, false);
+    void *s = dealer(ctx, endpoint, false, false);
+    void *q = dealer(ctx, endpoint, false, false);
     int ms = 60000, zero = 0;
     char buf[256];
 
@@ -739,7 +744,8 @@ int main(int argc, char **argv)
     }
     char kdir[PL_PATH_MAX + 16];
     pl_keys_path(argv[optind], kdir, sizeof(kdir));
-    if (pl_keys_load_peer(kdir, "client", &keys, &err) < 0) {
+    if (pl_keys_load_peer(kdir, "client", &keys, &err) < 0
+        || pl_keys_load_peer(kdir, "agent", &agent_keys, &err) < 0) {
         fprintf(stderr, "zgarbage: %s\n", err.text);
         return 1;
     }

@@ -1,10 +1,13 @@
 /* tests/unit/test_daemon_auth.c - pilotd's ZAP handler and the client's
- * view of it: allowed keys talk; wrong, missing and foreign-server keys are
- * refused quickly, with a clear error, and logged once.
+ * view of it: allowed keys talk, each on the socket its role may use,
+ * and their messages carry their key as "User-Id"; wrong, missing and
+ * foreign-server keys are refused quickly, with a clear error, and logged
+ * once.
  *
- * A forked child plays pilotd: the ZAP handler (daemon/auth.c) and a
- * CURVE ROUTER that answers every request, on its own loop.  The parent
- * is the client, through proto/rpc.c, and a few raw sockets. */
+ * A forked child plays pilotd: the ZAP handler (daemon/auth.c) and two
+ * CURVE ROUTERs, "clients" and "agents", that answer every request with
+ * the User-Id of the message, on its own loop.  The parent is the
+ * client, through proto/rpc.c, and a few raw sockets. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -39,14 +42,14 @@ static char tmp[64]; /* our mkdtemp() directory */
 struct server {
     uv_loop_t loop;
     uv_signal_t sigterm;
-    void *router;
-    struct pl_zwatch *zw;
+    void *router[2];          /* clients, agents */
+    struct pl_zwatch *zw[2];
     struct pl_auth *auth;
 };
 
 static void router_cb(struct pl_zwatch *zw, int revents, void *arg)
 {
-    struct server *s = arg;
+    void *router = arg;
     (void)zw;
     (void)revents;
 
@@ -56,13 +59,16 @@ static void router_cb(struct pl_zwatch *zw, int revents, void *arg)
         struct pl_wbuf w;
         zmq_msg_init(&id);
         zmq_msg_init(&body);
-        if (pl_zsock_recv(s->router, &id, &body) == 0
+        if (pl_zsock_recv(router, &id, &body) == 0
             && pl_msg_decode(zmq_msg_data(&body), zmq_msg_size(&body), &m,
                              NULL) == 0) {
+            const char *user = zmq_msg_gets(&body, "User-Id");
+            if (!user)
+                user = "(none)";
             pl_wbuf_reply(&w, m.seq, 0, NULL);
-            msgpack_pack_str(&w.pk, 5);
-            msgpack_pack_str_body(&w.pk, "hello", 5);
-            pl_zsock_send(s->router, zmq_msg_data(&id), zmq_msg_size(&id),
+            msgpack_pack_str(&w.pk, strlen(user));
+            msgpack_pack_str_body(&w.pk, user, strlen(user));
+            pl_zsock_send(router, zmq_msg_data(&id), zmq_msg_size(&id),
                           w.sb.data, w.sb.size);
             pl_wbuf_destroy(&w);
             pl_msg_release(&m);
@@ -79,18 +85,24 @@ static void sigterm_cb(uv_signal_t *h, int signum)
     struct server *s = h->data;
     (void)signum;
 
-    pl_zwatch_free(s->zw);
+    pl_zwatch_free(s->zw[0]);
+    pl_zwatch_free(s->zw[1]);
     pl_auth_stop(s->auth);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
 }
 
-/* Serve until SIGTERM; write the endpoint to 'fd'.  Exits 0 if every
- * handle closed, else 1. */
+/* Serve until SIGTERM; write the two endpoints to 'fd'.  Exits 0 if
+ * every handle closed, else 1. */
 static void serve(const char *kdir, const char *log, int fd)
 {
+    static const char *const domain[2] = { "clients", "agents" };
+    const unsigned roles[2] = {
+        1u << PL_ROLE_ADMIN | 1u << PL_ROLE_SUBMIT | 1u << PL_ROLE_READ,
+        1u << PL_ROLE_AGENT,
+    };
     struct server s = { 0 };
     struct pl_error e;
-    char ep[256];
+    char ep[2][256];
     void *zctx = zmq_ctx_new();
     int rc = 1;
 
@@ -99,20 +111,27 @@ static void serve(const char *kdir, const char *log, int fd)
     uv_signal_init(&s.loop, &s.sigterm);
     s.sigterm.data = &s;
     uv_signal_start(&s.sigterm, sigterm_cb, SIGTERM);
-    if (!(s.auth = pl_auth_new(&s.loop, zctx, kdir, &e))
-        || !(s.router = pl_zsock_new(zctx, ZMQ_ROUTER, &e))
-        || pl_auth_server(s.auth, s.router, "clients", &e) < 0
-        || pl_zsock_bind_any(s.router, "127.0.0.1", ep, sizeof(ep), &e) < 0
-        || !(s.zw = pl_zwatch_new(&s.loop, s.router, ZMQ_POLLIN, router_cb,
-                                  &s))
-        || pl_zwatch_start(s.zw) < 0) {
+    if (!(s.auth = pl_auth_new(&s.loop, zctx, kdir, &e))) {
         dprintf(fd, "error %s\n", e.text);
         _exit(1);
     }
-    dprintf(fd, "%s\n", ep);
+    for (int i = 0; i < 2; i++)
+        if (!(s.router[i] = pl_zsock_new(zctx, ZMQ_ROUTER, &e))
+            || pl_auth_server(s.auth, s.router[i], domain[i], roles[i], &e)
+                   < 0
+            || pl_zsock_bind_any(s.router[i], "127.0.0.1", ep[i],
+                                 sizeof(ep[i]), &e) < 0
+            || !(s.zw[i] = pl_zwatch_new(&s.loop, s.router[i], ZMQ_POLLIN,
+                                         router_cb, s.router[i]))
+            || pl_zwatch_start(s.zw[i]) < 0) {
+            dprintf(fd, "error %s\n", e.text);
+            _exit(1);
+        }
+    dprintf(fd, "%s %s\n", ep[0], ep[1]);
     close(fd);
     uv_run(&s.loop, UV_RUN_DEFAULT);
-    zmq_close(s.router);
+    zmq_close(s.router[0]);
+    zmq_close(s.router[1]);
     pl_auth_free(s.auth); /* after the server socket, as it asks */
     zmq_ctx_term(zctx);
     if (uv_loop_close(&s.loop) == 0)
@@ -130,8 +149,9 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One request with 'keys'; returns what pl_rpc_call() did, with errno,
- * and the time it took in *secs. */
+/* One request with 'keys'; returns what pl_rpc_call() did (-2: the
+ * reply is not the key's User-Id, its public key), with errno, and the
+ * time it took in *secs. */
 static int call(const char *ep, const struct pl_keys_peer *keys, int ms,
                 struct pl_error *e, double *secs)
 {
@@ -148,7 +168,9 @@ static int call(const char *ep, const struct pl_keys_peer *keys, int ms,
     rc = pl_rpc_call(r, &w, ms, &reply, &data, e);
     saved = errno;
     if (rc == 0) {
-        if (data->type != MSGPACK_OBJECT_STR || data->via.str.size != 5)
+        if (data->type != MSGPACK_OBJECT_STR
+            || data->via.str.size != PL_KEY_Z85 - 1
+            || memcmp(data->via.str.ptr, keys->own.pub, PL_KEY_Z85 - 1))
             rc = -2;
         pl_msg_release(&reply);
     }
@@ -227,6 +249,27 @@ static void *raw_dealer(void *ctx, const char *ep,
     return s;
 }
 
+/* The agents socket admits the agent key alone. */
+static void test_agents(const char *ep, const char *kdir, const char *log)
+{
+    struct pl_keys_peer client, agent;
+    struct pl_error e = { "" };
+    double secs;
+    int rc;
+
+    pl_keys_load_peer(kdir, "client", &client, &e);
+    pl_keys_load_peer(kdir, "agent", &agent, &e);
+    rc = call(ep, &agent, 5000, &e, &secs);
+    ok(rc == 0, "the agents socket admits the agent key, its User-Id its "
+       "key (%s)", rc == -1 ? e.text : "reply");
+    errno = 0;
+    rc = call(ep, &client, 5000, &e, &secs);
+    ok(rc == -1 && errno == EACCES, "... and refuses the client key (role "
+       "admin): %s", e.text);
+    is(wait_lines(log, "on the agents socket: its key 'client' has role "
+                  "admin", 1, 2.0), 1, "pilotd logged it");
+}
+
 static void test_clients(const char *ep, const char *kdir, const char *log)
 {
     struct pl_keys_peer good, agent, wrong, foreign;
@@ -239,10 +282,8 @@ static void test_clients(const char *ep, const char *kdir, const char *log)
     pl_keys_load_peer(kdir, "client", &good, &e);
     pl_keys_load_peer(kdir, "agent", &agent, &e);
     rc = call(ep, &good, 5000, &e, &secs);
-    ok(rc == 0, "the pilot's client key is admitted (%s)",
-       rc ? e.text : "reply");
-    rc = call(ep, &agent, 5000, &e, &secs);
-    ok(rc == 0, "the pilot's agent key too (one allow-list)");
+    ok(rc == 0, "the pilot's client key is admitted, and its messages "
+       "carry it as User-Id (%s)", rc == -1 ? e.text : "reply");
 
     /* a valid keypair the allow-list does not hold */
     wrong = good;
@@ -261,6 +302,17 @@ static void test_clients(const char *ep, const char *kdir, const char *log)
        "that key");
     is(count_lines(log, "refused 127.0.0.1 on the clients socket"), 1,
        "... once for four attempts from one address");
+
+    /* an allowed key of the wrong role */
+    errno = 0;
+    rc = call(ep, &agent, 5000, &e, &secs);
+    ok(rc == -1 && errno == EACCES
+           && strstr(e.text, "pilotd refused this client's key"),
+       "the pilot's agent key on the clients socket: refused: %s", e.text);
+    ok(secs < 2.0, "... at once (%.3f s)", secs);
+    is(wait_lines(log, "on the clients socket: its key 'agent' has role "
+                  "agent", 1, 2.0), 1, "pilotd logged it, naming the key "
+       "and its role");
 
     /* the pilot's own client key, but another pilot's server key */
     foreign = good;
@@ -309,7 +361,8 @@ static void test_clients(const char *ep, const char *kdir, const char *log)
     zmq_ctx_term(ctx);
     is(wait_lines(log, "not logged one by one", 1, 5.0), 1,
        "past 1024 refusals, pilotd logs a count instead");
-    is(count_lines(log, "refused 127.0.0.1 on the clients socket"), 1024,
+    /* test_agents() logged the first of the 1024 */
+    is(count_lines(log, "refused 127.0.0.1 on the clients socket"), 1023,
        "... having logged 1024 refusals one by one");
     rc = call(ep, &good, 5000, &e, &secs);
     ok(rc == 0, "the pilot's client is still admitted after the flood");
@@ -317,12 +370,12 @@ static void test_clients(const char *ep, const char *kdir, const char *log)
 
 int main(void)
 {
-    char pdir[128], kdir[160], log[160], ep[256];
+    char pdir[128], kdir[160], log[160], ep[520], *aep;
     struct pl_error e = { "" };
     int pfd[2], status = -1;
     pid_t pid;
 
-    plan(16);
+    plan(21);
     if (!t_tmpdir("auth", tmp, sizeof(tmp)))
         return 1;
     snprintf(pdir, sizeof(pdir), "%s/p1", tmp);
@@ -347,6 +400,13 @@ int main(void)
     }
     fclose(fp);
     ep[strcspn(ep, "\n")] = '\0';
+    if (!(aep = strchr(ep, ' '))) {
+        diag("server: %s", ep);
+        kill(pid, SIGKILL);
+        return 1;
+    }
+    *aep++ = '\0';
+    test_agents(aep, kdir, log);
     test_clients(ep, kdir, log);
     kill(pid, SIGTERM);
     waitpid(pid, &status, 0);

@@ -1,5 +1,6 @@
 /* tests/unit/test_proto_keys.c - CURVE keys in the pilot directory: made once,
- * kept, private; loading refuses what others may read */
+ * kept, private; loading refuses what others may read; the allow-list and
+ * its roles */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/allow.h"
 #include "proto/keys.h"
 #include "tests/unit/helpers.h"
 
@@ -125,8 +127,19 @@ static void test_allow(const char *kdir)
     if (!a)
         return;
     pl_keys_decode(client.pub, bin);
-    is_str(pl_allow_find(a, bin) ? pl_allow_find(a, bin) : "(none)",
-           "client", "the client's key is allowed, as 'client'");
+    const struct pl_allow_key *k = pl_allow_find(a, bin);
+    is_str(k ? k->name : "(none)", "client",
+           "the client's key is allowed, as 'client'");
+    is_str(k ? pl_role_name(k->role) : "(none)", "admin",
+           "... with role admin (pl_keys_create wrote it)");
+    ok(k && k->added > 0 && !strcmp(k->pub, client.pub),
+       "... added at a time, its public key in Z85");
+    k = pl_allow_find_name(a, "agent");
+    is_str(k ? pl_role_name(k->role) : "(none)", "agent",
+           "allow/agent.pub: role agent");
+    ok(pl_allow_at(a, 0) && pl_allow_at(a, 1) && !pl_allow_at(a, 2)
+           && !strcmp(pl_allow_at(a, 0)->name, "agent"),
+       "the keys in name order");
     pl_keys_generate(&extra, &e);
     pl_keys_decode(extra.pub, bin);
     ok(!pl_allow_find(a, bin), "another key is not");
@@ -140,8 +153,12 @@ static void test_allow(const char *kdir)
     put(path, "not a key\n", 0600);
     a = pl_allow_load(kdir, &e);
     ok(a && pl_allow_count(a) == 3 && pl_allow_find(a, bin)
-           && !strcmp(pl_allow_find(a, bin), "laptop"),
+           && !strcmp(pl_allow_find(a, bin)->name, "laptop"),
        "an added allow/laptop.pub is allowed; other files are ignored");
+    ok(a && pl_allow_find(a, bin)
+           && pl_allow_find(a, bin)->role == PL_ROLE_ADMIN
+           && pl_allow_find(a, bin)->added == 0,
+       "... with no role line: the owner's (admin), as before roles");
     pl_allow_free(a);
 
     /* an allow-list others may write is no allow-list */
@@ -173,6 +190,160 @@ static void test_allow(const char *kdir)
     pl_keys_read_pair(apath, &agent, &e);
     snprintf(text, sizeof(text), "public %s\n", agent.pub);
     put(path, text, 0600);
+}
+
+/* The parser of allow/NAME.pub, on texts made here. */
+static void test_parse(void)
+{
+    struct pl_keypair kp;
+    struct pl_allow_key k;
+    struct pl_error e = { "" };
+    char text[512];
+
+    pl_keys_generate(&kp, &e);
+    snprintf(text, sizeof(text), "# a comment\npublic %s\r\nrole read\n"
+             "added 1700000000\nsomething else\n", kp.pub);
+    ok(pl_allow_parse("x.pub", "bob", text, &k, &e) == 0
+           && !strcmp(k.name, "bob") && k.role == PL_ROLE_READ
+           && k.added == 1700000000 && !strcmp(k.pub, kp.pub),
+       "public, role read, added; a comment, a CR and another line: "
+       "parsed (%s)", e.text);
+    static const struct {
+        const char *name, *role;
+        int want;
+    } roles[] = {
+        { "x", "submit", PL_ROLE_SUBMIT }, { "x", "admin", PL_ROLE_ADMIN },
+        { "x", "agent", PL_ROLE_AGENT },   { "agent", NULL, PL_ROLE_AGENT },
+        { "client", NULL, PL_ROLE_ADMIN }, { "laptop", NULL, PL_ROLE_ADMIN },
+    };
+    for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
+        snprintf(text, sizeof(text), "public %s\n%s%s\n", kp.pub,
+                 roles[i].role ? "role " : "",
+                 roles[i].role ? roles[i].role : "");
+        k.role = 0;
+        ok(pl_allow_parse("x.pub", roles[i].name, text, &k, &e) == 0
+               && k.role == roles[i].want,
+           "%s.pub with %s%s: role %s", roles[i].name,
+           roles[i].role ? "role " : "no role line",
+           roles[i].role ? roles[i].role : "", pl_role_name(roles[i].want));
+    }
+    static const char *const bad[] = {
+        "role read\nadded 1\n",                   /* no public key */
+        "public K\nrole root\n",                  /* no such role */
+        "public K\nrole \n",                      /* an empty one */
+        "public K\nrole read\nrole submit\n",     /* two roles */
+        "public K\npublic K\n",                    /* two keys */
+        "public K\nadded yesterday\n",            /* not a time */
+        "public K\nadded -5\n",                   /* before the epoch */
+        "public K\nadded 12x\n",                  /* trailing junk */
+        "public 0123456789\n",                    /* a key too short */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        size_t off = 0;
+        for (const char *c = bad[i]; *c && off < sizeof(text) - 48; c++)
+            if (*c == 'K')
+                off += (size_t)snprintf(text + off, sizeof(text) - off,
+                                        "%s", kp.pub);
+            else
+                text[off++] = *c;
+        text[off] = '\0';
+        errno = 0;
+        e.text[0] = '\0';
+        ok(pl_allow_parse("bad.pub", "bad", text, &k, &e) == -1
+               && errno == EINVAL && strstr(e.text, "bad.pub"),
+           "refused: %s", e.text);
+    }
+    ok(pl_allow_parse("x.pub", "../x", text, &k, &e) == -1,
+       "a name with a '/': refused");
+    is(pl_role_parse("read"), PL_ROLE_READ, "pl_role_parse(\"read\")");
+    errno = 0;
+    ok(pl_role_parse("Read") == -1 && errno == EINVAL,
+       "pl_role_parse(\"Read\"): -1, EINVAL");
+    is_str(pl_role_name(0), "?", "pl_role_name(0): ?");
+    ok(pl_allow_check_name("alice_2-b", &e) == 0, "name alice_2-b: fine");
+    static const char *const badnames[] = {
+        "", "a.b", "a/b", ".x", "a b", "012345678901234567890123456789012",
+    };
+    for (size_t i = 0; i < sizeof(badnames) / sizeof(badnames[0]); i++) {
+        errno = 0;
+        ok(pl_allow_check_name(badnames[i], &e) == -1 && errno == EINVAL,
+           "name '%s': refused", badnames[i]);
+    }
+}
+
+/* pl_allow_add and pl_allow_remove on the list test_allow left: client
+ * (admin) and agent (no role line: agent). */
+static void test_add_remove(const char *kdir)
+{
+    struct pl_keypair bob, eve;
+    struct pl_allow_key k;
+    struct pl_error e = { "" };
+    struct pl_allow *a;
+    char path[PL_PATH_MAX], text[512];
+
+    pl_keys_generate(&bob, &e);
+    pl_keys_generate(&eve, &e);
+    is(pl_allow_add(kdir, "bob", PL_ROLE_SUBMIT, bob.pub, 1700000001, &e),
+       0, "pl_allow_add bob, role submit");
+    snprintf(path, sizeof(path), "%s/allow/bob.pub", kdir);
+    is(mode_of(path), 0600, "allow/bob.pub: mode 0600");
+    snprintf(text, sizeof(text), "%s", slurp(path));
+    ok(pl_allow_parse(path, "bob", text, &k, &e) == 0
+           && k.role == PL_ROLE_SUBMIT && k.added == 1700000001
+           && !strcmp(k.pub, bob.pub),
+       "... it reads back: role submit, its time, its key");
+    a = pl_allow_load(kdir, &e);
+    ok(a && pl_allow_count(a) == 3 && pl_allow_find_name(a, "bob")
+           && pl_allow_find_name(a, "agent")->role == PL_ROLE_AGENT,
+       "the list: 3 keys, agent.pub of before roles still the agents'");
+    pl_allow_free(a);
+
+    errno = 0;
+    ok(pl_allow_add(kdir, "bob", PL_ROLE_READ, eve.pub, 1, &e) == -1
+           && errno == EEXIST && strstr(e.text, "already a key 'bob'"),
+       "the name again: EEXIST: %s", e.text);
+    snprintf(text, sizeof(text), "%s", slurp(path));
+    ok(strstr(text, bob.pub) && strstr(text, "role submit"),
+       "... and bob.pub is as it was");
+    errno = 0;
+    ok(pl_allow_add(kdir, "bob2", PL_ROLE_READ, bob.pub, 1, &e) == -1
+           && errno == EEXIST && strstr(e.text, "as 'bob'"),
+       "bob's key under another name: EEXIST: %s", e.text);
+    snprintf(path, sizeof(path), "%s/allow/bob2.pub", kdir);
+    ok(access(path, F_OK) < 0, "... no bob2.pub written");
+    errno = 0;
+    ok(pl_allow_add(kdir, "a.b", PL_ROLE_READ, eve.pub, 1, &e) == -1
+           && errno == EINVAL, "a bad name: EINVAL: %s", e.text);
+    errno = 0;
+    ok(pl_allow_add(kdir, "eve", PL_ROLE_READ, "short", 1, &e) == -1
+           && errno == EINVAL, "a bad key: EINVAL: %s", e.text);
+
+    /* one key in two files: which role would it have? */
+    snprintf(path, sizeof(path), "%s/allow/copy.pub", kdir);
+    snprintf(text, sizeof(text), "public %s\nrole admin\n", bob.pub);
+    put(path, text, 0600);
+    errno = 0;
+    a = pl_allow_load(kdir, &e);
+    ok(!a && errno == EINVAL && strstr(e.text, "the same key"),
+       "one key in two files: the load fails: %s", e.text);
+    unlink(path);
+
+    is(pl_allow_remove(kdir, "bob", &e), 0, "pl_allow_remove bob");
+    a = pl_allow_load(kdir, &e);
+    unsigned char bin[PL_KEY_BIN];
+    pl_keys_decode(bob.pub, bin);
+    ok(a && pl_allow_count(a) == 2 && !pl_allow_find(a, bin),
+       "... bob's key is no longer allowed");
+    pl_allow_free(a);
+    errno = 0;
+    ok(pl_allow_remove(kdir, "bob", &e) == -1 && errno == ENOENT
+           && strstr(e.text, "no key 'bob'"),
+       "removed again: ENOENT: %s", e.text);
+    errno = 0;
+    ok(pl_allow_remove(kdir, "../server", &e) == -1 && errno == EINVAL,
+       "a name with a '/': EINVAL");
+    snprintf(path, sizeof(path), "%s/server.key", kdir);
+    ok(access(path, F_OK) == 0, "... server.key is still there");
 }
 
 static void test_check(const char *kdir)
@@ -304,7 +475,7 @@ int main(void)
     char kdir[256], pdir[128];
     struct pl_error e = { "" };
 
-    plan(50);
+    plan(98);
     if (!t_tmpdir("keys", tmp, sizeof(tmp)))
         return 1;
     snprintf(pdir, sizeof(pdir), "%s/p1", tmp);
@@ -312,6 +483,8 @@ int main(void)
     pl_keys_path(pdir, kdir, sizeof(kdir));
     test_create(kdir);
     test_allow(kdir);
+    test_parse();
+    test_add_remove(kdir);
     test_check(kdir);
     test_bad_files();
     /* a keys directory others may use is not filled in */
