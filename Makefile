@@ -56,7 +56,7 @@ FUZZ_BINS    := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_TARGETS))
 FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
                 OPT='-O1 -g' WERROR=1
 
-.PHONY: all test check check-e2e asan install clean cluster demo \
+.PHONY: all test check soak check-e2e asan install clean cluster demo \
         demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
 all: $(BINS)
 
@@ -159,6 +159,12 @@ fuzz-corpus: $(BUILD)/tests/mkcorpus
 	$(BUILD)/tests/mkcorpus tests/fuzz/corpus
 
 # everything: packages, -Werror build, the dev cluster, unit and e2e tests
+# kill -9 of pilotd (100) and agents (50) under a stream of tasks on the
+# dev cluster, then the counts (not in check: about half an hour)
+soak: all
+	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
+	PILOT_BIN=$(abspath $(BUILD)/bin) scripts/soak.sh $(SOAK_ARGS)
+
 check:
 	scripts/install-deps.sh
 	$(MAKE) WERROR=1 all $(UNITS) $(TOOLS)
