@@ -29,6 +29,7 @@ extern char **environ;
 #define EXIT_GRACE 5.0       /* s from SIGTERM to SIGKILL on EXIT */
 #define EXIT_WAIT_MS 5000    /* after the grace, give up on the tasks */
 #define LEFTOVER_WAIT 10     /* s for a dead agent's tasks to die */
+#define OUTPUT_CHECK_MS 250  /* between two looks at the output sizes */
 
 /* ---- the flush timer ---- */
 
@@ -44,6 +45,7 @@ static void finish(struct pl_agent *a)
 {
     uv_timer_stop(&a->flush);
     uv_timer_stop(&a->deadline);
+    uv_timer_stop(&a->outcheck);
     pl_agent_link_stop(a);
     a->finished = true;
     uv_stop(&a->loop);
@@ -276,6 +278,8 @@ struct pl_agent *pl_agent_new(const char *endpoint,
     uv_timer_init(&a->loop, &a->heartbeat);
     uv_timer_init(&a->loop, &a->deadline);
     uv_timer_init(&a->loop, &a->watch);
+    uv_timer_init(&a->loop, &a->outcheck);
+    a->outcheck.data = a;
     a->flush.data = a->reg.data = a->heartbeat.data = a->deadline.data = a;
     a->watch.data = a;
     a->sigchld.data = a;
@@ -317,6 +321,11 @@ error:
     return NULL;
 }
 
+static void outcheck_cb(uv_timer_t *h)
+{
+    pl_agent_check_output(h->data);
+}
+
 /* Before we register: the processes a dead agent of this pilot left
  * here (kill -9 of it) are killed, or pilotd, which runs their tasks
  * again, would have two copies running (issue 12). */
@@ -345,6 +354,9 @@ int pl_agent_start(struct pl_agent *a, struct pl_error *errp)
     if (!a->bench && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         pl_log(LOG_WARNING, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
     kill_leftovers(a);
+    if (!a->bench)
+        uv_timer_start(&a->outcheck, outcheck_cb, OUTPUT_CHECK_MS,
+                       OUTPUT_CHECK_MS);
     if (pl_agent_link_connect(a, errp) < 0)
         return -1;
     (void)pl_resources_cores(a->res, &ncores);
@@ -381,6 +393,7 @@ void pl_agent_free(struct pl_agent *a)
     close_handle((uv_handle_t *)&a->heartbeat);
     close_handle((uv_handle_t *)&a->deadline);
     close_handle((uv_handle_t *)&a->watch);
+    close_handle((uv_handle_t *)&a->outcheck);
     if (a->sigchld_ok)
         close_handle((uv_handle_t *)&a->sigchld);
     /* Close callbacks run at the end of one iteration; a few are plenty. */

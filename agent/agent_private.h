@@ -38,6 +38,7 @@ struct pl_agent {
     uv_signal_t sigchld;   /* reaps the tasks (pl_task_reap()) */
     uv_timer_t flush;      /* zero timeout: the iteration's events leave */
     uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
+    uv_timer_t outcheck;   /* the tasks' output limits, every 0.25 s */
     bool sigchld_ok;       /* 'sigchld' initialised: close it */
     bool exiting;
     bool finished;         /* uv_stop() called */
@@ -165,6 +166,9 @@ int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,
                     struct pl_error *errp);
 int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
                      struct pl_error *errp);
+/* Stop the tasks whose stdout or stderr is over their output limit
+ * (every 0.25 s, from agent.c's timer). */
+void pl_agent_check_output(struct pl_agent *a);
 /* Free the tasks that exited since the last call. */
 void pl_agent_free_dead(struct pl_agent *a);
 /* Free every task, running (left running) or dead, and their lists. */

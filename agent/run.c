@@ -318,6 +318,31 @@ done:
     pl_run_clear(&r);
 }
 
+/* ---- output limits ---- */
+
+void pl_agent_check_output(struct pl_agent *a)
+{
+    for (size_t i = 0; i < a->nrunning; i++) {
+        struct pl_task *t = a->running[i];
+        const struct pl_run *r = pl_task_entry(t);
+        uint64_t limit = r->output_limit ? r->output_limit
+                                         : PL_OUTPUT_LIMIT_DEFAULT;
+        uint64_t out, err;
+        char why[160];
+        if (!pl_task_running(t))
+            continue;
+        pl_task_output_sizes(t, &out, &err);
+        if (out <= limit && err <= limit)
+            continue;
+        snprintf(why, sizeof(why), "output-limit: %s is over %llu bytes "
+                 "(--output-limit)", out > limit ? "stdout" : "stderr",
+                 (unsigned long long)limit);
+        pl_log(LOG_WARNING, "task %llu rank %llu: %s: stopping it",
+               (unsigned long long)r->id, (unsigned long long)r->rank, why);
+        pl_task_fail(t, why);
+    }
+}
+
 /* ---- messages from pilotd ---- */
 
 int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,

@@ -196,6 +196,26 @@ void pl_task_kill(struct pl_task *t, int reason, double grace)
         uv_timer_start(&t->timer, timer_cb, ms, 0);
 }
 
+void pl_task_fail(struct pl_task *t, const char *why)
+{
+    if (t->state != PL_ST_RUNNING || t->reason)
+        return;
+    pl_errprintf(&t->error, "%s", why);
+    t->has_error = 1;
+    pl_task_kill(t, PL_ST_FAILED, 0);
+}
+
+void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
+                          uint64_t *err)
+{
+    struct stat st;
+
+    *out = stat(t->run.out, &st) == 0 ? (uint64_t)st.st_size : 0;
+    *err = strcmp(t->run.err, t->run.out) && stat(t->run.err, &st) == 0
+               ? (uint64_t)st.st_size
+               : 0;
+}
+
 static void ended(struct pl_task *t, int status, int sig)
 {
     t->t_end = uv_hrtime();

@@ -43,6 +43,16 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
  * second call may only shorten the grace.  No-op if not running. */
 void pl_task_kill(struct pl_task *t, int reason, double grace);
 
+/* Stop a running task that broke a rule: it ends failed, with 'why' as
+ * its error (SIGKILL to its group now).  No-op if not running or already
+ * being stopped. */
+void pl_task_fail(struct pl_task *t, const char *why);
+
+/* The size of its stdout file and, if another, of its stderr file
+ * (bytes; 0 when unreadable). */
+void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
+                          uint64_t *err);
+
 /* If the task's process has exited: reap it (its peak RSS with it) and
  * end the task (its callback runs).  Call from a SIGCHLD watcher for
  * every running task.  No-op if not running or still running. */

@@ -1,4 +1,5 @@
 /* client/cli.c - the pilot CLI: global options, usage errors, numbers */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "client/clean.h"
@@ -163,6 +165,44 @@ int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
     default:
         return 0;
     }
+}
+
+int pl_cli_parse_size(const char *what, const char *s, uint64_t max,
+                      uint64_t *v, struct pl_error *errp)
+{
+    static const char units[] = "KMGT";
+    char *end;
+    uintmax_t n;
+    int shift = 0;
+
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        goto bad;
+    n = strtoumax(s, &end, 10);
+    if (errno)
+        goto bad;
+    if (*end) {
+        const char *u = strchr(units, toupper((unsigned char)*end));
+        if (!u)
+            goto bad;
+        shift = 10 * (int)(u - units + 1);
+        end++;
+        if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
+            end += strlen(end);
+        if (*end)
+            goto bad;
+    }
+    if (n == 0 || n > (max >> shift)) {
+        errno = ERANGE;
+        return pl_errprintf(errp, "%s: '%s' is not between 1 byte and %"
+                            PRIu64 " GiB", what, s, max >> 30);
+    }
+    *v = (uint64_t)n << shift;
+    return 0;
+bad:
+    errno = EINVAL;
+    return pl_errprintf(errp, "%s: '%s' is not a size (bytes, or with K, M, "
+                        "G or T: 500M, 10G)", what, s);
 }
 
 int pl_cli_parse_uint(const char *what, const char *s, uint64_t min,

@@ -93,6 +93,10 @@ void pl_cli_sleep(double secs);
  * "10m", "2h".  pl_cli_parse_id: a task id (a positive integer). */
 int pl_cli_parse_uint(const char *what, const char *s, uint64_t min,
                       uint64_t max, uint64_t *v, struct pl_error *errp);
+/* A size in bytes: N, or N with K, M, G or T (powers of 1024; KiB,
+ * KB, k... the same), between 1 and 'max'.  0, or -1 with errp. */
+int pl_cli_parse_size(const char *what, const char *s, uint64_t max,
+                      uint64_t *v, struct pl_error *errp);
 int pl_cli_parse_secs(const char *what, const char *s, double *v,
                       struct pl_error *errp);
 int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);

@@ -36,6 +36,9 @@ static const char help[] =
     "                          srun --mpi=pmix step on the chosen cores)\n"
     "  --launcher L            comm mpi: srun (default) or mpirun\n"
     "  --timeout S             kill the task after S (90, 90s, 10m, 2h)\n"
+    "  --output-limit SIZE     stop the task (failed, reason output-limit)\n"
+    "                          once its stdout or stderr is over SIZE\n"
+    "                          (500M, 10G; default 10G)\n"
     "  --retries N             run it again up to N times if its node is\n"
     "                          lost (default 2)\n"
     "  --cwd DIR               working directory (default: this one)\n"
@@ -116,6 +119,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "gpus-per-rank", required_argument, NULL, OPT_SPEC },
         { "ranks", required_argument, NULL, OPT_SPEC },
         { "timeout", required_argument, NULL, OPT_SPEC },
+        { "output-limit", required_argument, NULL, OPT_SPEC },
         { "retries", required_argument, NULL, OPT_SPEC },
         { "cwd", required_argument, NULL, OPT_SPEC },
         { "env", required_argument, NULL, OPT_SPEC },

@@ -15,7 +15,7 @@
 enum field {
     F_ARGV, F_CMD, F_NAME, F_CWD, F_RANKS, F_NODES, F_RPN, F_CPR, F_GPR,
     F_RETRIES, F_RETRY, F_TIMEOUT, F_EXCLUSIVE, F_COMM, F_LAUNCHER, F_ENV,
-    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG,
+    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT,
 };
 
 static const struct {
@@ -44,6 +44,7 @@ static const struct {
     { F_ARRAY, "array", "array", 0, 0 },
     { F_PRIORITY, "priority", "priority", 0, 0 },
     { F_TAG, "tag", "tags", 0, 0 },
+    { F_OUTPUT_LIMIT, "output-limit", "output_limit", 0, 0 },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -400,6 +401,9 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
         return set_str(&s->cwd, arg, errp); /* pl_cli_spec_command() */
     case F_TIMEOUT:
         return pl_cli_parse_secs("--timeout", arg, &s->timeout, errp);
+    case F_OUTPUT_LIMIT:
+        return pl_cli_parse_size("--output-limit", arg, PL_SPEC_MAX_OUTPUT,
+                                 &s->output_limit, errp);
     case F_EXCLUSIVE:
         s->exclusive = true;
         return 0;
@@ -672,6 +676,16 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
             || json_integer_value(v) > PL_SPEC_MAX_PRIORITY)
             return wrong(key, errp);
         s->priority = json_integer_value(v);
+        return 0;
+    case F_OUTPUT_LIMIT:
+        if (json_is_integer(v) && json_integer_value(v) > 0
+            && (uint64_t)json_integer_value(v) <= PL_SPEC_MAX_OUTPUT)
+            s->output_limit = (uint64_t)json_integer_value(v);
+        else if (!json_is_string(v)
+                 || pl_cli_parse_size(key, json_string_value(v),
+                                      PL_SPEC_MAX_OUTPUT, &s->output_limit,
+                                      NULL) < 0)
+            return wrong(key, errp);
         return 0;
     case F_TIMEOUT:
         if (json_is_number(v) && json_number_value(v) >= 0)

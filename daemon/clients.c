@@ -323,6 +323,11 @@ static void h_status(struct pl_daemon *d, const struct pl_req *r,
                             ? json_real(fmax(0, (double)d->end_time
                                                     - pl_now()))
                             : json_null());
+    json_object_set_new(s, "longest_batch", json_real(d->longest_batch));
+    json_object_set_new(s, "longest_batch_at",
+                        d->longest_batch_at > 0
+                            ? json_real(d->longest_batch_at)
+                            : json_null());
     status_nodes(d, s);
     json_object_set_new(s, "tasks", tasks);
     pl_out_json(d, r, s);

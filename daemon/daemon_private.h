@@ -164,6 +164,10 @@ struct pl_daemon {
     double store_retry_at;       /* pl_mono() of the last retry */
     double ckpt_at;              /* pl_mono() of the last checkpoint */
     double tick_at;              /* pl_mono() of the last 1 s tick */
+    /* daemon.c: the longest a batch (or a tick) held the loop, and when
+     * (pl_now()): the status object's 'longest_batch' */
+    double longest_batch;
+    double longest_batch_at;
     double judge_after;          /* pl_mono() before which no agent is
                                     judged lost: set after a stall */
     int store_errno;             /* the reason last logged */

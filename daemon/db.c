@@ -21,8 +21,9 @@ static const char *sql[ST_COUNT] = {
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
                   "submit_time, nodes, ranks_per_node, exclusive, comm, "
                   "launcher, after, array_id, array_index, priority, tags, "
-                  "submitted_by) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
-                  "?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
+                  "submitted_by, output_limit) VALUES (?1,?2,?3,?4,?5,?6,?7,"
+                  "?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
+                  "?23)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
@@ -193,7 +194,7 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
     sqlite3_finalize(st);
     if (exec(db, PL_SCHEMA_SQL, errp) < 0)
         goto error;
-    /* a database of schema 3 to 5 (a pilot of an older pilotd, resumed) */
+    /* a database of schema 3 to 6 (a pilot of an older pilotd, resumed) */
     static const char *const v4[] = PL_SCHEMA_NEW_COLUMNS;
     for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
         char *msg = NULL;

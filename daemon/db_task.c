@@ -200,6 +200,10 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
     sqlite3_bind_int64(st, 20, s->priority);
     db_bind_text(st, 21, tags);
     db_bind_text(st, 22, t->submitted_by);
+    if (s->output_limit)
+        sqlite3_bind_int64(st, 23, (sqlite3_int64)s->output_limit);
+    else
+        sqlite3_bind_null(st, 23);
     if (db_step(db, ST_INSERT, errp) < 0)
         goto done;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
@@ -368,6 +372,7 @@ static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
     r->array_id = (uint64_t)sqlite3_column_int64(st, 18);
     r->array_index = (uint64_t)sqlite3_column_int64(st, 19);
     s->priority = sqlite3_column_int64(st, 20);
+    s->output_limit = (uint64_t)sqlite3_column_int64(st, 21); /* NULL: 0 */
     errno = EINVAL;
     if (!argv || !(s->argv = strv_json(argv)) || !s->argv[0]
         || (env && !(s->env = strv_json(env)))
@@ -393,8 +398,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "SELECT id, state, name, argv, env, cwd, ranks, "
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
                            "attempts, nodes, ranks_per_node, exclusive, comm, "
-                           "launcher, after, array_id, array_index, priority "
-                           "FROM tasks WHERE state NOT IN ('done', 'failed', "
+                           "launcher, after, array_id, array_index, priority, "
+                           "output_limit FROM tasks WHERE state NOT IN ('done', 'failed', "
                            "'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return db_err(db, errp, "load tasks");

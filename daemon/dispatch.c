@@ -141,6 +141,7 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
         .argv = t->argv, .env = t->env, .cwd = t->cwd,
         .cores = cores, .ncores = k->ncores, .gpus = gpus,
         .ngpus = k->ngpus, .out = out, .err = err, .timeout = t->timeout,
+        .output_limit = t->output_limit,
     };
     if (t->array_id) {
         /* an array element: its index and array, after the spec's env */

@@ -68,6 +68,7 @@ struct pl_dtask {
     uint32_t port;             /* comm torch: MASTER_PORT, held on rank
                                   0's node while placed; 0: none */
     double timeout;
+    uint64_t output_limit;     /* bytes; 0: the default */
     char **argv, **env;        /* owned */
     char *cwd;                 /* owned, may be NULL */
     struct pl_rank *rank;      /* owned, 'ranks' entries while placed */

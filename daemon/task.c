@@ -48,6 +48,7 @@ void pl_dtask_shape(struct pl_dtask *t, const struct pl_spec *s)
     t->mpirun = s->launcher == PL_LAUNCHER_MPIRUN;
     t->retries = (uint32_t)s->retries;
     t->timeout = s->timeout;
+    t->output_limit = s->output_limit;
 }
 
 /* Where 't' runs, for its task row: one node and its cores for a

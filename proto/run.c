@@ -100,6 +100,8 @@ void pl_run_encode(struct pl_wbuf *w, const struct pl_run *r)
     pl_wm_str(&m, "stderr", r->err);
     if (r->timeout > 0)
         pl_wm_double(&m, "timeout", r->timeout);
+    if (r->output_limit)
+        pl_wm_uint(&m, "output_limit", r->output_limit);
     if (multi) {
         pl_wm_uint(&m, "rank", r->rank);
         pl_wm_uint(&m, "size", r->size);
@@ -380,7 +382,9 @@ int pl_run_decode(const msgpack_object *o, struct pl_run *r,
                        &r->ngpus, errp) < 0
         || pl_mp_str(o, "stdout", true, PL_RUN_MAX_PATH, &r->out, errp) < 0
         || pl_mp_str(o, "stderr", true, PL_RUN_MAX_PATH, &r->err, errp) < 0
-        || pl_mp_double(o, "timeout", false, &r->timeout, errp) < 0)
+        || pl_mp_double(o, "timeout", false, &r->timeout, errp) < 0
+        || pl_mp_uint(o, "output_limit", false, PL_SPEC_MAX_OUTPUT,
+                      &r->output_limit, errp) < 0)
         return -1;
     for (char **e = r->env; e && *e; e++) {
         const char *eq = strchr(*e, '=');

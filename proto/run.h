@@ -57,6 +57,7 @@ struct pl_run {
     char *out;            /* stdout path */
     char *err;            /* stderr path */
     double timeout;       /* seconds; 0: none */
+    uint64_t output_limit; /* bytes each of stdout, stderr; 0: default */
 };
 
 /* Start a RUN message of 'n' entries (seq: pilotd's count of RUNs to

@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 6
+#define PL_SCHEMA_VERSION 7
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -41,7 +41,8 @@
     "  array_index INTEGER,"      /* its index in the array */                 \
     "  priority INTEGER NOT NULL DEFAULT 0," /* higher starts first */        \
     "  tags TEXT,"                /* JSON {"key": "value"}, or NULL */        \
-    "  submitted_by TEXT);"       /* the name of the key it came with */     \
+    "  submitted_by TEXT,"        /* the name of the key it came with */     \
+    "  output_limit INTEGER);"    /* bytes; NULL: the default */            \
     "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
     "CREATE TABLE IF NOT EXISTS events ("                                      \
     "  id INTEGER PRIMARY KEY,"                                                \
@@ -64,14 +65,15 @@
     "  last_seen REAL);"
 
 /* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
- * schema 3 to 5 lacks), then PL_SCHEMA_INDEXES. */
+ * schema 3 to 6 lacks), then PL_SCHEMA_INDEXES. */
 #define PL_SCHEMA_NEW_COLUMNS                                                  \
     { "ALTER TABLE tasks ADD COLUMN after TEXT",                               \
       "ALTER TABLE tasks ADD COLUMN array_id INTEGER",                         \
       "ALTER TABLE tasks ADD COLUMN array_index INTEGER",                      \
       "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0",      \
       "ALTER TABLE tasks ADD COLUMN tags TEXT",                                \
-      "ALTER TABLE tasks ADD COLUMN submitted_by TEXT" }
+      "ALTER TABLE tasks ADD COLUMN submitted_by TEXT",                        \
+      "ALTER TABLE tasks ADD COLUMN output_limit INTEGER" }
 #define PL_SCHEMA_INDEXES                                                      \
     "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
     "  WHERE name IS NOT NULL;"                                                \

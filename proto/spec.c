@@ -463,6 +463,8 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
                                      PL_SPEC_MAX_RETRIES, &s->retries,
                                      errp)) < 0
         || pl_mp_double(o, "timeout", false, &s->timeout, errp) < 0
+        || pl_mp_uint(o, "output_limit", false, PL_SPEC_MAX_OUTPUT,
+                      &s->output_limit, errp) < 0
         || pl_mp_int(o, "priority", false, &s->priority, errp) < 0
         || pl_mp_strv(o, "tags", false, 0, PL_SPEC_MAX_TAGS, 512, &s->tags,
                       errp) < 0
@@ -520,6 +522,8 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_uint(&m, "retries", s->retries);
     if (s->timeout > 0)
         pl_wm_double(&m, "timeout", s->timeout);
+    if (s->output_limit)
+        pl_wm_uint(&m, "output_limit", s->output_limit);
     if (s->priority)
         pl_wm_int(&m, "priority", s->priority);
     if (s->tags && s->tags[0])

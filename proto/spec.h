@@ -41,6 +41,10 @@
                                           survive when its spec is silent */
 /* s: 115 days; the agent's timer counts ms in a uint64 */
 #define PL_SPEC_MAX_TIMEOUT 1e7
+/* --output-limit: bytes of stdout and stderr a task may write (each
+ * file; 0: the default); more stops it, failed, reason output-limit */
+#define PL_SPEC_MAX_OUTPUT (UINT64_C(1) << 60)
+#define PL_OUTPUT_LIMIT_DEFAULT (UINT64_C(10) << 30)
 #define PL_SPEC_MAX_AFTER 10000        /* dependencies of one spec */
 #define PL_SPEC_MAX_ARRAY 1000000      /* elements of one array */
 #define PL_SPEC_MAX_INDEX UINT32_MAX   /* an array index */
@@ -99,6 +103,7 @@ struct pl_spec {
     bool has_retries;                   /* given: else the default */
     bool exclusive;
     double timeout;                     /* 0: none */
+    uint64_t output_limit;              /* bytes; 0: the default */
     struct pl_dep *after;               /* 'nafter' of them, or NULL */
     uint32_t nafter;
     bool array;                         /* an array: astart..aend by astep */

@@ -95,8 +95,10 @@ int main(void)
     r.gpus = gpus;
     r.ngpus = 1;
     r.timeout = 7.5;
-    ok(round_trip(&r, &b, &e) == 0 && same_base(&r, &b),
-       "env, cwd, gpus, timeout come back (%s)", e.text);
+    r.output_limit = 5000000;
+    ok(round_trip(&r, &b, &e) == 0 && same_base(&r, &b)
+           && b.output_limit == 5000000,
+       "env, cwd, gpus, timeout, output_limit come back (%s)", e.text);
     pl_run_clear(&b);
     /* rank 2 of a torch task of 4 over two nodes */
     r.rank = 2;

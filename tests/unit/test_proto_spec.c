@@ -415,6 +415,7 @@ static void test_round_trip(void)
     s.comm = PL_COMM_MPI;
     s.launcher = PL_LAUNCHER_MPIRUN;
     s.timeout = 90.5;
+    s.output_limit = 123456789;
     s.priority = -7;
     s.has_retries = true;
     s.retries = 0;
@@ -439,8 +440,10 @@ static void test_round_trip(void)
     ok(t.ranks == 4 && t.nodes == 2 && t.rpn == 2 && t.cpr == 3
            && t.gpr == 1 && t.exclusive && t.comm == PL_COMM_MPI
            && t.launcher == PL_LAUNCHER_MPIRUN && t.timeout == 90.5
-           && t.priority == -7 && t.retries == 0,
-       "... the shape, comm, launcher, timeout, priority, retries 0");
+           && t.priority == -7 && t.retries == 0
+           && t.output_limit == 123456789,
+       "... the shape, comm, launcher, timeout, priority, retries 0, "
+       "output_limit");
     ok(t.array && t.astart == 0 && t.aend == 99 && t.astep == 3
            && pl_spec_count(&t) == 34,
        "... the array 0-99:3 (34 elements)");
