@@ -255,31 +255,11 @@ void pl_task_reap(struct pl_task *t)
         ended(t, 0, info.si_status);
 }
 
-/* Open an output file, creating its directory (0700) if missing.  The
- * ranks of a task may share one: they append (O_APPEND makes each write
- * land at the end), where a single rank truncates what an earlier attempt
- * left. */
-static int open_output(const char *path, bool append)
+/* Open an output file (pl_output_open()): the ranks of a task share one
+ * and append to it; a task of one rank needs a new one. */
+static int open_output(const char *path, bool append, struct pl_error *errp)
 {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
-    int fd;
-
-    if ((fd = open(path, flags, 0600)) >= 0 || errno != ENOENT)
-        return fd;
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return -1;
-    char *dir = strndup(path, (size_t)(slash - path));
-    if (!dir)
-        return -1;
-    int rc = pl_mkdirs(dir, 0700);
-    int saved = errno;
-    free(dir);
-    if (rc < 0) {
-        errno = saved;
-        return -1;
-    }
-    return open(path, flags, 0600);
+    return pl_output_open(path, append, errp);
 }
 
 /* Record a start failure; returns -1 with errno 'errnum'. */
@@ -347,22 +327,23 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     posix_spawnattr_t attr;
     char prog[PATH_MAX + 256];
     sigset_t none, all;
+    struct pl_error why;
     int out = -1;
     int err = -1;
     int rc;
     pid_t pid;
 
-    if ((out = open_output(t->run.out, t->run.size > 1)) < 0) {
+    if ((out = open_output(t->run.out, t->run.size > 1, &why)) < 0) {
         rc = errno;
-        pl_errprintf(&t->error, "stdout %s: %s", t->run.out, strerror(rc));
+        pl_errprintf(&t->error, "stdout %s", why.text);
         return start_failed(t, rc, errp);
     }
     if (!strcmp(t->run.err, t->run.out))
         err = out;
-    else if ((err = open_output(t->run.err, t->run.size > 1)) < 0) {
+    else if ((err = open_output(t->run.err, t->run.size > 1, &why)) < 0) {
         rc = errno;
         close(out);
-        pl_errprintf(&t->error, "stderr %s: %s", t->run.err, strerror(rc));
+        pl_errprintf(&t->error, "stderr %s", why.text);
         return start_failed(t, rc, errp);
     }
     /* the environment, and the key that finds the task's processes */

@@ -60,11 +60,12 @@ int pl_mkdirs(const char *path, unsigned mode)
  * opens from, and no symbolic link is followed past the real path of
  * PILOT_HOME.  N.B. one path a message: errp holds 160 characters. */
 
-/* PILOT_HOME, pilots/: a directory of the effective user that group and
- * others cannot write.  They may read and search it (pilot ids), unless
- * 'private': a pilot directory is 0700 as its keys/ is, since SQLite
- * and the log make state.db and logs/ as the umask says (0644), and
- * they hold every task's command and environment. */
+/* PILOT_HOME, pilots/, a bucket of task outputs: a directory of the
+ * effective user that group and others cannot write.  They may read and
+ * search it (pilot ids, 0600 outputs), unless 'private': a pilot
+ * directory is 0700 as its keys/ is, since SQLite and the log make
+ * state.db and logs/ as the umask says (0644), and they hold every
+ * task's command and environment. */
 static int check_own(const char *path, const struct stat *st, bool private,
                      struct pl_error *errp)
 {
@@ -638,4 +639,70 @@ int pl_path_task_log(const char *dir, unsigned long long id,
         return -1;
     }
     return 0;
+}
+
+int pl_output_open(const char *path, bool shared, struct pl_error *errp)
+{
+    char dir[PL_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY
+                | O_CLOEXEC | (shared ? O_APPEND : 0);
+    struct stat st;
+    int dfd = -1, fd, saved;
+
+    if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(dir))
+        return pl_errset(errp, EINVAL, "%.100s: not a file's path", path);
+    /* its directory: "/" for "/name" */
+    size_t dlen = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, dlen);
+    dir[dlen] = '\0';
+    const char *name = slash + 1;
+    /* N.B. made only when missing: an mkdir() and a stat() of each
+     * level per output would slow every spawn */
+    if ((dfd = open_own(AT_FDCWD, dir, dir, errp)) < 0 && errno == ENOENT) {
+        if (pl_mkdirs(dir, 0700) < 0) {
+            pl_errprintf(errp, "%s: %s", path, strerror(errno));
+            goto error;
+        }
+        dfd = open_own(AT_FDCWD, dir, dir, errp);
+    }
+    if (dfd < 0)
+        goto error;
+    if ((fd = openat(dfd, name, flags, 0600)) >= 0) {
+        close(dfd);
+        return fd;
+    }
+    if (errno != EEXIST) {
+        pl_errprintf(errp, "%s: %s", path, strerror(errno));
+        goto error;
+    }
+    /* there already: the file of a rank of the same task (one that
+     * another agent, on another node, made first), or nothing we write.
+     * N.B. O_NONBLOCK: a FIFO must not stop the agent. */
+    if (shared
+        && (fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW
+                                       | O_NOCTTY | O_CLOEXEC | O_NONBLOCK))
+               >= 0) {
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+            && st.st_uid == geteuid() && st.st_nlink == 1
+            && fcntl(fd, F_SETFL, O_APPEND) == 0) {
+            close(dfd);
+            return fd;
+        }
+        close(fd);
+    }
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    else if (S_ISLNK(st.st_mode))
+        pl_errprintf(errp, "%s is a symbolic link: not followed", path);
+    else
+        pl_errprintf(errp, "%s exists already (uid %u, mode %04o)", path,
+                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    errno = EEXIST;
+error:
+    saved = errno;
+    if (dfd >= 0)
+        close(dfd);
+    errno = saved;
+    return -1;
 }

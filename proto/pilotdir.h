@@ -29,10 +29,10 @@ struct pl_info {
     double created;   /* seconds since the epoch */
 };
 
-/* The pilot tree's directories ($PILOT_HOME, pilots/, pilots/<id>/)
- * must belong to the effective user and be writable by no one else (a
- * pilot directory: no permission at all for group and others, as
- * keys/), and the directories above $PILOT_HOME must
+/* The pilot tree's directories ($PILOT_HOME, pilots/, pilots/<id>/, the
+ * buckets of task outputs) must belong to the effective user and be
+ * writable by no one else (a pilot directory: no permission at all for
+ * group and others, as keys/), and the directories above $PILOT_HOME must
  * belong to root or the user and be writable by no one else unless
  * sticky (/tmp): then no other user can swap a name on the way.  Below
  * the real path of $PILOT_HOME, no symbolic link is followed.  A refusal
@@ -88,6 +88,17 @@ void pl_path_db(const char *dir, char *buf, size_t len);
 int pl_path_task_log(const char *dir, unsigned long long id,
                      unsigned attempt, bool err, bool mkdirs, char *buf,
                      size_t len);
+
+/* Open a task's output file 'path' for writing: its directory is made
+ * (0700) if missing and checked as the pilot tree's are; the file is
+ * created (0600) and must not exist yet (O_EXCL, O_NOFOLLOW: nothing
+ * that someone put there is written into or through), except with
+ * 'shared' (the ranks of one task append to one file, whichever rank
+ * comes first creates it), where a regular file of ours with one link
+ * is opened for appending.  Returns the descriptor (close-on-exec), or
+ * -1 with errp ("PATH ...") and errno: EEXIST (something is there
+ * already), a refusal of the directory, or open(2)'s. */
+int pl_output_open(const char *path, bool shared, struct pl_error *errp);
 
 /* mkdir -p with 'mode' for each created level. */
 int pl_mkdirs(const char *path, unsigned mode);

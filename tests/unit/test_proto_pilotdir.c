@@ -1,6 +1,7 @@
 /* tests/unit/test_proto_pilotdir.c - the pilot directory: home, ids, files */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +348,30 @@ static void mkdir_as(const char *path, unsigned mode, int uid)
         diag("mkdir_as %s: %s", path, strerror(errno));
 }
 
+static char *slurp(const char *path)
+{
+    static char buf[256];
+    FILE *fp = fopen(path, "r");
+    size_t n = 0;
+
+    if (!fp)
+        return NULL;
+    n = fread(buf, 1, sizeof(buf) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+
+    if (fp) {
+        fputs(text, fp);
+        fclose(fp);
+    }
+}
+
 /* PILOT_HOME and the directories above it (pl_home()). */
 static void test_home_checks(void)
 {
@@ -537,11 +562,113 @@ static void test_dir_checks(void)
        "pl_pilotdir_check of none: ENOENT");
 }
 
+/* pl_output_open(): the task output files. */
+static void test_output(void)
+{
+    char dir[128], path[256], other[256], target[256];
+    struct pl_error e;
+    struct stat st;
+    int fd, fd2;
+
+    snprintf(dir, sizeof(dir), "%s/out/tasks/0", tmp);
+    snprintf(path, sizeof(path), "%s/1.out", dir);
+    fd = pl_output_open(path, false, &e);
+    ok(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0600
+           && (fcntl(fd, F_GETFD) & FD_CLOEXEC),
+       "output: a new file, 0600, close-on-exec");
+    ok(is_dir(dir) && mode_of(dir) == 0700, "output: its bucket made 0700");
+    if (fd >= 0 && write(fd, "one\n", 4) != 4)
+        diag("write: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    errno = 0;
+    e.text[0] = '\0';
+    ok(pl_output_open(path, false, &e) == -1 && errno == EEXIST
+           && strstr(e.text, path) && strstr(e.text, "exists already"),
+       "output: one that exists: EEXIST, not written over (%s)", e.text);
+    is_str(slurp(path), "one\n", "... its text kept");
+
+    /* the ranks of one task: the first creates, the others append */
+    snprintf(path, sizeof(path), "%s/2.out", dir);
+    fd = pl_output_open(path, true, &e);
+    fd2 = pl_output_open(path, true, &e);
+    ok(fd >= 0 && fd2 >= 0, "output: shared: two ranks open one file");
+    if (fd >= 0 && fd2 >= 0 && (write(fd, "a\n", 2) != 2
+                                || write(fd2, "b\n", 2) != 2
+                                || write(fd, "c\n", 2) != 2))
+        diag("write: %s", strerror(errno));
+    ok(fd2 >= 0 && (fcntl(fd2, F_GETFL) & (O_APPEND | O_NONBLOCK))
+                       == O_APPEND,
+       "... the second appends, and blocks as a file does");
+    if (fd >= 0)
+        close(fd);
+    if (fd2 >= 0)
+        close(fd2);
+    is_str(slurp(path), "a\nb\nc\n", "... every write at the end");
+
+    /* planted: a link, a FIFO, a hard link, another user's file */
+    snprintf(target, sizeof(target), "%s/target", tmp);
+    put(target, "target\n");
+    for (int shared = 0; shared < 2; shared++) {
+        snprintf(path, sizeof(path), "%s/link%d.out", dir, shared);
+        symlink(target, path);
+        errno = 0;
+        ok(pl_output_open(path, shared, &e) == -1 && errno == EEXIST
+               && strstr(e.text, "symbolic link"),
+           "output: a link there (%s): refused (%s)",
+           shared ? "shared" : "one rank", e.text);
+    }
+    is_str(slurp(target), "target\n", "... its target untouched");
+    snprintf(path, sizeof(path), "%s/fifo.out", dir);
+    mkfifo(path, 0600);
+    errno = 0;
+    ok(pl_output_open(path, true, &e) == -1 && errno == EEXIST,
+       "output: shared, a FIFO there: refused at once (%s)", e.text);
+    snprintf(path, sizeof(path), "%s/hard.out", dir);
+    link(target, path);
+    errno = 0;
+    ok(pl_output_open(path, true, &e) == -1 && errno == EEXIST,
+       "output: shared, a hard link there: refused (%s)", e.text);
+    snprintf(path, sizeof(path), "%s/theirs.out", dir);
+    put(path, "theirs\n");
+    chown(path, OTHER, (gid_t)-1);
+    errno = 0;
+    ok(pl_output_open(path, true, &e) == -1 && errno == EEXIST
+           && strstr(e.text, "uid 12345"),
+       "output: shared, another user's file: refused (%s)", e.text);
+    is_str(slurp(path), "theirs\n", "... not written into");
+
+    /* the bucket */
+    snprintf(dir, sizeof(dir), "%s/out/tasks/1", tmp);
+    mkdir_as(dir, 0777, -1);
+    snprintf(path, sizeof(path), "%s/1000.out", dir);
+    errno = 0;
+    ok(pl_output_open(path, false, &e) == -1 && errno == EACCES
+           && strstr(e.text, dir),
+       "output: a bucket others may write: refused (%s)", e.text);
+    ok(access(path, F_OK) < 0, "... nothing made in it");
+    chmod(dir, 0700);
+    chown(dir, OTHER, (gid_t)-1);
+    errno = 0;
+    ok(pl_output_open(path, false, &e) == -1 && errno == EPERM,
+       "output: another user's bucket: refused (%s)", e.text);
+    snprintf(dir, sizeof(dir), "%s/out/tasks/2", tmp);
+    snprintf(other, sizeof(other), "%s/elsewhere", tmp);
+    symlink(other, dir);
+    snprintf(path, sizeof(path), "%s/2000.out", dir);
+    errno = 0;
+    ok(pl_output_open(path, false, &e) == -1 && errno == ELOOP,
+       "output: a bucket that is a link: refused (%s)", e.text);
+    errno = 0;
+    ok(pl_output_open("nodir", false, &e) == -1 && errno == EINVAL,
+       "output: a path without a directory: EINVAL");
+}
+
 int main(void)
 {
     char home[128];
 
-    plan(88);
+    plan(107);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
@@ -555,6 +682,7 @@ int main(void)
     test_task_log(home);
     test_home_checks();
     test_dir_checks();
+    test_output();
     t_rmtree(tmp);
     ok(!is_dir(tmp), "temporary directory removed");
     return done_testing();
