@@ -270,6 +270,12 @@ int main(int argc, char **argv)
     }
     pl_log_init("pilot-agent", pl_resources_node(res), NULL);
     log_gpus(res);
+    /* the endpoint it reads when pilotd is silent must be the pilot's */
+    char real[PL_PATH_MAX];
+    if (o.dir && pl_pilotdir_check(o.dir, real, sizeof(real), &err) < 0) {
+        pl_resources_free(res);
+        pl_fatal(1, "%s", err.text);
+    }
     if (pl_keys_load_peer(o.keys, "agent", &keys, &err) < 0) {
         pl_resources_free(res);
         pl_fatal(1, "%s", err.text);

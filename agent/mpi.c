@@ -290,23 +290,15 @@ out:
     return rc;
 }
 
-/* Write 'text' to 'path' (0600), creating its directory (0700). */
+/* Write 'text' to 'path', a new file (0600) beside the task's output
+ * (pl_output_open()). */
 static int write_file(const char *path, const char *text,
                       struct pl_error *errp)
 {
-    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
     int fd;
-    char *dir;
-    const char *slash = strrchr(path, '/');
 
-    if ((fd = open(path, flags, 0600)) < 0 && errno == ENOENT && slash
-        && slash != path && (dir = strndup(path, (size_t)(slash - path)))) {
-        (void)pl_mkdirs(dir, 0700); /* the open() below says if it failed */
-        free(dir);
-        fd = open(path, flags, 0600);
-    }
-    if (fd < 0)
-        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    if ((fd = pl_output_open(path, false, errp)) < 0)
+        return -1;
     size_t len = strlen(text);
     ssize_t n = write(fd, text, len);
     int saved = errno;

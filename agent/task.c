@@ -149,6 +149,36 @@ static void signal_escaped(struct pl_task *t, int sig)
     closedir(d);
 }
 
+/* Signal our children that carry the task's key: the processes of the
+ * task whose parent died came to us (PR_SET_CHILD_SUBREAPER). */
+static void signal_orphans(struct pl_task *t, int sig)
+{
+    char path[64], buf[4096];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/children",
+             (long)getpid());
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    /* "PID PID ..." (a list cut at 4 KiB misses the rest: a task leaves
+     * few) */
+    for (char *p = buf, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        char name[24];
+        if (end == p)
+            break;
+        snprintf(name, sizeof(name), "%ld", pid);
+        if (pid > 1 && pid != t->pid && has_key(name, t->key))
+            (void)kill((pid_t)pid, sig);
+    }
+}
+
 /* Signal the task's process group: the task leads it (POSIX_SPAWN_SETSID
  * makes the child call setsid()), and its children are in it unless they
  * moved away; those are found by their key. */
@@ -233,9 +263,11 @@ static void ended(struct pl_task *t, int status, int sig)
     else {
         t->state = (status == 0 && sig == 0) ? PL_ST_DONE : PL_ST_FAILED;
         /* what it left running in its group ends with it, as a Slurm
-         * step's processes do (same N.B.; not the escaped ones: looking
-         * for them costs a scan of /proc per task) */
+         * step's processes do (same N.B.), and so do those that left the
+         * group and lost their parent: they are our children now (the
+         * agent is their subreaper), found without a scan of /proc */
         (void)kill(-t->pid, SIGKILL);
+        signal_orphans(t, SIGKILL);
     }
     t->cb(t, t->arg);
 }
@@ -263,31 +295,11 @@ void pl_task_reap(struct pl_task *t)
         ended(t, 0, info.si_status);
 }
 
-/* Open an output file, creating its directory (0700) if missing.  The
- * ranks of a task may share one: they append (O_APPEND makes each write
- * land at the end), where a single rank truncates what an earlier attempt
- * left. */
-static int open_output(const char *path, bool append)
+/* Open an output file (pl_output_open()): the ranks of a task share one
+ * and append to it; a task of one rank needs a new one. */
+static int open_output(const char *path, bool append, struct pl_error *errp)
 {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
-    int fd;
-
-    if ((fd = open(path, flags, 0600)) >= 0 || errno != ENOENT)
-        return fd;
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return -1;
-    char *dir = strndup(path, (size_t)(slash - path));
-    if (!dir)
-        return -1;
-    int rc = pl_mkdirs(dir, 0700);
-    int saved = errno;
-    free(dir);
-    if (rc < 0) {
-        errno = saved;
-        return -1;
-    }
-    return open(path, flags, 0600);
+    return pl_output_open(path, append, errp);
 }
 
 /* Record a start failure; returns -1 with errno 'errnum'. */
@@ -405,22 +417,23 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
                   struct pl_error *errp)
 {
     char prog[PATH_MAX + 256];
+    struct pl_error why;
     int out = -1;
     int err = -1;
     int rc;
     pid_t pid;
 
-    if ((out = open_output(t->run.out, t->run.size > 1)) < 0) {
+    if ((out = open_output(t->run.out, t->run.size > 1, &why)) < 0) {
         rc = errno;
-        pl_errprintf(&t->error, "stdout %s: %s", t->run.out, strerror(rc));
+        pl_errprintf(&t->error, "stdout %s", why.text);
         return start_failed(t, rc, errp);
     }
     if (!strcmp(t->run.err, t->run.out))
         err = out;
-    else if ((err = open_output(t->run.err, t->run.size > 1)) < 0) {
+    else if ((err = open_output(t->run.err, t->run.size > 1, &why)) < 0) {
         rc = errno;
         close(out);
-        pl_errprintf(&t->error, "stderr %s: %s", t->run.err, strerror(rc));
+        pl_errprintf(&t->error, "stderr %s", why.text);
         return start_failed(t, rc, errp);
     }
     /* the environment, and the key that finds the task's processes */

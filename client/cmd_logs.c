@@ -138,9 +138,14 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
     if (log_path(conn, id, cur, use_err, path, sizeof(path)) < 0)
         return PL_EXIT_ERROR;
     for (;;) {
-        if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0
+        /* N.B. O_NOFOLLOW: what the agent writes is never a link
+         * (pl_output_open()); one that is there is not its output */
+        if (fd < 0
+            && (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0
             && errno != ENOENT) {
-            pl_cli_error("cannot read %s: %s", path, strerror(errno));
+            pl_cli_error("cannot read %s: %s", path,
+                         errno == ELOOP ? "a symbolic link, not followed"
+                                        : strerror(errno));
             goto done;
         }
         if (fd >= 0 && drain(fd, &off) < 0) {

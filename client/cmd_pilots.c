@@ -1,4 +1,5 @@
 /* client/cmd_pilots.c - pilot pilots: every pilot under PILOT_HOME */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,8 +84,12 @@ int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv)
     }
     for (size_t i = 0; ids[i]; i++) {
         struct pl_pilot p;
-        if (pl_pilot_load(cli, home, ids[i], &p, NULL) < 0)
-            continue; /* removed meanwhile */
+        if (pl_pilot_load(cli, home, ids[i], &p, &err) < 0) {
+            if (errno == ENOENT)
+                continue; /* removed meanwhile */
+            pl_cli_error("%s", err.text); /* refused: pilotdir.h */
+            goto done;
+        }
         if ((cli->json ? json_array_append_new(arr, pilot_json(&p))
                        : add_row(tab, &p)) < 0) {
             pl_cli_error("out of memory");

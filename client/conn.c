@@ -48,27 +48,41 @@ static bool has_db(const char *home, const char *id)
     return stat(path, &st) == 0;
 }
 
+/* Load pilot 'id' for a look among all: 1 if it is there, 0 if it is
+ * not (removed meanwhile), -1 if it may not be used (pl_pilotdir_path():
+ * refused, with errp). */
+static int load_any(struct pl_cli *cli, const char *home, const char *id,
+                    struct pl_pilot *p, struct pl_error *errp)
+{
+    if (pl_pilot_load(cli, home, id, p, errp) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -1;
+}
+
 /* Pilots still starting among those with no endpoint file, newest first,
- * into 'found' (borrowed from 'ids').  Returns how many. */
-static size_t scan_starting(struct pl_cli *cli, const char *home,
-                            char **ids, char **found, size_t max,
-                            struct pl_pilot *first)
+ * into 'found' (borrowed from 'ids').  Returns how many, or -1 (a pilot
+ * directory refused, errp). */
+static ssize_t scan_starting(struct pl_cli *cli, const char *home,
+                             char **ids, char **found, size_t max,
+                             struct pl_pilot *first, struct pl_error *errp)
 {
     size_t n = 0, asked = 0;
 
     for (size_t i = 0; ids[i] && asked < STARTING_SCAN && n < max; i++) {
         struct pl_pilot p;
+        int rc;
         if (pl_pilot_has_endpoint(home, ids[i]))
             continue;
         asked++;
-        if (pl_pilot_load(cli, home, ids[i], &p, NULL) < 0
-            || p.state != PL_PILOT_STARTING)
+        if ((rc = load_any(cli, home, ids[i], &p, errp)) < 0)
+            return -1;
+        if (rc == 0 || p.state != PL_PILOT_STARTING)
             continue;
         if (n == 0)
             *first = p;
         found[n++] = ids[i];
     }
-    return n;
+    return (ssize_t)n;
 }
 
 static int not_running(const struct pl_pilot *p, struct pl_error *errp)
@@ -106,8 +120,12 @@ int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
         return -1;
     for (size_t i = 0; ids[i]; i++) {
         struct pl_pilot q;
-        if (!pl_pilot_has_endpoint(home, ids[i])
-            || pl_pilot_load(cli, home, ids[i], &q, NULL) < 0)
+        int rc;
+        if (!pl_pilot_has_endpoint(home, ids[i]))
+            continue;
+        if ((rc = load_any(cli, home, ids[i], &q, errp)) < 0)
+            goto error;
+        if (rc == 0)
             continue;
         if (q.state == PL_PILOT_STALE && nstale < 8) {
             if (nstale == 0)
@@ -144,7 +162,9 @@ int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
     }
     if (need == PL_CONN_WRITE || need == PL_CONN_STOP) {
         char *starting[8];
-        size_t ns = scan_starting(cli, home, ids, starting, 8, p);
+        ssize_t ns = scan_starting(cli, home, ids, starting, 8, p, errp);
+        if (ns < 0)
+            goto error;
         if (ns == 1 && need == PL_CONN_STOP)
             goto done;
         if (ns == 0 && nstale == 1 && need == PL_CONN_STOP) {
@@ -159,7 +179,7 @@ int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
             goto error;
         }
         if (ns > 0) {
-            join_ids(starting, ns, list, sizeof(list));
+            join_ids(starting, (size_t)ns, list, sizeof(list));
             errno = ENOTCONN;
             if (ns == 1)
                 pl_errprintf(errp, "no pilot running yet: %s is starting "

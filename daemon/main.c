@@ -146,7 +146,15 @@ int main(int argc, char **argv)
                     "or start me with sbatch");
     cfg.job = cfg.local ? 0 : strtol(jobenv, NULL, 10);
 
-    if (!dir[0]) {
+    if (dir[0]) {
+        /* what it holds runs as us (state.db's commands): another user
+         * must not be able to swap it, nor anything on its way */
+        char real[PL_PATH_MAX];
+        if (pl_pilotdir_check(dir, real, sizeof(real), &err) < 0)
+            pl_fatal(1, "%s", err.text);
+        snprintf(dir, sizeof(dir), "%s", real);
+    }
+    else {
         /* started by a user's own batch script: make a new pilot */
         if (pl_home(home, sizeof(home), &err) < 0
             || pl_pilotdir_create(home, id, sizeof(id), dir, sizeof(dir),

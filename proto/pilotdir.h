@@ -29,21 +29,43 @@ struct pl_info {
     double created;   /* seconds since the epoch */
 };
 
-/* $PILOT_HOME, else $HOME/.pilot, created 0700 if missing. */
+/* The pilot tree's directories ($PILOT_HOME, pilots/, pilots/<id>/, the
+ * buckets of task outputs) must belong to the effective user and be
+ * writable by no one else (a pilot directory: no permission at all for
+ * group and others, as keys/), and the directories above $PILOT_HOME must
+ * belong to root or the user and be writable by no one else unless
+ * sticky (/tmp): then no other user can swap a name on the way.  Below
+ * the real path of $PILOT_HOME, no symbolic link is followed.  A refusal
+ * is -1 with one line in errp naming the path, what was found and what
+ * to do, and errno EPERM (another user's), EACCES (writable by others),
+ * ELOOP (a symbolic link) or ENOTDIR. */
+
+/* The real path of $PILOT_HOME, else of $HOME/.pilot, created 0700 if
+ * missing, then checked. */
 int pl_home(char *buf, size_t len, struct pl_error *errp);
 
 /* Create HOME/pilots/<id> (0700) with a fresh id ("p1", "p2", ...) and
- * its logs/ and tasks/ subdirectories. */
+ * its logs/ and tasks/ subdirectories, after the checks of HOME and
+ * pilots/ (made 0700 if missing).  'dir' is under HOME's real path. */
 int pl_pilotdir_create(const char *home, char *id, size_t idlen, char *dir,
                        size_t dirlen, struct pl_error *errp);
 
-/* HOME/pilots/ID into 'dir'; -1 with errp and errno ENOENT if it does
- * not exist, EINVAL if 'id' is not a valid pilot id. */
+/* HOME/pilots/ID into 'dir' (under HOME's real path), all three
+ * checked (ID's 0700); -1 with errp and errno ENOENT if it does not
+ * exist, EINVAL if 'id' is not a valid pilot id, or a refusal. */
 int pl_pilotdir_path(const char *home, const char *id, char *dir,
                      size_t dirlen, struct pl_error *errp);
 
+/* Check 'dir', a pilot directory given by name (pilotd --dir,
+ * pilot-agent --dir): not a symbolic link, and checked as the pilot
+ * tree's directories are, its parents as those above $PILOT_HOME.  Its
+ * real path (its parents' links resolved) into 'real'. */
+int pl_pilotdir_check(const char *dir, char *real, size_t len,
+                      struct pl_error *errp);
+
 /* Ids of all pilots under HOME, newest first, as a NULL-terminated
- * vector the caller frees with pl_strv_free(). */
+ * vector the caller frees with pl_strv_free(); HOME and pilots/ are
+ * checked. */
 char **pl_pilotdir_list(const char *home, struct pl_error *errp);
 
 /* Atomic write (temporary file + rename, mode 0600) and read of the
@@ -66,6 +88,17 @@ void pl_path_db(const char *dir, char *buf, size_t len);
 int pl_path_task_log(const char *dir, unsigned long long id,
                      unsigned attempt, bool err, bool mkdirs, char *buf,
                      size_t len);
+
+/* Open a task's output file 'path' for writing: its directory is made
+ * (0700) if missing and checked as the pilot tree's are; the file is
+ * created (0600) and must not exist yet (O_EXCL, O_NOFOLLOW: nothing
+ * that someone put there is written into or through), except with
+ * 'shared' (the ranks of one task append to one file, whichever rank
+ * comes first creates it), where a regular file of ours with one link
+ * is opened for appending.  Returns the descriptor (close-on-exec), or
+ * -1 with errp ("PATH ...") and errno: EEXIST (something is there
+ * already), a refusal of the directory, or open(2)'s. */
+int pl_output_open(const char *path, bool shared, struct pl_error *errp);
 
 /* mkdir -p with 'mode' for each created level. */
 int pl_mkdirs(const char *path, unsigned mode);

@@ -45,7 +45,9 @@ export PATH=$PILOT_BIN:$PATH
 PREP=${PREP:-$PILOT_BIN/../examples/prep}
 [[ -x $PREP ]] || { echo "run.sh: $PREP is missing (make examples)" >&2; exit 1; }
 export PILOT_HOME=${PILOT_HOME:-/var/tmp/pilot-demo}
-mkdir -p "$PILOT_HOME"
+# yours, and writable by no one else, or pilot refuses it (/var/tmp is
+# sticky: others cannot rename it)
+mkdir -p -m 0700 "$PILOT_HOME"
 # /var/tmp is shared by the nodes
 out=${out:-$(mktemp -d /var/tmp/pipeline.XXXXXX)}
 mkdir -p "$out"

@@ -73,7 +73,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TEST_NAME=$(basename "$0" .sh)
 WORK=$(mktemp -d "/tmp/pilot-e2e-$TEST_NAME.XXXXXX") || exit 1
 export PILOT_HOME=$WORK/home
-mkdir -p "$PILOT_HOME"
+mkdir -m 0700 "$PILOT_HOME" # pilot refuses one others may write
 
 # --- TAP -------------------------------------------------------------
 

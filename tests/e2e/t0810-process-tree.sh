@@ -2,11 +2,11 @@
 # t0810-process-tree.sh - a timeout, a cancel and 'pilot down' leave no
 # process of the task behind, not even one that left its process group
 # (setsid, a double fork), nor one whose environment is over 64 KiB; a
-# task that ends leaves no background child in its group.  Local pilot:
+# task that ends leaves no background child, in its group or not.  Local pilot:
 # the process table is this machine's.
 . "$(dirname "$0")/lib.sh"
 
-plan 16
+plan 18
 
 pilot_up_local || abort "pilot up --local --wait failed"
 
@@ -65,6 +65,14 @@ capture pilot wait "$E" --timeout 30
 is "$RC" 0 "a task that leaves a background child ends done"
 like "$(cat "$WORK/bg.pid" 2>/dev/null)" '^[0-9]+$' "... after it started its child"
 ok "... and the child is killed with it" gone 'sleep 7775'
+
+# a task that exits 0 and leaves a process in its own session: that one
+# comes to the agent (its subreaper), which kills it with the task
+capture pilot submit -- sh -c 'setsid sleep 7780 & sleep 0.5; exit 0'
+E=$OUT
+capture pilot wait "$E" --timeout 30
+is "$RC" 0 "a task that leaves a child in another session ends done"
+ok "... and that child is killed with it" gone 'sleep 7780'
 
 # pilot down while tasks run, one of them escaped
 capture pilot submit -- sh -c 'setsid sleep 7776 & sleep 7777'

@@ -84,3 +84,6 @@ capture pilot wait "$T" --timeout 60
 is "$RC,$(field "$T" state),$(cat "$WORK/runs.3" 2>/dev/null)" "0,done,ran" \
     "once the relay passes them again, it runs once and ends done"
 capture pilot cancel "$BUSY"
+capture pilot down
+kill "$PROXY" 2>/dev/null
+wait "$PROXY" 2>/dev/null || true

@@ -473,14 +473,7 @@ static void test_defaults(struct fixture *f)
     };
     struct want w = { .id = 2, .n = 1 };
     const struct ev *v;
-    char p[256];
-    FILE *fp;
 
-    snprintf(p, sizeof(p), "%s/t2.out", f->dir);
-    if ((fp = fopen(p, "w"))) {
-        fputs("old output of an earlier attempt\n", fp);
-        fclose(fp);
-    }
     send_run(f, &e, 1);
     ok(wait_for(f, ended, &w, WAIT_MS), "defaults: ended");
     v = find_ev(f, 2, "done");
@@ -491,7 +484,55 @@ static void test_defaults(struct fixture *f)
            "r=0 s=1 lr=0 ls=1 nr=0 nl=n1 c=none node=n1 ma=unset "
            "mp=unset ws=unset rk=unset lrk=unset lws=unset gr=unset "
            "sg= go=\n",
-           "defaults: env of a single rank, stdout truncated");
+           "defaults: env of a single rank");
+}
+
+/* An output file that is there before the task (left by someone, or a
+ * link planted to read or overwrite another file): the task fails and
+ * says why, and nothing is written into it or through it. */
+static void test_leftover(struct fixture *f)
+{
+    static const char *const echo[] = { "echo", "task output", NULL };
+    struct entry e[2] = {
+        { .id = 5, .rank = -1, .size = -1, .local_rank = -1,
+          .local_size = -1, .node_rank = -1, .master_port = -1,
+          .argv = echo, .core = f->cores[0], .out = "t5.out" },
+    };
+    const char *why[2] = { "t5.out exists already (uid ",
+                           "t6.out is a symbolic link: not followed" };
+    char p[256], target[256];
+    FILE *fp;
+
+    e[1] = e[0];
+    e[1].id = 6;
+    e[1].core = f->cores[1];
+    e[1].out = "t6.out";
+    snprintf(p, sizeof(p), "%s/t5.out", f->dir);
+    if ((fp = fopen(p, "w"))) {
+        fputs("someone's\n", fp);
+        fclose(fp);
+    }
+    snprintf(target, sizeof(target), "%s/target", f->dir);
+    if ((fp = fopen(target, "w"))) {
+        fputs("target\n", fp);
+        fclose(fp);
+    }
+    snprintf(p, sizeof(p), "%s/t6.out", f->dir);
+    if (symlink(target, p) < 0)
+        diag("symlink %s: %s", p, strerror(errno));
+    send_run(f, e, 2);
+    for (int i = 0; i < 2; i++) {
+        struct want w = { .id = e[i].id, .n = 1 };
+        int done = wait_for(f, ended, &w, WAIT_MS);
+        const struct ev *v = find_ev(f, w.id, "failed");
+        ok(done && v && strstr(v->error, why[i]),
+           "leftover: task %d fails, naming what is there (%s)", (int)w.id,
+           v ? v->error : "no event");
+    }
+    is_str(slurp(f, "t5.out"), "someone's\n",
+           "leftover: the file that was there is not written into");
+    is_str(slurp(f, "target"), "target\n",
+           "leftover: nor is the target of the link");
 }
 
 static void test_kill(struct fixture *f)
@@ -661,7 +702,7 @@ int main(void)
     char ep[128];
     int lingering = 0;
 
-    plan(52);
+    plan(56);
     if (!t_tmpdir("agent-rank", f->dir, sizeof(f->dir)))
         abort();
     snprintf(f->log, sizeof(f->log), "%s/agent.log", f->dir);
@@ -717,6 +758,7 @@ int main(void)
     test_two_ranks(f);
     test_unacked(f);
     test_defaults(f);
+    test_leftover(f);
     test_kill(f);
     test_bad(f);
     test_torch(f);

@@ -1,6 +1,7 @@
 /* tests/unit/test_proto_pilotdir.c - the pilot directory: home, ids, files */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include "tests/unit/helpers.h"
 
 static char tmp[64]; /* our mkdtemp() directory */
+
+#define OTHER 12345 /* a uid that is not ours (chown: the tests run as root) */
 
 static int mode_of(const char *path)
 {
@@ -335,11 +338,337 @@ static void test_task_log(const char *home)
        "a buffer of exactly the length + 1 fits, one less does not");
 }
 
+/* 'path' made anew as a directory of mode 'mode' (exactly: no umask),
+ * owned by 'uid' (-1: ours). */
+static void mkdir_as(const char *path, unsigned mode, int uid)
+{
+    mkdir(path, 0700);
+    if (chmod(path, mode) < 0 || (uid >= 0 && chown(path, (uid_t)uid,
+                                                    (gid_t)-1) < 0))
+        diag("mkdir_as %s: %s", path, strerror(errno));
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[256];
+    FILE *fp = fopen(path, "r");
+    size_t n = 0;
+
+    if (!fp)
+        return NULL;
+    n = fread(buf, 1, sizeof(buf) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+
+    if (fp) {
+        fputs(text, fp);
+        fclose(fp);
+    }
+}
+
+/* PILOT_HOME and the directories above it (pl_home()). */
+static void test_home_checks(void)
+{
+    char buf[PL_PATH_MAX], path[128], link[128];
+    struct pl_error e;
+
+    if (geteuid() != 0)
+        diag("not root: the checks of another user's directories fail");
+    snprintf(path, sizeof(path), "%s/ww", tmp);
+    mkdir_as(path, 0777, -1);
+    setenv("PILOT_HOME", path, 1);
+    errno = 0;
+    e.text[0] = '\0';
+    ok(pl_home(buf, sizeof(buf), &e) == -1 && errno == EACCES
+           && strstr(e.text, path) && strstr(e.text, "mode 0777")
+           && strstr(e.text, "chmod go-w"),
+       "a PILOT_HOME others may write: EACCES, path, mode, what to do (%s)",
+       e.text);
+    chmod(path, 0755);
+    is(pl_home(buf, sizeof(buf), &e), 0, "... once chmod go-w: accepted "
+       "(others may read it)");
+
+    snprintf(path, sizeof(path), "%s/theirs", tmp);
+    mkdir_as(path, 0700, OTHER);
+    setenv("PILOT_HOME", path, 1);
+    errno = 0;
+    ok(pl_home(buf, sizeof(buf), &e) == -1 && errno == EPERM
+           && strstr(e.text, path) && strstr(e.text, "uid 12345"),
+       "a PILOT_HOME of another user: EPERM, naming its owner (%s)", e.text);
+
+    /* above PILOT_HOME: root's or ours, sticky if others may write */
+    snprintf(path, sizeof(path), "%s/open", tmp);
+    mkdir_as(path, 0777, 0);
+    snprintf(buf, sizeof(buf), "%s/open/home", tmp);
+    setenv("PILOT_HOME", buf, 1);
+    errno = 0;
+    ok(pl_home(buf, sizeof(buf), &e) == -1 && errno == EACCES
+           && strstr(e.text, path) && strstr(e.text, "not sticky"),
+       "a PILOT_HOME in a directory anyone may write: EACCES (%s)", e.text);
+    snprintf(buf, sizeof(buf), "%s/open/home", tmp);
+    ok(!is_dir(buf), "... and it is not made there");
+    chmod(path, 01777);
+    is(pl_home(buf, sizeof(buf), &e), 0, "... sticky (as /tmp): accepted");
+    snprintf(path, sizeof(path), "%s/above", tmp);
+    mkdir_as(path, 0755, OTHER);
+    snprintf(buf, sizeof(buf), "%s/above/home", tmp);
+    mkdir_as(buf, 0700, -1);
+    setenv("PILOT_HOME", buf, 1);
+    errno = 0;
+    ok(pl_home(buf, sizeof(buf), &e) == -1 && errno == EPERM
+           && strstr(e.text, path) && strstr(e.text, "uid 12345"),
+       "a PILOT_HOME in another user's directory: EPERM (%s)", e.text);
+
+    /* PILOT_HOME a link to a directory of ours: its real path */
+    snprintf(path, sizeof(path), "%s/real-home", tmp);
+    mkdir_as(path, 0700, -1);
+    snprintf(link, sizeof(link), "%s/home-link", tmp);
+    symlink(path, link);
+    setenv("PILOT_HOME", link, 1);
+    ok(pl_home(buf, sizeof(buf), &e) == 0 && !strcmp(buf, path),
+       "a PILOT_HOME that is a link: followed, its real path (%s)", buf);
+    unsetenv("PILOT_HOME");
+}
+
+/* pilots/ and pilots/<id>: pl_pilotdir_path(), _list(), _create(). */
+static void test_dir_checks(void)
+{
+    char home[128], path[256], dir[PL_PATH_MAX], id[PL_ID_MAX];
+    struct pl_error e;
+    char **v;
+
+    snprintf(home, sizeof(home), "%s/h2", tmp);
+    pl_mkdirs(home, 0700);
+    is(pl_pilotdir_create(home, id, sizeof(id), dir, sizeof(dir), &e), 0,
+       "checks: a pilot p1 to start with");
+
+    snprintf(path, sizeof(path), "%s/pilots/p1", home);
+    chmod(path, 0770);
+    errno = 0;
+    ok(pl_pilotdir_path(home, "p1", dir, sizeof(dir), &e) == -1
+           && errno == EACCES && strstr(e.text, path)
+           && strstr(e.text, "mode 0770") && strstr(e.text, "go-rwx"),
+       "pilots/p1 writable by its group: refused, chmod go-rwx (%s)",
+       e.text);
+    chmod(path, 0750);
+    errno = 0;
+    ok(pl_pilotdir_path(home, "p1", dir, sizeof(dir), &e) == -1
+           && errno == EACCES && strstr(e.text, "mode 0750")
+           && strstr(e.text, "chmod go-rwx"),
+       "... readable by it: refused too, as keys/ (%s)", e.text);
+    chmod(path, 0700);
+    snprintf(path, sizeof(path), "%s/pilots", home);
+    chmod(path, 0755);
+    chmod(home, 0755);
+    is(pl_pilotdir_path(home, "p1", dir, sizeof(dir), &e), 0,
+       "pilots/p1 0700 in a PILOT_HOME and pilots/ others may read: "
+       "accepted");
+    snprintf(path, sizeof(path), "%s/pilots/p1", home);
+    chown(path, OTHER, (gid_t)-1);
+    errno = 0;
+    ok(pl_pilotdir_path(home, "p1", dir, sizeof(dir), &e) == -1
+           && errno == EPERM && strstr(e.text, path)
+           && strstr(e.text, "uid 12345"),
+       "pilots/p1 another user's: refused (%s)", e.text);
+    chown(path, 0, (gid_t)-1);
+
+    /* pilots/p2 -> a directory elsewhere (the other user's, or ours) */
+    char elsewhere[128];
+    snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", tmp);
+    mkdir_as(elsewhere, 0700, -1);
+    snprintf(path, sizeof(path), "%s/pilots/p2", home);
+    symlink(elsewhere, path);
+    errno = 0;
+    ok(pl_pilotdir_path(home, "p2", dir, sizeof(dir), &e) == -1
+           && errno == ELOOP && strstr(e.text, path)
+           && strstr(e.text, "symbolic link"),
+       "pilots/p2 a link, even to a directory of ours: refused (%s)",
+       e.text);
+    errno = 0;
+    ok(pl_pilotdir_create(home, id, sizeof(id), dir, sizeof(dir), &e) == 0
+           && !strcmp(id, "p3"),
+       "create passes the link by (%s)", id);
+
+    /* pilots/ itself */
+    snprintf(path, sizeof(path), "%s/pilots", home);
+    chmod(path, 0777);
+    errno = 0;
+    v = pl_pilotdir_list(home, &e);
+    ok(!v && errno == EACCES && strstr(e.text, path),
+       "pilots/ writable by others: the list is refused (%s)", e.text);
+    pl_strv_free(v);
+    errno = 0;
+    ok(pl_pilotdir_path(home, "p1", dir, sizeof(dir), &e) == -1
+           && errno == EACCES,
+       "... and so is each pilot in it");
+    errno = 0;
+    ok(pl_pilotdir_create(home, id, sizeof(id), dir, sizeof(dir), &e) == -1
+           && errno == EACCES,
+       "... and a new pilot in it");
+    snprintf(path, sizeof(path), "%s/pilots/p4", home);
+    ok(!is_dir(path), "... which is not made");
+    snprintf(path, sizeof(path), "%s/pilots", home);
+    chmod(path, 0700);
+    chown(path, OTHER, (gid_t)-1);
+    errno = 0;
+    v = pl_pilotdir_list(home, &e);
+    ok(!v && errno == EPERM, "pilots/ another user's: refused (%s)",
+       e.text);
+    pl_strv_free(v);
+    chown(path, 0, (gid_t)-1);
+
+    /* pilotd --dir, pilot-agent --dir */
+    char real[PL_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/pilots/p1/", home);
+    snprintf(dir, sizeof(dir), "%s/pilots/p1", home);
+    ok(pl_pilotdir_check(path, real, sizeof(real), &e) == 0
+           && !strcmp(real, dir),
+       "pl_pilotdir_check of a good one, trailing slash (%s)", real);
+    snprintf(path, sizeof(path), "%s/pilots/p2", home);
+    errno = 0;
+    ok(pl_pilotdir_check(path, real, sizeof(real), &e) == -1
+           && errno == ELOOP,
+       "pl_pilotdir_check of a link: refused (%s)", e.text);
+    snprintf(path, sizeof(path), "%s/home-link/../h2/pilots/p1", tmp);
+    ok(pl_pilotdir_check(path, real, sizeof(real), &e) == 0
+           && !strcmp(real, dir),
+       "... a link above it is resolved (%s)", real);
+    char cwd[PL_PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) && chdir(dir) == 0) {
+        ok(pl_pilotdir_check(".", real, sizeof(real), &e) == 0
+               && !strcmp(real, dir),
+           "... '.' is its real path (%s)", real);
+        if (chdir(cwd) < 0)
+            diag("chdir back: %s", strerror(errno));
+    }
+    else
+        ok(0, "chdir %s: %s", dir, strerror(errno));
+    snprintf(path, sizeof(path), "%s/pilots/p3", home);
+    chown(path, OTHER, (gid_t)-1);
+    errno = 0;
+    ok(pl_pilotdir_check(path, real, sizeof(real), &e) == -1
+           && errno == EPERM && strstr(e.text, "uid 12345"),
+       "pl_pilotdir_check of another user's: refused (%s)", e.text);
+    errno = 0;
+    snprintf(path, sizeof(path), "%s/pilots/p9", home);
+    ok(pl_pilotdir_check(path, real, sizeof(real), &e) == -1
+           && errno == ENOENT,
+       "pl_pilotdir_check of none: ENOENT");
+}
+
+/* pl_output_open(): the task output files. */
+static void test_output(void)
+{
+    char dir[128], path[256], other[256], target[256];
+    struct pl_error e;
+    struct stat st;
+    int fd, fd2;
+
+    snprintf(dir, sizeof(dir), "%s/out/tasks/0", tmp);
+    snprintf(path, sizeof(path), "%s/1.out", dir);
+    fd = pl_output_open(path, false, &e);
+    ok(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0600
+           && (fcntl(fd, F_GETFD) & FD_CLOEXEC),
+       "output: a new file, 0600, close-on-exec");
+    ok(is_dir(dir) && mode_of(dir) == 0700, "output: its bucket made 0700");
+    if (fd >= 0 && write(fd, "one\n", 4) != 4)
+        diag("write: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    errno = 0;
+    e.text[0] = '\0';
+    ok(pl_output_open(path, false, &e) == -1 && errno == EEXIST
+           && strstr(e.text, path) && strstr(e.text, "exists already"),
+       "output: one that exists: EEXIST, not written over (%s)", e.text);
+    is_str(slurp(path), "one\n", "... its text kept");
+
+    /* the ranks of one task: the first creates, the others append */
+    snprintf(path, sizeof(path), "%s/2.out", dir);
+    fd = pl_output_open(path, true, &e);
+    fd2 = pl_output_open(path, true, &e);
+    ok(fd >= 0 && fd2 >= 0, "output: shared: two ranks open one file");
+    if (fd >= 0 && fd2 >= 0 && (write(fd, "a\n", 2) != 2
+                                || write(fd2, "b\n", 2) != 2
+                                || write(fd, "c\n", 2) != 2))
+        diag("write: %s", strerror(errno));
+    ok(fd2 >= 0 && (fcntl(fd2, F_GETFL) & (O_APPEND | O_NONBLOCK))
+                       == O_APPEND,
+       "... the second appends, and blocks as a file does");
+    if (fd >= 0)
+        close(fd);
+    if (fd2 >= 0)
+        close(fd2);
+    is_str(slurp(path), "a\nb\nc\n", "... every write at the end");
+
+    /* planted: a link, a FIFO, a hard link, another user's file */
+    snprintf(target, sizeof(target), "%s/target", tmp);
+    put(target, "target\n");
+    for (int shared = 0; shared < 2; shared++) {
+        snprintf(path, sizeof(path), "%s/link%d.out", dir, shared);
+        symlink(target, path);
+        errno = 0;
+        ok(pl_output_open(path, shared, &e) == -1 && errno == EEXIST
+               && strstr(e.text, "symbolic link"),
+           "output: a link there (%s): refused (%s)",
+           shared ? "shared" : "one rank", e.text);
+    }
+    is_str(slurp(target), "target\n", "... its target untouched");
+    snprintf(path, sizeof(path), "%s/fifo.out", dir);
+    mkfifo(path, 0600);
+    errno = 0;
+    ok(pl_output_open(path, true, &e) == -1 && errno == EEXIST,
+       "output: shared, a FIFO there: refused at once (%s)", e.text);
+    snprintf(path, sizeof(path), "%s/hard.out", dir);
+    link(target, path);
+    errno = 0;
+    ok(pl_output_open(path, true, &e) == -1 && errno == EEXIST,
+       "output: shared, a hard link there: refused (%s)", e.text);
+    snprintf(path, sizeof(path), "%s/theirs.out", dir);
+    put(path, "theirs\n");
+    chown(path, OTHER, (gid_t)-1);
+    errno = 0;
+    ok(pl_output_open(path, true, &e) == -1 && errno == EEXIST
+           && strstr(e.text, "uid 12345"),
+       "output: shared, another user's file: refused (%s)", e.text);
+    is_str(slurp(path), "theirs\n", "... not written into");
+
+    /* the bucket */
+    snprintf(dir, sizeof(dir), "%s/out/tasks/1", tmp);
+    mkdir_as(dir, 0777, -1);
+    snprintf(path, sizeof(path), "%s/1000.out", dir);
+    errno = 0;
+    ok(pl_output_open(path, false, &e) == -1 && errno == EACCES
+           && strstr(e.text, dir),
+       "output: a bucket others may write: refused (%s)", e.text);
+    ok(access(path, F_OK) < 0, "... nothing made in it");
+    chmod(dir, 0700);
+    chown(dir, OTHER, (gid_t)-1);
+    errno = 0;
+    ok(pl_output_open(path, false, &e) == -1 && errno == EPERM,
+       "output: another user's bucket: refused (%s)", e.text);
+    snprintf(dir, sizeof(dir), "%s/out/tasks/2", tmp);
+    snprintf(other, sizeof(other), "%s/elsewhere", tmp);
+    symlink(other, dir);
+    snprintf(path, sizeof(path), "%s/2000.out", dir);
+    errno = 0;
+    ok(pl_output_open(path, false, &e) == -1 && errno == ELOOP,
+       "output: a bucket that is a link: refused (%s)", e.text);
+    errno = 0;
+    ok(pl_output_open("nodir", false, &e) == -1 && errno == EINVAL,
+       "output: a path without a directory: EINVAL");
+}
+
 int main(void)
 {
     char home[128];
 
-    plan(62);
+    plan(107);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
@@ -351,6 +680,9 @@ int main(void)
     test_id_overflow();
     test_files(home);
     test_task_log(home);
+    test_home_checks();
+    test_dir_checks();
+    test_output();
     t_rmtree(tmp);
     ok(!is_dir(tmp), "temporary directory removed");
     return done_testing();
