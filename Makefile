@@ -160,7 +160,7 @@ fuzz-corpus: $(BUILD)/tests/mkcorpus
 
 # everything: packages, -Werror build, the dev cluster, unit and e2e tests
 # kill -9 of pilotd (100) and agents (50) under a stream of tasks on the
-# dev cluster, then the counts (not in check: about half an hour)
+# dev cluster, then the counts (not in check: about 15 minutes)
 soak: all
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) scripts/soak.sh $(SOAK_ARGS)
