@@ -54,7 +54,17 @@ static void h_list(struct pl_daemon *d, const struct pl_req *r,
         goto done;
     }
     /* a listing must fit in one message (64 MiB, about 500 bytes a
-     * task): past LIST_MAX the client has to narrow it */
+     * task): past LIST_MAX the client has to narrow it.  Unfiltered, the
+     * count says so before 100,000 task objects are made for nothing
+     * (4.6 s of the loop for an array of a million) */
+    if (!l.state && !l.tags && (!l.limit || l.limit > LIST_MAX)
+        && (nids ? nids > LIST_MAX
+                : pl_query_more_than(pl_db_handle(d->db), LIST_MAX))) {
+        errno = E2BIG;
+        pl_errprintf(&err, "more than %d tasks match: narrow the listing "
+                     "with --state, --tag or --limit", LIST_MAX);
+        goto bad;
+    }
     if (!(res = pl_query_tasks(pl_db_handle(d->db), l.state,
                                (const char *const *)l.tags, ids, nids,
                                l.limit && l.limit <= LIST_MAX ? l.limit

@@ -244,6 +244,20 @@ nomem:
     return NULL;
 }
 
+bool pl_query_more_than(sqlite3 *db, uint64_t n)
+{
+    sqlite3_stmt *st = NULL;
+    bool more = false;
+
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM tasks LIMIT 1 OFFSET ?1", -1,
+                           &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)n);
+        more = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return more;
+}
+
 struct resolved {
     uint64_t *v;
     size_t n, cap;

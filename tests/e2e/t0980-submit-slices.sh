@@ -10,7 +10,7 @@
 # is written, so that the next command finds the pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 21
+plan 25
 FEED=${FEED:-$PILOT_BIN/../bench/feed}
 ok "feed is built ($FEED)" test -x "$FEED" \
     || abort "no feed: run 'make check' (it builds bench/feed)"
@@ -68,6 +68,19 @@ like "$RC $ERR" "^1 .*append: 999999 is not an array's id" \
     "an append to no task: refused"
 is "$(total "$P")" 17501 "... and the refused appends stored nothing"
 is "$(elems "$P" "$F")" "5000 0 4999 1" "the 5,000 of one request are one array"
+
+# a listing of more than 100,000 tasks is refused (and at once: the
+# count comes first), a narrowed one is not
+capture pilot submit --pilot "$P" --array 0-100000 -- true
+A=$OUT
+is "$(total "$P")" 117502 "an array of 100,001 more"
+capture pilot ls --pilot "$P" "$A"
+one_error_line "pilot ls of the array of 100,001: refused, it says how to narrow it" \
+    "^pilot: error: more than 100000 tasks match: narrow the listing with --state, --tag or --limit$"
+capture pilot ls --pilot "$P"
+one_error_line "pilot ls of all 117,502: refused" "^pilot: error: more than 100000 tasks match"
+capture pilot ls --pilot "$P" --limit 2 --json "$A"
+is "$(json '[t["array_index"] for t in j]' <<<"$OUT")" "[0, 1]" "pilot ls --limit 2 of it: its first two"
 capture pilot down --pilot "$P"
 is "$RC" 0 "pilot down"
 
