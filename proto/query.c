@@ -342,8 +342,11 @@ int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
         }
         expand = false;
     }
+    /* an array's elements in the order of their indexes: the order of
+     * the index tasks_elem, no sort (ORDER BY id sorted a million ids:
+     * 0.4 s); the ids of an array's elements grow with their indexes */
     else if (sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = "
-                                    "?1 ORDER BY id", -1, &all, NULL)
+                                    "?1 ORDER BY array_index", -1, &all, NULL)
                  != SQLITE_OK
              || sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id "
                                        "= ?1 AND array_index = ?2", -1, &elem,

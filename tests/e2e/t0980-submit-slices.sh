@@ -6,11 +6,12 @@
 # larger array in slices that join one array ('append'), and a
 # --retry-failed of more than 5,000 failures in several requests
 # ('more').  pilotd checks an append: an array's id, no index twice.
+# A cancel of more than 5,000 tasks is done in turns of the loop too.
 # Also: 'pilot up --local' without --wait returns once pilotd's endpoint
 # is written, so that the next command finds the pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 25
+plan 28
 FEED=${FEED:-$PILOT_BIN/../bench/feed}
 ok "feed is built ($FEED)" test -x "$FEED" \
     || abort "no feed: run 'make check' (it builds bench/feed)"
@@ -81,6 +82,25 @@ capture pilot ls --pilot "$P"
 one_error_line "pilot ls of all 117,502: refused" "^pilot: error: more than 100000 tasks match"
 capture pilot ls --pilot "$P" --limit 2 --json "$A"
 is "$(json '[t["array_index"] for t in j]' <<<"$OUT")" "[0, 1]" "pilot ls --limit 2 of it: its first two"
+
+# a cancel of 100,001 is done in turns of 5,000: pilotd answers a status
+# meanwhile, which sees the array part canceled
+pilot cancel --pilot "$P" "$A" >"$WORK/cancel.out" 2>&1 &
+CPID=$!
+PART=
+for _ in $(seq 200); do
+    c=$(pilot status --pilot "$P" --json | json 'j["tasks"]["canceled"]')
+    if ((c > 0 && c < 100001)); then
+        PART=$c
+        break
+    fi
+    ((c == 100001)) && break
+done
+wait "$CPID"
+is "$?:$(<"$WORK/cancel.out")" "0:canceled 100001 tasks" "pilot cancel of the array of 100,001"
+ok "... and a status during it was answered, with $PART canceled so far" test -n "$PART"
+capture pilot cancel --pilot "$P" "$A"
+is "$OUT" "canceled 0 tasks (100001 were already finished)" "a second cancel: all had ended"
 capture pilot down --pilot "$P"
 is "$RC" 0 "pilot down"
 
