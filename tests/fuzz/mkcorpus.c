@@ -3,8 +3,13 @@
  * mkcorpus DIR writes DIR/msg/<type>-N (one whole frame of each message
  * type, as pilotd, the agent and the CLI send them) and DIR/task/<kind>-N
  * (one task entry alone: run entries, submit specs, an event) for
- * tests/fuzz/fuzz_msg.c and fuzz_task.c.  `make fuzz-corpus` runs it;
- * the output is committed, so a change here shows up in the diff.
+ * tests/fuzz/fuzz_msg.c and fuzz_task.c, and the text files of the other
+ * targets: DIR/keys/ (key files), DIR/pilotdir/ (endpoint and info
+ * files), DIR/taskfile/ (submit files), DIR/reply/ (reply bodies) and
+ * DIR/agentseq/ (sequences of agent frames).  `make fuzz-corpus` runs
+ * it; the output is committed, so a change here shows up in the diff.
+ * N.B. the keys are fixed ones, made once for the corpus: the output of
+ * a second run is the same.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -275,6 +280,28 @@ static void event_running(msgpack_packer *pk)
     raw_kuint(pk, "pid", 4243);
 }
 
+/* ---- key files (proto/keys.c, proto/allow.c) ---- */
+
+static void put_text(const char *sub, const char *name, const char *text)
+{
+    put(sub, name, text, strlen(text));
+}
+
+#define PUB_A "LE{qsa4[B8Ja1]?]+)=UnZXvyXCoupbIaGh@I/Gn"
+#define SEC_A "*OBZ3u8S}JnyTun?jd8RL347R>+uj9iX}jDeR#j$"
+#define PUB_B "+hG&Asul&z^B8.xT0*R}Sj&DDoq#)^=5#peK1ONF"
+
+static void keys(void)
+{
+    put_text("keys", "pair-1", "# pilot: a CURVE keypair (Z85); the secret "
+             "key must stay private\npublic " PUB_A "\nsecret " SEC_A "\n");
+    put_text("keys", "pub-1", "# pilot: a CURVE public key (Z85)\npublic "
+             PUB_B "\n");
+    put_text("keys", "allow-1", "# pilot: a CURVE public key (Z85) and what "
+             "it may do\npublic " PUB_B "\nrole submit\nadded 1718000000\n");
+    put_text("keys", "allow-2", "public " PUB_A "\r\nrole read \nadded 0\n");
+}
+
 static void messages(void)
 {
     struct pl_wbuf w;
@@ -393,6 +420,7 @@ int main(int argc, char **argv)
         return 1;
     }
     messages();
+    keys();
     put_entry("spec-min", spec_min);
     put_entry("spec-full", spec_full);
     put_entry("spec-torch", spec_torch);

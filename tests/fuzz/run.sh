@@ -3,8 +3,12 @@
 #
 # Usage: tests/fuzz/run.sh BINDIR SECONDS TARGET...
 #
-# Each TARGET (fuzz_msg, fuzz_task) runs BINDIR/TARGET for SECONDS on its
-# seed corpus tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its
+# Targets (tests/fuzz/fuzz_*.c):
+#   fuzz_msg    a whole frame: envelope, then every body decoder of proto/
+#   fuzz_task   one task entry: run entries, submit specs, agent events
+#   fuzz_keys   key files' text: keypair, public key, allow/NAME.pub
+#
+# Each TARGET runs BINDIR/TARGET for SECONDS on its seed corpus tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its
 # regression inputs tests/fuzz/regress/<kind> (every input that once
 # found a bug), writing what it discovers into BINDIR/corpus-<kind>, not
 # into the tree.  SECONDS 0 only replays the corpus and the regression
@@ -15,7 +19,7 @@
 set -u
 
 if (($# < 3)); then
-    sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 bindir=$1
