@@ -7,11 +7,13 @@
 #   fuzz_msg    a whole frame: envelope, then every body decoder of proto/
 #   fuzz_task   one task entry: run entries, submit specs, agent events
 #   fuzz_keys   key files' text: keypair, public key, allow/NAME.pub
+#   fuzz_pilotdir  the endpoint and info files of a pilot directory
+#   fuzz_taskfile  pilot submit --file: YAML and JSONL task files
 #
-# Each TARGET runs BINDIR/TARGET for SECONDS on its seed corpus tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its
-# regression inputs tests/fuzz/regress/<kind> (every input that once
-# found a bug), writing what it discovers into BINDIR/corpus-<kind>, not
-# into the tree.  SECONDS 0 only replays the corpus and the regression
+# Each TARGET runs BINDIR/TARGET for SECONDS on its seed corpus
+# tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its regression inputs
+# tests/fuzz/regress/<kind> (every input that once found a bug), writing
+# what it discovers into BINDIR/corpus-<kind>, not into the tree.  SECONDS 0 only replays the corpus and the regression
 # inputs once.  A finding (crash, sanitizer report, leak, timeout of
 # 10 s, more than 2 GiB) stops it: the input is saved as
 # BINDIR/artifacts/TARGET-crash-<sha1> (or -leak-, -timeout-, -oom-) and
