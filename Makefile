@@ -46,12 +46,18 @@ UNITS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOLS   := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,\
                       $(wildcard tests/tools/*.c))
 
-# libFuzzer targets (tests/fuzz/fuzz_*.c), built by clang with ASan and
-# UBSan in their own directory; each runs FUZZ_SECONDS (0: only replay
-# the corpus and the regression inputs)
+# libFuzzer targets (tests/fuzz/fuzz_*.c, what each covers: the head of
+# tests/fuzz/run.sh), built by clang with ASan and UBSan in their own
+# directory; each runs FUZZ_SECONDS (0: only replay the corpus and the
+# regression inputs), CHECK_FUZZ_SECONDS in 'check' (about 2 minutes in
+# all).  FUZZ_TARGETS=fuzz_x runs only those.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
+CHECK_FUZZ_SECONDS ?= 17
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+# the fuzzers that run a program's modules, not libpl's alone
+FUZZ_CLIENT  := fuzz_taskfile fuzz_reply
+FUZZ_DAEMON  := fuzz_agentseq
 FUZZ_BINS    := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_TARGETS))
 FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
                 OPT='-O1 -g' WERROR=1
@@ -117,6 +123,16 @@ $(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o $(LIBPL)
 $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/body.o $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+# ... but the CLI's readers (client/taskfile.c, the replies) and pilotd's
+# agent handling (fuzz_agentseq) link their program's modules
+$(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_CLIENT)): $(BUILD)/fuzz/%: \
+        $(BUILD)/tests/fuzz/%.o $(LIBC) $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+$(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_DAEMON)): $(BUILD)/fuzz/%: \
+        $(BUILD)/tests/fuzz/%.o $(LIBD) $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 # the pipeline demo's MPI stage (examples/pipeline/): MPI is opt-in, so
 # 'all' does not build it; 'demo' and 'examples' do
@@ -170,7 +186,7 @@ check:
 	$(MAKE) WERROR=1 all $(UNITS) $(TOOLS) $(BENCH_BINS)
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) prove -f -e '' $(UNITS) tests/e2e/t*.sh
-	$(MAKE) fuzz
+	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 
 asan:
 	$(MAKE) BUILD=build-asan SANITIZE=address,undefined OPT='-O1 -g' check

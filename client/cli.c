@@ -58,6 +58,8 @@ struct pl_slurm *pl_cli_slurm(struct pl_cli *cli, struct pl_error *errp)
 /* Messages name what others wrote (task names, pilotd's error texts):
  * their control characters are escaped (client/clean.h). */
 static void vmsg(const char *kind, const char *cmd, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 3, 0)));
+static void vmsg(const char *kind, const char *cmd, const char *fmt,
                  va_list ap)
 {
     char text[1024];

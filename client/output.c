@@ -123,7 +123,8 @@ int pl_out_term_width(int fd)
 
 char *pl_out_duration(double secs, char *buf, size_t len)
 {
-    if (isnan(secs) || secs < 0) {
+    /* N.B. not past what a long long holds (undefined) */
+    if (isnan(secs) || secs < 0 || secs >= 0x1p63) {
         snprintf(buf, len, "-");
         return buf;
     }
@@ -147,11 +148,13 @@ char *pl_out_time(double epoch, bool ms, char *buf, size_t len)
 {
     /* rounded to the millisecond first, so .0999999 shows as .100 */
     double r = ms ? floor(epoch * 1000 + 0.5) / 1000 : floor(epoch);
-    time_t t = (time_t)r;
+    time_t t = 0;
     struct tm tm;
     char s[32];
 
-    if (isnan(epoch) || epoch <= 0 || !localtime_r(&t, &tm)) {
+    /* N.B. a time_t holds what it converts: not NaN, +inf, 1e300 */
+    if (isnan(epoch) || epoch <= 0 || r >= 0x1p62
+        || (t = (time_t)r, !localtime_r(&t, &tm))) {
         snprintf(buf, len, "-");
         return buf;
     }
@@ -340,7 +343,10 @@ long long pl_out_jint(const json_t *o, const char *key, long long dflt)
 
     if (json_is_integer(v))
         return json_integer_value(v);
-    if (json_is_real(v))
+    /* N.B. only a real an integer can hold: converting NaN, an infinity
+     * or 1e300 is undefined (a reply is another program's word) */
+    if (json_is_real(v) && json_real_value(v) > -0x1p63
+        && json_real_value(v) < 0x1p63)
         return (long long)json_real_value(v);
     return dflt;
 }

@@ -12,11 +12,16 @@
 #include "client/taskfile.h"
 #include "proto/strv.h"
 
-/* Nesting a task entry never needs; and a budget of converted YAML
- * nodes that stops aliases from multiplying a small file into a huge
- * value. */
+/* Nesting a task entry never needs; a budget of converted YAML nodes;
+ * and of those converted more than once, through an alias, beyond the
+ * document's own: aliases of aliases multiply a file of 500 bytes into
+ * 10^10 values (fuzz_taskfile timed out on one: 20 M of them, the
+ * budget before, take 12 s and 2 GiB).  A file without aliases converts
+ * each node once, so it meets only MAX_NODES; one with them may convert
+ * its own nodes, plus as many again, plus ALIAS_NODES. */
 #define MAX_DEPTH 64
 #define MAX_NODES 20000000
+#define ALIAS_NODES 1000000
 
 /* A file being read. */
 struct reader {
@@ -137,7 +142,7 @@ done:
 
 struct conv {
     yaml_document_t *doc;
-    size_t nodes;
+    size_t nodes, budget;       /* converted, and the most there may be */
     size_t *line;
     struct pl_error *errp;
 };
@@ -252,9 +257,9 @@ static json_t *convert(struct conv *c, yaml_node_t *n, int depth, bool text)
              MAX_DEPTH);
         return NULL;
     }
-    if (++c->nodes > MAX_NODES) {
-        fail(c->line, line_of(n), c->errp, "more than %d values (aliases?)",
-             MAX_NODES);
+    if (++c->nodes > c->budget) {
+        fail(c->line, line_of(n), c->errp, "more than %zu values: aliases "
+             "that expand too far?", c->budget);
         return NULL;
     }
     switch (n->type) {
@@ -319,9 +324,13 @@ static yaml_node_t *task_list(yaml_document_t *doc, yaml_node_t *root)
 static int convert_all(struct reader *r, yaml_document_t *doc,
                        yaml_node_t *list)
 {
-    struct conv c = { .doc = doc, .line = r->line, .errp = r->errp };
+    size_t own = (size_t)(doc->nodes.top - doc->nodes.start);
+    struct conv c = { .doc = doc, .line = r->line, .errp = r->errp,
+                      .budget = 2 * own + ALIAS_NODES };
     size_t count = (size_t)(list->data.sequence.items.top
                             - list->data.sequence.items.start);
+    if (c.budget > MAX_NODES)
+        c.budget = MAX_NODES;
     json_t *entries = json_array();
     size_t *at = calloc(count ? count : 1, sizeof(*at)), n = 0;
     int rc = -1;

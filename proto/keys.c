@@ -22,7 +22,7 @@
 #include "proto/allow.h"
 #include "proto/keys.h"
 
-#define KEYFILE_MAX 4096 /* bytes: a key file is about 100 */
+#define KEYFILE_MAX PL_KEYFILE_MAX
 
 static const char z85_chars[] = "0123456789"
                                 "abcdefghijklmnopqrstuvwxyz"
@@ -185,14 +185,12 @@ static int parse(const char *path, char *text, char *pub, char *sec,
     return 0;
 }
 
-int pl_keys_read_pair(const char *path, struct pl_keypair *kp,
-                      struct pl_error *errp)
+int pl_keys_parse_pair(const char *path, char *text, struct pl_keypair *kp,
+                       struct pl_error *errp)
 {
-    char text[KEYFILE_MAX];
     char derived[PL_KEY_Z85];
 
-    if (pl_keys_read_text(path, text, sizeof(text), errp) < 0
-        || parse(path, text, kp->pub, kp->sec, errp) < 0)
+    if (parse(path, text, kp->pub, kp->sec, errp) < 0)
         return -1;
     if (zmq_curve_public(derived, kp->sec) < 0
         || strcmp(derived, kp->pub) != 0) {
@@ -203,15 +201,30 @@ int pl_keys_read_pair(const char *path, struct pl_keypair *kp,
     return 0;
 }
 
+int pl_keys_parse_pub(const char *path, char *text, char pub[PL_KEY_Z85],
+                      struct pl_error *errp)
+{
+    return parse(path, text, pub, NULL, errp);
+}
+
+int pl_keys_read_pair(const char *path, struct pl_keypair *kp,
+                      struct pl_error *errp)
+{
+    char text[KEYFILE_MAX];
+
+    if (pl_keys_read_text(path, text, sizeof(text), errp) < 0)
+        return -1;
+    return pl_keys_parse_pair(path, text, kp, errp);
+}
+
 int pl_keys_read_pub(const char *path, char pub[PL_KEY_Z85],
                      struct pl_error *errp)
 {
     char text[KEYFILE_MAX];
 
-    if (pl_keys_read_text(path, text, sizeof(text), errp) < 0
-        || parse(path, text, pub, NULL, errp) < 0)
+    if (pl_keys_read_text(path, text, sizeof(text), errp) < 0)
         return -1;
-    return 0;
+    return pl_keys_parse_pub(path, text, pub, errp);
 }
 
 int pl_keys_generate(struct pl_keypair *kp, struct pl_error *errp)

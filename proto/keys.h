@@ -18,6 +18,7 @@
 
 #define PL_KEY_Z85 41   /* 40 characters of Z85 and a NUL */
 #define PL_KEY_BIN 32
+#define PL_KEYFILE_MAX 4096 /* bytes read of a key file: it holds about 100 */
 
 struct pl_keypair {
     char pub[PL_KEY_Z85];
@@ -56,6 +57,16 @@ int pl_keys_read_pair(const char *path, struct pl_keypair *kp,
                       struct pl_error *errp);
 int pl_keys_read_pub(const char *path, char pub[PL_KEY_Z85],
                      struct pl_error *errp);
+
+/* The parsers of those two: the text of a key file ('text',
+ * NUL-terminated, at most PL_KEYFILE_MAX - 1 bytes as read; changed),
+ * 'path' naming it in messages.  "public Z85" and "secret Z85" lines
+ * (the last of each counts), '#' comment lines, others ignored.
+ * Returns 0, or -1 with errp set (EINVAL). */
+int pl_keys_parse_pair(const char *path, char *text, struct pl_keypair *kp,
+                       struct pl_error *errp);
+int pl_keys_parse_pub(const char *path, char *text, char pub[PL_KEY_Z85],
+                      struct pl_error *errp);
 
 /* A new keypair, from libzmq's random source.  0 or -1 (errp). */
 int pl_keys_generate(struct pl_keypair *kp, struct pl_error *errp);

@@ -68,8 +68,12 @@ int pl_pilotdir_check(const char *dir, char *real, size_t len,
  * checked. */
 char **pl_pilotdir_list(const char *home, struct pl_error *errp);
 
+#define PL_KV_LINE_MAX 511  /* bytes of a line of the endpoint or info file */
+#define PL_KV_FILE_MAX 4096 /* bytes read of one, and one more: too large */
+
 /* Atomic write (temporary file + rename, mode 0600) and read of the
- * endpoint and info files.  Read gives -1 with errno ENOENT if absent. */
+ * endpoint and info files.  Read gives -1 with errno ENOENT if absent,
+ * EPROTO if pl_endpoint_parse() or pl_info_parse() refuses the text. */
 int pl_endpoint_write(const char *dir, const struct pl_endpoint *ep,
                       struct pl_error *errp);
 int pl_endpoint_read(const char *dir, struct pl_endpoint *ep,
@@ -78,6 +82,20 @@ int pl_endpoint_remove(const char *dir);
 int pl_info_write(const char *dir, const struct pl_info *in,
                   struct pl_error *errp);
 int pl_info_read(const char *dir, struct pl_info *in, struct pl_error *errp);
+
+/* The readers' parsers: 'text' ('len' bytes, not NUL-terminated), read
+ * from 'path' (named in messages), into 'ep' or 'in'.  Lines of "KEY
+ * VALUE"; a line without a space and a key not known (a later
+ * version's) are skipped.  Refused, -1 with errp set and errno EPROTO and
+ * the struct zeroed: a NUL byte, a line longer than PL_KV_LINE_MAX, a
+ * key given twice, a value longer than its field, a number that is not
+ * all decimal digits or out of range (pid: 0..INT_MAX, job: a Slurm id,
+ * 0..UINT32_MAX, nodes: 0..INT_MAX, created: a finite number >= 0), an
+ * endpoint without client and agent.  Nothing is truncated. */
+int pl_endpoint_parse(const char *path, const char *text, size_t len,
+                      struct pl_endpoint *ep, struct pl_error *errp);
+int pl_info_parse(const char *path, const char *text, size_t len,
+                  struct pl_info *in, struct pl_error *errp);
 
 /* Paths inside a pilot directory. */
 void pl_path_db(const char *dir, char *buf, size_t len);

@@ -3,10 +3,16 @@
  * mkcorpus DIR writes DIR/msg/<type>-N (one whole frame of each message
  * type, as pilotd, the agent and the CLI send them) and DIR/task/<kind>-N
  * (one task entry alone: run entries, submit specs, an event) for
- * tests/fuzz/fuzz_msg.c and fuzz_task.c.  `make fuzz-corpus` runs it;
- * the output is committed, so a change here shows up in the diff.
+ * tests/fuzz/fuzz_msg.c and fuzz_task.c, and the text files of the other
+ * targets: DIR/keys/ (key files), DIR/pilotdir/ (endpoint and info
+ * files), DIR/taskfile/ (submit files), DIR/reply/ (reply bodies) and
+ * DIR/agentseq/ (sequences of agent frames).  `make fuzz-corpus` runs
+ * it; the output is committed, so a change here shows up in the diff.
+ * N.B. the keys are fixed ones, made once for the corpus: the output of
+ * a second run is the same.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +20,7 @@
 
 #include "proto/agentmsg.h"
 #include "proto/msg.h"
+#include "proto/pilotdir.h"
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "tests/mpw.h"
@@ -39,6 +46,8 @@ static void put(const char *sub, const char *name, const void *buf,
     }
 }
 
+static const char *msg_dir = "msg";
+
 static void put_msg(const char *name, struct pl_wbuf *w)
 {
     struct pl_msg m;
@@ -50,7 +59,7 @@ static void put_msg(const char *name, struct pl_wbuf *w)
         exit(1);
     }
     pl_msg_release(&m);
-    put("msg", name, w->sb.data, w->sb.size);
+    put(msg_dir, name, w->sb.data, w->sb.size);
     pl_wbuf_destroy(w);
 }
 
@@ -275,6 +284,148 @@ static void event_running(msgpack_packer *pk)
     raw_kuint(pk, "pid", 4243);
 }
 
+/* ---- key files (proto/keys.c, proto/allow.c) ---- */
+
+static void put_text(const char *sub, const char *name, const char *text)
+{
+    put(sub, name, text, strlen(text));
+}
+
+#define PUB_A "LE{qsa4[B8Ja1]?]+)=UnZXvyXCoupbIaGh@I/Gn"
+#define SEC_A "*OBZ3u8S}JnyTun?jd8RL347R>+uj9iX}jDeR#j$"
+#define PUB_B "+hG&Asul&z^B8.xT0*R}Sj&DDoq#)^=5#peK1ONF"
+
+static void keys(void)
+{
+    put_text("keys", "pair-1", "# pilot: a CURVE keypair (Z85); the secret "
+             "key must stay private\npublic " PUB_A "\nsecret " SEC_A "\n");
+    put_text("keys", "pub-1", "# pilot: a CURVE public key (Z85)\npublic "
+             PUB_B "\n");
+    put_text("keys", "allow-1", "# pilot: a CURVE public key (Z85) and what "
+             "it may do\npublic " PUB_B "\nrole submit\nadded 1718000000\n");
+    put_text("keys", "allow-2", "public " PUB_A "\r\nrole read \nadded 0\n");
+}
+
+/* ---- the pilot directory's endpoint and info files (proto/pilotdir.c) */
+
+static void pilotdir(void)
+{
+    char text[1200], host[520];
+
+    put_text("pilotdir", "endpoint-1", "client tcp://10.0.0.1:5000\nagent "
+             "tcp://10.0.0.1:5001\nhost node-a12\npid 4242\njob 1234567\n");
+    put_text("pilotdir", "endpoint-2", "client tcp://127.0.0.1:40001\nagent "
+             "tcp://127.0.0.1:40002\nhost login1\npid 77\njob 0\n");
+    put_text("pilotdir", "info-1", "id p12\nmode slurm\njob 99\nnodes 3\n"
+             "created 1700000000.125\n");
+    put_text("pilotdir", "info-2", "id p1\nmode local\njob 0\nnodes 1\n"
+             "created 1718000000.000\n");
+    /* a line of 511 bytes, the most there may be */
+    memset(host, 'h', sizeof(host));
+    snprintf(text, sizeof(text), "client tcp://a:1\nagent tcp://a:2\nhost "
+             "%.*s\n", PL_KV_LINE_MAX - 5, host);
+    put_text("pilotdir", "endpoint-long", text);
+}
+
+/* ---- task files (client/taskfile.c): a byte for the reader, 0 JSONL
+ * and 1 YAML, then the file ---- */
+
+static void put_taskfile(const char *name, bool yaml, const char *text)
+{
+    char buf[2048];
+    size_t n = strlen(text);
+
+    buf[0] = yaml ? 1 : 0;
+    memcpy(buf + 1, text, n);
+    put("taskfile", name, buf, n + 1);
+}
+
+static void taskfiles(void)
+{
+    put_taskfile("jsonl-1", false, "# a comment\n\n"
+                 "{\"name\": \"a\", \"cmd\": \"echo 1\"}\n"
+                 "{\"argv\": [\"b\", \"c d\"], \"cwd\": \"sub\", "
+                 "\"after\": [\"a\"]}\r\n");
+    put_taskfile("jsonl-2", false, "{\"name\": \"t\", \"cmd\": \"x\", "
+                 "\"ranks\": 8, \"nodes\": 2, \"comm\": \"mpi\", "
+                 "\"launcher\": \"mpirun\", \"timeout\": 30.5, "
+                 "\"priority\": -5, \"tags\": {\"model\": \"lstm\"}, "
+                 "\"env\": {\"A\": \"1\"}, \"array\": [0, 99, 3], "
+                 "\"retries\": 2, \"gpus_per_rank\": 1, "
+                 "\"cores_per_rank\": 2, \"exclusive\": true}\n"
+                 "{\"cmd\": \"y\", \"after\": [{\"id\": 12}, "
+                 "{\"name\": \"t\", \"any\": true}]}\n");
+    put_taskfile("yaml-1", true, "# a pipeline\ntasks:\n"
+                 "  - name: ytrain\n    cmd: cat a\n    after: [yprep]\n"
+                 "    tags: {model: mlp, epochs: 3}\n    priority: 2\n"
+                 "  - name: yprep\n    argv: [true, 3, \"x y\"]\n"
+                 "    env: {X: 42}\n    timeout: 10m\n"
+                 "  - {name: null, cmd: x, ranks: 2, exclusive: true}\n");
+    put_taskfile("yaml-2", true, "- cmd: a\n- cmd: b\n  after: a\n");
+    put_taskfile("yaml-alias", true, "- &t {name: a, cmd: x, tags: &g "
+                 "{k: v, n: 1}}\n- {name: b, cmd: y, tags: *g, after: a}\n"
+                 "- {cmd: z, ranks: 1e3, timeout: 1.5e2}\n");
+}
+
+/* ---- replies, as the CLI reads them (client/output.c) ---- */
+
+static void replies(void)
+{
+    struct pl_wbuf w;
+    uint64_t cores[] = { 0, 1, 2, 3 };
+
+    msg_dir = "reply";
+    /* a list: tasks with their times, sizes, placements */
+    pl_wbuf_reply(&w, 3, 0, NULL);
+    msgpack_pack_array(&w.pk, 2);
+    msgpack_pack_map(&w.pk, 12);
+    raw_kuint(&w.pk, "id", 7);
+    raw_kstr(&w.pk, "name", "train");
+    raw_kstr(&w.pk, "state", "running");
+    raw_kdouble(&w.pk, "submitted", 1700000000.25);
+    raw_kdouble(&w.pk, "started", 1700000001.5);
+    raw_kdouble(&w.pk, "ended", 1e300);
+    raw_kdouble(&w.pk, "runtime", 98765.5);
+    raw_kint(&w.pk, "maxrss_kb", 123456789);
+    raw_kuint(&w.pk, "attempts", 2);
+    raw_kuintv(&w.pk, "cores", cores, 4);
+    raw_kstrv(&w.pk, "argv", argv3);
+    raw_kstr(&w.pk, "nodes", "n1,n2,n3,node-with-a-long-name");
+    msgpack_pack_map(&w.pk, 3);
+    raw_kuint(&w.pk, "id", 8);
+    raw_kstr(&w.pk, "state", "done");
+    raw_kdouble(&w.pk, "runtime", -1.5);
+    put_msg("list-1", &w);
+    /* counts, as pilot wait reads them */
+    pl_wbuf_reply(&w, 4, 0, NULL);
+    msgpack_pack_map(&w.pk, 4);
+    raw_kuint(&w.pk, "total", 10);
+    raw_kuint(&w.pk, "done", 7);
+    raw_kuint(&w.pk, "failed", 1);
+    raw_kuintv(&w.pk, "unknown", cores, 2);
+    put_msg("counts-1", &w);
+    /* status */
+    pl_wbuf_reply(&w, 5, 0, NULL);
+    msgpack_pack_map(&w.pk, 5);
+    raw_kstr(&w.pk, "pilot", "p1");
+    raw_kdouble(&w.pk, "walltime_left", 3600.5);
+    raw_kdouble(&w.pk, "started", 1700000000.0);
+    raw_key(&w.pk, "nodes");
+    msgpack_pack_array(&w.pk, 1);
+    msgpack_pack_map(&w.pk, 3);
+    raw_kstr(&w.pk, "name", "n1");
+    raw_kuint(&w.pk, "cores_busy", 3);
+    raw_kuint(&w.pk, "running", 2);
+    raw_key(&w.pk, "tasks");
+    msgpack_pack_map(&w.pk, 2);
+    raw_kuint(&w.pk, "pending", 4);
+    raw_kuint(&w.pk, "running", 2);
+    put_msg("status-1", &w);
+    pl_wbuf_reply(&w, 6, 2, "no task 7");
+    put_msg("error-1", &w);
+    msg_dir = "msg";
+}
+
 static void messages(void)
 {
     struct pl_wbuf w;
@@ -393,6 +544,10 @@ int main(int argc, char **argv)
         return 1;
     }
     messages();
+    keys();
+    pilotdir();
+    taskfiles();
+    replies();
     put_entry("spec-min", spec_min);
     put_entry("spec-full", spec_full);
     put_entry("spec-torch", spec_torch);

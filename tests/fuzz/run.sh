@@ -3,11 +3,18 @@
 #
 # Usage: tests/fuzz/run.sh BINDIR SECONDS TARGET...
 #
-# Each TARGET (fuzz_msg, fuzz_task) runs BINDIR/TARGET for SECONDS on its
-# seed corpus tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its
-# regression inputs tests/fuzz/regress/<kind> (every input that once
-# found a bug), writing what it discovers into BINDIR/corpus-<kind>, not
-# into the tree.  SECONDS 0 only replays the corpus and the regression
+# Targets (tests/fuzz/fuzz_*.c):
+#   fuzz_msg    a whole frame: envelope, then every body decoder of proto/
+#   fuzz_task   one task entry: run entries, submit specs, agent events
+#   fuzz_keys   key files' text: keypair, public key, allow/NAME.pub
+#   fuzz_pilotdir  the endpoint and info files of a pilot directory
+#   fuzz_taskfile  pilot submit --file: YAML and JSONL task files
+#   fuzz_reply  a reply frame as the CLI reads it: JSON, client/output.c
+#
+# Each TARGET runs BINDIR/TARGET for SECONDS on its seed corpus
+# tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its regression inputs
+# tests/fuzz/regress/<kind> (every input that once found a bug), writing
+# what it discovers into BINDIR/corpus-<kind>, not into the tree.  SECONDS 0 only replays the corpus and the regression
 # inputs once.  A finding (crash, sanitizer report, leak, timeout of
 # 10 s, more than 2 GiB) stops it: the input is saved as
 # BINDIR/artifacts/TARGET-crash-<sha1> (or -leak-, -timeout-, -oom-) and
@@ -15,7 +22,7 @@
 set -u
 
 if (($# < 3)); then
-    sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 bindir=$1

@@ -81,6 +81,19 @@ static void test_json_access(void)
     is_str(pl_out_intlist(json_object_get(o, "c"), b, sizeof(b)), "-",
            "intlist of null");
     json_decref(o);
+
+    /* a reply's number too large for an integer: converting it was
+     * undefined (tests/fuzz/fuzz_reply.c); the default, or "-" */
+    o = json_pack("{s:f, s:f, s:f}", "big", 1e300, "neg", -1e19, "edge",
+                  9223372036854775808.0);
+    is(pl_out_jint(o, "big", -1), -1, "jint of 1e300: the default");
+    is(pl_out_jint(o, "neg", -1), -1, "jint of -1e19: the default");
+    is(pl_out_jint(o, "edge", -1), -1, "jint of 2^63: the default");
+    json_decref(o);
+    is_str(pl_out_duration(1e300, b, sizeof(b)), "-", "duration of 1e300");
+    is_str(pl_out_duration(INFINITY, b, sizeof(b)), "-", "duration of inf");
+    is_str(pl_out_time(1e300, true, b, sizeof(b)), "-", "time of 1e300");
+    is_str(pl_out_time(INFINITY, false, b, sizeof(b)), "-", "time of inf");
 }
 
 static void test_bar(void)
@@ -193,7 +206,7 @@ static void test_nodelist(void)
 
 int main(void)
 {
-    plan(64);
+    plan(71);
     test_nodelist();
     test_duration();
     test_time_kib();

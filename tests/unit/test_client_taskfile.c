@@ -286,6 +286,20 @@ static void test_yaml(void)
         deep[k++] = ']';
     snprintf(deep + k, sizeof(deep) - (size_t)k, "\n");
     fails("an entry nested too deep", deep, true, 2, "nested deeper than 64");
+    /* aliases of aliases: 10^9 values from 400 bytes, stopped after a
+     * million, not 20 million (12 s, 2 GiB: tests/fuzz/fuzz_taskfile.c) */
+    char bomb[1024];
+    k = snprintf(bomb, sizeof(bomb), "- cmd: x\n  tags: {k: &a0 [x,x,x,x,x,"
+                 "x,x,x,x,x]}\n");
+    for (int l = 1; l < 9; l++)
+        k += snprintf(bomb + k, sizeof(bomb) - (size_t)k, "- cmd: x\n  argv: "
+                      "&a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,"
+                      "*a%d]\n", l, l - 1, l - 1, l - 1, l - 1, l - 1, l - 1,
+                      l - 1, l - 1, l - 1, l - 1);
+    struct pl_taskfile tf2;
+    ok(read_text(bomb, true, &tf2, &line, &err) < 0 && tf2.n == 0
+           && strstr(err.text, "aliases that expand too far"),
+       "an alias bomb: %s", err.text);
     /* every entry is converted before any is looked at */
     fails("a bad field before a bad document",
           "- cmd: x\n  ranks: many\n- name: a\n  a: b\n  a: c\n", true, 5,
@@ -315,7 +329,7 @@ static void test_unreadable(void)
 
 int main(void)
 {
-    plan(37);
+    plan(38);
     if (!t_tmpdir("client-taskfile", dir, sizeof(dir)))
         return 1;
     test_jsonl();

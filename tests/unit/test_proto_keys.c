@@ -420,7 +420,7 @@ static void test_check(const char *kdir)
 
 static void test_bad_files(void)
 {
-    char path[PL_PATH_MAX], text[512], big[5000];
+    char path[PL_PATH_MAX], text[512], big[5000], pub[PL_KEY_Z85];
     struct pl_keypair a, b, kp;
     unsigned char bin[PL_KEY_BIN];
     struct pl_error e = { "" };
@@ -468,6 +468,17 @@ static void test_bad_files(void)
     errno = 0;
     ok(pl_keys_read_pair(path, &kp, &e) == -1 && errno == ENOENT,
        "a missing file: ENOENT");
+
+    /* the parsers alone, on text (tests/fuzz/fuzz_keys.c) */
+    snprintf(text, sizeof(text), "public %s\r\nsecret %s \n", b.pub, b.sec);
+    ok(pl_keys_parse_pair("t.key", text, &kp, &e) == 0
+           && !strcmp(kp.pub, b.pub) && !strcmp(kp.sec, b.sec),
+       "pl_keys_parse_pair() of a text with CR and trailing blanks");
+    snprintf(text, sizeof(text), "secret %s\n", b.sec);
+    errno = 0;
+    ok(pl_keys_parse_pub("t.pub", text, pub, &e) == -1 && errno == EINVAL
+           && strstr(e.text, "t.pub holds no public key"),
+       "pl_keys_parse_pub() of a secret alone: %s", e.text);
 }
 
 int main(void)
@@ -475,7 +486,7 @@ int main(void)
     char kdir[256], pdir[128];
     struct pl_error e = { "" };
 
-    plan(98);
+    plan(100);
     if (!t_tmpdir("keys", tmp, sizeof(tmp)))
         return 1;
     snprintf(pdir, sizeof(pdir), "%s/p1", tmp);

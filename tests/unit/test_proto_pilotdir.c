@@ -277,6 +277,36 @@ static void test_files(const char *home)
     errno = 0;
     ok(pl_endpoint_read(dir, &ep2, &e) == -1 && errno == EPROTO,
        "endpoint without client/agent: EPROTO");
+
+    /* a line over 511 bytes was read as two: its tail at byte 511 became
+     * a line of its own, here a second client (tests/fuzz/fuzz_pilotdir.c) */
+    char long_host[507];
+    memset(long_host, 'x', sizeof(long_host) - 1);
+    long_host[sizeof(long_host) - 1] = '\0';
+    fp = fopen(path, "w");
+    fprintf(fp, "client tcp://good:1\nagent tcp://good:2\nhost %s"
+            "client tcp://evil:9\n", long_host);
+    fclose(fp);
+    errno = 0;
+    ok(pl_endpoint_read(dir, &ep2, &e) == -1 && errno == EPROTO
+           && strstr(e.text, "line 3 is longer than 511"),
+       "a line over 511 bytes: EPROTO, not truncated: %s", e.text);
+    fp = fopen(path, "w");
+    fputs("client tcp://a:1\nagent tcp://a:2\npid 12abc\n", fp);
+    fclose(fp);
+    errno = 0;
+    ok(pl_endpoint_read(dir, &ep2, &e) == -1 && errno == EPROTO,
+       "pid 12abc: EPROTO, not pid 12: %s", e.text);
+    fp = fopen(path, "w");
+    fputs("client tcp://a:1\nagent tcp://a:2\nclient tcp://b:1\n", fp);
+    fclose(fp);
+    errno = 0;
+    ok(pl_endpoint_read(dir, &ep2, &e) == -1 && errno == EPROTO,
+       "two client lines: EPROTO: %s", e.text);
+    const char *t = "client c\nagent a\nnew thing\nhost h";
+    ok(pl_endpoint_parse("ep", t, strlen(t), &ep2, &e) == 0
+           && !strcmp(ep2.host, "h") && !strcmp(ep2.agent, "a"),
+       "pl_endpoint_parse: unknown keys skipped, no final newline needed");
     unlink(path);
 
     errno = 0;
@@ -290,6 +320,14 @@ static void test_files(const char *home)
            && in2.nodes == 3 && in2.created > 1700000000.124
            && in2.created < 1700000000.126,
        "... same info back");
+    errno = 0;
+    t = "id p1\ncreated nan\n";
+    ok(pl_info_parse("info", t, strlen(t), &in2, &e) == -1
+           && errno == EPROTO && in2.created == 0,
+       "info created nan: EPROTO: %s", e.text);
+    t = "mode slurmslurmslurmslurm\n";
+    ok(pl_info_parse("info", t, strlen(t), &in2, &e) == -1 && errno == EPROTO,
+       "info mode longer than its field: EPROTO, not cut: %s", e.text);
 
     pl_path_db(dir, path, sizeof(path));
     char want[PL_PATH_MAX + 64];
@@ -668,7 +706,7 @@ int main(void)
 {
     char home[128];
 
-    plan(107);
+    plan(113);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
