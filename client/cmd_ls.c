@@ -121,6 +121,30 @@ static int print_table(const json_t *tasks)
     return 0;
 }
 
+#define LS_MAX 100000 /* tasks listed without --limit, at most */
+#define TOO_MANY "more than 100000 tasks match: narrow the listing with " \
+                 "--state, --tag or --limit"
+
+/* Whether more than LS_MAX tasks of 'sel' are in 'state' (NULL: any),
+ * from pilotd's counts: 1 (errp says so), 0, or -1 with errp. */
+static int over_max(struct pl_conn *conn, const char *state,
+                    const struct pl_sel_req *sel, struct pl_error *errp)
+{
+    json_t *c = pl_conn_counts(conn, pl_sel_req_given(sel) ? sel : NULL,
+                               errp);
+    json_t *n;
+    int over;
+
+    if (!c)
+        return -1;
+    n = json_object_get(c, state ? state : "total");
+    over = json_is_integer(n) && json_integer_value(n) > LS_MAX;
+    json_decref(c);
+    if (over)
+        pl_errprintf(errp, "%s", TOO_MANY);
+    return over;
+}
+
 int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -177,8 +201,19 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
                                   argv + optind, &sel, &rc)))
         goto done;
     rc = PL_EXIT_ERROR;
-    if (!(tasks = pl_conn_list(conn, state, tags, &sel, limit, &err))) {
+    /* past LS_MAX the user narrows the listing: a count says so first
+     * when it can (no tag to match), else the pages read say it */
+    if (!limit && !ntags && over_max(conn, state, &sel, &err) != 0) {
         pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (!(tasks = pl_conn_list(conn, state, tags, &sel,
+                               limit ? limit : LS_MAX + 1, &err))) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
+    if (!limit && json_array_size(tasks) > LS_MAX) {
+        pl_cli_error("%s", TOO_MANY);
         goto done;
     }
     if (cli->json)

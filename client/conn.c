@@ -436,12 +436,42 @@ json_t *pl_conn_list(struct pl_conn *c, const char *state,
         free(ids);
         return out;
     }
-    if (!(seq = next_seq(c, errp)))
+    /* pilotd answers a page of PL_LIST_PAGE at most: the next is asked
+     * for after the last task of the one before */
+    if (!(out = json_array())) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
         return NULL;
+    }
     if (sel)
         l.sel = *sel;
-    pl_list_req_encode(&w, seq, &l);
-    return call(c, &w, JSON_ARRAY, "list", errp);
+    for (;;) {
+        uint64_t want = limit ? limit - json_array_size(out) : PL_LIST_PAGE;
+        json_t *page, *last;
+        l.limit = want < PL_LIST_PAGE ? want : PL_LIST_PAGE;
+        if (!(seq = next_seq(c, errp)))
+            goto error;
+        pl_list_req_encode(&w, seq, &l);
+        if (!(page = call(c, &w, JSON_ARRAY, "list", errp)))
+            goto error;
+        size_t got = json_array_size(page);
+        last = got ? json_object_get(json_array_get(page, got - 1), "id")
+                   : NULL;
+        json_array_extend(out, page);
+        json_decref(page);
+        if (got < l.limit || (limit && json_array_size(out) >= limit))
+            return out;
+        if (!json_is_integer(last) || json_integer_value(last) <= 0) {
+            errno = EPROTO;
+            pl_errprintf(errp, "pilotd answered list with a task without "
+                         "an id");
+            goto error;
+        }
+        l.after = (uint64_t)json_integer_value(last);
+    }
+error:
+    json_decref(out);
+    return NULL;
 }
 
 json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,

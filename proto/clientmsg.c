@@ -73,6 +73,8 @@ void pl_list_req_encode(struct pl_wbuf *w, uint64_t seq,
         pl_wm_strv(&w->body, "tags", l->tags);
     if (l->limit)
         pl_wm_uint(&w->body, "limit", l->limit);
+    if (l->after)
+        pl_wm_uint(&w->body, "after", l->after);
     sel_pack(&w->body, &l->sel);
 }
 
@@ -95,6 +97,7 @@ int pl_list_req_decode(const msgpack_object *body, struct pl_list_req *l,
         || pl_mp_strv(body, "tags", false, 0, PL_QUERY_MAX_TAGS, PL_REQ_MAX_TAG,
                       &l->tags, errp) < 0
         || pl_mp_uint(body, "limit", false, UINT64_MAX, &l->limit, errp) < 0
+        || pl_mp_uint(body, "after", false, INT64_MAX, &l->after, errp) < 0
         || pl_sel_req_decode(body, &l->sel, errp) < 0)
         goto error;
     if (l->state && pl_state_parse(l->state) < 0) {

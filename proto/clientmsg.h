@@ -36,8 +36,14 @@ struct pl_list_req {
     char *state;           /* a state's name, or NULL: any */
     char **tags;           /* "KEY=VALUE" or "KEY", or NULL */
     uint64_t limit;        /* 0: no limit */
+    uint64_t after;        /* a page after the task of this id (the last
+                              of the page before); 0: the first page */
     struct pl_sel_req sel;
 };
+
+/* Tasks in one list reply at most: pilotd makes them in one turn of its
+ * loop, about 45 us each; a listing of more is asked for in pages. */
+#define PL_LIST_PAGE 2000
 
 /* SHOW: one task, by id or as an array's element. */
 struct pl_show_req {

@@ -173,10 +173,18 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state,
                        const char *const *tags, const uint64_t *ids,
                        size_t nids, uint64_t limit, struct pl_error *errp)
 {
+    return pl_query_tasks_after(db, state, tags, ids, nids, 0, limit, errp);
+}
+
+json_t *pl_query_tasks_after(sqlite3 *db, const char *state,
+                             const char *const *tags, const uint64_t *ids,
+                             size_t nids, uint64_t after, uint64_t limit,
+                             struct pl_error *errp)
+{
     sqlite3_stmt *st = NULL;
     json_t *arr = json_array();
     char where[1024], path[128];
-    size_t ntags = 0, off;
+    size_t ntags = 0, off, from = 0;
     int rc, par;
 
     if (!arr)
@@ -189,10 +197,18 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state,
         pl_errprintf(errp, "more than %d tags to match", PL_QUERY_MAX_TAGS);
         return NULL;
     }
-    /* ?1 state, ?2 limit, ?3 id, then each tag's path (and value) */
+    if (nids && after) {
+        /* the page goes on after the entry 'after' */
+        while (from < nids && ids[from] != after)
+            from++;
+        if (++from >= nids)
+            return arr;
+    }
+    /* ?1 state, ?2 limit, ?3 id (or the id to go on after), then each
+     * tag's path (and value) */
     off = (size_t)snprintf(where, sizeof(where), "FROM tasks WHERE %s%s",
                            state ? "state = ?1" : "1",
-                           nids ? " AND id = ?3" : "");
+                           nids ? " AND id = ?3" : " AND id > ?3");
     par = 4;
     for (size_t i = 0; i < ntags; i++) {
         bool eq = strchr(tags[i], '=') != NULL;
@@ -206,13 +222,12 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state,
         snprintf(where + off, sizeof(where) - off, " ORDER BY id LIMIT ?2");
     if (prep_tasks(db, where, &st) < 0)
         goto dberr;
-    for (size_t i = 0; i < (nids ? nids : 1); i++) {
+    for (size_t i = from; i < (nids ? nids : 1); i++) {
         sqlite3_reset(st);
         if (state)
             sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
-        if (nids)
-            sqlite3_bind_int64(st, 3, (sqlite3_int64)ids[i]);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)(nids ? ids[i] : after));
         par = 4;
         for (size_t k = 0; k < ntags; k++) {
             const char *eq = strchr(tags[k], '=');
@@ -242,20 +257,6 @@ nomem:
     pl_errprintf(errp, "out of memory");
     errno = ENOMEM;
     return NULL;
-}
-
-bool pl_query_more_than(sqlite3 *db, uint64_t n)
-{
-    sqlite3_stmt *st = NULL;
-    bool more = false;
-
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM tasks LIMIT 1 OFFSET ?1", -1,
-                           &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, (sqlite3_int64)n);
-        more = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    return more;
 }
 
 struct resolved {

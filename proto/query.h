@@ -27,10 +27,13 @@ sqlite3 *pl_query_open(const char *path, struct pl_error *errp);
 json_t *pl_query_tasks(sqlite3 *db, const char *state,
                        const char *const *tags, const uint64_t *ids,
                        size_t nids, uint64_t limit, struct pl_error *errp);
-
-/* Whether there are more than 'n' tasks (a failed read: no).  It stops
- * at the (n+1)th: cheaper than a count of a million. */
-bool pl_query_more_than(sqlite3 *db, uint64_t n);
+/* The same, a page after task 'after' (0: from the start): without
+ * 'ids', the tasks of larger ids; with them, those after the first
+ * entry that is 'after' (none if no entry is). */
+json_t *pl_query_tasks_after(sqlite3 *db, const char *state,
+                             const char *const *tags, const uint64_t *ids,
+                             size_t nids, uint64_t after, uint64_t limit,
+                             struct pl_error *errp);
 
 /* The tasks a selection names, in its order, each once, into *out
  * (malloc'd, *nout of them): each of 'ids' is its task, or, with

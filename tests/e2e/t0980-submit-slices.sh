@@ -11,7 +11,7 @@
 # is written, so that the next command finds the pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 28
+plan 30
 FEED=${FEED:-$PILOT_BIN/../bench/feed}
 ok "feed is built ($FEED)" test -x "$FEED" \
     || abort "no feed: run 'make check' (it builds bench/feed)"
@@ -82,6 +82,13 @@ capture pilot ls --pilot "$P"
 one_error_line "pilot ls of all 117,502: refused" "^pilot: error: more than 100000 tasks match"
 capture pilot ls --pilot "$P" --limit 2 --json "$A"
 is "$(json '[t["array_index"] for t in j]' <<<"$OUT")" "[0, 1]" "pilot ls --limit 2 of it: its first two"
+# pilotd answers a page of 2,000 at most: the CLI asks for the next
+capture pilot ls --pilot "$P" --limit 4500 --json "$A"
+is "$(json '[t["array_index"] for t in j] == list(range(4500))' <<<"$OUT")" true \
+    "pilot ls --limit 4500 of it: three pages, indexes 0-4499 in order"
+capture pilot ls --pilot "$P" --state queued --limit 4500 --json
+is "$(json 'len(j) == 4500 and all(a["id"] < b["id"] for a, b in zip(j, j[1:]))' <<<"$OUT")" true \
+    "pilot ls --state queued --limit 4500: 4,500 tasks, oldest first, each once"
 
 # a cancel of 100,001 is done in turns of 5,000: pilotd answers a status
 # meanwhile, which sees the array part canceled

@@ -593,7 +593,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(164);
+    plan(169);
     if (!t_tmpdir("db", tmp, sizeof(tmp)))
         return 1;
     snprintf(path, sizeof(path), "%s/state.db", tmp);
@@ -827,6 +827,26 @@ int main(void)
     json_decref(qd);
     qd = pl_query_tasks(q, NULL, NULL, sel, 4, 2, &e);
     ok(ids_are(qd, ids246, 2), "ids with limit 2: 2, 4");
+    json_decref(qd);
+    /* pages: after the last task of the page before */
+    const json_int_t ids67[] = { 6, 7 };
+    qd = pl_query_tasks_after(q, "queued", NULL, NULL, 0, 5, 0, &e);
+    ok(ids_are(qd, ids67, 2), "queued after 5: 6, 7");
+    json_decref(qd);
+    qd = pl_query_tasks_after(q, NULL, NULL, NULL, 0, 6, 1, &e);
+    ok(ids_are(qd, ids67 + 1, 1), "after 6, limit 1: 7");
+    json_decref(qd);
+    const json_int_t ids46[] = { 4, 6 };
+    qd = pl_query_tasks_after(q, NULL, NULL, sel, 4, 2, 0, &e);
+    ok(ids_are(qd, ids46, 2), "ids 2, 4, 99, 6 after 2: 4, 6");
+    json_decref(qd);
+    qd = pl_query_tasks_after(q, NULL, NULL, sel, 4, 6, 0, &e);
+    ok(json_is_array(qd) && json_array_size(qd) == 0,
+       "ids 2, 4, 99, 6 after 6, the last: []");
+    json_decref(qd);
+    qd = pl_query_tasks_after(q, NULL, NULL, sel, 4, 5, 0, &e);
+    ok(json_is_array(qd) && json_array_size(qd) == 0,
+       "ids 2, 4, 99, 6 after 5, none of them: []");
     json_decref(qd);
     const uint64_t rev[] = { 3, 1 };
     const json_int_t ids31[] = { 3, 1 };
