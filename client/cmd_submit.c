@@ -309,9 +309,10 @@ static uint64_t first_id(const struct sender *snd, size_t had)
     return (uint64_t)json_integer_value(json_array_get(snd->ids, had));
 }
 
-/* Spec 's', an array of more than PL_SUBMIT_MAX_TASKS elements or a
- * retry, in requests of at most that many tasks: the first makes the
- * array, the others append to it.  0, or -1 after printing the error. */
+/* Spec 's', an array of more elements than one request may make
+ * (pl_spec_submit_cap(): 5,000, fewer of large commands) or a retry,
+ * in requests of at most that many tasks: the first makes the array,
+ * the others append to it.  0, or -1 after printing the error. */
 static int send_array(struct sender *snd, const struct pl_spec *specs,
                       size_t off)
 {
@@ -336,10 +337,9 @@ static int send_array(struct sender *snd, const struct pl_spec *specs,
             sl.astart = more; /* one of the range's: the step holds */
         }
     }
-    uint64_t n = elements(s);
-    for (uint64_t e = 0; e < n; e += PL_SUBMIT_MAX_TASKS) {
-        uint64_t last = e + PL_SUBMIT_MAX_TASKS - 1 < n
-                            ? e + PL_SUBMIT_MAX_TASKS - 1 : n - 1;
+    uint64_t n = elements(s), cap = pl_spec_submit_cap(s);
+    for (uint64_t e = 0; e < n; e += cap) {
+        uint64_t last = e + cap - 1 < n ? e + cap - 1 : n - 1;
         sl.astart = s->astart + e * s->astep;
         sl.aend = s->astart + last * s->astep;
         sl.append = e ? first_id(snd, had) : 0;
@@ -350,7 +350,8 @@ static int send_array(struct sender *snd, const struct pl_spec *specs,
 }
 
 /* Send the 'n' specs; their ids into 'ids'.  A request holds at most
- * PL_SPEC_MAX_SUBMIT specs, SUBMIT_BYTES and PL_SUBMIT_MAX_TASKS tasks
+ * PL_SPEC_MAX_SUBMIT specs, SUBMIT_BYTES, PL_SUBMIT_MAX_TASKS tasks and
+ * PL_SUBMIT_MAX_BYTES of commands
  * (pilotd stores a request in one turn of its loop); an array larger
  * than that, or a retry, goes in requests of its own (send_array).  An
  * error of spec K of a request names its line when 'lines' is given.
@@ -373,8 +374,9 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
     snd.tty = isatty(STDERR_FILENO) && snd.total > PL_SUBMIT_MAX_TASKS;
     for (size_t off = 0, m; off < n; off += m) {
         size_t bytes = 0;
-        uint64_t tasks = 0, more;
-        if (specs[off].retry || elements(&specs[off]) > PL_SUBMIT_MAX_TASKS) {
+        uint64_t tasks = 0, cmds = 0, more;
+        if (specs[off].retry
+            || elements(&specs[off]) > pl_spec_submit_cap(&specs[off])) {
             if (send_array(&snd, specs, off) < 0)
                 goto done;
             m = 1;
@@ -385,11 +387,14 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
         for (m = 0; off + m < n && m < PL_SPEC_MAX_SUBMIT; m++) {
             const struct pl_spec *s = &specs[off + m];
             size_t b = pl_spec_wire_bytes(s);
+            uint64_t c = elements(s) * pl_spec_exec_bytes(s->argv, s->env);
             if (m > 0 && (s->retry || bytes + b > SUBMIT_BYTES
-                          || tasks + elements(s) > PL_SUBMIT_MAX_TASKS))
+                          || tasks + elements(s) > PL_SUBMIT_MAX_TASKS
+                          || cmds + c > PL_SUBMIT_MAX_BYTES))
                 break;
             bytes += b;
             tasks += elements(s);
+            cmds += c;
         }
         if (send_req(&snd, specs, off, m, NULL, &more) < 0)
             goto done;

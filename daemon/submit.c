@@ -344,7 +344,7 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
     struct pl_error err;
     struct pl_spec *specs = NULL;
     uint32_t n = 0, i;
-    uint64_t total = 0, more = 0;
+    uint64_t total = 0, bytes = 0, more = 0;
     struct pl_out *o = NULL;
 
     if (d->stopping) {
@@ -365,13 +365,16 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
         if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0
             || (specs[i].retry
                 && retry_resolve(d, &specs[i],
-                                 n == 1 ? PL_SUBMIT_MAX_TASKS : UINT64_MAX,
+                                 n == 1 ? pl_spec_submit_cap(&specs[i])
+                                        : UINT64_MAX,
                                  &more, &err) < 0)
             || (specs[i].append && append_check(d, &specs[i], &err) < 0)) {
             name_spec(&err, i, n);
             goto bad;
         }
         total += pl_spec_count(&specs[i]);
+        bytes += pl_spec_count(&specs[i])
+                 * pl_spec_exec_bytes(specs[i].argv, specs[i].env);
     }
     /* the tasks of one request are stored in one turn of the loop */
     if (total > PL_SUBMIT_MAX_TASKS) {
@@ -380,6 +383,14 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
                      "rest in more requests, the elements of an array with "
                      "'append')", (unsigned long long)total,
                      PL_SUBMIT_MAX_TASKS);
+        goto bad;
+    }
+    if (total > 1 && bytes > PL_SUBMIT_MAX_BYTES) {
+        errno = E2BIG;
+        pl_errprintf(&err, "%llu bytes of commands in one request; at most "
+                     "%d unless it makes one task (send the rest in more "
+                     "requests, the elements of an array with 'append')",
+                     (unsigned long long)bytes, PL_SUBMIT_MAX_BYTES);
         goto bad;
     }
     if (!(o = pl_out_new(d->csock, r->rid, r->ridlen))

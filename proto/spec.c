@@ -167,6 +167,14 @@ size_t pl_spec_exec_bytes(char *const *argv, char *const *env)
     return n;
 }
 
+uint64_t pl_spec_submit_cap(const struct pl_spec *s)
+{
+    uint64_t per = pl_spec_exec_bytes(s->argv, s->env);
+    uint64_t n = per ? PL_SUBMIT_MAX_BYTES / per : PL_SUBMIT_MAX_TASKS;
+
+    return n < 1 ? 1 : n > PL_SUBMIT_MAX_TASKS ? PL_SUBMIT_MAX_TASKS : n;
+}
+
 size_t pl_spec_wire_bytes(const struct pl_spec *s)
 {
     /* each string: its bytes and a str32 header; every other field: a

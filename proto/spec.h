@@ -59,6 +59,11 @@
  * each after the first appended to the array the first one made
  * ('append'). */
 #define PL_SUBMIT_MAX_TASKS 5000
+/* ... and at most this many bytes of commands (argv and env as execve()
+ * counts them, pl_spec_exec_bytes(), times the tasks of each spec), unless
+ * it makes one task: storing a command costs about 35 ms a MB (64 tasks
+ * of 1.4 MB held the loop 3.1 s). */
+#define PL_SUBMIT_MAX_BYTES (2 * 1024 * 1024)
 
 /* How the ranks of a task find each other ('comm'). */
 enum pl_comm {
@@ -139,6 +144,10 @@ uint64_t pl_spec_count(const struct pl_spec *s);
 /* The bytes 'argv' and 'env' (either may be NULL) take as execve()
  * counts them against ARG_MAX: each string with its NUL, and a pointer. */
 size_t pl_spec_exec_bytes(char *const *argv, char *const *env);
+
+/* How many tasks of spec 's' one submit request may make: at most
+ * PL_SUBMIT_MAX_TASKS and PL_SUBMIT_MAX_BYTES of commands, at least 1. */
+uint64_t pl_spec_submit_cap(const struct pl_spec *s);
 
 /* An upper bound of the bytes pl_spec_encode() writes for 's': the CLI
  * keeps each submit request under PL_MSG_MAX with it. */

@@ -5,13 +5,15 @@
 # refuses a larger request and stores none of it; pilot submit sends a
 # larger array in slices that join one array ('append'), and a
 # --retry-failed of more than 5,000 failures in several requests
-# ('more').  pilotd checks an append: an array's id, no index twice.
+# ('more'); a request holds at most 2 MiB of commands too, unless it
+# makes one task (whose command may be 1.5 MiB).  pilotd checks an
+# append: an array's id, no index twice.
 # A cancel of more than 5,000 tasks is done in turns of the loop too.
 # Also: 'pilot up --local' without --wait returns once pilotd's endpoint
 # is written, so that the next command finds the pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 30
+plan 33
 FEED=${FEED:-$PILOT_BIN/../bench/feed}
 ok "feed is built ($FEED)" test -x "$FEED" \
     || abort "no feed: run 'make check' (it builds bench/feed)"
@@ -48,11 +50,22 @@ is "$(total "$P")" 1 "... and stores none of it"
 capture "$FEED" -a 0 "$DIR" 5000 -- true '{}'
 is "$RC" 0 "one request of 5,000 tasks is taken ($ERR)"
 F=$(json 'j["first_id"]' <<<"$OUT")
+# and at most 2 MiB of commands, unless it is one task
+ARG=$(head -c 110000 /dev/zero | tr '\0' x)
+BIG=()
+for _ in $(seq 10); do BIG+=("$ARG"); done
+capture "$FEED" -a 0 "$DIR" 2 -- true "${BIG[@]}"
+like "$RC $ERR" "^1 .*2200[0-9]{3} bytes of commands in one request; at most 2097152 unless it makes one task" \
+    "one request of 2 tasks of 1.1 MB commands: refused (E2BIG)"
+capture pilot submit --pilot "$P" --array 0-2 --name big -- true "${BIG[@]}"
+is "$RC" 0 "pilot submit --array 0-2 of a 1.1 MB command: sent a task a request ($ERR)"
+is "$(pilot ls --pilot "$P" --json "$OUT" | json '[sum(map(len, t["argv"][1:])) for t in j]')" \
+    "[1100000, 1100000, 1100000]" "... one array of 3, each with its whole command"
 
 capture pilot submit --pilot "$P" --array 0-24999:2 --name 'e{}' -- true '{}'
 A=$OUT
 is "$RC" 0 "pilot submit --array 0-24999:2 (12,500 tasks) ($ERR)"
-is "$(total "$P")" 17501 "... all 12,500 are stored"
+is "$(total "$P")" 17504 "... all 12,500 are stored"
 is "$(elems "$P" "$A")" "12500 0 24998 1" \
     "... as one array: each index once, with its name and argument"
 is "$(pilot show --pilot "$P" --json "$A.24998" | json 'j["array_id"]')" "$A" \
@@ -67,19 +80,19 @@ like "$RC $ERR" "^1 .*append: $((A + 1)) is not an array's id" \
 capture "$FEED" -a 999999 "$DIR" 5 -- true '{}'
 like "$RC $ERR" "^1 .*append: 999999 is not an array's id" \
     "an append to no task: refused"
-is "$(total "$P")" 17501 "... and the refused appends stored nothing"
+is "$(total "$P")" 17504 "... and the refused appends stored nothing"
 is "$(elems "$P" "$F")" "5000 0 4999 1" "the 5,000 of one request are one array"
 
 # a listing of more than 100,000 tasks is refused (and at once: the
 # count comes first), a narrowed one is not
 capture pilot submit --pilot "$P" --array 0-100000 -- true
 A=$OUT
-is "$(total "$P")" 117502 "an array of 100,001 more"
+is "$(total "$P")" 117505 "an array of 100,001 more"
 capture pilot ls --pilot "$P" "$A"
 one_error_line "pilot ls of the array of 100,001: refused, it says how to narrow it" \
     "^pilot: error: more than 100000 tasks match: narrow the listing with --state, --tag or --limit$"
 capture pilot ls --pilot "$P"
-one_error_line "pilot ls of all 117,502: refused" "^pilot: error: more than 100000 tasks match"
+one_error_line "pilot ls of all 117,505: refused" "^pilot: error: more than 100000 tasks match"
 capture pilot ls --pilot "$P" --limit 2 --json "$A"
 is "$(json '[t["array_index"] for t in j]' <<<"$OUT")" "[0, 1]" "pilot ls --limit 2 of it: its first two"
 # pilotd answers a page of 2,000 at most: the CLI asks for the next
