@@ -185,7 +185,7 @@ soak: all
 
 check:
 	scripts/install-deps.sh
-	$(MAKE) WERROR=1 all $(UNITS) $(TOOLS)
+	$(MAKE) WERROR=1 all $(UNITS) $(TOOLS) $(BENCH_BINS)
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) prove -f -e '' $(UNITS) tests/e2e/t*.sh
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)

@@ -535,7 +535,7 @@ class Bench:
                 self.pilot_cmd(["submit", "--file", jsonl], pid=p["id"],
                                stdout=False, timeout=600)
             else:
-                self.feed(p, n, ["/bin/true", "{}"], chunk=100000)
+                self.feed(p, n, ["/bin/true", "{}"], chunk=10000)
             dt = time.time() - t0
             rss1 = rss_kb(pid)
             count = self.db_times(p)[0]

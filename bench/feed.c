@@ -18,6 +18,7 @@
  * submit_time.  Same host, same clock: a local pilot.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +38,14 @@
 static const char usage[] =
     "Usage: feed [-c CHUNK] [-t SECONDS] DIR N [--] CMD [ARGS]\n"
     "       feed -l [-i US] DIR N [--] CMD [ARGS]\n"
+    "       feed -a ID DIR N [--] CMD [ARGS]\n"
     "Submit N tasks running CMD to the pilot whose directory is DIR,\n"
     "CHUNK (default 10000, at most 100000) per request; {} in ARGS is\n"
     "the task's index.  -t: each request's timeout (default 120).\n"
     "-l: one at a time, each after the last ended (polled every US\n"
-    "microseconds, default 1000); print their latencies.\n";
+    "microseconds, default 1000); print their latencies.\n"
+    "-a: one request of one array spec, indexes 0 to N-1, appended to\n"
+    "array ID (0: a new array); for the tests of pilotd's limits.\n";
 
 static long parse_count(const char *s, const char *what, long max)
 {
@@ -88,6 +92,9 @@ static void fill_arg(struct command *c, int k, long index)
 
 /* Submit tasks 'from' to 'from' + 'n' - 1; their ids go to *first and
  * *last.  Returns 0, or -1 with errp set. */
+/* -a: 'n' tasks as one array spec; else 'n' specs, tasks 'from' on. */
+static long append_to = -1;
+
 static int submit(struct pl_rpc *r, struct command *c, long from, long n,
                   int timeout_ms, uint64_t *first, uint64_t *last,
                   struct pl_error *errp)
@@ -103,8 +110,17 @@ static int submit(struct pl_rpc *r, struct command *c, long from, long n,
     s.argv = c->argv;
     s.cwd = (char *)"/";
     s.has_ranks = true; /* ranks, cores and GPUs sent, retries left out */
-    pl_submit_begin(&w, pl_rpc_seq(r), (uint32_t)n);
-    for (long i = from; i < from + n; i++) {
+    if (append_to >= 0) {
+        s.array = true;
+        s.aend = (uint64_t)n - 1;
+        s.astep = 1;
+        s.append = (uint64_t)append_to;
+        pl_submit_begin(&w, pl_rpc_seq(r), 1);
+        pl_spec_encode(&w, &s);
+    }
+    else
+        pl_submit_begin(&w, pl_rpc_seq(r), (uint32_t)n);
+    for (long i = from; append_to < 0 && i < from + n; i++) {
         for (int k = 0; k < c->argc; k++)
             if (strstr(c->args[k], "{}"))
                 fill_arg(c, k, i);
@@ -259,8 +275,12 @@ int main(int argc, char **argv)
     bool lat = false;
     int c;
 
-    while ((c = getopt(argc, argv, "+c:t:i:lh")) != -1) {
+    while ((c = getopt(argc, argv, "+a:c:t:i:lh")) != -1) {
         switch (c) {
+        case 'a':
+            append_to = optarg[0] == '0' && !optarg[1]
+                            ? 0 : parse_count(optarg, "-a", LONG_MAX);
+            break;
         case 'l':
             lat = true;
             break;
@@ -320,6 +340,8 @@ int main(int argc, char **argv)
     }
 
     double t0 = pl_mono();
+    if (append_to >= 0)
+        chunk = n;
     for (long from = 0; from < n; from += chunk) {
         long k = n - from < chunk ? n - from : chunk;
         if (submit(r, &cmd, from, k, timeout_ms, &f, &l, &err) < 0) {

@@ -54,8 +54,10 @@ static const char help[] =
     "  --array A-B[:STEP]      one task per index A, A+STEP, ... <= B; '{}'\n"
     "                          in the arguments and the name is replaced\n"
     "                          by the index, PILOT_ARRAY_INDEX holds it;\n"
-    "                          prints the array's id (its first task's;\n"
-    "                          the others follow it)\n"
+    "                          prints the array's id (its first\n"
+    "                          task's).  Over 5,000 tasks go in slices\n"
+    "                          of 5,000: a submit cut short leaves the\n"
+    "                          slices sent (pilot ls ID lists them)\n"
     "  --retry-failed ID       with the command (and --array A-B:S, to\n"
     "                          narrow it): a new array of only the indexes\n"
     "                          whose tasks failed or timed out in array ID\n"
@@ -237,79 +239,166 @@ static uint64_t elements(const struct pl_spec *s)
 
 #define SUBMIT_BYTES (PL_MSG_MAX / 4) /* of one submit request, at most */
 
-/* Send the 'n' specs in requests of PL_SPEC_MAX_SUBMIT; their ids into
- * 'ids'.  An error of spec K of a request names its line when 'lines'
- * is given.  0, or -1 after printing the error, 'ids' then holding those
- * of the requests that were queued before it. */
+/* Where a submit stands: its connection, the ids pilotd gave so far. */
+struct sender {
+    struct pl_conn *conn;
+    const size_t *lines;      /* each spec's line of 'file', or NULL */
+    const char *file;
+    json_t *ids;
+    uint64_t total;           /* the tasks the specs make, for progress */
+    bool tty;
+};
+
+/* Send specs [off, off + m) as one request (when 'slice' is given, it is
+ * sent in their place: a slice of spec 'off'); their ids are added to
+ * snd->ids, *more is the reply's "more" (a retry's next index; 0: none).
+ * 0, or -1 after printing the error. */
+static int send_req(struct sender *snd, const struct pl_spec *specs,
+                    size_t off, size_t m, const struct pl_spec *slice,
+                    uint64_t *more)
+{
+    struct pl_error err;
+    json_t *reply = pl_conn_submit(snd->conn, slice ? slice : specs + off,
+                                   (uint32_t)m, &err);
+    size_t had = json_array_size(snd->ids);
+    json_t *got;
+
+    if (!reply) {
+        const size_t *lines = snd->lines;
+        unsigned k;
+        int used = 0;
+        /* the requests before this one were queued: their ids go to
+         * stdout all the same (pl_cmd_submit), and the error says so */
+        char before[128] = "";
+        if (had)
+            snprintf(before, sizeof(before), " (the %zu tasks of the "
+                     "requests before it were queued: %s on stdout)", had,
+                     slice && !lines ? "the array's id is"
+                                     : "their ids are");
+        if (lines && sscanf(err.text, "task %u: %n", &k, &used) == 1
+            && used > 0 && k >= 1 && k <= m)
+            pl_cli_error("%s: line %zu: %s%s", snd->file, lines[off + k - 1],
+                         err.text + used, before);
+        else if (lines && m == 1)
+            pl_cli_error("%s: line %zu: %s%s", snd->file, lines[off],
+                         err.text, before);
+        else
+            pl_cli_error("%s%s", err.text, before);
+        return -1;
+    }
+    got = json_object_get(reply, "ids");
+    json_t *jm = json_object_get(reply, "more");
+    if (!json_is_array(got) || json_array_size(got) == 0
+        || (jm && (!json_is_integer(jm) || json_integer_value(jm) <= 0))) {
+        json_decref(reply);
+        pl_cli_error("pilotd answered submit without task ids");
+        return -1;
+    }
+    *more = jm ? (uint64_t)json_integer_value(jm) : 0;
+    json_array_extend(snd->ids, got);
+    json_decref(reply);
+    if (snd->tty)
+        fprintf(stderr, "\rsubmitted %zu of %llu tasks",
+                json_array_size(snd->ids), (unsigned long long)snd->total);
+    return 0;
+}
+
+/* The id of the first task pilotd gave in this submit after 'had'. */
+static uint64_t first_id(const struct sender *snd, size_t had)
+{
+    return (uint64_t)json_integer_value(json_array_get(snd->ids, had));
+}
+
+/* Spec 's', an array of more than PL_SUBMIT_MAX_TASKS elements or a
+ * retry, in requests of at most that many tasks: the first makes the
+ * array, the others append to it.  0, or -1 after printing the error. */
+static int send_array(struct sender *snd, const struct pl_spec *specs,
+                      size_t off)
+{
+    const struct pl_spec *s = &specs[off];
+    struct pl_spec sl = *s; /* a shallow copy: only read, never cleared */
+    size_t had = json_array_size(snd->ids);
+    uint64_t more = 0;
+
+    if (s->retry) {
+        /* pilotd chooses the indexes, and says where to go on */
+        for (;;) {
+            if (send_req(snd, specs, off, 1, &sl, &more) < 0)
+                return -1;
+            if (!more)
+                return 0;
+            sl.append = first_id(snd, had);
+            if (!s->array) {
+                sl.array = true;
+                sl.aend = PL_SPEC_MAX_INDEX;
+                sl.astep = 1;
+            }
+            sl.astart = more; /* one of the range's: the step holds */
+        }
+    }
+    uint64_t n = elements(s);
+    for (uint64_t e = 0; e < n; e += PL_SUBMIT_MAX_TASKS) {
+        uint64_t last = e + PL_SUBMIT_MAX_TASKS - 1 < n
+                            ? e + PL_SUBMIT_MAX_TASKS - 1 : n - 1;
+        sl.astart = s->astart + e * s->astep;
+        sl.aend = s->astart + last * s->astep;
+        sl.append = e ? first_id(snd, had) : 0;
+        if (send_req(snd, specs, off, 1, &sl, &more) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Send the 'n' specs; their ids into 'ids'.  A request holds at most
+ * PL_SPEC_MAX_SUBMIT specs, SUBMIT_BYTES and PL_SUBMIT_MAX_TASKS tasks
+ * (pilotd stores a request in one turn of its loop); an array larger
+ * than that, or a retry, goes in requests of its own (send_array).  An
+ * error of spec K of a request names its line when 'lines' is given.
+ * 0, or -1 after printing the error, 'ids' then holding those of the
+ * requests that were queued before it. */
 static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
                       size_t n, const size_t *lines, const char *file,
                       json_t *ids)
 {
     struct pl_error err;
-    struct pl_conn *conn = pl_conn_open(cli, PL_CONN_WRITE, &err);
-    bool tty = isatty(STDERR_FILENO) && n > PL_SPEC_MAX_SUBMIT;
-    uint64_t total = 0;
+    struct sender snd = { .lines = lines, .file = file, .ids = ids };
     int rc = -1;
 
-    if (!conn) {
+    if (!(snd.conn = pl_conn_open(cli, PL_CONN_WRITE, &err))) {
         pl_cli_error("%s", err.text);
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        total += elements(&specs[i]);
-    /* pilotd stores about 200,000 tasks a second: give it the time */
-    if (conn->timeout_ms < 10000 + (int)(total / 20))
-        conn->timeout_ms = 10000 + (int)(total / 20);
+        snd.total += elements(&specs[i]);
+    snd.tty = isatty(STDERR_FILENO) && snd.total > PL_SUBMIT_MAX_TASKS;
     for (size_t off = 0, m; off < n; off += m) {
         size_t bytes = 0;
-        /* a request of at most PL_SPEC_MAX_SUBMIT specs and SUBMIT_BYTES:
-         * 100,000 specs of 1.5 MiB commands each would be far over the
+        uint64_t tasks = 0, more;
+        if (specs[off].retry || elements(&specs[off]) > PL_SUBMIT_MAX_TASKS) {
+            if (send_array(&snd, specs, off) < 0)
+                goto done;
+            m = 1;
+            continue;
+        }
+        /* 100,000 specs of 1.5 MiB commands each would be far over the
          * frame pilotd and ZeroMQ take (PL_MSG_MAX) */
         for (m = 0; off + m < n && m < PL_SPEC_MAX_SUBMIT; m++) {
-            size_t b = pl_spec_wire_bytes(&specs[off + m]);
-            if (m > 0 && bytes + b > SUBMIT_BYTES)
+            const struct pl_spec *s = &specs[off + m];
+            size_t b = pl_spec_wire_bytes(s);
+            if (m > 0 && (s->retry || bytes + b > SUBMIT_BYTES
+                          || tasks + elements(s) > PL_SUBMIT_MAX_TASKS))
                 break;
             bytes += b;
+            tasks += elements(s);
         }
-        json_t *reply = pl_conn_submit(conn, specs + off, (uint32_t)m, &err);
-        json_t *got;
-        if (!reply) {
-            unsigned k;
-            int used = 0;
-            /* the requests before this one were queued: their ids go to
-             * stdout all the same (pl_cmd_submit), and the error says so */
-            char before[128] = "";
-            if (off)
-                snprintf(before, sizeof(before), " (the %zu tasks of the "
-                         "requests before it were queued: their ids are on "
-                         "stdout)", off);
-            if (lines && sscanf(err.text, "task %u: %n", &k, &used) == 1
-                && used > 0 && k >= 1 && k <= m)
-                pl_cli_error("%s: line %zu: %s%s", file, lines[off + k - 1],
-                             err.text + used, before);
-            else if (lines && m == 1)
-                pl_cli_error("%s: line %zu: %s%s", file, lines[off], err.text,
-                             before);
-            else
-                pl_cli_error("%s%s", err.text, before);
+        if (send_req(&snd, specs, off, m, NULL, &more) < 0)
             goto done;
-        }
-        got = json_object_get(reply, "ids");
-        if (!json_is_array(got) || json_array_size(got) == 0) {
-            json_decref(reply);
-            pl_cli_error("pilotd answered submit without task ids");
-            goto done;
-        }
-        json_array_extend(ids, got);
-        json_decref(reply);
-        if (tty)
-            fprintf(stderr, "\rsubmitted %zu of %zu", off + m, n);
     }
-    if (tty)
+    if (snd.tty)
         fprintf(stderr, "\n");
     rc = 0;
 done:
-    pl_conn_free(conn);
+    pl_conn_free(snd.conn);
     return rc;
 }
 
@@ -407,7 +496,9 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         goto done;
     if (send_specs(cli, specs, n, tf.lines, file, ids) < 0) {
         /* nothing queued is left without its id (issue 12) */
-        if (json_array_size(ids) > 0)
+        if (json_array_size(ids) > 0 && (b.spec.array || b.spec.retry))
+            print_array(cli, ids);
+        else if (json_array_size(ids) > 0)
             print_ids(cli, ids, tf.lines);
         goto done;
     }

@@ -461,7 +461,11 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
                    o.time ? o.time : PL_UP_DEFAULT_TIME);
     }
     created = false; /* it is started: it stays, whatever happens next */
-    rc = o.wait ? pl_up_wait(cli, &p, pid, o.wait_timeout, t0) : PL_EXIT_OK;
+    /* without --wait a local pilot is back at once, but with its
+     * endpoint written: 'pilot up --local && pilot submit' finds it */
+    rc = o.wait    ? pl_up_wait(cli, &p, pid, o.wait_timeout, t0)
+         : o.local ? pl_up_local_ready(&p, pid, 30.0)
+                   : PL_EXIT_OK;
 done:
     if (created)
         remove_dir(p.dir);

@@ -68,6 +68,11 @@ bool pl_up_local_died(pid_t pid, char *why, size_t len);
  * pilot 'p' is up: a Slurm pilot when 'pid' is 0, else the local pilotd
  * 'pid'.  Returns an exit code: PL_EXIT_OK, PL_EXIT_ERROR (it died: the
  * error is printed), PL_EXIT_USAGE (the time ran out; the pilot stays). */
+/* pilot up --local without --wait: until pilotd (pid 'pid') has
+ * written its endpoint, so that the next command finds it; at most
+ * 'limit' s.  PL_EXIT_OK, or PL_EXIT_ERROR after saying why (pilotd
+ * died; not after 'limit': it may yet come up, and the note says so). */
+int pl_up_local_ready(struct pl_pilot *p, pid_t pid, double limit);
 int pl_up_wait(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                double limit, double t0);
 

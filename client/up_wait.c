@@ -65,6 +65,30 @@ static void last_error(const char *path, char *buf, size_t len)
     fclose(fp);
 }
 
+int pl_up_local_ready(struct pl_pilot *p, pid_t pid, double limit)
+{
+    double t0 = pl_mono();
+    char why[160], log[PL_PATH_MAX + 64], said[1024];
+
+    pl_pilot_log_path(p, log, sizeof(log));
+    while (pl_endpoint_read(p->dir, &p->ep, NULL) < 0) {
+        if (pl_up_local_died(pid, why, sizeof(why))) {
+            last_error(log, said, sizeof(said));
+            pl_cli_error("pilot %s: %s%s%s; see %s", p->id, why,
+                         said[0] ? ": " : "", said, log);
+            return PL_EXIT_ERROR;
+        }
+        if (pl_mono() - t0 >= limit) {
+            pl_cli_say("pilot %s: pilotd (pid %ld) has written no endpoint "
+                       "after %.0f s; see %s", p->id, (long)pid, limit, log);
+            return PL_EXIT_OK;
+        }
+        usleep(10000);
+    }
+    p->has_ep = true;
+    return PL_EXIT_OK;
+}
+
 int pl_up_wait(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
                double limit, double t0)
 {

@@ -82,7 +82,7 @@ void pl_daemon_bad_log(struct pl_daemon *d, int level, const char *fmt, ...)
 
 /* A batch or a tick that began at 't0' (uv_hrtime()) has ended: the
  * longest is kept (make bench reads it after a million-task submit). */
-static void batch_time(struct pl_daemon *d, uint64_t t0)
+void pl_daemon_batch_time(struct pl_daemon *d, uint64_t t0)
 {
     double s = (double)(uv_hrtime() - t0) / 1e9;
 
@@ -124,7 +124,7 @@ void pl_daemon_recv(struct pl_daemon *d, void *sock, pl_daemon_msg_f fn,
         zmq_msg_close(&body);
     }
     pl_daemon_flush(d);
-    batch_time(d, t0);
+    pl_daemon_batch_time(d, t0);
 }
 
 /* ------------------------------------------------------------ batches */
@@ -187,6 +187,7 @@ static void close_handles(struct pl_daemon *d)
     uv_close((uv_handle_t *)&d->tick, close_cb);
     uv_close((uv_handle_t *)&d->stop_timer, close_cb);
     uv_close((uv_handle_t *)&d->restart_timer, close_cb);
+    uv_close((uv_handle_t *)&d->cancel_idle, close_cb);
 }
 
 /* A task whose agent did not report in time ends, or with the drain
@@ -300,7 +301,7 @@ static void tick_cb(uv_timer_t *h)
     pl_orders_tick(d);
     pl_daemon_flush(d);
     pl_store_checkpoint(d, 0); /* the last writes of a burst */
-    batch_time(d, t0);
+    pl_daemon_batch_time(d, t0);
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -380,9 +381,10 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     uv_timer_init(loop, &d->tick);
     uv_timer_init(loop, &d->stop_timer);
     uv_timer_init(loop, &d->restart_timer);
+    uv_idle_init(loop, &d->cancel_idle);
     d->sigterm.data = d->sigint.data = d->tick.data = d->stop_timer.data =
-        d->restart_timer.data = d;
-    d->handles = 5;
+        d->restart_timer.data = d->cancel_idle.data = d;
+    d->handles = 6;
 
     pl_path_db(d->dir, dbpath, sizeof(dbpath));
     if (!(d->db = pl_db_open(dbpath, errp)))
@@ -444,6 +446,7 @@ void pl_daemon_free(struct pl_daemon *d)
         zmq_ctx_term(d->zctx);
     pl_agents_free(d);
     pl_orders_free_all(d);
+    pl_cancel_free_all(d);
     pl_sched_free(d->sched);
     pl_db_close(d->db);
     free(d->unsent);

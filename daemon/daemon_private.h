@@ -131,6 +131,8 @@ struct pl_daemon {
     char cep[256], aep[256];
     uv_signal_t sigterm, sigint;
     uv_timer_t tick, stop_timer, restart_timer;
+    uv_idle_t cancel_idle;       /* cancel.c: the next turn of a cancel */
+    struct pl_canceljob *cancels; /* cancel.c: those not done, in order */
     int handles;                 /* uv handles still to close */
     bool stopping, stopped;
     bool draining;               /* stopping for the walltime (SIGTERM):
@@ -406,6 +408,17 @@ void pl_recover_adopt(struct pl_daemon *d, struct pl_node *n,
 void pl_recover_end(struct pl_daemon *d);
 
 /* ------------------------------------------------------------ submit.c */
+
+/* cancel.c: the request, done in turns of CANCEL_TURN tasks. */
+struct pl_canceljob;
+void pl_cancel(struct pl_daemon *d, const struct pl_req *r,
+               const struct pl_msg *m);
+/* Forget the cancels not done (pilotd's end: their clients get no
+ * answer). */
+void pl_cancel_free_all(struct pl_daemon *d);
+/* A batch (or a turn) that began at 't0' (uv_hrtime()) has ended: the
+ * longest is kept for the status object. */
+void pl_daemon_batch_time(struct pl_daemon *d, uint64_t t0);
 
 void pl_submit(struct pl_daemon *d, const struct pl_req *r,
                const struct pl_msg *m);

@@ -151,6 +151,11 @@ int pl_db_task_array(struct pl_db *db, uint64_t id, uint64_t index,
 long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
                         uint64_t *nindex, uint64_t *live,
                         struct pl_error *errp);
+/* Whether 'id' is an array's id (its element 0's): 1 or 0; and in
+ * *taken, when it is, how many of its elements have an index in lo..hi.
+ * -1 with errp set. */
+int pl_db_array_range(struct pl_db *db, uint64_t id, uint64_t lo,
+                      uint64_t hi, uint64_t *taken, struct pl_error *errp);
 /* Call 'cb' for each task of array 'id' (none: 'id' is not an array's),
  * in order.  The count, or -1 with errp set (cb failed: ENOMEM). */
 long pl_db_array_members(struct pl_db *db, uint64_t id,

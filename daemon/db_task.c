@@ -274,6 +274,34 @@ long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
     return count;
 }
 
+int pl_db_array_range(struct pl_db *db, uint64_t id, uint64_t lo,
+                      uint64_t hi, uint64_t *taken, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, is = 0;
+
+    *taken = 0;
+    /* element 0 is the one whose array_id is its own id; the count uses
+     * the index tasks_elem */
+    if (sqlite3_prepare_v2(db->h, "SELECT (SELECT array_id = id FROM tasks "
+                                  "WHERE id = ?1), (SELECT count(*) FROM "
+                                  "tasks WHERE array_id = ?1 AND array_index "
+                                  "BETWEEN ?2 AND ?3)", -1, &st, NULL)
+        != SQLITE_OK)
+        return db_err(db, errp, "read an array");
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)lo);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)hi);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        is = sqlite3_column_int(st, 0) == 1;
+        *taken = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return db_err(db, errp, "read an array");
+    return is;
+}
+
 long pl_db_array_members(struct pl_db *db, uint64_t id,
                          int (*cb)(uint64_t id, int state, void *arg),
                          void *arg, struct pl_error *errp)

@@ -146,11 +146,13 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
         .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
         .submitted_by = by,
     };
+    if (s->append)
+        row.array_id = s->append; /* element 0 is another request's */
     if (pl_db_task_insert(d->db, &row, state, t_now, &id, errp) < 0
-        || (s->array && k == 0
+        || (s->array && k == 0 && !s->append
             && pl_db_task_array(d->db, id, idx, errp) < 0))
         goto error;
-    if (s->array && k == 0)
+    if (s->array && k == 0 && !s->append)
         *first = id;
     /* the last element takes the spec's strings, the others copies */
     if (!s->array) {
@@ -190,11 +192,19 @@ done:
     return t;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
 /* retry_failed: the indexes of array s->retry that failed (within the
- * spec's range, when it gives one) become the spec's.  The array must
- * have ended.  0, or -1 with errp set. */
+ * spec's range, when it gives one) become the spec's, in order, at most
+ * 'cap' of them; '*more' is then the first index left out (0: none).
+ * The array must have ended.  0, or -1 with errp set. */
 static int retry_resolve(struct pl_daemon *d, struct pl_spec *s,
-                         struct pl_error *errp)
+                         uint64_t cap, uint64_t *more, struct pl_error *errp)
 {
     uint64_t *idx = NULL, n = 0, live = 0, k = 0;
     long count = pl_db_array_failed(d->db, s->retry, &idx, &n, &live, errp);
@@ -227,13 +237,45 @@ static int retry_resolve(struct pl_daemon *d, struct pl_spec *s,
                      id, range);
     }
     else {
+        qsort(idx, k, sizeof(*idx), cmp_u64);
+        *more = k > cap ? idx[cap] : 0;
         s->index = idx;
-        s->nindex = k;
+        s->nindex = k > cap ? cap : k;
         s->array = true;
         return 0;
     }
     free(idx);
     return -1;
+}
+
+/* A spec with 'append' adds elements to an array an earlier request
+ * made: 'append' must be an array's id, and no element of it may have
+ * an index of this spec's range (an index names one element).  0, or
+ * -1 with errp set. */
+static int append_check(struct pl_daemon *d, const struct pl_spec *s,
+                        struct pl_error *errp)
+{
+    uint64_t lo = s->retry ? s->index[0] : s->astart;
+    uint64_t hi = s->retry ? s->index[s->nindex - 1] : s->aend;
+    uint64_t taken;
+    int is = pl_db_array_range(d->db, s->append, lo, hi, &taken, errp);
+
+    if (is < 0)
+        return -1;
+    if (!is) {
+        errno = ENOENT;
+        return pl_errprintf(errp, "append: %llu is not an array's id",
+                            (unsigned long long)s->append);
+    }
+    if (taken) {
+        errno = EEXIST;
+        return pl_errprintf(errp, "append: array %llu already has %llu "
+                            "elements with indexes in %llu-%llu",
+                            (unsigned long long)s->append,
+                            (unsigned long long)taken,
+                            (unsigned long long)lo, (unsigned long long)hi);
+    }
+    return 0;
 }
 
 /* Say which spec of a request of 'n' an error is about (1-based, as the
@@ -266,7 +308,7 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
     for (uint32_t i = 0; i < n; i++) {
         struct pl_spec *s = &specs[i];
         struct pl_deps dp;
-        uint64_t first = 0, cnt = pl_spec_count(s);
+        uint64_t first = s->append, cnt = pl_spec_count(s);
         int rc = deps_resolve(d, s, &dp, errp);
         for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
             struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, by,
@@ -302,7 +344,7 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
     struct pl_error err;
     struct pl_spec *specs = NULL;
     uint32_t n = 0, i;
-    uint64_t total = 0;
+    uint64_t total = 0, more = 0;
     struct pl_out *o = NULL;
 
     if (d->stopping) {
@@ -316,19 +358,28 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
     n = arr->via.array.size;
     if (!(specs = calloc(n, sizeof(*specs))))
         goto nomem;
-    /* check every spec before storing any: bad input changes nothing */
+    /* check every spec before storing any: bad input changes nothing.
+     * A retry alone in its request makes at most PL_SUBMIT_MAX_TASKS
+     * tasks and says where the next request goes on ('more'). */
     for (i = 0; i < n; i++) {
         if (spec_parse(d, &arr->via.array.ptr[i], &specs[i], &err) < 0
-            || (specs[i].retry && retry_resolve(d, &specs[i], &err) < 0)) {
+            || (specs[i].retry
+                && retry_resolve(d, &specs[i],
+                                 n == 1 ? PL_SUBMIT_MAX_TASKS : UINT64_MAX,
+                                 &more, &err) < 0)
+            || (specs[i].append && append_check(d, &specs[i], &err) < 0)) {
             name_spec(&err, i, n);
             goto bad;
         }
         total += pl_spec_count(&specs[i]);
     }
-    if (total > PL_SPEC_MAX_ARRAY) {
+    /* the tasks of one request are stored in one turn of the loop */
+    if (total > PL_SUBMIT_MAX_TASKS) {
         errno = E2BIG;
-        pl_errprintf(&err, "%llu tasks in one request; at most %d",
-                     (unsigned long long)total, PL_SPEC_MAX_ARRAY);
+        pl_errprintf(&err, "%llu tasks in one request; at most %d (send the "
+                     "rest in more requests, the elements of an array with "
+                     "'append')", (unsigned long long)total,
+                     PL_SUBMIT_MAX_TASKS);
         goto bad;
     }
     if (!(o = pl_out_new(d->csock, r->rid, r->ridlen))
@@ -345,6 +396,8 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
     pl_wbuf_reply(&o->w, r->seq, 0, NULL);
     pl_wmap_begin(&o->w, &data);
     pl_wm_uintv(&data, "ids", o->undo, (uint32_t)o->nundo);
+    if (more)
+        pl_wm_uint(&data, "more", more);
     o->needs_commit = true;
     pl_out_push(d, o);
     d->want_sched = true;

@@ -244,6 +244,20 @@ nomem:
     return NULL;
 }
 
+bool pl_query_more_than(sqlite3 *db, uint64_t n)
+{
+    sqlite3_stmt *st = NULL;
+    bool more = false;
+
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM tasks LIMIT 1 OFFSET ?1", -1,
+                           &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)n);
+        more = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return more;
+}
+
 struct resolved {
     uint64_t *v;
     size_t n, cap;
@@ -328,8 +342,11 @@ int pl_query_resolve(sqlite3 *db, const uint64_t *ids, size_t nids,
         }
         expand = false;
     }
+    /* an array's elements in the order of their indexes: the order of
+     * the index tasks_elem, no sort (ORDER BY id sorted a million ids:
+     * 0.4 s); the ids of an array's elements grow with their indexes */
     else if (sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id = "
-                                    "?1 ORDER BY id", -1, &all, NULL)
+                                    "?1 ORDER BY array_index", -1, &all, NULL)
                  != SQLITE_OK
              || sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE array_id "
                                        "= ?1 AND array_index = ?2", -1, &elem,

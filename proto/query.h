@@ -28,6 +28,10 @@ json_t *pl_query_tasks(sqlite3 *db, const char *state,
                        const char *const *tags, const uint64_t *ids,
                        size_t nids, uint64_t limit, struct pl_error *errp);
 
+/* Whether there are more than 'n' tasks (a failed read: no).  It stops
+ * at the (n+1)th: cheaper than a count of a million. */
+bool pl_query_more_than(sqlite3 *db, uint64_t n);
+
 /* The tasks a selection names, in its order, each once, into *out
  * (malloc'd, *nout of them): each of 'ids' is its task, or, with
  * 'expand', every element of an array when it is the array's id (its

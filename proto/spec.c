@@ -149,7 +149,8 @@ static int array_check(const struct pl_spec *s, struct pl_error *errp)
         return pl_errset(errp, EINVAL, "array: indexes go up to %u",
                          PL_SPEC_MAX_INDEX);
     uint64_t n = (s->aend - s->astart) / s->astep + 1;
-    if (n > PL_SPEC_MAX_ARRAY)
+    /* a retry's range only narrows the indexes that failed */
+    if (n > PL_SPEC_MAX_ARRAY && !s->retry)
         return pl_errset(errp, EINVAL, "array: %llu elements; at most %d",
                          (unsigned long long)n, PL_SPEC_MAX_ARRAY);
     return 0;
@@ -294,6 +295,9 @@ int pl_spec_check(struct pl_spec *s, struct pl_error *errp)
     if (s->timeout > PL_SPEC_MAX_TIMEOUT)
         return pl_errset(errp, EINVAL, "timeout: at most %.0f s (115 days)",
                          PL_SPEC_MAX_TIMEOUT);
+    if (s->append && !s->array && !s->retry)
+        return pl_errset(errp, EINVAL, "append: only an array's elements can "
+                         "join an array");
     if (s->comm < PL_COMM_NONE || s->comm > PL_COMM_MPI)
         return pl_errset(errp, EINVAL, "unknown comm");
     if (s->launcher < PL_LAUNCHER_UNSET || s->launcher > PL_LAUNCHER_MPIRUN)
@@ -470,6 +474,7 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
                       errp) < 0
         || pl_mp_uint(o, "retry_failed", false, INT64_MAX, &s->retry,
                       errp) < 0
+        || pl_mp_uint(o, "append", false, INT64_MAX, &s->append, errp) < 0
         || after_decode(o, s, errp) < 0 || array_decode(o, s, errp) < 0)
         goto error;
     s->has_ranks = has_ranks == 1;
@@ -530,6 +535,8 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_strv(&m, "tags", s->tags);
     if (s->retry)
         pl_wm_uint(&m, "retry_failed", s->retry);
+    if (s->append)
+        pl_wm_uint(&m, "append", s->append);
     if (s->nafter) {
         pk = pl_wm_key(&m, "after");
         msgpack_pack_array(pk, s->nafter);

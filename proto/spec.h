@@ -53,6 +53,12 @@
 #define PL_SPEC_MAX_TAG_KEY 64
 #define PL_SPEC_MAX_TAG_VALUE 256
 #define PL_SPEC_MAX_SUBMIT 100000      /* specs in one submit request */
+/* Tasks one submit request may make: pilotd stores them in one turn of
+ * its loop, about 6 us each, so that no turn takes more than about
+ * 0.1 s.  pilot submit sends a larger array in slices of this size,
+ * each after the first appended to the array the first one made
+ * ('append'). */
+#define PL_SUBMIT_MAX_TASKS 5000
 
 /* How the ranks of a task find each other ('comm'). */
 enum pl_comm {
@@ -115,6 +121,10 @@ struct pl_spec {
     uint64_t *index;                    /* retry: the indexes to make
                                            (set by pilotd), 'nindex' */
     uint64_t nindex;
+    uint64_t append;                    /* the elements join the array of
+                                           this id (its element 0's),
+                                           made by an earlier request;
+                                           0: they make a new one */
 };
 
 /* A spec with the defaults: one rank of one core, comm none. */

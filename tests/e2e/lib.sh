@@ -356,6 +356,17 @@ pilot_up_local() {
     return $rc
 }
 
+# pub_of FILE: the public key in a key file (its "public Z85" line)
+pub_of() {
+    awk '$1 == "public" { print $2; exit }' "$1"
+}
+
+# keydir DIR: a private keys directory (0700), for a client or an agent
+# that is not the pilot's
+keydir() {
+    mkdir -p "$1" && chmod 700 "$1"
+}
+
 # the value of KEY in FILE ("key value" lines: info, endpoint)
 kv() {
     [[ -r $1 ]] || return 1

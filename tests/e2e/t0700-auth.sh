@@ -20,14 +20,6 @@ log_count() {
 log_has() {
     grep -qF -- "$1" "$PDIR/logs/pilotd.log" 2>/dev/null
 }
-# the public key in a key file
-pub_of() {
-    awk '$1 == "public" { print $2; exit }' "$1"
-}
-# a private keys directory for a client or agent that is not the pilot's
-keydir() {
-    mkdir -p "$1" && chmod 700 "$1"
-}
 # capture CMD with the time it took in SECS
 timed() {
     local t0

@@ -14,13 +14,6 @@ plan 69
 log_has() {
     grep -qE -- "$1" "$PDIR/logs/pilotd.log" 2>/dev/null
 }
-# the public key in a key file
-pub_of() {
-    awk '$1 == "public" { print $2; exit }' "$1"
-}
-keydir() {
-    mkdir -p "$1" && chmod 700 "$1"
-}
 # the state of task $1, as the pilot's owner sees it
 state_of() {
     pilot show "$1" --json 2>/dev/null | json 'j["state"]'

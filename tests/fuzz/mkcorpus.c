@@ -134,9 +134,10 @@ static void spec_min(msgpack_packer *pk)
 
 static void spec_full(msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 19);
+    msgpack_pack_map(pk, 20);
     raw_kstrv(pk, "argv", argv3);
     raw_kstr(pk, "name", "train");
+    raw_kuint(pk, "append", 7);
     raw_key(pk, "priority");
     msgpack_pack_int64(pk, -5);
     raw_kstrv(pk, "tags", tags2);
@@ -691,6 +692,12 @@ static void messages(void)
     put_msg("reply-1", &w);
     pl_wbuf_reply(&w, 7, 2, "no task 7");
     put_msg("reply-2", &w);
+    /* a retry's submit, more to send from index 5000 */
+    pl_wbuf_reply(&w, 8, 0, NULL);
+    msgpack_pack_map(&w.pk, 2);
+    raw_kuintv(&w.pk, "ids", ids, 3);
+    raw_kuint(&w.pk, "more", 5000);
+    put_msg("reply-3", &w);
 }
 
 int main(int argc, char **argv)

@@ -292,6 +292,24 @@ static void test_check(void)
     pl_spec_clear(&s);
 
     spec_make(&s);
+    s.append = 7;
+    errno = 0;
+    ok(pl_spec_check(&s, &e) == -1 && errno == EINVAL
+           && strstr(e.text, "append: only an array's elements"),
+       "check: append without an array refused (%s)", e.text);
+    pl_spec_clear(&s);
+    spec_make(&s);
+    s.retry = 3;
+    s.array = true;
+    s.astart = 5;
+    s.aend = PL_SPEC_MAX_INDEX;
+    s.astep = 1;
+    ok(pl_spec_check(&s, &e) == 0,
+       "check: a retry's range may be longer than an array (%s): it only "
+       "narrows the failed indexes", e.text);
+    pl_spec_clear(&s);
+
+    spec_make(&s);
     s.timeout = PL_SPEC_MAX_TIMEOUT * 2;
     errno = 0;
     ok(pl_spec_check(&s, &e) == -1 && errno == EINVAL
@@ -423,6 +441,7 @@ static void test_round_trip(void)
     s.astart = 0;
     s.aend = 99;
     s.astep = 3;
+    s.append = 4242;
     s.after = calloc(3, sizeof(*s.after));
     s.nafter = 3;
     s.after[0] = (struct pl_dep){ .id = 12 };
@@ -445,8 +464,8 @@ static void test_round_trip(void)
        "... the shape, comm, launcher, timeout, priority, retries 0, "
        "output_limit");
     ok(t.array && t.astart == 0 && t.aend == 99 && t.astep == 3
-           && pl_spec_count(&t) == 34,
-       "... the array 0-99:3 (34 elements)");
+           && pl_spec_count(&t) == 34 && t.append == 4242,
+       "... the array 0-99:3 (34 elements), appended to array 4242");
     ok(t.nafter == 3 && t.after[0].id == 12 && !t.after[0].any
            && !t.after[0].elem && !strcmp(t.after[1].name, "prep")
            && t.after[1].any && t.after[2].id == 40 && t.after[2].elem
@@ -558,7 +577,7 @@ static void test_exec_limits(void)
 
 int main(void)
 {
-    plan(69);
+    plan(71);
     test_spec();
     test_check();
     test_round_trip();
