@@ -155,20 +155,30 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
         env[ne + 2] = NULL;
         run.env = env;
     }
+    /* N.B. a RUN sent again (pl_orders_again()) may be for a rank whose
+     * task has other ranks ended meanwhile: their nodes are released
+     * (NULL), the task is being stopped (fuzz_agentseq found this) */
+    bool whole = true;
+    for (uint32_t q = 0; q < t->ranks; q++)
+        if (!t->rank[q].node)
+            whole = false;
     if (t->ranks > 1 || t->comm != PL_COMM_NONE) {
         uint32_t nn = 0;
         /* the ranks are in node_rank order */
         for (uint32_t q = 0; q < t->ranks && nn < t->nnodes; q++)
-            if (!nn || strcmp(nodes[nn - 1], t->rank[q].node->name))
+            if (t->rank[q].node
+                && (!nn || strcmp(nodes[nn - 1], t->rank[q].node->name)))
                 nodes[nn++] = (char *)t->rank[q].node->name;
         nodes[nn] = NULL;
         run.nodelist = nodes;
     }
-    if (t->comm == PL_COMM_TORCH) {
+    if (t->comm == PL_COMM_TORCH && t->rank[0].node) {
         run.master_addr = (char *)t->rank[0].node->name;
         run.master_port = t->port;
     }
-    if (t->comm == PL_COMM_MPI) {
+    /* not whole: no hosts, so the agent refuses the entry (the task fails
+     * as it was failing) */
+    if (t->comm == PL_COMM_MPI && whole) {
         run.launcher = t->mpirun ? PL_LAUNCHER_MPIRUN : PL_LAUNCHER_SRUN;
         if (!(hosts = calloc(t->ranks + 1, sizeof(*hosts)))
             || !(rank_cores = rank_lists(t, false))

@@ -23,6 +23,7 @@
 #include "proto/pilotdir.h"
 #include "proto/run.h"
 #include "proto/spec.h"
+#include "proto/state.h"
 #include "tests/mpw.h"
 
 static const char *outdir;
@@ -427,6 +428,166 @@ static void replies(void)
     msg_dir = "msg";
 }
 
+/* ---- sequences of agent frames (tests/fuzz/fuzz_agentseq.c): pieces
+ * [agent][length, 2 bytes LE][frame].  Its pilotd holds tasks 1..7: one
+ * rank, one rank, two ranks, an MPI job of three, one after task 1, one
+ * with retries, four ranks. ---- */
+
+static struct {
+    unsigned char buf[8192];
+    size_t len;
+} seq;
+
+static void piece(int agent, struct pl_wbuf *w)
+{
+    size_t n = w->sb.size;
+
+    if (seq.len + 3 + n > sizeof(seq.buf)) {
+        fprintf(stderr, "mkcorpus: a sequence too long\n");
+        exit(1);
+    }
+    seq.buf[seq.len++] = (unsigned char)agent;
+    seq.buf[seq.len++] = (unsigned char)(n & 0xff);
+    seq.buf[seq.len++] = (unsigned char)(n >> 8);
+    memcpy(seq.buf + seq.len, w->sb.data, n);
+    seq.len += n;
+    pl_wbuf_destroy(w);
+}
+
+static void seq_register(int agent, uint64_t s, const char *node,
+                         uint64_t pid, uint32_t ncores, uint64_t last_run,
+                         struct pl_held *running, uint32_t nrunning,
+                         struct pl_event *ended, uint32_t nended)
+{
+    uint64_t cpu[16];
+    struct pl_wbuf w;
+
+    for (uint32_t i = 0; i < ncores; i++)
+        cpu[i] = i;
+    struct pl_register r = { .node = (char *)node, .pid = pid, .cpu = cpu,
+                             .ncpu = ncores, .last_run = last_run,
+                             .running = running, .nrunning = nrunning,
+                             .ended = ended, .nended = nended };
+    pl_register_encode(&w, s, &r);
+    piece(agent, &w);
+}
+
+/* Events of 'agent': (id, attempt, rank, state) each. */
+static void seq_events(int agent, uint64_t s, const uint64_t (*ev)[4],
+                       uint32_t n)
+{
+    struct pl_wbuf w;
+
+    pl_events_begin(&w, s, n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pl_event e;
+        pl_event_init(&e, ev[i][0], ev[i][1], ev[i][2], (int)ev[i][3],
+                      1700000000.0 + i);
+        if (ev[i][3] == PL_ST_FAILED)
+            e.exit_code = 3;
+        pl_event_encode(&w, &e);
+    }
+    piece(agent, &w);
+}
+
+static void seq_got(int agent, uint64_t s, uint64_t got)
+{
+    struct pl_wbuf w;
+
+    pl_got_encode(&w, s, got);
+    piece(agent, &w);
+}
+
+static void seq_pull(int agent, uint64_t s)
+{
+    struct pl_wbuf w;
+    struct pl_pull p = { .free_cores = 4 };
+
+    pl_pull_encode(&w, s, &p);
+    piece(agent, &w);
+}
+
+static void seq_bare(int agent, int type, uint64_t s)
+{
+    struct pl_wbuf w;
+
+    pl_bare_encode(&w, type, s);
+    piece(agent, &w);
+}
+
+static void seq_put(const char *name)
+{
+    put("agentseq", name, seq.buf, seq.len);
+    seq.len = 0;
+}
+
+static void agentseqs(void)
+{
+    enum { R = PL_ST_RUNNING, D = PL_ST_DONE, F = PL_ST_FAILED };
+
+    /* one agent of 4 cores: tasks 1, 2, 3 run and end, then the rest */
+    seq_register(0, 1, "n1", 100, 4, 0, NULL, 0, NULL, 0);
+    seq_pull(0, 2);
+    seq_got(0, 3, 1);
+    seq_events(0, 4, (const uint64_t[][4]){ { 1, 1, 0, R }, { 2, 1, 0, R },
+                                            { 3, 1, 0, R }, { 3, 1, 1, R } },
+               4);
+    seq_events(0, 5, (const uint64_t[][4]){ { 1, 1, 0, D }, { 2, 1, 0, F } },
+               2);
+    seq_pull(0, 6);
+    seq_bare(0, PL_MSG_HEARTBEAT, 7);
+    seq_events(0, 8, (const uint64_t[][4]){ { 3, 1, 0, D }, { 3, 1, 1, D },
+                                            { 5, 1, 0, R }, { 4, 1, 0, R } },
+               4);
+    seq_got(0, 9, 3);
+    seq_events(0, 10, (const uint64_t[][4]){ { 4, 1, 0, D }, { 5, 1, 0, D },
+                                             { 6, 1, 0, R }, { 6, 1, 0, F } },
+               4);
+    seq_pull(0, 11);
+    seq_events(0, 12, (const uint64_t[][4]){ { 6, 2, 0, R }, { 7, 1, 0, R },
+                                             { 7, 1, 1, R }, { 7, 1, 2, R },
+                                             { 7, 1, 3, R } },
+               5);
+    seq_events(0, 13, (const uint64_t[][4]){ { 6, 2, 0, D }, { 7, 1, 0, D },
+                                             { 7, 1, 1, D }, { 7, 1, 2, F },
+                                             { 7, 1, 3, D } },
+               5);
+    seq_got(0, 14, 6);
+    seq_put("one-agent");
+
+    /* two agents of 2 cores, one restarts (another pid) and loses its
+     * tasks, a third comes as a second agent for n1 */
+    seq_register(0, 1, "n1", 100, 2, 0, NULL, 0, NULL, 0);
+    seq_register(1, 1, "n2", 200, 2, 0, NULL, 0, NULL, 0);
+    seq_pull(1, 2);
+    seq_events(1, 2, (const uint64_t[][4]){ { 3, 1, 0, R }, { 3, 1, 1, R } },
+               2);
+    seq_events(0, 2, (const uint64_t[][4]){ { 1, 1, 0, R }, { 2, 1, 0, R } },
+               2);
+    seq_register(1, 3, "n2", 201, 2, 0, NULL, 0, NULL, 0);
+    seq_register(2, 1, "n1", 300, 2, 0, NULL, 0, NULL, 0);
+    seq_events(0, 3, (const uint64_t[][4]){ { 1, 1, 0, D }, { 2, 1, 0, D } },
+               2);
+    seq_got(1, 4, 2);
+    seq_put("restart");
+
+    /* an agent that comes back with what it runs and what ended (the same
+     * pid: adopt), and events out of turn */
+    struct pl_held run[] = { { 1, 1, 0 }, { 9, 1, 0 } };
+    struct pl_event end;
+    pl_event_init(&end, 2, 1, 0, PL_ST_DONE, 1700000001.0);
+    seq_register(0, 1, "n1", 100, 4, 0, NULL, 0, NULL, 0);
+    seq_pull(0, 2);
+    seq_events(0, 2, (const uint64_t[][4]){ { 2, 1, 0, R }, { 1, 1, 0, D } },
+               2);
+    seq_register(0, 3, "n1", 100, 4, 2, run, 2, &end, 1);
+    seq_events(0, 4, (const uint64_t[][4]){ { 1, 1, 0, R }, { 1, 2, 0, D },
+                                            { 7, 1, 3, R } },
+               3);
+    seq_bare(1, PL_MSG_HEARTBEAT, 1);
+    seq_put("rejoin");
+}
+
 static void messages(void)
 {
     struct pl_wbuf w;
@@ -555,6 +716,7 @@ int main(int argc, char **argv)
     pilotdir();
     taskfiles();
     replies();
+    agentseqs();
     put_entry("spec-min", spec_min);
     put_entry("spec-full", spec_full);
     put_entry("spec-torch", spec_torch);

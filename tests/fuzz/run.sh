@@ -10,6 +10,8 @@
 #   fuzz_pilotdir  the endpoint and info files of a pilot directory
 #   fuzz_taskfile  pilot submit --file: YAML and JSONL task files
 #   fuzz_reply  a reply frame as the CLI reads it: JSON, client/output.c
+#   fuzz_agentseq  sequences of frames from several fake agents, handled
+#               by pilotd's own code (libpilotd.a, SQLite), invariants checked
 #
 # Each TARGET runs BINDIR/TARGET for SECONDS on its seed corpus
 # tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its regression inputs
@@ -22,7 +24,7 @@
 set -u
 
 if (($# < 3)); then
-    sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '4,23p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 bindir=$1

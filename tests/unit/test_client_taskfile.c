@@ -286,8 +286,8 @@ static void test_yaml(void)
         deep[k++] = ']';
     snprintf(deep + k, sizeof(deep) - (size_t)k, "\n");
     fails("an entry nested too deep", deep, true, 2, "nested deeper than 64");
-    /* aliases of aliases: 10^9 values from 400 bytes, stopped after a
-     * million, not 20 million (12 s, 2 GiB: tests/fuzz/fuzz_taskfile.c) */
+    /* aliases of aliases: 10^9 values from 400 bytes, stopped after
+     * about 100,000, not 20 million (12 s, 2 GiB: fuzz_taskfile) */
     char bomb[1024];
     k = snprintf(bomb, sizeof(bomb), "- cmd: x\n  tags: {k: &a0 [x,x,x,x,x,"
                  "x,x,x,x,x]}\n");

@@ -13,6 +13,7 @@
 
 #include "daemon/daemon_private.h"
 #include "proto/query.h"
+#include "proto/run.h"
 #include "proto/strv.h"
 #include "tests/unit/helpers.h"
 
@@ -297,14 +298,74 @@ static void test_links(void)
     daemon_drop(d);
 }
 
+/* A link for node 'n' (routing id its name), as a register makes one. */
+static void link_add(struct pl_daemon *d, struct pl_node *n)
+{
+    struct pl_link *l = calloc(1, sizeof(*l));
+
+    l->node = n;
+    l->ridlen = strlen(n->name);
+    memcpy(l->rid, n->name, l->ridlen);
+    n->state = PL_NODE_UP;
+    d->links = realloc(d->links, (d->nlinks + 1) * sizeof(*d->links));
+    d->links[d->nlinks++] = l;
+    d->caplinks = d->nlinks;
+}
+
+/* A RUN sent again (its agent registered without having read it) for
+ * a rank of a task whose other rank ended on another node meanwhile: that
+ * rank's node is gone from the placement (tests/fuzz/fuzz_agentseq.c
+ * found pack_rank() reading it: a NULL dereference). */
+static void test_run_again(void)
+{
+    struct pl_daemon *d = daemon_make(1);
+    uint64_t cpu[] = { 0 };
+    struct pl_node *n2 = pl_node_new("n2", cpu, 1, NULL);
+    struct pl_db_change failed = { .exit_code = 1, .signal = 0,
+                                   .maxrss_kb = 100 };
+    struct pl_error e;
+
+    pl_sched_node_add(d->sched, n2);
+    link_add(d, pl_sched_node_at(d->sched, 0));
+    link_add(d, n2);
+    struct pl_dtask *t = task_new(d, 2, 0, false);
+    pl_sched_run(d->sched, place_cb, d);
+    ok(t->state == PL_ST_ASSIGNED && t->rank[0].node && t->rank[1].node
+           && t->rank[0].node != t->rank[1].node,
+       "two ranks placed on two nodes");
+    pl_dtask_rank_ended(d, t, 1, PL_ST_FAILED, &failed);
+    pl_outq_free(d); /* the KILL to rank 0 */
+    t->rank[0].run_seq = RUN_UNSENT;
+    pl_dispatch_unsent(d, t);
+    pl_dispatch_send(d);
+    /* the RUN for rank 0 names the nodes still in the placement */
+    struct pl_msg m = { 0 };
+    const msgpack_object *tasks;
+    struct pl_run run = { 0 };
+    bool have_id;
+    ok(d->outq && pl_msg_decode(d->outq->w.sb.data, d->outq->w.sb.size, &m,
+                                &e) == 0
+           && pl_run_msg_decode(m.body, &tasks, &e) == 0
+           && tasks->via.array.size == 1
+           && pl_run_decode(&tasks->via.array.ptr[0], &run, &have_id, &e)
+                  == 0
+           && run.rank == 0 && run.nodelist && !strcmp(run.nodelist[0], "n1")
+           && !run.nodelist[1],
+       "rank 0's RUN again, after rank 1 ended on n2: nodelist n1");
+    pl_run_clear(&run);
+    pl_msg_release(&m);
+    daemon_drop(d);
+}
+
 int main(void)
 {
-    plan(24);
+    plan(26);
     if (!t_tmpdir("daemon-task", dir, sizeof(dir)))
         return 1;
     test_life();
     test_deps();
     test_links();
+    test_run_again();
     t_rmtree(dir);
     return done_testing();
 }
