@@ -373,7 +373,6 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
         return -1;
     /* numbered with the RUNs: GOT tells pilotd to stop sending it */
     if (m->seq > a->last_run)
-        if (m->seq > a->last_run)
         a->last_run = m->seq;
     a->got_due = true;
     pl_agent_kick(a);
