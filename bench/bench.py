@@ -192,7 +192,7 @@ class Bench:
             self.procs.remove(a)
         shutil.rmtree(p["dir"], ignore_errors=True)
 
-    def feed(self, p, n, argv, chunk=10000):
+    def feed(self, p, n, argv, chunk=5000):
         out = sh([os.path.join(self.tools, "feed"), "-c", str(chunk),
                   p["dir"], str(n), "--"] + argv)
         return json.loads(out)
@@ -535,7 +535,7 @@ class Bench:
                 self.pilot_cmd(["submit", "--file", jsonl], pid=p["id"],
                                stdout=False, timeout=600)
             else:
-                self.feed(p, n, ["/bin/true", "{}"], chunk=10000)
+                self.feed(p, n, ["/bin/true", "{}"], chunk=5000)
             dt = time.time() - t0
             rss1 = rss_kb(pid)
             count = self.db_times(p)[0]

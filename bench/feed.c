@@ -40,7 +40,8 @@ static const char usage[] =
     "       feed -l [-i US] DIR N [--] CMD [ARGS]\n"
     "       feed -a ID DIR N [--] CMD [ARGS]\n"
     "Submit N tasks running CMD to the pilot whose directory is DIR,\n"
-    "CHUNK (default 10000, at most 100000) per request; {} in ARGS is\n"
+    "CHUNK (default 5000, pilotd's most; at most 100000, for tests of\n"
+    "that limit) per request; {} in ARGS is\n"
     "the task's index.  -t: each request's timeout (default 120).\n"
     "-l: one at a time, each after the last ended (polled every US\n"
     "microseconds, default 1000); print their latencies.\n"
@@ -268,7 +269,7 @@ int main(int argc, char **argv)
     struct pl_rpc *r;
     struct command cmd;
     char kdir[4096];
-    long chunk = 10000, n;
+    long chunk = PL_SUBMIT_MAX_TASKS, n;
     long interval_us = 1000;
     int timeout_ms = 120000;
     uint64_t first = 0, last = 0, f, l;
