@@ -23,13 +23,7 @@
 #include "proto/spec.h"
 #include "proto/state.h"
 #include "tests/fuzz/body.h"
-
-/* A broken promise: abort, so that libFuzzer records the input. */
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            __builtin_trap();                                                  \
-    } while (0)
+#include "tests/fuzz/check.h"
 
 /* pilotd keeps a spec's strings as JSON (argv, env in the database) and
  * answers list and show in JSON: each must be a JSON string. */

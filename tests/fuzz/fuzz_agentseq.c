@@ -32,14 +32,7 @@
 #include "proto/query.h"
 #include "proto/state.h"
 #include "proto/strv.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            __builtin_trap();                                                  \
-    } while (0)
+#include "tests/fuzz/check.h"
 
 #define NAGENTS 3
 #define MAX_PIECES 64

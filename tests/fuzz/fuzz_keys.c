@@ -16,14 +16,7 @@
 
 #include "proto/allow.h"
 #include "proto/keys.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            __builtin_trap();                                                  \
-    } while (0)
+#include "tests/fuzz/check.h"
 
 /* A Z85 key that pl_keys_decode() takes, and the same once encoded. */
 static void key_ok(const char *z85)

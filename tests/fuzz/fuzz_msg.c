@@ -11,8 +11,7 @@
 
 #include "proto/msg.h"
 #include "tests/fuzz/body.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

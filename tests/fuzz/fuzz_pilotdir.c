@@ -15,14 +15,7 @@
 #include <string.h>
 
 #include "proto/pilotdir.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            __builtin_trap();                                                  \
-    } while (0)
+#include "tests/fuzz/check.h"
 
 /* Whether a line of 'text' is longer than PL_KV_LINE_MAX bytes. */
 static int too_long(const char *text, size_t len)

@@ -22,14 +22,7 @@
 #include "client/output.h"
 #include "proto/mpjson.h"
 #include "proto/msg.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            __builtin_trap();                                                  \
-    } while (0)
+#include "tests/fuzz/check.h"
 
 /* Every accessor on key 'key' of object 'o'. */
 static void fields(const json_t *o, const char *key)

@@ -16,8 +16,7 @@
 
 #include "proto/msg.h"
 #include "tests/fuzz/body.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/check.h"
 
 /* [2, 202, 0, {"tasks": [ ... */
 static const unsigned char head[] = {

@@ -16,14 +16,7 @@
 #include <string.h>
 
 #include "client/taskfile.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            __builtin_trap();                                                  \
-    } while (0)
+#include "tests/fuzz/check.h"
 
 /* Whether a task named 'name' comes before the i-th. */
 static int before(const struct pl_taskfile *tf, size_t i, const char *name)
