@@ -110,7 +110,8 @@ static void idle_cb(uv_idle_t *h)
         uv_idle_stop(h);
         return;
     }
-    if (pl_db_failed(d->db, NULL)) {
+    int errnum = pl_db_failed(d->db, NULL);
+    if (errnum) {
         /* nothing is stored meanwhile: the rest is refused, and the
          * reply says how far it got */
         struct pl_error err;
@@ -121,7 +122,7 @@ static void idle_cb(uv_idle_t *h)
             snprintf(text, sizeof(text), "%s (the first %zu of the %zu "
                      "tasks were canceled)", err.text, j->at, j->nids);
             o->seq = j->seq;
-            pl_wbuf_reply(&o->w, j->seq, errno ? errno : EIO, text);
+            pl_wbuf_reply(&o->w, j->seq, errnum, text);
             pl_out_push(d, o);
         }
         d->cancels = j->next;
