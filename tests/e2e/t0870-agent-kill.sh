@@ -45,7 +45,7 @@ pilot-agent --connect "$(kv "$DIR/endpoint" agent)" --keys "$DIR/keys" \
     --log "$DIR/logs/agent-second.log" &
 SECOND=$!
 cleanup_hook "kill $SECOND 2>/dev/null; wait $SECOND 2>/dev/null; true"
-wait_for 20 grep -q "registered\|exit" "$DIR/logs/agent-second.log"
+wait_for 20 grep -qs "registered\|exit" "$DIR/logs/agent-second.log"
 sleep 1
 is "$(field "$T2" state),$(pgrep -fc 'sleep 8872')" "running,1" \
     "a second agent on the node leaves the tasks of the live one alone"
