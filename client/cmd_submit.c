@@ -447,7 +447,7 @@ static void print_ids(const struct pl_cli *cli, json_t *ids,
     free(bl);
 }
 
-/* The id of an array (its first task's; the others follow it). */
+/* The id of an array (its first task's). */
 static void print_array(const struct pl_cli *cli, json_t *ids)
 {
     long long first = json_integer_value(json_array_get(ids, 0));
