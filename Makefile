@@ -145,6 +145,8 @@ $(BUILD)/examples/prep: examples/pipeline/prep.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(QLD)$(MPICC) $(CFLAGS) -Werror $(LDFLAGS) -o $@ $< -lm
 
+include worker/worker.mk examples/pool/pool.mk
+
 # the benchmark's helpers (bench/): the fork/exec limit, a bulk feeder
 BENCH_BINS := $(BUILD)/bench/limit $(BUILD)/bench/feed
 $(BUILD)/bench/limit: $(BUILD)/bench/limit.o

@@ -19,6 +19,9 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_SHUTDOWN: return "shutdown";
     case PL_MSG_COUNTS: return "counts";
     case PL_MSG_KEYS: return "keys";
+    case PL_MSG_POOL_START: return "pool-start";
+    case PL_MSG_POOL_STOP: return "pool-stop";
+    case PL_MSG_POOL_LIST: return "pool-list";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";
@@ -31,6 +34,12 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_EVENTS: return "events";
     case PL_MSG_HEARTBEAT: return "heartbeat";
     case PL_MSG_GOT: return "got";
+    case PL_MSG_POOL_READY: return "pool-ready";
+    case PL_MSG_W_HELLO: return "hello";
+    case PL_MSG_W_CALL: return "call";
+    case PL_MSG_W_ENTERED: return "entered";
+    case PL_MSG_W_RETURN: return "return";
+    case PL_MSG_W_CRASH: return "crash";
     }
     return "unknown";
 }

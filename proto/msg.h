@@ -14,7 +14,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 7
+#define PL_PROTO_VERSION 8
 /* pilot's release, printed by the three programs' --version */
 #define PL_VERSION "0.1.0"
 
@@ -41,6 +41,9 @@ enum pl_msg_type {
     PL_MSG_SHUTDOWN = 106,
     PL_MSG_COUNTS = 107,
     PL_MSG_KEYS = 108,       /* read the allow-list again (keys/allow/) */
+    PL_MSG_POOL_START = 109, /* start a pool of workers (docs/pool.md) */
+    PL_MSG_POOL_STOP = 110,
+    PL_MSG_POOL_LIST = 111,
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,
@@ -57,6 +60,14 @@ enum pl_msg_type {
     PL_MSG_EVENTS = 303,
     PL_MSG_HEARTBEAT = 304,
     PL_MSG_GOT = 305,        /* every RUN and KILL up to its seq was read */
+    PL_MSG_POOL_READY = 306, /* a pool's workers on the node said HELLO */
+
+    /* a pool worker <-> its node's agent (proto/poolmsg.h) */
+    PL_MSG_W_HELLO = 401,
+    PL_MSG_W_CALL = 402,
+    PL_MSG_W_ENTERED = 403,
+    PL_MSG_W_RETURN = 404,
+    PL_MSG_W_CRASH = 405,
 };
 
 /* Name of a type for logs ("submit"), or "unknown". */

@@ -24,6 +24,40 @@ const char *pl_comm_name(int comm)
     return comm >= 0 && comm < 3 ? comm_names[comm] : "unknown";
 }
 
+static const char *const fn_names[] = { "none", "c", "py", "pool" };
+
+int pl_fn_parse(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (s && !strcmp(s, fn_names[i]))
+            return i;
+    return -1;
+}
+
+const char *pl_fn_name(int fn)
+{
+    return fn >= 0 && fn < 4 ? fn_names[fn] : "unknown";
+}
+
+/* ASCII, whatever the locale */
+static bool alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+           || (c >= '0' && c <= '9');
+}
+
+bool pl_pool_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n > PL_POOL_NAME_MAX || !alnum(s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!alnum(s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+            return false;
+    return true;
+}
+
 int pl_launcher_parse(const char *s)
 {
     if (s && !strcmp(s, "srun"))

@@ -79,6 +79,25 @@ enum pl_launcher {
     PL_LAUNCHER_MPIRUN,    /* Open MPI's mpirun --rankfile */
 };
 
+/* What a task runs ('fn'): a command, or a function in a pool's
+ * workers (docs/pool.md). */
+enum pl_fn {
+    PL_FN_NONE = 0, /* argv is a command */
+    PL_FN_C,        /* argv[0] is "LIB.so:SYMBOL" (worker/pilot_fn.h) */
+    PL_FN_PY,       /* argv[0] is "MODULE:FUNCTION" */
+    PL_FN_POOL,     /* the pool's own MPI job of workers; pilotd makes it,
+                       a client may not */
+};
+/* The fn named 's' ("none", "c", "py", "pool"), or -1. */
+int pl_fn_parse(const char *s);
+/* The name of 'fn', or "unknown". */
+const char *pl_fn_name(int fn);
+
+/* A pool's name: 1..PL_POOL_NAME_MAX of A-Z a-z 0-9 _ . -, the first a
+ * letter or a digit. */
+#define PL_POOL_NAME_MAX 64
+bool pl_pool_name_ok(const char *s);
+
 /* The comm named 's' ("none", "torch", "mpi"), or -1. */
 int pl_comm_parse(const char *s);
 /* The name of 'comm', or "unknown". */

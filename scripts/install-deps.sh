@@ -34,7 +34,9 @@ declare -A pkgs=(
     [build]="gcc make pkg-config libzmq3-dev libuv1-dev libmsgpack-dev libjansson-dev
              libsqlite3-dev sqlite3 libslurm-dev libyaml-dev"
     [cluster]="slurm-wlm slurmctld slurmd slurm-client munge iproute2 util-linux procps"
-    [mpi]="libopenmpi-dev openmpi-bin libpmix-dev"
+    # the pool: its workers embed Python (python3-dev) for --py functions,
+    # with mpi4py's communicators
+    [mpi]="libopenmpi-dev openmpi-bin libpmix-dev python3-dev python3-mpi4py"
     # python3 is Debian's /usr/bin/python3, the one python3-torch installs into;
     # clang is for the fuzzers (make fuzz), and libclang-rt-14-dev holds
     # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
