@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent_private.h"
+#include "agent/pool.h"
 #include "agent/env.h"
 #include "proto/log.h"
 #include "proto/state.h"
@@ -57,6 +58,7 @@ static void flush_cb(uv_timer_t *h)
     struct pl_agent *a = h->data;
 
     pl_agent_free_dead(a);
+    pl_wpool_report(a->wpool, false);
     pl_agent_events_send(a);
     pl_agent_got_send(a);
     pl_agent_pull(a);
@@ -220,6 +222,14 @@ void pl_agent_dispatch(struct pl_agent *a, const void *buf, size_t len)
 }
 
 /* ---- life cycle ---- */
+
+int pl_agent_pool_listen(struct pl_agent *a, const char *keydir,
+                         struct pl_error *errp)
+{
+    if (a->bench)
+        return 0;
+    return (a->wpool = pl_wpool_new(a, keydir, a->node, errp)) ? 0 : -1;
+}
 
 void pl_agent_set_bench(struct pl_agent *a, bool on)
 {
@@ -387,6 +397,8 @@ void pl_agent_free(struct pl_agent *a)
     int rc;
 
     pl_agent_free_tasks(a);
+    pl_wpool_close(a->wpool);
+    a->wpool = NULL;
     pl_agent_link_close(a);
     close_handle((uv_handle_t *)&a->flush);
     close_handle((uv_handle_t *)&a->reg);

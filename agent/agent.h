@@ -60,4 +60,10 @@ int pl_agent_start(struct pl_agent *a, struct pl_error *errp);
  * 'why' names the cause in the log. */
 void pl_agent_shutdown(struct pl_agent *a, const char *why);
 
+/* Listen for the pool workers of this node (agent/pool.h); the keys
+ * directory names the socket.  0, or -1 with errp (pools cannot run
+ * here; the rest can).  A bench agent listens for none. */
+int pl_agent_pool_listen(struct pl_agent *a, const char *keydir,
+                         struct pl_error *errp);
+
 #endif /* !PL_AGENT_AGENT_H */

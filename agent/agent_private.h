@@ -1,8 +1,8 @@
 /* agent/agent_private.h - what the files of the agent share: struct
  * pl_agent and the calls between agent.c, link.c and run.c
  *
- * N.B. for agent/agent.c, link.c and run.c only: every other module sees
- * the agent through agent/agent.h.
+ * N.B. for agent/agent.c, link.c, run.c and pool.c only: every other
+ * module sees the agent through agent/agent.h.
  */
 #ifndef PL_AGENT_AGENT_PRIVATE_H
 #define PL_AGENT_AGENT_PRIVATE_H
@@ -93,6 +93,9 @@ struct pl_agent {
     struct pl_task **dead;     /* exited: freed from the flush timer */
     size_t ndead;
     size_t cap_dead;
+
+    /* pool.c: the pool workers of this node (NULL: no socket) */
+    struct pl_wpool *wpool;
 };
 
 /* The loop's clock in seconds, for intervals (pl_now() dates events). */
@@ -144,6 +147,11 @@ void pl_agent_events_send(struct pl_agent *a);
  * to be sent or committed: a RUN of it sent again is not run again. */
 bool pl_agent_ended(const struct pl_agent *a, uint64_t id, uint64_t attempt,
                     uint64_t rank);
+/* Send POOL_READY 'pr' to pilotd (welcomed or not: a REGISTER first
+ * brings the reports again). */
+struct pl_pool_ready;
+void pl_agent_pool_ready_send(struct pl_agent *a,
+                              const struct pl_pool_ready *pr);
 /* Send GOT with the last RUN or KILL read, if one was read since. */
 void pl_agent_got_send(struct pl_agent *a);
 /* Send PULL if welcomed, not pulled since the last RUN, not exiting and

@@ -22,6 +22,7 @@
 #include <zmq.h>
 
 #include "agent/agent_private.h"
+#include "agent/pool.h"
 #include "proto/log.h"
 #include "proto/state.h"
 #include "proto/strv.h"
@@ -123,7 +124,8 @@ static void send_register(struct pl_agent *a)
     r.cpu = (uint64_t *)pl_resources_cores(a->res, &r.ncpu);
     r.gpus = (char **)pl_resources_gpu_ids(a->res);
     r.last_run = a->last_run;
-    r.running = calloc(a->nrunning + 1, sizeof(*r.running));
+    size_t npool = pl_wpool_held(a->wpool, NULL, 0);
+    r.running = calloc(a->nrunning + npool + 1, sizeof(*r.running));
     r.ended = calloc(a->nunacked + 1, sizeof(*r.ended));
     if (!r.running || !r.ended) {
         /* the reg timer tries again while we are not welcomed */
@@ -136,6 +138,9 @@ static void send_register(struct pl_agent *a)
         r.running[i] = (struct pl_held){ e->id, e->attempt, e->rank };
     }
     r.nrunning = (uint32_t)a->nrunning;
+    /* a pool task's ranks run in their workers */
+    r.nrunning += (uint32_t)pl_wpool_held(a->wpool, r.running + a->nrunning,
+                                          npool);
     for (size_t i = 0; i < a->nunacked; i++)
         r.ended[i] = a->unacked[i].ev; /* a shallow copy: borrowed */
     r.nended = (uint32_t)a->nunacked;
@@ -144,6 +149,15 @@ static void send_register(struct pl_agent *a)
 done:
     free(r.running);
     free(r.ended);
+}
+
+void pl_agent_pool_ready_send(struct pl_agent *a,
+                              const struct pl_pool_ready *pr)
+{
+    struct pl_wbuf w;
+
+    pl_pool_ready_encode(&w, a->seq++, pr);
+    send_wbuf(a, &w, PL_MSG_POOL_READY);
 }
 
 static void send_pull(struct pl_agent *a)
@@ -353,6 +367,7 @@ int pl_agent_welcome_cb(struct pl_agent *a, const struct pl_msg *m,
            pl_resources_free_gpus(a->res));
     a->welcomed = true;
     a->pulled = false; /* a new (or restarted) pilotd: ask again */
+    pl_wpool_report(a->wpool, true);
     pl_agent_kick(a);
     pl_welcome_clear(&wl);
     return 0;

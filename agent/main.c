@@ -288,6 +288,8 @@ int main(int argc, char **argv)
     }
     pl_agent_set_recovery(a, o.dir, o.orphan_after);
     pl_agent_set_bench(a, o.bench);
+    if (pl_agent_pool_listen(a, o.keys, &err) < 0)
+        pl_log(LOG_WARNING, "no pools on this node: %s", err.text);
     uv_signal_init(pl_agent_loop(a), &sigterm);
     uv_signal_init(pl_agent_loop(a), &sigint);
     sigterm.data = sigint.data = a;

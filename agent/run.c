@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "agent/agent_private.h"
+#include "agent/pool.h"
 #include "agent/comm.h"
 #include "agent/env.h"
 #include "agent/mpi.h"
@@ -158,6 +159,8 @@ static struct pl_env *task_env(struct pl_agent *a, const struct pl_run *r,
             goto nomem;
     if (pl_env_setf(env, "PILOT_TASK_ID", "%llu",
                     (unsigned long long)r->id) < 0
+        || pl_env_setf(env, "PILOT_ATTEMPT", "%llu",
+                       (unsigned long long)r->attempt) < 0
         || pl_env_set(env, "PILOT_NODE", a->node) < 0)
         goto nomem;
     if (pl_comm_env(r, a->node, env, errp) < 0
@@ -296,6 +299,14 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
             e->exit_code = 0;
         goto done;
     }
+    if (r.pool) {
+        /* a pool task's rank: a call in its worker */
+        if (!a->wpool)
+            event_failed(a, &r, "this agent has no pool socket");
+        else if (!pl_agent_ended(a, r.id, r.attempt, r.rank))
+            pl_wpool_call(a->wpool, &r);
+        goto done;
+    }
     if (already_running(a, &r))
         goto done;
     if (pl_agent_ended(a, r.id, r.attempt, r.rank)) {
@@ -388,6 +399,8 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
         pl_task_kill(a->running[i], PL_ST_CANCELED, k.grace);
         n++;
     }
+    if (a->wpool)
+        n += pl_wpool_kill(a->wpool, &k);
     if (n == 0)
         pl_log(LOG_DEBUG, "kill: task %llu attempt %llu%s is not running "
                "here", (unsigned long long)k.id,

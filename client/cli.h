@@ -122,5 +122,6 @@ int pl_cmd_status(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_down(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_keys(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv);
 
 #endif /* !PL_CLIENT_CLI_H */

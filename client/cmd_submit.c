@@ -65,6 +65,15 @@ static const char help[] =
     "  --priority N            higher starts first (-1000000..1000000,\n"
     "                          default 0); FIFO within a priority\n"
     "  --tag KEY=VALUE         a label for 'pilot ls --tag' (repeatable)\n"
+    "  --pool NAME             run a function in the workers of pool NAME\n"
+    "                          (pilot pool start); the arguments after the\n"
+    "                          options are the function's:\n"
+    "  --fn LIB.so:SYMBOL      a C function, int SYMBOL(const struct\n"
+    "                          pilot_fn_ctx *ctx, int argc, char **argv)\n"
+    "                          (pilot_fn.h), on ctx->comm, an MPI\n"
+    "                          communicator of the task's ranks\n"
+    "  --py MODULE:FUNCTION    a Python function FUNCTION(ctx, *args), with\n"
+    "                          ctx.comm an mpi4py communicator\n"
     "  --file FILE             many tasks in one request: one JSON object\n"
     "                          a line (- reads stdin), or a YAML list of\n"
     "                          mappings (FILE ending in .yaml or .yml);\n"
@@ -135,6 +144,9 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "retry-failed", required_argument, NULL, OPT_SPEC },
         { "priority", required_argument, NULL, OPT_SPEC },
         { "tag", required_argument, NULL, OPT_SPEC },
+        { "pool", required_argument, NULL, OPT_SPEC },
+        { "fn", required_argument, NULL, OPT_SPEC },
+        { "py", required_argument, NULL, OPT_SPEC },
         { "file", required_argument, NULL, OPT_FILE },
         PL_CLI_COMMON_OPTS,
         { 0 },
@@ -170,10 +182,16 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                                 argv[optind]);
         return -1;
     }
-    if (optind >= argc)
+    if (b->fn_name && !b->spec.pool)
+        return pl_cli_usage(cli, "--fn and --py run in a pool: give --pool "
+                            "NAME (pilot pool ls)");
+    if (b->spec.pool && !b->fn_name)
+        return pl_cli_usage(cli, "--pool: name the function, --fn "
+                            "LIB.so:SYMBOL or --py MODULE:FUNCTION");
+    if (optind >= argc && !b->fn_name)
         return pl_cli_usage(cli, "no command given (usage: pilot submit "
                             "[options] -- COMMAND [ARGS...])");
-    if (!argv[optind][0])
+    if (optind < argc && !argv[optind][0])
         return pl_cli_usage(cli, "the command is an empty string");
     if (pl_cli_spec_counts(b, &err) < 0)
         return pl_cli_usage(cli, "%s", err.text);

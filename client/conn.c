@@ -577,6 +577,19 @@ json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp)
     return call(c, &w, JSON_OBJECT, "keys", errp);
 }
 
+json_t *pl_conn_pool(struct pl_conn *c, int type,
+                     const struct pl_pool_req *p, struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_pool_req_encode(&w, type, seq, p);
+    return call(c, &w, type == PL_MSG_POOL_LIST ? JSON_ARRAY : JSON_OBJECT,
+                pl_msg_type_name(type), errp);
+}
+
 /* Per node: running tasks and the cores and GPUs they hold, as the
  * database last recorded them. */
 static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)

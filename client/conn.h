@@ -107,4 +107,9 @@ int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp);
  * (role admin) may: EACCES for the others. */
 json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp);
 
+/* A pool request (POOL_START, POOL_STOP, POOL_LIST: 'p' may then be
+ * NULL): the pool (an object) or the pools (an array). */
+json_t *pl_conn_pool(struct pl_conn *c, int type,
+                     const struct pl_pool_req *p, struct pl_error *errp);
+
 #endif /* !PL_CLIENT_CONN_H */

@@ -27,6 +27,8 @@ static const struct cmd cmds[] = {
     { "down", pl_cmd_down, "stop the pilot; its state stays readable" },
     { "pilots", pl_cmd_pilots, "all pilots under PILOT_HOME" },
     { "keys", pl_cmd_keys, "who may use the pilot: list, add, revoke keys" },
+    { "pool", pl_cmd_pool,
+      "MPI worker pools for function tasks: start, ls, stop" },
     { NULL, NULL, NULL },
 };
 

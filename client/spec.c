@@ -15,6 +15,7 @@
 enum field {
     F_ARGV, F_CMD, F_NAME, F_CWD, F_RANKS, F_NODES, F_RPN, F_CPR, F_GPR,
     F_RETRIES, F_RETRY, F_TIMEOUT, F_EXCLUSIVE, F_COMM, F_LAUNCHER, F_ENV,
+    F_POOL, F_FN, F_PY,
     F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT,
 };
 
@@ -45,6 +46,9 @@ static const struct {
     { F_PRIORITY, "priority", "priority", 0, 0 },
     { F_TAG, "tag", "tags", 0, 0 },
     { F_OUTPUT_LIMIT, "output-limit", "output_limit", 0, 0 },
+    { F_POOL, "pool", "pool", 0, 0 },
+    { F_FN, "fn", "fn", 0, 0 },
+    { F_PY, "py", "py", 0, 0 },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -74,12 +78,14 @@ void pl_cli_spec_init(struct pl_cli_spec *b)
 void pl_cli_spec_clear(struct pl_cli_spec *b)
 {
     pl_spec_clear(&b->spec); /* preserves errno */
+    free(b->fn_name);
     memset(b, 0, sizeof(*b));
 }
 
 void pl_cli_spec_take(struct pl_cli_spec *b, struct pl_spec *s)
 {
     *s = b->spec;
+    free(b->fn_name);
     pl_cli_spec_init(b);
 }
 
@@ -161,6 +167,48 @@ static int set_argv(struct pl_spec *s, int argc, char *const *argv,
     pl_strv_free(s->argv);
     s->argv = v;
     return 0;
+}
+
+/* A pool task's function, --fn or --py 'arg' ('fn': PL_FN_C or _PY). */
+static int set_fn(struct pl_cli_spec *b, int fn, const char *key,
+                  const char *arg, struct pl_error *errp)
+{
+    if (b->fn_name && b->spec.fn != fn)
+        return pl_errset(errp, EINVAL, "give --fn or --py, not both");
+    if (!*arg || strlen(arg) > PL_SPEC_MAX_ARG || !pl_utf8_str(arg))
+        return pl_errset(errp, EINVAL, "%s: want %s", key,
+                         fn == PL_FN_C ? "LIB.so:SYMBOL" : "MODULE:FUNCTION");
+    b->spec.fn = fn;
+    return set_str(&b->fn_name, arg, errp);
+}
+
+/* A pool task's argv: its function first, then its arguments. */
+static int fn_first(struct pl_cli_spec *b, struct pl_error *errp)
+{
+    struct pl_spec *s = &b->spec;
+    size_t n = pl_strv_len(s->argv);
+    char **v;
+
+    if (!b->fn_name)
+        return 0;
+    if (!(v = calloc(n + 2, sizeof(*v))))
+        return nomem(errp);
+    v[0] = b->fn_name;
+    b->fn_name = NULL;
+    memcpy(v + 1, s->argv ? s->argv : v + 1, n * sizeof(*v));
+    free(s->argv); /* its strings are v's now */
+    s->argv = v;
+    return 0;
+}
+
+static int set_pool(struct pl_spec *s, const char *key, const char *arg,
+                    struct pl_error *errp)
+{
+    if (!pl_pool_name_ok(arg))
+        return pl_errset(errp, EINVAL, "%s: '%.64s' is not a pool's name "
+                         "(1 to %d of A-Z a-z 0-9 _ . -)", key, arg,
+                         PL_POOL_NAME_MAX);
+    return set_str(&s->pool, arg, errp);
 }
 
 /* 'dir' as the task's cwd: as it is when absolute, else in 'here' (the
@@ -429,6 +477,12 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
         return parse_priority(arg, &s->priority, errp);
     case F_TAG:
         return flag_tag(b, arg, errp);
+    case F_POOL:
+        return set_pool(s, "--pool", arg, errp);
+    case F_FN:
+        return set_fn(b, PL_FN_C, "--fn", arg, errp);
+    case F_PY:
+        return set_fn(b, PL_FN_PY, "--py", arg, errp);
     }
     return 0;
 }
@@ -474,7 +528,9 @@ int pl_cli_spec_command(struct pl_cli_spec *b, int argc, char *const *argv,
         errno = ENAMETOOLONG;
         return pl_errprintf(errp, "--cwd: path too long");
     }
-    return set_argv(s, argc, argv, errp);
+    if (set_argv(s, argc, argv, errp) < 0)
+        return -1;
+    return fn_first(b, errp);
 }
 
 /* ------------------------------------------------------------ entries */
@@ -707,6 +763,15 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
         return entry_after(b, v, errp);
     case F_ARRAY:
         return entry_array(s, v, errp);
+    case F_POOL:
+        return json_is_string(v) ? set_pool(s, key, json_string_value(v), errp)
+                                 : wrong(key, errp);
+    case F_FN:
+    case F_PY:
+        return json_is_string(v)
+                   ? set_fn(b, fields[f].id == F_FN ? PL_FN_C : PL_FN_PY, key,
+                            json_string_value(v), errp)
+                   : wrong(key, errp);
     }
     return 0;
 }
@@ -722,6 +787,10 @@ int pl_cli_spec_entry(struct pl_cli_spec *b, const json_t *entry,
     json_object_foreach((json_t *)entry, key, v)
         if (entry_field(b, key, v, here, errp) < 0)
             return -1;
+    if (b->fn_name && !b->spec.argv && set_argv(&b->spec, 0, NULL, errp) < 0)
+        return -1;
+    if (fn_first(b, errp) < 0)
+        return -1;
     if (!b->spec.argv)
         return pl_errset(errp, EINVAL, "no command: give argv (a list) or cmd "
                          "(a shell line)");

@@ -24,6 +24,8 @@ struct pl_cli_spec {
     struct pl_spec spec;          /* what the setters made; owned */
     size_t nenv, ntags;           /* entries in spec.env, spec.tags */
     size_t envcap, tagcap, aftercap; /* their room (pl_grow()) */
+    char *fn_name;                /* --fn or --py: argv[0] once the
+                                     command is set; owned */
 };
 
 /* An empty spec: pl_spec_init()'s defaults.  pl_cli_spec_clear() frees

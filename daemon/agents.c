@@ -184,7 +184,7 @@ static void too_big_cb(struct pl_dtask *t, void *arg)
     struct pl_daemon *d = arg;
     char why[160], reason[200];
 
-    if (t->state != PL_ST_QUEUED
+    if (t->state != PL_ST_QUEUED || t->pool
         || pl_sched_fits(d->sched, t, why, sizeof(why)))
         return;
     snprintf(reason, sizeof(reason), "too large for this pilot: %s", why);
@@ -249,6 +249,10 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
             else
                 snprintf(why, sizeof(why), "exit code %d", c.exit_code);
             c.reason = why;
+        }
+        if (e->lost && t->pool && t->fn != PL_FN_POOL) {
+            pl_dtask_rank_lost(d, t, r0, &c);
+            break;
         }
         for (uint32_t r = r0; r < r1; r++)
             if (pl_dtask_rank_ended(d, t, r, e->state, &c))
@@ -509,6 +513,9 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         agent_events(d, l, m);
         break;
     case PL_MSG_HEARTBEAT:
+        break;
+    case PL_MSG_POOL_READY:
+        pl_poolctl_ready(d, l->node, m);
         break;
     case PL_MSG_GOT:
         if (pl_got_decode(m->body, &got, &err) < 0)

@@ -285,6 +285,9 @@ static const struct {
     { PL_MSG_SHUTDOWN, h_shutdown, R_ADMIN, "shut the pilot down" },
     { PL_MSG_COUNTS, h_counts, R_READ, "count tasks" },
     { PL_MSG_KEYS, h_keys, R_ADMIN, "reload the allow-list" },
+    { PL_MSG_POOL_START, pl_poolctl_start, R_WRITE, "start a pool" },
+    { PL_MSG_POOL_STOP, pl_poolctl_stop, R_WRITE, "stop a pool" },
+    { PL_MSG_POOL_LIST, pl_poolctl_list, R_READ, "list the pools" },
     { 0, NULL, 0, NULL },
 };
 

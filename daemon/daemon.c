@@ -445,6 +445,7 @@ void pl_daemon_free(struct pl_daemon *d)
     if (d->zctx)
         zmq_ctx_term(d->zctx);
     pl_agents_free(d);
+    pl_poolctl_free(d);
     pl_orders_free_all(d);
     pl_cancel_free_all(d);
     pl_sched_free(d->sched);

@@ -183,6 +183,9 @@ struct pl_daemon {
     /* orders.c: the tasks placed, for the bound on 'assigned' */
     struct pl_placed *placed;
     size_t nplaced, capplaced;
+    /* poolctl.c: the pools (daemon/pool.h), owned */
+    struct pl_pool **pools;
+    size_t npools, cappools;
     /* launch.c: the agents' step, its restarts, agents started per node */
     struct pl_child *launch;
     int restarts;
@@ -299,6 +302,11 @@ void pl_dtask_rank_adopted(struct pl_daemon *d, struct pl_dtask *t,
  * true when that ended the task (it may be freed). */
 bool pl_dtask_rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
                          int st, const struct pl_db_change *c);
+/* Rank 'r' of pool task 't' ended with its worker, which went down by no
+ * doing of its own: the task runs again once its ranks have ended (not
+ * charged to --retries, at most a few times).  As pl_dtask_rank_ended(). */
+bool pl_dtask_rank_lost(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                        const struct pl_db_change *c);
 /* 't' reached a final state ('extra': its exit code, signal, reason;
  * may be NULL): record it and forget it; what waited for it goes on, or
  * fails with it. */
@@ -394,6 +402,36 @@ void pl_agents_exit(struct pl_daemon *d);
 void pl_agents_record(struct pl_daemon *d, struct pl_node *n,
                       const char *state);
 void pl_agents_free(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ poolctl.c */
+struct pl_pool;
+/* The pool named 'name', or NULL. */
+struct pl_pool *pl_poolctl_find(struct pl_daemon *d, const char *name);
+/* The requests: POOL_START, POOL_STOP, POOL_LIST. */
+void pl_poolctl_start(struct pl_daemon *d, const struct pl_req *r,
+                      const struct pl_msg *m);
+void pl_poolctl_stop(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m);
+void pl_poolctl_list(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m);
+/* Stop 'p' ('why'): its tasks end canceled, its job is stopped; the pool
+ * is gone once its job has ended (at once if it was not running). */
+void pl_poolctl_stop_one(struct pl_daemon *d, struct pl_pool *p,
+                         const char *why);
+/* A pool's job was placed (its attempt begins): its slots. */
+void pl_poolctl_placed(struct pl_daemon *d, struct pl_dtask *job);
+/* POOL_READY from the agent of 'n'. */
+void pl_poolctl_ready(struct pl_daemon *d, struct pl_node *n,
+                      const struct pl_msg *m);
+/* A pool's job ended ('state', 'reason'): true if it was queued again
+ * (the pool restarts); false if it ends as any task (the pool stopped,
+ * or failed). */
+bool pl_poolctl_job_ended(struct pl_daemon *d, struct pl_dtask *job,
+                          int state, const char *reason);
+/* Place what fits of each ready pool's queue ('place' for each). */
+void pl_poolctl_schedule(struct pl_daemon *d, pl_sched_place_f place,
+                         void *arg);
+void pl_poolctl_free(struct pl_daemon *d);
 
 /* ------------------------------------------------------------ recover.c */
 

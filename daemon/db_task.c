@@ -204,6 +204,11 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
         sqlite3_bind_int64(st, 23, (sqlite3_int64)s->output_limit);
     else
         sqlite3_bind_null(st, 23);
+    db_bind_text(st, 24, s->pool);
+    if (s->fn != PL_FN_NONE)
+        sqlite3_bind_text(st, 25, pl_fn_name(s->fn), -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 25);
     if (db_step(db, ST_INSERT, errp) < 0)
         goto done;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
@@ -376,6 +381,8 @@ static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
     const char *comm = (const char *)sqlite3_column_text(st, 15);
     const char *launcher = (const char *)sqlite3_column_text(st, 16);
     const char *after = (const char *)sqlite3_column_text(st, 17);
+    const char *pool = (const char *)sqlite3_column_text(st, 22);
+    const char *fn = (const char *)sqlite3_column_text(st, 23);
     struct pl_spec *s = &r->spec;
 
     memset(r, 0, sizeof(*r));
@@ -401,11 +408,13 @@ static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
     r->array_index = (uint64_t)sqlite3_column_int64(st, 19);
     s->priority = sqlite3_column_int64(st, 20);
     s->output_limit = (uint64_t)sqlite3_column_int64(st, 21); /* NULL: 0 */
+    s->fn = fn && pl_fn_parse(fn) > 0 ? pl_fn_parse(fn) : PL_FN_NONE;
     errno = EINVAL;
     if (!argv || !(s->argv = strv_json(argv)) || !s->argv[0]
         || (env && !(s->env = strv_json(env)))
         || (cwd && !(s->cwd = strdup(cwd)))
         || (name && !(s->name = strdup(name)))
+        || (pool && !(s->pool = strdup(pool)))
         || (after && after_json(after, &r->after, &r->nafter) < 0)) {
         int saved = errno;
         row_clear(r);
@@ -427,7 +436,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
                            "attempts, nodes, ranks_per_node, exclusive, comm, "
                            "launcher, after, array_id, array_index, priority, "
-                           "output_limit FROM tasks WHERE state NOT IN ('done', 'failed', "
+                           "output_limit, pool, fn FROM tasks WHERE state NOT "
+                           "IN ('done', 'failed', "
                            "'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return db_err(db, errp, "load tasks");

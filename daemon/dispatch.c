@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/pool.h"
 #include "proto/log.h"
 #include "proto/run.h"
 
@@ -34,6 +35,7 @@ void pl_dispatch_schedule(struct pl_daemon *d)
 
     d->want_sched = false;
     pl_sched_run(d->sched, place_cb, &p);
+    pl_poolctl_schedule(d, place_cb, &p);
     /* N.B. out of memory, as in place_cb */
     (void)pl_grow(&d->unsent, &d->capunsent, d->nunsent, p.n,
                   sizeof(*d->unsent));
@@ -112,6 +114,23 @@ static char *rank_lists(const struct pl_dtask *t, bool gpus)
     return s;
 }
 
+/* A pool task's rank: the pool, its job's attempt, the worker of each
+ * rank ('group', t->ranks entries, borrowed by 'run'). */
+static void pool_fields(const struct pl_dtask *t, uint32_t r,
+                        struct pl_run *run, uint64_t *group)
+{
+    const struct pl_pool *p = t->pool;
+
+    for (uint32_t q = 0; q < t->ranks; q++)
+        group[q] = t->rank[q].slot;
+    run->pool = (char *)p->name;
+    run->fn = t->fn;
+    run->pool_job = p->job;
+    run->pool_attempt = p->attempt;
+    run->world_rank = t->rank[r].slot;
+    run->group = group;
+}
+
 /* Pack the entry of rank 'r' of 't' (docs/protocol.md, 202): a struct
  * pl_run borrowing from the task and its nodes. */
 static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
@@ -125,6 +144,7 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
     char *env[ne + 3];
     char *nodes[t->nnodes + 1], **hosts = NULL;
     char *rank_cores = NULL, *rank_gpus = NULL;
+    uint64_t group[t->pool ? t->ranks : 1];
 
     pl_path_task_log(d->dir, t->id, t->attempt, false, false, out,
                      sizeof(out));
@@ -172,6 +192,8 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
         nodes[nn] = NULL;
         run.nodelist = nodes;
     }
+    if (t->pool && t->fn != PL_FN_POOL && whole)
+        pool_fields(t, r, &run, group);
     if (t->comm == PL_COMM_TORCH && t->rank[0].node) {
         run.master_addr = (char *)t->rank[0].node->name;
         run.master_port = t->port;

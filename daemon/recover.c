@@ -112,6 +112,17 @@ static int load_cb(struct pl_db_row *row, void *arg)
     t->array_index = row->array_index;
     t->attempt = row->attempts;
     t->state = row->state;
+    if (s->pool) {
+        /* TODO(13): take pools back after a restart; until then their
+         * jobs and tasks end here, said so */
+        t->fn = s->fn;
+        pl_sched_dequeue(d->sched, t);
+        pl_dtask_end(d, t, s->fn == PL_FN_POOL ? PL_ST_CANCELED
+                                                : PL_ST_FAILED,
+                     "pilotd restarted: its pool is gone (start it again "
+                     "and submit again)");
+        return 0;
+    }
     if (waits)
         return load_waiting(d, t, row);
     if (orphan) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/pool.h"
 #include "daemon/sched.h"
 #include "proto/msg.h"
 #include "proto/state.h"
@@ -211,6 +212,12 @@ static void rank_release(struct pl_dtask *t, uint32_t r)
 {
     struct pl_rank *k = &t->rank[r];
 
+    if (k->node && t->pool && t->fn != PL_FN_POOL) {
+        /* a pool task's rank holds a worker, no cores */
+        pl_pool_rank_release(t->pool, t, r);
+        k->node = NULL;
+        return;
+    }
     if (k->node) {
         if (r == 0 && t->port) {
             pl_node_port_free(k->node, t->port);
@@ -244,6 +251,8 @@ static void release(struct pl_dtask *t)
 
 void pl_sched_dequeue(struct pl_sched *s, struct pl_dtask *t)
 {
+    if (t->inpq)
+        pl_pool_dequeue(t->pool, t);
     if (t->inq) {
         TAILQ_REMOVE(&level_find(s, t->priority)->q, t, qent);
         t->inq = false;
@@ -263,7 +272,12 @@ void pl_sched_requeue(struct pl_sched *s, struct pl_dtask *t, bool head)
 {
     release(t);
     t->cancel = false;
-    if (!t->inq)
+    t->pool_lost = false;
+    if (t->pool && t->fn != PL_FN_POOL) {
+        if (!t->inpq)
+            pl_pool_enqueue(t->pool, t, head);
+    }
+    else if (!t->inq)
         enqueue(s, t, head);
 }
 

@@ -36,6 +36,7 @@ struct pl_rank {
     int state;                 /* assigned, running, or a final state
                                   (daemon/task.c writes it) */
     uint64_t run_seq;          /* the RUN that carried it to its agent */
+    uint32_t slot;             /* a pool task's: its worker's world rank */
     char *orphan;              /* owned: "NODE\tCPUS\tGPUS" where a
                                   restarted pilotd's database placed it,
                                   until its agent reports; else NULL */
@@ -93,9 +94,18 @@ struct pl_dtask {
     uint64_t serial;           /* pilotd's count of tasks it has made */
     uint64_t array_id;         /* its array's first element; 0: none */
     uint64_t array_index;
+    /* a pool's task, or the pool's own job (docs/pool.md) */
+    int fn;                    /* enum pl_fn */
+    struct pl_pool *pool;      /* borrowed: its pool (daemon/pool.h) */
+    bool inpq;                 /* linked in its pool's queue (pent) */
+    TAILQ_ENTRY(pl_dtask) pent;
+    bool pool_lost;            /* this attempt's workers went down under
+                                  it, by no doing of its own */
+    uint32_t pool_losses;      /* attempts that ended so */
 };
 
 struct pl_sched;
+struct pl_pool;
 
 struct pl_sched *pl_sched_new(void);
 void pl_sched_free(struct pl_sched *s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/pool.h"
 #include "proto/clientmsg.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -22,7 +23,31 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
 {
     if (pl_spec_decode(o, s, errp) < 0)
         return -1;
-    if (pl_sched_nnodes(d->sched) > 0) {
+    if (s->fn == PL_FN_POOL) {
+        pl_spec_clear(s);
+        errno = EINVAL;
+        return pl_errprintf(errp, "fn 'pool' is a pool's own job: start a "
+                            "pool with 'pilot pool start'");
+    }
+    if (s->pool) {
+        struct pl_pool *p = pl_poolctl_find(d, s->pool);
+        struct pl_dtask t = { 0 };
+        char why[200];
+        pl_dtask_shape(&t, s);
+        if (!p)
+            snprintf(why, sizeof(why), "no pool is named '%s' (pilot pool "
+                     "ls)", s->pool);
+        else if (p->state == PL_POOL_STOPPING || p->state == PL_POOL_FAILED)
+            snprintf(why, sizeof(why), "pool %s is %s", s->pool,
+                     pl_pool_state_name(p->state));
+        if (!p || p->state == PL_POOL_STOPPING || p->state == PL_POOL_FAILED
+            || !pl_pool_fits(p, &t, why, sizeof(why))) {
+            pl_spec_clear(s);
+            errno = EINVAL;
+            return pl_errprintf(errp, "%s", why);
+        }
+    }
+    else if (pl_sched_nnodes(d->sched) > 0) {
         struct pl_dtask t = { 0 };
         char why[160];
         pl_dtask_shape(&t, s);
@@ -168,9 +193,16 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
     else if ((s->env && !(env = pl_strv_dup(s->env)))
              || (s->cwd && !(cwd = strdup(s->cwd))))
         goto nomem;
-    if (!(t = pl_sched_task_add(d->sched, id, state == PL_ST_QUEUED,
+    if (!(t = pl_sched_task_add(d->sched, id,
+                                state == PL_ST_QUEUED && !s->pool,
                                 (int32_t)s->priority, &argv, &env, &cwd)))
         goto nomem;
+    if (s->pool) {
+        t->fn = s->fn;
+        t->pool = pl_poolctl_find(d, s->pool); /* spec_parse() found it */
+        if (state == PL_ST_QUEUED)
+            pl_pool_enqueue(t->pool, t, false);
+    }
     o->undo[o->nundo++] = id; /* from here the request's undo takes it */
     t->state = state;
     pl_dtask_shape(t, s);

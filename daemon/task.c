@@ -17,6 +17,12 @@
 #include "proto/query.h"
 #include "proto/strv.h"
 
+/* Requeues of a pool task whose workers went down under it (by no doing
+ * of its own, as far as its agent could tell): a task that kills its
+ * worker without a word (SIGKILL, the OOM killer) looks the same, and
+ * must not take the pool down for ever. */
+#define POOL_LOSSES_MAX 3
+
 uint32_t pl_dtask_launched(const struct pl_dtask *t)
 {
     return t->comm == PL_COMM_MPI ? 1 : t->ranks;
@@ -91,7 +97,8 @@ void pl_dtask_change(struct pl_daemon *d, struct pl_dtask *t, int state,
         c.cores = cores[0] ? cores : NULL;
         c.gpus = gpus[0] ? gpus : NULL;
     }
-    count_move(d, t->state, state);
+    if (t->fn != PL_FN_POOL) /* a pool's job is counted nowhere */
+        count_move(d, t->state, state);
     t->state = state;
     /* N.B. a failed write is in the journal (or the task's submission
      * was undone): the store retries, nothing to undo here */
@@ -129,8 +136,11 @@ static void rank_event(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
 void pl_dtask_placed(struct pl_daemon *d, struct pl_dtask *t)
 {
     t->attempt++;
+    t->pool_lost = false;
     for (uint32_t r = 0; r < t->ranks; r++)
         t->rank[r].state = PL_ST_ASSIGNED;
+    if (t->fn == PL_FN_POOL && t->pool)
+        pl_poolctl_placed(d, t);
     pl_dtask_change(d, t, PL_ST_ASSIGNED, NULL);
     for (uint32_t r = 0; r < t->ranks; r++)
         rank_event(d, t, r, PL_ST_ASSIGNED, 0, NULL);
@@ -296,17 +306,35 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
         if (!t->reason[0])
             c.reason = "canceled";
     }
+    if (t->fn == PL_FN_POOL && t->pool
+        && pl_poolctl_job_ended(d, t, st, c.reason))
+        return; /* the pool restarts */
     if (t->lost && !t->cancel && t->attempt <= t->retries + t->spared) {
         pl_dtask_requeue(d, t, c.reason, false);
         return;
+    }
+    /* a pool task whose workers went down under it (a crash of another
+     * task's, a node lost): again, not charged, a few times */
+    if (t->pool_lost && !t->fail && !t->cancel) {
+        if (++t->pool_losses <= POOL_LOSSES_MAX) {
+            pl_dtask_requeue(d, t, "its pool's workers went down under it",
+                             true);
+            return;
+        }
+        st = PL_ST_FAILED;
+        snprintf(t->reason, sizeof(t->reason), "its pool's workers went "
+                 "down under it %u times", t->pool_losses);
+        c.reason = t->reason;
     }
     if (st == PL_ST_DONE)
         c.exit_code = c.signal = 0;
     pl_dtask_finish(d, t, st, &c);
 }
 
-bool pl_dtask_rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
-                         int st, const struct pl_db_change *c)
+/* Rank 'r' ended in 'st'; 'lost': a pool task's, whose worker went down
+ * by no doing of its own (no failure: the task runs again). */
+static bool rank_end(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                     int st, const struct pl_db_change *c, bool lost)
 {
     struct pl_rank *k = &t->rank[r];
 
@@ -316,7 +344,9 @@ bool pl_dtask_rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
     k->state = st;
     pl_sched_rank_release(t, r);
     t->ended++;
-    if (st != PL_ST_DONE && !t->fail) {
+    if (lost)
+        t->pool_lost = true;
+    else if (st != PL_ST_DONE && !t->fail) {
         t->fail = st;
         t->exit_code = c->exit_code;
         t->signal = c->signal;
@@ -326,12 +356,30 @@ bool pl_dtask_rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
         else
             snprintf(t->reason, sizeof(t->reason), "%s",
                      c->reason ? c->reason : "");
-        pl_agents_kill_task(d, t); /* its other ranks cannot go on alone */
+        /* its other ranks cannot go on alone; a pool task's run on in
+         * their workers (stopping them takes the pool down) */
+        if (!t->pool || t->fn == PL_FN_POOL)
+            pl_agents_kill_task(d, t);
     }
+    else if (st == PL_ST_FAILED && t->pool && t->signal <= 0
+             && c->exit_code > t->exit_code)
+        t->exit_code = c->exit_code; /* a pool task's: the largest */
     if (t->ended < t->ranks)
         return false;
     task_ended(d, t, c->maxrss_kb);
     return true;
+}
+
+bool pl_dtask_rank_ended(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                         int st, const struct pl_db_change *c)
+{
+    return rank_end(d, t, r, st, c, false);
+}
+
+bool pl_dtask_rank_lost(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
+                        const struct pl_db_change *c)
+{
+    return rank_end(d, t, r, PL_ST_FAILED, c, true);
 }
 
 void pl_dtask_cancel(struct pl_daemon *d, struct pl_dtask *t)

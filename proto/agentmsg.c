@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "proto/agentmsg.h"
+#include "proto/poolmsg.h"
 #include "proto/state.h"
 #include "proto/strv.h"
 
@@ -68,6 +69,8 @@ void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
         pl_wm_uint(&m, "maxrss_kb", (uint64_t)e->maxrss_kb);
     if (e->error)
         pl_wm_str(&m, "error", e->error);
+    if (e->lost)
+        pl_wm_bool(&m, "lost", true);
 }
 
 void pl_event_clear(struct pl_event *e)
@@ -99,7 +102,8 @@ int pl_event_decode(const msgpack_object *o, struct pl_event *e,
         || pl_mp_int(o, "signal", false, &e->signal, errp) < 0
         || (has_rss = pl_mp_uint(o, "maxrss_kb", false, INT64_MAX, &rss,
                                  errp)) < 0
-        || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0)
+        || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0
+        || pl_mp_bool(o, "lost", false, &e->lost, errp) < 0)
         goto error;
     if ((e->state = pl_state_parse(state)) < 0) {
         pl_errprintf(errp, "bad state '%s'", state);
@@ -455,6 +459,44 @@ int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
         return bad(errp, "kill: grace out of range");
     k->one = one == 1;
     return 0;
+}
+
+void pl_pool_ready_encode(struct pl_wbuf *w, uint64_t seq,
+                          const struct pl_pool_ready *p)
+{
+    pl_wbuf_init(w, PL_MSG_POOL_READY, seq);
+    pl_wm_uint(&w->body, "job", p->job);
+    pl_wm_uint(&w->body, "attempt", p->attempt);
+    pl_wm_uintv(&w->body, "ranks", p->ranks, p->nranks);
+}
+
+int pl_pool_ready_decode(const msgpack_object *body, struct pl_pool_ready *p,
+                         struct pl_error *errp)
+{
+    memset(p, 0, sizeof(*p));
+    if (pl_mp_uint(body, "job", true, UINT64_MAX, &p->job, errp) < 0
+        || pl_mp_uint(body, "attempt", true, UINT32_MAX, &p->attempt, errp)
+               < 0
+        || pl_mp_uintv(body, "ranks", true, PL_POOL_MAX_WORKERS,
+                       PL_POOL_MAX_WORKERS - 1, &p->ranks, &p->nranks, errp)
+               < 0) {
+        pl_pool_ready_clear(p);
+        return -1;
+    }
+    if (p->nranks == 0) {
+        pl_pool_ready_clear(p);
+        return bad(errp, "pool-ready: no ranks");
+    }
+    return 0;
+}
+
+void pl_pool_ready_clear(struct pl_pool_ready *p)
+{
+    int saved = errno;
+
+    free(p->ranks);
+    memset(p, 0, sizeof(*p));
+    errno = saved;
 }
 
 void pl_bare_encode(struct pl_wbuf *w, int type, uint64_t seq)

@@ -54,6 +54,9 @@ struct pl_event {
     int64_t signal;
     int64_t maxrss_kb;
     char *error;        /* NULL, or owned (decoded) / borrowed (encoded) */
+    bool lost;          /* a pool task's rank ended with its worker, by
+                           no doing of its own (the pool's job went down
+                           under it): the task runs again */
 };
 
 /* An event with nothing but 'id', 'attempt', 'rank', 'state' and
@@ -148,6 +151,19 @@ struct pl_kill {
 void pl_kill_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_kill *k);
 int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
                    struct pl_error *errp);
+
+/* POOL_READY: workers of a pool's job on the node said HELLO to their
+ * agent (proto/poolmsg.h): their world ranks. */
+struct pl_pool_ready {
+    uint64_t job, attempt;     /* the pool's job */
+    uint64_t *ranks;           /* owned (decoded), 1..PL_POOL_MAX_WORKERS */
+    uint32_t nranks;
+};
+void pl_pool_ready_encode(struct pl_wbuf *w, uint64_t seq,
+                          const struct pl_pool_ready *p);
+int pl_pool_ready_decode(const msgpack_object *body, struct pl_pool_ready *p,
+                         struct pl_error *errp);
+void pl_pool_ready_clear(struct pl_pool_ready *p);
 
 /* The messages without a body: EXIT, REREGISTER, PING (pilotd's) and
  * HEARTBEAT (the agent's). */

@@ -1,9 +1,11 @@
 /* proto/clientmsg.c - the requests a client sends pilotd (101-107) */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/clientmsg.h"
+#include "proto/poolmsg.h"
 #include "proto/query.h"
 #include "proto/spec.h"
 #include "proto/state.h"
@@ -167,4 +169,83 @@ int pl_submit_decode(const msgpack_object *body,
         return pl_errprintf(errp, "no tasks in the request");
     }
     return 0;
+}
+
+int pl_pool_req_check(const struct pl_pool_req *p, struct pl_error *errp)
+{
+    if (!pl_pool_name_ok(p->name))
+        return pl_errset(errp, EINVAL, "pool name '%.64s': want 1 to %d of "
+                         "A-Z a-z 0-9 _ . -, starting with a letter or a "
+                         "digit", p->name, PL_POOL_NAME_MAX);
+    if (p->rpn == 0 || p->rpn > PL_SPEC_MAX_RPN)
+        return pl_errset(errp, EINVAL, "workers per node: 1 to %d",
+                         PL_SPEC_MAX_RPN);
+    if (p->nodes > PL_SPEC_MAX_NODES)
+        return pl_errset(errp, EINVAL, "nodes: at most %d",
+                         PL_SPEC_MAX_NODES);
+    if (p->cpr == 0 || p->cpr > PL_SPEC_MAX_CPR || p->gpr > PL_SPEC_MAX_GPR)
+        return pl_errset(errp, EINVAL, "1 to %d cores and at most %d GPUs "
+                         "per worker", PL_SPEC_MAX_CPR, PL_SPEC_MAX_GPR);
+    if (p->nodes * p->rpn > PL_POOL_MAX_WORKERS)
+        return pl_errset(errp, EINVAL, "at most %d workers in a pool",
+                         PL_POOL_MAX_WORKERS);
+    if (p->launcher < PL_LAUNCHER_UNSET || p->launcher > PL_LAUNCHER_MPIRUN)
+        return pl_errset(errp, EINVAL, "unknown launcher");
+    return 0;
+}
+
+void pl_pool_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
+                        const struct pl_pool_req *p)
+{
+    pl_wbuf_init(w, type, seq);
+    if (type == PL_MSG_POOL_LIST)
+        return;
+    pl_wm_str(&w->body, "name", p->name);
+    if (type != PL_MSG_POOL_START)
+        return;
+    pl_wm_uint(&w->body, "nodes", p->nodes);
+    pl_wm_uint(&w->body, "ranks_per_node", p->rpn);
+    pl_wm_uint(&w->body, "cores_per_rank", p->cpr);
+    pl_wm_uint(&w->body, "gpus_per_rank", p->gpr);
+    if (p->launcher != PL_LAUNCHER_UNSET)
+        pl_wm_str(&w->body, "launcher", pl_launcher_name(p->launcher));
+}
+
+int pl_pool_req_decode(const msgpack_object *body, int type,
+                       struct pl_pool_req *p, struct pl_error *errp)
+{
+    char *name = NULL, *launcher = NULL;
+    int has;
+
+    memset(p, 0, sizeof(*p));
+    p->rpn = p->cpr = 1;
+    if (type == PL_MSG_POOL_LIST)
+        return 0;
+    if (pl_mp_str(body, "name", true, PL_POOL_NAME_MAX, &name, errp) < 0)
+        return -1;
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    free(name);
+    if (type != PL_MSG_POOL_START) {
+        if (!pl_pool_name_ok(p->name))
+            return pl_errset(errp, EINVAL, "no pool is named '%.64s'",
+                             p->name);
+        return 0;
+    }
+    if (pl_mp_uint(body, "nodes", false, PL_SPEC_MAX_NODES, &p->nodes, errp)
+            < 0
+        || pl_mp_uint(body, "ranks_per_node", false, PL_SPEC_MAX_RPN,
+                      &p->rpn, errp) < 0
+        || pl_mp_uint(body, "cores_per_rank", false, PL_SPEC_MAX_CPR,
+                      &p->cpr, errp) < 0
+        || pl_mp_uint(body, "gpus_per_rank", false, PL_SPEC_MAX_GPR,
+                      &p->gpr, errp) < 0
+        || (has = pl_mp_str(body, "launcher", false, 16, &launcher, errp))
+               < 0)
+        return -1;
+    if (has && (p->launcher = pl_launcher_parse(launcher)) < 0) {
+        free(launcher);
+        return pl_errset(errp, EINVAL, "unknown launcher (srun or mpirun)");
+    }
+    free(launcher);
+    return pl_pool_req_check(p, errp);
 }

@@ -16,6 +16,7 @@
 
 #include "proto/error.h"
 #include "proto/msg.h"
+#include "proto/spec.h"
 
 /* Task ids one request may carry: each is a lookup, 7 us here, so 0.7 s
  * at most (a million held pilotd for 7.5 s). */
@@ -73,6 +74,23 @@ void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
                         const struct pl_show_req *s);
 int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
                        struct pl_error *errp);
+
+/* POOL_START (109): a pool of workers, one MPI job (docs/pool.md);
+ * POOL_STOP (110) names one; POOL_LIST (111) has no fields. */
+struct pl_pool_req {
+    char name[PL_POOL_NAME_MAX + 1];
+    uint64_t nodes;        /* this many of the pilot's nodes; 0: all */
+    uint64_t rpn;          /* workers per node, >= 1 */
+    uint64_t cpr, gpr;     /* cores (>= 1) and GPUs of each worker */
+    int launcher;          /* enum pl_launcher */
+};
+/* The rules of a pool's shape: 0, or -1 with errp (EINVAL). */
+int pl_pool_req_check(const struct pl_pool_req *p, struct pl_error *errp);
+void pl_pool_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
+                        const struct pl_pool_req *p);
+/* 'type' is the message's: POOL_STOP reads the name alone. */
+int pl_pool_req_decode(const msgpack_object *body, int type,
+                       struct pl_pool_req *p, struct pl_error *errp);
 
 /* SUBMIT: pl_submit_begin() and exactly 'n' pl_spec_encode(); pilotd
  * takes the specs (borrowed) one by one to pl_spec_decode(). */

@@ -23,6 +23,18 @@
 #define NULL_V5 ", 0 AS priority, NULL AS tags"
 #define NULL_V6 ", NULL AS submitted_by"
 
+/* Whether the tasks table has schema 8's 'fn' (a pilot of an older
+ * pilotd, read while down, has not). */
+static bool has_fn(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    bool yes = sqlite3_prepare_v2(db, "SELECT fn FROM tasks LIMIT 0", -1,
+                                  &st, NULL) == SQLITE_OK;
+
+    sqlite3_finalize(st);
+    return yes;
+}
+
 /* Prepare "SELECT <task columns> <rest>". */
 static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
 {
@@ -206,9 +218,11 @@ json_t *pl_query_tasks_after(sqlite3 *db, const char *state,
     }
     /* ?1 state, ?2 limit, ?3 id (or the id to go on after), then each
      * tag's path (and value) */
-    off = (size_t)snprintf(where, sizeof(where), "FROM tasks WHERE %s%s",
+    /* a pool's own job is listed by its id alone (docs/pool.md) */
+    off = (size_t)snprintf(where, sizeof(where), "FROM tasks WHERE %s%s%s",
                            state ? "state = ?1" : "1",
-                           nids ? " AND id = ?3" : " AND id > ?3");
+                           nids ? " AND id = ?3" : " AND id > ?3",
+                           nids || !has_fn(db) ? "" : " AND fn IS NOT 'pool'");
     par = 4;
     for (size_t i = 0; i < ntags; i++) {
         bool eq = strchr(tags[i], '=') != NULL;
@@ -562,6 +576,20 @@ json_t *pl_query_counts(sqlite3 *db, const uint64_t *ids, size_t nids,
                                    "GROUP BY state", -1, &st, NULL) != SQLITE_OK
             || add_states(st, count, &total) < 0)
             goto dberr;
+        if (has_fn(db)) {
+            /* less the pools' own jobs (a partial index: few rows) */
+            long long pools[PL_ST_COUNT] = { 0 }, np = 0;
+            sqlite3_finalize(st);
+            st = NULL;
+            if (sqlite3_prepare_v2(db, "SELECT state, count(*) FROM tasks "
+                                       "WHERE fn = 'pool' GROUP BY state",
+                                   -1, &st, NULL) != SQLITE_OK
+                || add_states(st, pools, &np) < 0)
+                goto dberr;
+            for (int i = 0; i < PL_ST_COUNT; i++)
+                count[i] -= pools[i];
+            total -= np;
+        }
         goto out;
     }
     /* each task once; an array's id counts its elements with one query

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proto/agentmsg.h"
+#include "proto/poolmsg.h"
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/strv.h"
@@ -28,6 +29,8 @@ void pl_run_clear(struct pl_run *r)
     free(r->gpus);
     free(r->out);
     free(r->err);
+    free(r->pool);
+    free(r->group);
     memset(r, 0, sizeof(*r));
     errno = saved;
 }
@@ -127,6 +130,56 @@ void pl_run_encode(struct pl_wbuf *w, const struct pl_run *r)
             pack_lists(pl_wm_key(&m, "rank_gpus"), r->rank_gpus, r->size,
                        false);
     }
+    if (r->pool) {
+        pl_wm_str(&m, "pool", r->pool);
+        pl_wm_str(&m, "fn", pl_fn_name(r->fn));
+        pl_wm_uint(&m, "pool_job", r->pool_job);
+        pl_wm_uint(&m, "pool_attempt", r->pool_attempt);
+        pl_wm_uint(&m, "world_rank", r->world_rank);
+        pl_wm_uintv(&m, "group", r->group, (uint32_t)r->size);
+    }
+}
+
+/* A pool task's fields (the rank's own are decoded). */
+static int decode_pool(const msgpack_object *o, struct pl_run *r,
+                       struct pl_error *errp)
+{
+    char *fn = NULL;
+    uint32_t ng = 0;
+    int has;
+
+    if ((has = pl_mp_str(o, "pool", false, PL_POOL_NAME_MAX, &r->pool,
+                         errp)) <= 0)
+        return has;
+    if (pl_mp_str(o, "fn", true, 8, &fn, errp) < 0
+        || pl_mp_uint(o, "pool_job", true, UINT64_MAX, &r->pool_job, errp) < 0
+        || pl_mp_uint(o, "pool_attempt", true, UINT32_MAX, &r->pool_attempt,
+                      errp) < 0
+        || pl_mp_uint(o, "world_rank", true, PL_POOL_MAX_WORKERS - 1,
+                      &r->world_rank, errp) < 0
+        || pl_mp_uintv(o, "group", true, PL_POOL_MAX_WORKERS,
+                       PL_POOL_MAX_WORKERS - 1, &r->group, &ng, errp) < 0) {
+        free(fn);
+        return -1;
+    }
+    r->fn = pl_fn_parse(fn);
+    free(fn);
+    if (!pl_pool_name_ok(r->pool))
+        return bad(errp, "field 'pool': not a pool's name");
+    if (r->fn != PL_FN_C && r->fn != PL_FN_PY)
+        return bad(errp, "field 'fn': want c or py");
+    if (r->comm != PL_COMM_NONE)
+        return bad(errp, "a pool task has no comm");
+    if (ng != r->size || r->group[r->rank] != r->world_rank)
+        return bad(errp, "field 'group': want 'size' world ranks, the "
+                         "rank's its 'world_rank'");
+    for (uint32_t i = 0; i < ng; i++)
+        for (uint32_t j = i + 1; j < ng; j++)
+            if (r->group[i] == r->group[j])
+                return bad(errp, "field 'group': a world rank twice");
+    if (!strchr(r->argv[0], ':'))
+        return bad(errp, "a pool task's argv[0] is not FILE:SYMBOL");
+    return 0;
 }
 
 /* ------------------------------------------------------------ decode */
@@ -393,13 +446,15 @@ int pl_run_decode(const msgpack_object *o, struct pl_run *r,
     }
     if (r->cwd && !*r->cwd)
         return bad(errp, "field 'cwd': empty");
-    if (r->ncores == 0)
+    if (r->ncores == 0 && !pl_mp_get(o, "pool"))
         return bad(errp, "field 'cores': empty");
     if (!*r->out || !*r->err)
         return bad(errp, "field 'stdout' or 'stderr': empty path");
     if (!isfinite(r->timeout) || r->timeout < 0
         || r->timeout > PL_SPEC_MAX_TIMEOUT)
         return bad(errp, "field 'timeout': out of range");
-    return decode_rank(o, r, errp);
+    if (decode_rank(o, r, errp) < 0 || decode_pool(o, r, errp) < 0)
+        return -1;
+    return 0;
 }
 

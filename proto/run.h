@@ -58,6 +58,14 @@ struct pl_run {
     char *err;            /* stderr path */
     double timeout;       /* seconds; 0: none */
     uint64_t output_limit; /* bytes each of stdout, stderr; 0: default */
+    /* a pool task's rank (docs/pool.md): no cores of its own, it runs in
+     * the pool's worker of world rank 'world_rank' on this node */
+    char *pool;           /* the pool's name, or NULL: not a pool task */
+    int fn;               /* PL_FN_C or PL_FN_PY */
+    uint64_t pool_job;    /* the pool's MPI job: task id and attempt */
+    uint64_t pool_attempt;
+    uint64_t world_rank;  /* the worker's rank in that job */
+    uint64_t *group;      /* 'size' distinct world ranks: each rank's */
 };
 
 /* Start a RUN message of 'n' entries (seq: pilotd's count of RUNs to

@@ -94,6 +94,7 @@ void pl_spec_clear(struct pl_spec *s)
 
     free(s->name);
     free(s->cwd);
+    free(s->pool);
     pl_strv_free(s->argv);
     pl_strv_free(s->env);
     pl_strv_free(s->tags);
@@ -215,7 +216,8 @@ size_t pl_spec_wire_bytes(const struct pl_spec *s)
      * key and a number, 32 bytes is room to spare */
     size_t n = 512 + pl_spec_exec_bytes(s->argv, s->env);
 
-    n += (s->name ? strlen(s->name) : 0) + (s->cwd ? strlen(s->cwd) : 0);
+    n += (s->name ? strlen(s->name) : 0) + (s->cwd ? strlen(s->cwd) : 0)
+         + (s->pool ? strlen(s->pool) + 32 : 0);
     for (size_t i = 0; s->tags && s->tags[i]; i++)
         n += strlen(s->tags[i]) + 16;
     for (uint32_t i = 0; i < s->nafter; i++)
@@ -315,6 +317,72 @@ static int shape_check(const struct pl_spec *s, uint64_t ranks,
     return 0;
 }
 
+/* "MODULE:FUNCTION": a dotted Python module and an identifier. */
+static bool py_name_ok(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    bool start = true;
+
+    if (!colon || colon == s || !colon[1])
+        return false;
+    for (const char *p = s; *p; p++) {
+        bool letter = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+                      || *p == '_';
+        bool digit = *p >= '0' && *p <= '9';
+        if (p == colon || (*p == '.' && p < colon)) {
+            if (start)
+                return false; /* an empty part */
+            start = true;
+            continue;
+        }
+        if (!letter && !(digit && !start))
+            return false;
+        start = false;
+    }
+    return !start;
+}
+
+/* A pool task's function and what it may not ask for (its ranks are the
+ * pool's workers, whose cores and GPUs the pool set). */
+static int fn_check(const struct pl_spec *s, struct pl_error *errp)
+{
+    const char *f = s->argv[0], *colon = strrchr(f, ':');
+
+    if (s->fn < PL_FN_NONE || s->fn > PL_FN_POOL)
+        return pl_errset(errp, EINVAL, "unknown fn");
+    if (s->pool && !pl_pool_name_ok(s->pool))
+        return pl_errset(errp, EINVAL, "pool name '%.64s': want 1 to %d of "
+                         "A-Z a-z 0-9 _ . -, starting with a letter or a "
+                         "digit", s->pool, PL_POOL_NAME_MAX);
+    if (s->fn == PL_FN_NONE) {
+        if (s->pool)
+            return pl_errset(errp, EINVAL, "a pool task names a function "
+                             "(--fn LIB.so:SYMBOL or --py MODULE:FUNCTION)");
+        return 0;
+    }
+    if (!s->pool)
+        return pl_errset(errp, EINVAL, "a function runs in a pool: name it "
+                         "(--pool NAME)");
+    if (s->fn == PL_FN_POOL)
+        return 0; /* pilotd's own: the pool's job */
+    if (s->fn == PL_FN_C && (!colon || colon == f || !colon[1]))
+        return pl_errset(errp, EINVAL, "--fn '%.200s': want LIB.so:SYMBOL",
+                         f);
+    if (s->fn == PL_FN_PY && !py_name_ok(f))
+        return pl_errset(errp, EINVAL, "--py '%.200s': want "
+                         "MODULE:FUNCTION (a dotted module, a Python "
+                         "identifier)", f);
+    if (s->comm != PL_COMM_NONE || s->launcher != PL_LAUNCHER_UNSET)
+        return pl_errset(errp, EINVAL, "a pool task's communicator is the "
+                         "pool's: no --comm or --launcher");
+    if (s->cpr > 1 || s->gpr || s->exclusive)
+        return pl_errset(errp, EINVAL, "a pool task's ranks are the pool's "
+                         "workers, with the cores and GPUs the pool was "
+                         "started with: no --cores-per-rank, "
+                         "--gpus-per-rank or --exclusive");
+    return 0;
+}
+
 int pl_spec_check(struct pl_spec *s, struct pl_error *errp)
 {
     uint64_t ranks = s->ranks;
@@ -342,6 +410,8 @@ int pl_spec_check(struct pl_spec *s, struct pl_error *errp)
                          "join an array");
     if (s->comm < PL_COMM_NONE || s->comm > PL_COMM_MPI)
         return pl_errset(errp, EINVAL, "unknown comm");
+    if (fn_check(s, errp) < 0)
+        return -1;
     if (s->launcher < PL_LAUNCHER_UNSET || s->launcher > PL_LAUNCHER_MPIRUN)
         return pl_errset(errp, EINVAL, "unknown launcher");
     if (s->launcher != PL_LAUNCHER_UNSET && s->comm != PL_COMM_MPI)
@@ -517,6 +587,8 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
         || pl_mp_uint(o, "retry_failed", false, INT64_MAX, &s->retry,
                       errp) < 0
         || pl_mp_uint(o, "append", false, INT64_MAX, &s->append, errp) < 0
+        || pl_mp_str(o, "pool", false, PL_POOL_NAME_MAX, &s->pool, errp) < 0
+        || name_decode(o, "fn", pl_fn_parse, "c or py", &s->fn, errp) < 0
         || after_decode(o, s, errp) < 0 || array_decode(o, s, errp) < 0)
         goto error;
     s->has_ranks = has_ranks == 1;
@@ -579,6 +651,10 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_uint(&m, "retry_failed", s->retry);
     if (s->append)
         pl_wm_uint(&m, "append", s->append);
+    if (s->pool)
+        pl_wm_str(&m, "pool", s->pool);
+    if (s->fn != PL_FN_NONE)
+        pl_wm_str(&m, "fn", pl_fn_name(s->fn));
     if (s->nafter) {
         pk = pl_wm_key(&m, "after");
         msgpack_pack_array(pk, s->nafter);

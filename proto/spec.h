@@ -145,6 +145,10 @@ struct pl_spec {
     uint64_t *index;                    /* retry: the indexes to make
                                            (set by pilotd), 'nindex' */
     uint64_t nindex;
+    char *pool;                         /* a pool task: the pool's name;
+                                           NULL: none */
+    int fn;                             /* enum pl_fn: a pool task's
+                                           function, in argv[0] */
     uint64_t append;                    /* the elements join the array of
                                            this id (its element 0's),
                                            made by an earlier request;

@@ -1,0 +1,475 @@
+/* daemon/poolctl.c - the pools' life: start, stop, list, their workers'
+ * HELLOs, and their MPI job's end (a restart, or the pool's end)
+ *
+ * A pool's job is a task of fn pool (argv: pilot-worker), comm mpi, at
+ * the highest priority, placed and launched as any MPI task; it counts
+ * in no counter and no listing (docs/pool.md).  When it ends while the
+ * pool is not being stopped it is queued again at once, not charged to
+ * any retry: the pool restarts.  The pool's tasks wait meanwhile; those
+ * that were running end through their agents (a worker gone: run again;
+ * a crash, a timeout: their end).  A job that ends three times in a row
+ * without its workers all saying HELLO fails the pool.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_private.h"
+#include "daemon/pool.h"
+#include "proto/clientmsg.h"
+#include "proto/log.h"
+#include "proto/poolmsg.h"
+#include "proto/strv.h"
+
+#define START_FAILS_MAX 3   /* attempts in a row that never got ready */
+
+struct pl_pool *pl_poolctl_find(struct pl_daemon *d, const char *name)
+{
+    for (size_t i = 0; i < d->npools; i++)
+        if (!strcmp(d->pools[i]->name, name))
+            return d->pools[i];
+    return NULL;
+}
+
+static struct pl_pool *by_job(struct pl_daemon *d, uint64_t job)
+{
+    for (size_t i = 0; i < d->npools; i++)
+        if (d->pools[i]->job == job)
+            return d->pools[i];
+    return NULL;
+}
+
+/* The pool's definition, kept in meta as "pool:NAME" (JSON), so that a
+ * restarted pilotd takes it back; NULL once stopped. */
+static void record(struct pl_daemon *d, const struct pl_pool *p, bool gone)
+{
+    char key[PL_POOL_NAME_MAX + 8];
+    char *text = NULL;
+    struct pl_error err;
+
+    snprintf(key, sizeof(key), "pool:%s", p->name);
+    if (!gone) {
+        json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I,s:f}", "nodes",
+                              (json_int_t)p->nodes_req, "ranks_per_node",
+                              (json_int_t)p->rpn, "cores_per_rank",
+                              (json_int_t)p->cpr, "gpus_per_rank",
+                              (json_int_t)p->gpr, "launcher",
+                              pl_launcher_name(p->launcher), "job",
+                              (json_int_t)p->job, "created", p->created);
+        text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!text) {
+            pl_log(LOG_ERR, "pool %s: out of memory", p->name);
+            return;
+        }
+    }
+    if (pl_db_meta_set(d->db, key, text, &err) < 0)
+        pl_log(LOG_ERR, "pool %s: %s", p->name, err.text);
+    free(text);
+}
+
+/* Forget pool 'p' (no task points to it any more). */
+static void pool_remove(struct pl_daemon *d, struct pl_pool *p)
+{
+    for (size_t i = 0; i < d->npools; i++)
+        if (d->pools[i] == p) {
+            d->pools[i] = d->pools[--d->npools];
+            break;
+        }
+    pl_pool_free(p);
+}
+
+/* End every task of 'p' now ('state', 'why'): queued ones, and running
+ * ones whose workers are going (what their agents say later is of an
+ * attempt that is over). */
+struct end_arg {
+    struct pl_daemon *d;
+    struct pl_pool *p;
+    int state;
+    const char *why;
+};
+
+static void end_cb(struct pl_dtask *t, void *arg)
+{
+    struct end_arg *a = arg;
+
+    if (t->pool != a->p || t->fn == PL_FN_POOL)
+        return;
+    if (t->state == PL_ST_QUEUED || t->state == PL_ST_WAITING) {
+        pl_sched_dequeue(a->d->sched, t);
+        pl_dtask_end(a->d, t, a->state, a->why);
+        return;
+    }
+    t->cancel = a->state == PL_ST_CANCELED;
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1, .reason = a->why };
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++)
+        if (!pl_state_final(t->rank[r].state)
+            && pl_dtask_rank_ended(a->d, t, r, a->state, &c))
+            return; /* it ended and is gone */
+}
+
+static void end_tasks(struct pl_daemon *d, struct pl_pool *p, int state,
+                      const char *why)
+{
+    struct end_arg a = { d, p, state, why };
+
+    pl_sched_node_tasks(d->sched, NULL, end_cb, &a);
+}
+
+/* ------------------------------------------------------------ requests */
+
+/* The pool job's spec: its workers as one MPI task. */
+static int job_spec(struct pl_daemon *d, const struct pl_pool *p,
+                    uint32_t nodes, struct pl_spec *s, struct pl_error *errp)
+{
+    char prefix[PL_POOL_PREFIX_MAX], name[PL_POOL_NAME_MAX + 8];
+
+    pl_spec_init(s);
+    pl_pool_sock_prefix(d->keydir, prefix);
+    snprintf(name, sizeof(name), "pool:%s", p->name);
+    if (!(s->argv = calloc(2, sizeof(*s->argv)))
+        || asprintf(&s->argv[0], "%s/pilot-worker", d->bindir) < 0
+        || !(s->env = calloc(4, sizeof(*s->env)))
+        || asprintf(&s->env[0], "PILOT_POOL=%s", p->name) < 0
+        || asprintf(&s->env[1], "PILOT_POOL_SOCKET=%s", prefix) < 0
+        || asprintf(&s->env[2], "PILOT_POOL_GPUS=%u", p->gpr) < 0
+        || !(s->name = strdup(name)) || !(s->pool = strdup(p->name))) {
+        pl_spec_clear(s);
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    s->fn = PL_FN_POOL;
+    s->comm = PL_COMM_MPI;
+    s->launcher = p->launcher;
+    s->nodes = nodes;
+    s->rpn = p->rpn;
+    s->cpr = p->cpr;
+    s->gpr = p->gpr;
+    s->retries = 0;
+    s->has_retries = true;
+    s->priority = PL_SPEC_MAX_PRIORITY;
+    return pl_spec_check(s, errp);
+}
+
+/* Make the job of 'p' (stored, queued).  0, or -1 with errp. */
+static int job_make(struct pl_daemon *d, struct pl_pool *p, uint32_t nodes,
+                    struct pl_error *errp)
+{
+    struct pl_spec s;
+    struct pl_dtask *t;
+    uint64_t id;
+
+    if (job_spec(d, p, nodes, &s, errp) < 0)
+        return -1;
+    struct pl_db_task row = { .spec = &s };
+    if (pl_db_task_insert(d->db, &row, PL_ST_QUEUED, pl_now(), &id, errp)
+        < 0)
+        goto error;
+    if (!(t = pl_sched_task_add(d->sched, id, true, (int32_t)s.priority,
+                                &s.argv, &s.env, &s.cwd))) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
+    t->state = PL_ST_QUEUED;
+    pl_dtask_shape(t, &s);
+    t->serial = ++d->serial;
+    t->fn = PL_FN_POOL;
+    t->pool = p;
+    p->job = id;
+    pl_spec_clear(&s);
+    return 0;
+error:
+    pl_spec_clear(&s);
+    return -1;
+}
+
+/* The pool as the list and start replies show it. */
+static json_t *pool_json(struct pl_daemon *d, const struct pl_pool *p)
+{
+    uint32_t nodes = 0, running = 0;
+    const struct pl_dtask *job = pl_sched_task_get(d->sched, p->job);
+
+    for (uint32_t i = 0; i < p->nslots; i++)
+        if (!i || p->slot[i].node != p->slot[i - 1].node)
+            nodes++;
+    for (uint32_t i = 0; i < p->nslots; i++)
+        if (p->slot[i].task
+            && (!i || p->slot[i].task != p->slot[i - 1].task))
+            running++;
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,"
+                          "s:I,s:I,s:I,s:f}",
+                          "name", p->name, "state",
+                          pl_pool_state_name(p->state), "workers",
+                          (json_int_t)(p->nslots ? p->nslots
+                                                 : p->rpn * p->nodes_req),
+                          "nodes", (json_int_t)nodes, "ranks_per_node",
+                          (json_int_t)p->rpn, "cores_per_rank",
+                          (json_int_t)p->cpr, "gpus_per_rank",
+                          (json_int_t)p->gpr, "ready", (json_int_t)p->nready,
+                          "busy", (json_int_t)p->nbusy, "queued",
+                          (json_int_t)p->nqueued, "launcher",
+                          pl_launcher_name(p->launcher), "job",
+                          (json_int_t)p->job, "attempt",
+                          (json_int_t)(job ? job->attempt : p->attempt),
+                          "restarts", (json_int_t)p->restarts, "created",
+                          p->created);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "running", json_integer(running));
+    if (p->nodes_req)
+        json_object_set_new(o, "nodes_asked", json_integer(p->nodes_req));
+    if (p->last_start >= 0)
+        json_object_set_new(o, "last_start_s", json_real(p->last_start));
+    if (p->last_restart >= 0)
+        json_object_set_new(o, "last_restart_s", json_real(p->last_restart));
+    if (p->reason[0])
+        json_object_set_new(o, "reason", json_string(p->reason));
+    if (job && job->nodelist)
+        json_object_set_new(o, "nodelist", json_string(job->nodelist));
+    return o;
+}
+
+void pl_poolctl_start(struct pl_daemon *d, const struct pl_req *r,
+                      const struct pl_msg *m)
+{
+    struct pl_pool_req pr;
+    struct pl_pool *p, *old;
+    struct pl_error err;
+    char why[200];
+
+    if (d->stopping || d->draining) {
+        pl_out_err(d, r, ESHUTDOWN, "the pilot is shutting down");
+        return;
+    }
+    if (pl_store_refused(d, r))
+        return;
+    if (pl_pool_req_decode(m->body, m->type, &pr, &err) < 0) {
+        pl_out_err(d, r, errno ? errno : EINVAL, err.text);
+        return;
+    }
+    if ((old = pl_poolctl_find(d, pr.name)) && old->state != PL_POOL_FAILED) {
+        snprintf(why, sizeof(why), "pool %s exists (%s); pilot pool stop %s "
+                 "first", pr.name, pl_pool_state_name(old->state), pr.name);
+        pl_out_err(d, r, EEXIST, why);
+        return;
+    }
+    uint32_t nodes = pr.nodes ? (uint32_t)pr.nodes
+                              : (uint32_t)(d->cfg.expected_agents > 0
+                                               ? d->cfg.expected_agents
+                                               : 1);
+    /* the job's shape must fit the pilot's nodes (idle) */
+    struct pl_dtask shape = { .ranks = nodes * (uint32_t)pr.rpn,
+                              .cores_per_rank = (uint32_t)pr.cpr,
+                              .gpus_per_rank = (uint32_t)pr.gpr,
+                              .nodes_req = nodes,
+                              .ranks_per_node = (uint32_t)pr.rpn,
+                              .comm = PL_COMM_MPI };
+    if (pl_sched_nnodes(d->sched) > 0
+        && !pl_sched_fits(d->sched, &shape, why, sizeof(why))) {
+        pl_out_err(d, r, EINVAL, why);
+        return;
+    }
+    if (pl_grow(&d->pools, &d->cappools, d->npools, 1, sizeof(*d->pools)) < 0
+        || !(p = pl_pool_new(pr.name, (uint32_t)pr.nodes, (uint32_t)pr.rpn,
+                             (uint32_t)pr.cpr, (uint32_t)pr.gpr,
+                             pr.launcher))) {
+        pl_out_err(d, r, ENOMEM, "out of memory");
+        return;
+    }
+    p->created = pl_now();
+    if (job_make(d, p, nodes, &err) < 0) {
+        pl_out_err(d, r, errno ? errno : EIO, err.text);
+        pl_pool_free(p);
+        return;
+    }
+    if (old)
+        pool_remove(d, old); /* a failed pool of that name: replaced */
+    d->pools[d->npools++] = p;
+    record(d, p, false);
+    d->want_sched = true;
+    pl_log(LOG_NOTICE, "pool %s: %u workers on %u nodes (job %llu)",
+           p->name, nodes * p->rpn, nodes, (unsigned long long)p->job);
+    struct pl_out *o = pl_out_json(d, r, pool_json(d, p));
+    if (o)
+        o->needs_commit = true;
+}
+
+void pl_poolctl_stop(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m)
+{
+    struct pl_pool_req pr;
+    struct pl_pool *p;
+    struct pl_error err;
+    char why[PL_POOL_NAME_MAX + 32];
+
+    if (pl_store_refused(d, r))
+        return;
+    if (pl_pool_req_decode(m->body, m->type, &pr, &err) < 0) {
+        pl_out_err(d, r, errno ? errno : EINVAL, err.text);
+        return;
+    }
+    if (!(p = pl_poolctl_find(d, pr.name))) {
+        snprintf(why, sizeof(why), "no pool is named '%s'", pr.name);
+        pl_out_err(d, r, ENOENT, why);
+        return;
+    }
+    json_t *o = pool_json(d, p);
+    pl_poolctl_stop_one(d, p, "pool stopped");
+    json_object_set_new(o, "state", json_string("stopping"));
+    pl_out_json(d, r, o);
+}
+
+void pl_poolctl_stop_one(struct pl_daemon *d, struct pl_pool *p,
+                         const char *why)
+{
+    struct pl_dtask *job = pl_sched_task_get(d->sched, p->job);
+    char text[PL_POOL_NAME_MAX + 64];
+
+    snprintf(text, sizeof(text), "pool %s: %s", p->name, why);
+    p->state = PL_POOL_STOPPING;
+    end_tasks(d, p, PL_ST_CANCELED, text);
+    record(d, p, true);
+    pl_log(LOG_NOTICE, "%s", text);
+    if (job && (job->state == PL_ST_QUEUED || job->state == PL_ST_WAITING)) {
+        job->pool = NULL;
+        pl_dtask_cancel(d, job); /* it ends now */
+    }
+    else if (job && !pl_state_final(job->state)) {
+        pl_dtask_cancel(d, job); /* its end removes the pool */
+        return;
+    }
+    pool_remove(d, p);
+}
+
+void pl_poolctl_list(struct pl_daemon *d, const struct pl_req *r,
+                     const struct pl_msg *m)
+{
+    json_t *a = json_array();
+    (void)m;
+
+    for (size_t i = 0; a && i < d->npools; i++)
+        json_array_append_new(a, pool_json(d, d->pools[i]));
+    pl_out_json(d, r, a);
+}
+
+/* ------------------------------------------------------------ the job */
+
+void pl_poolctl_placed(struct pl_daemon *d, struct pl_dtask *job)
+{
+    struct pl_pool *p = job->pool;
+
+    if (pl_pool_job_placed(p, job) < 0) {
+        pl_log(LOG_ERR, "pool %s: out of memory", p->name);
+        return;
+    }
+    p->placed_at = pl_mono();
+    pl_log(LOG_INFO, "pool %s: job %llu attempt %u placed on %s", p->name,
+           (unsigned long long)job->id, job->attempt,
+           job->nodelist ? job->nodelist : "?");
+    (void)d;
+}
+
+void pl_poolctl_ready(struct pl_daemon *d, struct pl_node *n,
+                      const struct pl_msg *m)
+{
+    struct pl_pool_ready pr;
+    struct pl_error err;
+    struct pl_pool *p;
+
+    if (pl_pool_ready_decode(m->body, &pr, &err) < 0) {
+        pl_daemon_bad_log(d, LOG_WARNING, "agent %s: bad pool-ready: %s",
+                          n->name, err.text);
+        return;
+    }
+    if (!(p = by_job(d, pr.job)) || p->state == PL_POOL_STOPPING) {
+        pl_pool_ready_clear(&pr);
+        return; /* a job of a pool gone or going: its workers go too */
+    }
+    for (uint32_t i = 0; i < pr.nranks; i++) {
+        int rc = pl_pool_slot_ready(p, (uint32_t)pr.attempt,
+                                    (uint32_t)pr.ranks[i], n);
+        if (rc < 0)
+            pl_daemon_bad_log(d, LOG_INFO, "agent %s: pool %s: worker %llu "
+                              "of attempt %llu is not one of its job's "
+                              "there (ignored)", n->name, p->name,
+                              (unsigned long long)pr.ranks[i],
+                              (unsigned long long)pr.attempt);
+        if (rc != 1)
+            continue;
+        double now = pl_mono();
+        p->ready_at = now;
+        p->last_start = now - p->placed_at;
+        if (p->down_at > 0)
+            p->last_restart = now - p->down_at;
+        p->down_at = 0;
+        p->fails = 0;
+        p->state = PL_POOL_READY;
+        d->want_sched = true;
+        pl_log(LOG_NOTICE, "pool %s: %u workers ready in %.3f s%s", p->name,
+               p->nslots, p->last_start,
+               p->restarts ? " (a restart)" : "");
+    }
+    pl_pool_ready_clear(&pr);
+}
+
+bool pl_poolctl_job_ended(struct pl_daemon *d, struct pl_dtask *job,
+                          int state, const char *reason)
+{
+    struct pl_pool *p = job->pool;
+    bool was_ready = p->nready == p->nslots && p->nslots > 0;
+
+    snprintf(p->reason, sizeof(p->reason), "its job ended (%s%s%s)",
+             pl_state_name(state), reason ? ": " : "", reason ? reason : "");
+    p->nready = 0;
+    for (uint32_t i = 0; i < p->nslots; i++)
+        p->slot[i].ready = false;
+    if (p->state == PL_POOL_STOPPING) {
+        job->pool = NULL;
+        pool_remove(d, p);
+        return false;
+    }
+    if (d->draining || d->stopping) {
+        /* the next allocation (--resume) starts it again */
+        p->state = PL_POOL_RESTARTING;
+        return false;
+    }
+    if (!was_ready && ++p->fails >= START_FAILS_MAX) {
+        char why[sizeof(p->reason) + PL_POOL_NAME_MAX + 100];
+        snprintf(why, sizeof(why), "pool %s failed: its job ended %u times "
+                 "before its workers were all ready, the last: %s", p->name,
+                 p->fails, p->reason);
+        p->state = PL_POOL_FAILED;
+        memcpy(p->reason, why, sizeof(p->reason) - 1);
+        p->reason[sizeof(p->reason) - 1] = '\0';
+        pl_log(LOG_ERR, "%s", why);
+        end_tasks(d, p, PL_ST_FAILED, why);
+        job->pool = NULL;
+        p->job = 0;
+        return false;
+    }
+    p->state = PL_POOL_RESTARTING;
+    p->restarts++;
+    p->down_at = pl_mono();
+    pl_log(LOG_WARNING, "pool %s: %s: restarting", p->name, p->reason);
+    pl_dtask_requeue(d, job, p->reason, true);
+    return true;
+}
+
+void pl_poolctl_schedule(struct pl_daemon *d, pl_sched_place_f place,
+                         void *arg)
+{
+    for (size_t i = 0; i < d->npools; i++)
+        pl_pool_place(d->pools[i], place, arg);
+}
+
+void pl_poolctl_free(struct pl_daemon *d)
+{
+    for (size_t i = 0; i < d->npools; i++)
+        pl_pool_free(d->pools[i]);
+    free(d->pools);
+    d->pools = NULL;
+    d->npools = d->cappools = 0;
+}
