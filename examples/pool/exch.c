@@ -117,15 +117,39 @@ error:
     return -1;
 }
 
+/* mkdir -p: 'path' and the directories above it.  0 or -1 with errno. */
+static int mkdirs(char *path)
+{
+    /* each prefix ending before a '/', then the whole; another rank may
+     * make any of them first */
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        int rc = mkdir(path, 0777);
+        *p = c;
+        if (rc < 0 && errno != EEXIST)
+            return -1;
+        if (c == '\0')
+            return 0;
+    }
+}
+
 FILE *ex_part_open(struct ex *e, const char *outdir)
 {
     char path[4096];
     FILE *f;
 
+    if (snprintf(path, sizeof(path), "%s", outdir) >= (int)sizeof(path)
+        || !*outdir) {
+        ex_seterr(e, "OUTDIR '%s': empty or too long", outdir);
+        return NULL;
+    }
     /* every rank makes it, as the ranks need not share a node; on a
      * shared file system all but one find it there */
-    if (mkdir(outdir, 0777) < 0 && errno != EEXIST) {
-        ex_seterr(e, "mkdir %s: %s", outdir, strerror(errno));
+    if (mkdirs(path) < 0) {
+        ex_seterr(e, "mkdir %s: %s", path, strerror(errno));
         return NULL;
     }
     if (snprintf(path, sizeof(path), "%s/part-%d", outdir, e->rank)
