@@ -136,7 +136,9 @@ static int serve(struct pl_worker *w)
         size_t len;
         int rc, code;
 
-        if ((rc = pl_link_recv(w->fd, &buf, &len)) == 0)
+        /* ECONNRESET: the agent closed with our last frame unread */
+        if ((rc = pl_link_recv(w->fd, &buf, &len)) == 0
+            || (rc < 0 && errno == ECONNRESET))
             return finish();
         if (rc < 0) {
             pl_log_error("reading from the agent");

@@ -26,6 +26,11 @@ command -v mpicc >/dev/null || abort "mpicc is missing (scripts/install-deps.sh)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # one machine: shared memory and loopback, no probing of other transports
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo
+# a sanitizer build (make asan): what Open MPI and Python keep at exit is
+# not ours (the file says what it hides); their libraries have no frame
+# pointers, so a leak's stack needs the slow unwinder to reach them
+export LSAN_OPTIONS="suppressions=$REPO/tests/e2e/worker-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 # the function library's C and Python sources are in the test
 W=$(cd "$WORK" && pwd -P)
 HERE=$(pwd -P) # the pool's directory: mpirun's
