@@ -18,7 +18,6 @@ int pl_link_connect(const char *prefix, const char *const *nodes,
                     double timeout, struct pl_error *errp)
 {
     double end = pl_mono() + timeout;
-    const char *last = NULL;
     int e = ENOENT;
 
     for (;;) {
@@ -29,7 +28,6 @@ int pl_link_connect(const char *prefix, const char *const *nodes,
 
             if (pl_pool_sock_addr(prefix, *n, &sa, &len) < 0) {
                 e = errno;
-                last = *n;
                 continue;
             }
             if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
@@ -37,7 +35,6 @@ int pl_link_connect(const char *prefix, const char *const *nodes,
             if (connect(fd, (struct sockaddr *)&sa, len) == 0)
                 return fd;
             e = errno;
-            last = *n;
             close(fd);
         }
         if (pl_mono() >= end)
@@ -46,9 +43,14 @@ int pl_link_connect(const char *prefix, const char *const *nodes,
          * second or two; this costs nothing when it is already there */
         nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
     }
+    /* every name tried: the one the agent used may be none of them */
+    char tried[256] = "";
+    for (const char *const *n = nodes; *n; n++)
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried),
+                 "%s%s", n == nodes ? "" : ",", *n);
     errno = e;
-    return pl_errprintf(errp, "no agent socket @%s.%s after %.0f s: %s",
-                        prefix, last ? last : "?", timeout, strerror(e));
+    return pl_errprintf(errp, "no agent socket @%s.{%s} after %.0f s: %s",
+                        prefix, tried, timeout, strerror(e));
 }
 
 /* send() all of 'len' bytes: MSG_NOSIGNAL, so that a gone agent is

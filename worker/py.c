@@ -319,10 +319,11 @@ void *pl_py_get(struct pl_py *p, const char *spec, const char *cwd,
                 struct pl_error *errp, char **tb)
 {
     (void)p;
+    (void)spec;
     (void)cwd;
     *tb = NULL;
-    pl_errprintf(errp, "%s: this pilot-worker was built without Python "
-                       "(no python3-embed)", spec);
+    pl_errprintf(errp, "this pilot-worker was built without Python "
+                       "(no python3-embed)");
     return NULL;
 }
 

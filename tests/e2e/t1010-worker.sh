@@ -1,6 +1,7 @@
 #!/bin/bash
 # t1010-worker.sh - pilot-worker alone: pools of 2 and 4 ranks under
-# mpirun, with tests/tools/wdriver playing the node's agent (no pilot).
+# mpirun, and of 4 on 2 nodes of the dev cluster under srun --mpi=pmix,
+# with tests/tools/wdriver playing the nodes' agents (no pilot).
 # C and Python functions get the right communicator (an allreduce on 4
 # ranks, two 2-rank calls at once on disjoint groups, one of them in
 # reverse world order), their arguments, environment, directory, context
@@ -14,7 +15,7 @@
 # (HELLO, the pool's log, ctx->nccl_error) and calls still run.
 . "$(dirname "$0")/lib.sh"
 
-plan 63
+plan 67
 
 WORKER=${WORKER:-$PILOT_BIN/pilot-worker}
 WDRIVER=${WDRIVER:-$PILOT_BIN/../tests/wdriver}
@@ -24,8 +25,6 @@ ok "wdriver is built ($WDRIVER)" test -x "$WDRIVER" \
     || abort "no wdriver: run 'make test'"
 command -v mpicc >/dev/null || abort "mpicc is missing (scripts/install-deps.sh)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# one machine: shared memory and loopback, no probing of other transports
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo
 # a sanitizer build (make asan): what Open MPI and Python keep at exit is
 # not ours (the file says what it hides); their libraries have no frame
 # pointers, so a leak's stack needs the slow unwinder to reach them
@@ -317,6 +316,40 @@ else
 fi
 is "$(count '^return id=3[0-2] attempt=1 rank=0 world=[01] code=0 error=-$' "$W/gpu.drv")" 3 \
     "GPUs asked for: C and Python calls return 0"
+
+# --- across nodes: srun --mpi=pmix on the dev cluster -----------------------
+# each node has its own network namespace, so its own agent socket: one
+# wdriver a node (-s: of a pool of 4), on the two nodes the pool's step
+# runs on; the workers find it by SLURMD_NODENAME
+NODES=$(sinfo -h -N -o %N | sort -u | head -2 | paste -sd,)
+like "$NODES" '^[^,]+,[^,]+$' "the dev cluster has 2 nodes for a pool ($NODES)" \
+    || abort "no dev cluster: scripts/dev-cluster.sh start"
+cat >"$W/srun.script" <<EOF
+call id=40 group=0,1,2,3 fn=c argv=./tfn.so:sum cwd=$W out=o40.%r err=e40.%r
+wait
+call id=41 group=3,0 fn=py argv=tpy:allreduce cwd=$W out=o41.%r err=e41.%r
+call id=42 group=1,2 fn=c argv=./tfn.so:sum cwd=$W out=o42.%r err=e42.%r
+wait
+EOF
+run_timeout 90 srun -N2 -n2 --ntasks-per-node=1 -w "$NODES" -t 2 \
+    bash -c "exec '$WDRIVER' -s 4 -t 60 '$PREFIX' \$SLURMD_NODENAME 2 \
+             <'$W/srun.script' >'$W/srun.drv.'\$SLURMD_NODENAME" \
+    2>"$W/srun.drverr" &
+SPID=$!
+MPI_RC=0
+PILOT_POOL=t1010 PILOT_POOL_SOCKET=$PREFIX run_timeout 90 srun --mpi=pmix \
+    -N2 -n4 --ntasks-per-node=2 -w "$NODES" -t 2 "$WORKER" >"$W/srun.out" 2>"$W/srun.err" \
+    || MPI_RC=$?
+DRV_RC=0
+wait "$SPID" || DRV_RC=$?
+cat "$W"/srun.drv.* >"$W/srun.drv" 2>/dev/null
+is "$DRV_RC $MPI_RC" "0 0" "srun --mpi=pmix: a pool of 4 on 2 nodes runs, and ends with 0" \
+    || diag "$(cat "$W/srun.drv" "$W/srun.drverr" "$W/srun.err")"
+is "$(count '^return id=40 attempt=1 rank=([0-3]) world=\1 code=0 error=-$' "$W/srun.drv")$(cat "$W"/o40.* | sort | tr '\n' ' ')" \
+    "4sum=10 rank=0 size=4 world=0 argc=1 sum=10 rank=1 size=4 world=1 argc=1 sum=10 rank=2 size=4 world=2 argc=1 sum=10 rank=3 size=4 world=3 argc=1 " \
+    "srun: the allreduce over both nodes is right on the 4 ranks"
+is "$(count '^return id=4[12] attempt=1 rank=[01] world=[0-3] code=0 error=-$' "$W/srun.drv")" 4 \
+    "srun: two calls across the nodes at once (Python on world 3,0; C on 1,2) return 0"
 
 # --- --once --------------------------------------------------------------------
 # once ARGS...: capture 'pilot-worker --once ARGS' run in $W, its stderr

@@ -1,7 +1,7 @@
 /* tests/tools/wdriver.c - play a node's agent to a pool's workers, to
  * test pilot-worker without pilotd or pilot-agent
  *
- * wdriver [-t SECS] PREFIX NODE NWORKERS < SCRIPT
+ * wdriver [-t SECS] [-s SIZE] PREFIX NODE NWORKERS < SCRIPT
  *
  * Binds the abstract socket of PREFIX and NODE (proto/poolmsg.h), as an
  * agent does, accepts NWORKERS workers (each must be this user: its
@@ -24,7 +24,11 @@
  *        a rank's call ends with its RETURN, CRASH or EOF
  *
  * Calls of several 'call' lines before a 'wait' run at once (their
- * groups must be disjoint: a worker takes one call at a time).  At the
+ * groups must be disjoint: a worker takes one call at a time).
+ * -s SIZE: a pool of SIZE workers on several nodes, NWORKERS of them on
+ * this one: one wdriver a node runs the same script (each in its node's
+ * network namespace, as agents do), and each sends CALL to the ranks it
+ * has, and waits for them only.  At the
  * end of the script, closes the sockets: the workers end.
  * Exits 0; 1 if a wait or the accepts took over SECS (default 60; what
  * was missing is printed: "timeout world=W"), a worker sent a bad frame,
@@ -53,7 +57,8 @@ struct worker {
 };
 
 static struct worker workers[MAX_WORKERS];
-static int nworkers;
+static int nworkers;     /* accepted here */
+static int world_size;   /* of the pool */
 static double timeout = 60;
 
 __attribute__((format(printf, 1, 2), noreturn))
@@ -175,7 +180,7 @@ static void accept_all(int lfd)
         if (m.type != PL_MSG_W_HELLO
             || pl_whello_decode(m.body, &h, &err) < 0)
             die("%s", "first message is not a good HELLO");
-        if (h.world_size != (uint64_t)nworkers
+        if (h.world_size != (uint64_t)world_size
             || workers[h.world_rank].fd >= 0)
             die("%s", "HELLO: wrong world size or rank twice");
         workers[h.world_rank].fd = fds[i];
@@ -191,10 +196,11 @@ static void accept_all(int lfd)
         hello[h.world_rank] = strdup(line);
         pl_whello_clear(&h);
     }
-    for (int i = 0; i < nworkers; i++) {
-        printf("%s\n", hello[i]);
-        free(hello[i]);
-    }
+    for (int i = 0; i < world_size; i++)
+        if (workers[i].fd >= 0) {
+            printf("%s\n", hello[i]);
+            free(hello[i]);
+        }
     fflush(stdout);
 }
 
@@ -279,9 +285,11 @@ static void do_call(char *line)
         struct worker *w;
         struct pl_wbuf b;
 
-        if (group[r] >= (uint64_t)nworkers)
+        if (group[r] >= (uint64_t)world_size)
             die("%s", "group: no such worker");
         w = &workers[group[r]];
+        if (w->fd < 0 && world_size > nworkers)
+            continue; /* on another node */
         if (w->busy)
             die("%s", "group: a worker already has a call");
         c.rank = r;
@@ -368,7 +376,7 @@ static void do_wait(void)
     for (;;) {
         int n = 0, ms;
 
-        for (int i = 0; i < nworkers; i++)
+        for (int i = 0; i < world_size; i++)
             if (workers[i].busy && workers[i].fd >= 0) {
                 p[n].fd = workers[i].fd;
                 p[n].events = POLLIN;
@@ -398,15 +406,21 @@ int main(int argc, char **argv)
     char line[65536];
     int opt, lfd;
 
-    while ((opt = getopt(argc, argv, "t:")) != -1) {
-        if (opt != 't')
+    while ((opt = getopt(argc, argv, "s:t:")) != -1) {
+        if (opt == 't')
+            timeout = atof(optarg);
+        else if (opt == 's')
+            world_size = atoi(optarg);
+        else
             goto usage;
-        timeout = atof(optarg);
     }
     if (argc - optind != 3)
         goto usage;
     nworkers = atoi(argv[optind + 2]);
-    if (nworkers < 1 || nworkers > MAX_WORKERS || timeout <= 0)
+    if (!world_size)
+        world_size = nworkers;
+    if (nworkers < 1 || world_size < nworkers || world_size > MAX_WORKERS
+        || timeout <= 0)
         goto usage;
     for (int i = 0; i < MAX_WORKERS; i++)
         workers[i].fd = -1;
@@ -425,12 +439,13 @@ int main(int argc, char **argv)
         else if (*s && *s != '#' && *s != '\n')
             die("bad line: %s", s);
     }
-    for (int i = 0; i < nworkers; i++)
+    for (int i = 0; i < world_size; i++)
         if (workers[i].fd >= 0)
             close(workers[i].fd);
     close(lfd);
     return 0;
 usage:
-    fprintf(stderr, "usage: wdriver [-t SECS] PREFIX NODE NWORKERS < SCRIPT\n");
+    fprintf(stderr, "usage: wdriver [-t SECS] [-s SIZE] PREFIX NODE NWORKERS"
+                    " < SCRIPT\n");
     return 2;
 }
