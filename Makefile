@@ -147,6 +147,14 @@ $(BUILD)/examples/prep: examples/pipeline/prep.c $(BUILD)/.flags
 
 include worker/worker.mk examples/pool/pool.mk
 
+# the pool's worker comes with 'all' where MPI is (Open MPI's mpicc);
+# 'check' needs it
+HAVE_MPI := $(shell command -v $(MPICC) 2>/dev/null)
+ifneq ($(HAVE_MPI),)
+all: worker
+install: install-worker
+endif
+
 # the benchmark's helpers (bench/): the fork/exec limit, a bulk feeder
 BENCH_BINS := $(BUILD)/bench/limit $(BUILD)/bench/feed
 $(BUILD)/bench/limit: $(BUILD)/bench/limit.o
@@ -187,7 +195,7 @@ soak: all
 
 check:
 	scripts/install-deps.sh
-	$(MAKE) WERROR=1 all $(UNITS) $(TOOLS) $(BENCH_BINS)
+	$(MAKE) WERROR=1 all worker $(UNITS) $(TOOLS) $(BENCH_BINS)
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PILOT_BIN=$(abspath $(BUILD)/bin) prove -f -e '' $(UNITS) tests/e2e/t*.sh
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)

@@ -170,6 +170,12 @@ static void worker_gone(struct worker *wk, const char *how)
     if (wk->hello)
         pl_log(LOG_INFO, "pool %s: worker %llu (pid %d) gone: %s", wk->pool,
                (unsigned long long)wk->wr, (int)wk->pid, how);
+    /* its job cannot go on without it: the others here go at once
+     * (SIGKILL: they may sit out a SIGTERM), pilotd takes down the rest */
+    for (struct worker *o = p->workers; wk->hello && o; o = o->next)
+        if (o != wk && o->hello && o->job == wk->job
+            && o->attempt == wk->attempt && o->pid > 0)
+            (void)kill(o->pid, SIGKILL);
     for (struct worker **q = &p->workers; *q; q = &(*q)->next)
         if (*q == wk) {
             *q = wk->next;
@@ -545,6 +551,18 @@ size_t pl_wpool_kill(struct pl_wpool *p, const struct pl_kill *k)
 {
     size_t n = 0;
 
+    /* the pool's job itself: all its workers here */
+    for (struct worker *wk = p->workers; wk; wk = wk->next)
+        if (wk->hello && wk->job == k->id && wk->attempt == k->attempt) {
+            if (wk->pid > 0 && kill(wk->pid, SIGKILL) < 0 && errno != ESRCH)
+                pl_log(LOG_WARNING, "pool %s: kill worker %d: %s", wk->pool,
+                       (int)wk->pid, strerror(errno));
+            n++;
+        }
+    if (n)
+        pl_log(LOG_INFO, "pool job %llu attempt %llu: killed its %zu "
+               "workers here", (unsigned long long)k->id,
+               (unsigned long long)k->attempt, n);
     for (struct worker *wk = p->workers; wk; wk = wk->next) {
         if (!wk->busy || wk->id != k->id || wk->tattempt != k->attempt
             || (k->one && wk->rank != k->rank))

@@ -20,7 +20,8 @@
 static const char help[] =
     "usage: pilot pool start --name NAME --ranks-per-node N [--nodes N]\n"
     "                        [--cores-per-rank N] [--gpus-per-rank N]\n"
-    "                        [--launcher srun|mpirun] [--wait [S]]\n"
+    "                        [--launcher srun|mpirun] [--env KEY=VALUE]\n"
+    "                        [--wait [--wait-timeout S]]\n"
     "       pilot pool ls [--json]\n"
     "       pilot pool stop NAME\n"
     "\n"
@@ -47,8 +48,10 @@ static const char help[] =
     "  --gpus-per-rank N      GPUs each worker holds (default 0); with\n"
     "                         GPUs each task gets an NCCL communicator\n"
     "  --launcher L           srun (default) or mpirun\n"
-    "  --wait [S]             start: wait until every worker is ready (at\n"
-    "                         most S seconds, default 120)\n"
+    "  --env KEY=VALUE        set a variable in the workers (repeatable):\n"
+    "                         PYTHONPATH for --py functions, OMP_NUM_THREADS\n"
+    "  --wait                 start: wait until every worker is ready\n"
+    "  --wait-timeout S       ... at most S (default 120 s; 90, 2m)\n"
     "  --pilot ID             the pilot (default: the one running)\n"
     "  --json                 print the pool(s) as JSON\n"
     "  -h, --help             this help\n"
@@ -69,6 +72,8 @@ enum {
     OPT_GPR,
     OPT_LAUNCHER,
     OPT_WAIT,
+    OPT_WAIT_TIMEOUT,
+    OPT_ENV,
 };
 
 #define WAIT_DEFAULT 120.0
@@ -279,14 +284,18 @@ int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv)
         { "cores-per-rank", required_argument, NULL, OPT_CPR },
         { "gpus-per-rank", required_argument, NULL, OPT_GPR },
         { "launcher", required_argument, NULL, OPT_LAUNCHER },
-        { "wait", optional_argument, NULL, OPT_WAIT },
+        { "wait", no_argument, NULL, OPT_WAIT },
+        { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
+        { "env", required_argument, NULL, OPT_ENV },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
     struct pl_pool_req pr = { .rpn = 1, .cpr = 1 };
     struct pl_error err;
-    bool start_opts = false, named = false;
-    double wait = 0;
+    bool start_opts = false, named = false, wait_on = false;
+    char *env[257] = { NULL };
+    size_t nenv = 0;
+    double wait = WAIT_DEFAULT;
     const char *sub;
     int c, rc;
 
@@ -328,12 +337,23 @@ int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv)
             start_opts = true;
             break;
         case OPT_WAIT:
-            wait = WAIT_DEFAULT;
-            if (optarg && pl_cli_parse_secs("--wait", optarg, &wait, &err)
-                              < 0)
+            wait_on = start_opts = true;
+            break;
+        case OPT_ENV:
+            if (!strchr(optarg, '=') || optarg[0] == '=')
+                return pl_cli_usage(cli, "--env '%s': want KEY=VALUE",
+                                    optarg);
+            if (nenv >= 256)
+                return pl_cli_usage(cli, "at most 256 --env");
+            env[nenv++] = optarg;
+            start_opts = true;
+            break;
+        case OPT_WAIT_TIMEOUT:
+            if (pl_cli_parse_secs("--wait-timeout", optarg, &wait, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             if (wait <= 0)
-                return pl_cli_usage(cli, "--wait: want a positive time");
+                return pl_cli_usage(cli, "--wait-timeout: want a positive "
+                                    "time");
             start_opts = true;
             break;
         default:
@@ -351,7 +371,8 @@ int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv)
                                 "name goes with --name)", argv[optind]);
         if (!named)
             return pl_cli_usage(cli, "start: give the pool a --name");
-        return do_start(cli, &pr, wait);
+        pr.env = nenv ? env : NULL;
+        return do_start(cli, &pr, wait_on ? wait : 0);
     }
     if (start_opts)
         return pl_cli_usage(cli, "%s takes none of start's options", sub);

@@ -211,6 +211,8 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
     struct pl_dtask *t = pl_sched_task_get(d->sched, e->id);
     char why[64];
 
+    if ((!t || t->attempt != e->attempt) && e->lost)
+        return; /* a pool task's rank, ended already (its pool stopped) */
     if (!t || !t->rank || t->attempt != e->attempt || e->rank >= t->ranks
         || t->rank[e->rank].node != n) {
         pl_daemon_bad_log(d, LOG_WARNING, "agent %s: event '%s' for task "

@@ -418,6 +418,11 @@ void pl_poolctl_list(struct pl_daemon *d, const struct pl_req *r,
  * is gone once its job has ended (at once if it was not running). */
 void pl_poolctl_stop_one(struct pl_daemon *d, struct pl_pool *p,
                          const char *why);
+/* Take the job of 'p' down now ('why'): the workers of every node under
+ * it are killed; its end restarts the pool (or ends it, stopping).  No
+ * task is placed in it meanwhile.  Idempotent for an attempt. */
+void pl_poolctl_down(struct pl_daemon *d, struct pl_pool *p,
+                     const char *why);
 /* A pool's job was placed (its attempt begins): its slots. */
 void pl_poolctl_placed(struct pl_daemon *d, struct pl_dtask *job);
 /* POOL_READY from the agent of 'n'. */

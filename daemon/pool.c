@@ -289,6 +289,7 @@ static int take_slots(struct pl_pool *p, struct pl_dtask *t,
                                 off ? "," : "", n->name);
     }
     t->nnodes = used;
+    t->pool_attempt = p->attempt;
     return 0;
 }
 

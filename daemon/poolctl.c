@@ -120,26 +120,38 @@ static void end_tasks(struct pl_daemon *d, struct pl_pool *p, int state,
 
 /* ------------------------------------------------------------ requests */
 
+static void start(struct pl_daemon *d, const struct pl_req *r,
+                  const struct pl_pool_req *prp);
+
 /* The pool job's spec: its workers as one MPI task. */
 static int job_spec(struct pl_daemon *d, const struct pl_pool *p,
-                    uint32_t nodes, struct pl_spec *s, struct pl_error *errp)
+                    uint32_t nodes, char *const *env, struct pl_spec *s,
+                    struct pl_error *errp)
 {
     char prefix[PL_POOL_PREFIX_MAX], name[PL_POOL_NAME_MAX + 8];
+    size_t ne = pl_strv_len(env);
 
     pl_spec_init(s);
     pl_pool_sock_prefix(d->keydir, prefix);
     snprintf(name, sizeof(name), "pool:%s", p->name);
     if (!(s->argv = calloc(2, sizeof(*s->argv)))
         || asprintf(&s->argv[0], "%s/pilot-worker", d->bindir) < 0
-        || !(s->env = calloc(4, sizeof(*s->env)))
+        || !(s->env = calloc(ne + 5, sizeof(*s->env)))
         || asprintf(&s->env[0], "PILOT_POOL=%s", p->name) < 0
         || asprintf(&s->env[1], "PILOT_POOL_SOCKET=%s", prefix) < 0
         || asprintf(&s->env[2], "PILOT_POOL_GPUS=%u", p->gpr) < 0
-        || !(s->name = strdup(name)) || !(s->pool = strdup(p->name))) {
-        pl_spec_clear(s);
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
+        /* a worker waiting in MPI gives up its core rather than spin:
+         * a rank that spins on a core another rank needs (more ranks
+         * than cores, as on a small machine) made a 4-rank task's
+         * communicator take 60-100 ms to make, not 6-10 (docs/pool.md);
+         * --env OMPI_MCA_mpi_yield_when_idle=0 spins */
+        || !(s->env[3] = strdup("OMPI_MCA_mpi_yield_when_idle=1"))
+        || !(s->name = strdup(name)) || !(s->pool = strdup(p->name)))
+        goto nomem;
+    /* the user's after ours: theirs win (pl_env_put() in the agent) */
+    for (size_t i = 0; i < ne; i++)
+        if (!(s->env[4 + i] = strdup(env[i])))
+            goto nomem;
     s->fn = PL_FN_POOL;
     s->comm = PL_COMM_MPI;
     s->launcher = p->launcher;
@@ -151,17 +163,21 @@ static int job_spec(struct pl_daemon *d, const struct pl_pool *p,
     s->has_retries = true;
     s->priority = PL_SPEC_MAX_PRIORITY;
     return pl_spec_check(s, errp);
+nomem:
+    pl_spec_clear(s);
+    errno = ENOMEM;
+    return pl_errprintf(errp, "out of memory");
 }
 
 /* Make the job of 'p' (stored, queued).  0, or -1 with errp. */
 static int job_make(struct pl_daemon *d, struct pl_pool *p, uint32_t nodes,
-                    struct pl_error *errp)
+                    char *const *env, struct pl_error *errp)
 {
     struct pl_spec s;
     struct pl_dtask *t;
     uint64_t id;
 
-    if (job_spec(d, p, nodes, &s, errp) < 0)
+    if (job_spec(d, p, nodes, env, &s, errp) < 0)
         return -1;
     struct pl_db_task row = { .spec = &s };
     if (pl_db_task_insert(d->db, &row, PL_ST_QUEUED, pl_now(), &id, errp)
@@ -236,9 +252,7 @@ void pl_poolctl_start(struct pl_daemon *d, const struct pl_req *r,
                       const struct pl_msg *m)
 {
     struct pl_pool_req pr;
-    struct pl_pool *p, *old;
     struct pl_error err;
-    char why[200];
 
     if (d->stopping || d->draining) {
         pl_out_err(d, r, ESHUTDOWN, "the pilot is shutting down");
@@ -250,6 +264,18 @@ void pl_poolctl_start(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno ? errno : EINVAL, err.text);
         return;
     }
+    start(d, r, &pr);
+    pl_pool_req_clear(&pr);
+}
+
+static void start(struct pl_daemon *d, const struct pl_req *r,
+                  const struct pl_pool_req *prp)
+{
+    const struct pl_pool_req pr = *prp;
+    struct pl_pool *p, *old;
+    struct pl_error err;
+    char why[200];
+
     if ((old = pl_poolctl_find(d, pr.name)) && old->state != PL_POOL_FAILED) {
         snprintf(why, sizeof(why), "pool %s exists (%s); pilot pool stop %s "
                  "first", pr.name, pl_pool_state_name(old->state), pr.name);
@@ -280,7 +306,7 @@ void pl_poolctl_start(struct pl_daemon *d, const struct pl_req *r,
         return;
     }
     p->created = pl_now();
-    if (job_make(d, p, nodes, &err) < 0) {
+    if (job_make(d, p, nodes, pr.env, &err) < 0) {
         pl_out_err(d, r, errno ? errno : EIO, err.text);
         pl_pool_free(p);
         return;
@@ -311,6 +337,7 @@ void pl_poolctl_stop(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno ? errno : EINVAL, err.text);
         return;
     }
+    pl_pool_req_clear(&pr);
     if (!(p = pl_poolctl_find(d, pr.name))) {
         snprintf(why, sizeof(why), "no pool is named '%s'", pr.name);
         pl_out_err(d, r, ENOENT, why);
@@ -356,6 +383,37 @@ void pl_poolctl_list(struct pl_daemon *d, const struct pl_req *r,
 }
 
 /* ------------------------------------------------------------ the job */
+
+void pl_poolctl_down(struct pl_daemon *d, struct pl_pool *p, const char *why)
+{
+    struct pl_dtask *job = pl_sched_task_get(d->sched, p->job);
+    struct pl_node *seen[p->nslots ? p->nslots : 1];
+    uint32_t nseen = 0;
+
+    if (!job || !job->rank || pl_state_final(job->state) || p->down_at > 0)
+        return;
+    if (p->state == PL_POOL_READY || p->state == PL_POOL_STARTING
+        || p->state == PL_POOL_RESTARTING)
+        pl_log(LOG_WARNING, "pool %s: %s: its job goes down", p->name, why);
+    p->down_at = pl_mono();
+    if (p->state != PL_POOL_STOPPING)
+        p->state = PL_POOL_RESTARTING; /* no task is placed in it now */
+    /* every agent under it kills its workers of this attempt (SIGKILL:
+     * an MPI job's ranks may take their time over a SIGTERM, as long as
+     * Slurm's KillWait, 30 s by default) */
+    struct pl_kill k = { .id = job->id, .attempt = job->attempt,
+                         .grace = 0 };
+    for (uint32_t i = 0; i < p->nslots; i++) {
+        struct pl_node *n = p->slot[i].node;
+        bool dup = false;
+        for (uint32_t j = 0; j < nseen && !dup; j++)
+            dup = seen[j] == n;
+        if (!n || dup || n->state != PL_NODE_UP)
+            continue;
+        seen[nseen++] = n;
+        pl_orders_kill(d, n, &k);
+    }
+}
 
 void pl_poolctl_placed(struct pl_daemon *d, struct pl_dtask *job)
 {
@@ -452,7 +510,8 @@ bool pl_poolctl_job_ended(struct pl_daemon *d, struct pl_dtask *job,
     }
     p->state = PL_POOL_RESTARTING;
     p->restarts++;
-    p->down_at = pl_mono();
+    if (!p->down_at)
+        p->down_at = pl_mono();
     pl_log(LOG_WARNING, "pool %s: %s: restarting", p->name, p->reason);
     pl_dtask_requeue(d, job, p->reason, true);
     return true;

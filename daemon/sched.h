@@ -102,6 +102,7 @@ struct pl_dtask {
     bool pool_lost;            /* this attempt's workers went down under
                                   it, by no doing of its own */
     uint32_t pool_losses;      /* attempts that ended so */
+    uint32_t pool_attempt;     /* the pool's job attempt it was placed in */
 };
 
 struct pl_sched;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/pool.h"
 #include "proto/log.h"
 #include "proto/query.h"
 #include "proto/strv.h"
@@ -344,6 +345,13 @@ static bool rank_end(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
     k->state = st;
     pl_sched_rank_release(t, r);
     t->ended++;
+    /* a worker died under a pool task (its crash, our kill, or lost):
+     * the pool's MPI job cannot go on without it */
+    if (t->pool && t->fn != PL_FN_POOL
+        && t->pool_attempt == t->pool->attempt
+        && (lost || c->signal > 0 || st == PL_ST_TIMEOUT
+            || (st == PL_ST_CANCELED && t->cancel)))
+        pl_poolctl_down(d, t->pool, c->reason ? c->reason : "a worker died");
     if (lost)
         t->pool_lost = true;
     else if (st != PL_ST_DONE && !t->fail) {

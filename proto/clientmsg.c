@@ -191,7 +191,24 @@ int pl_pool_req_check(const struct pl_pool_req *p, struct pl_error *errp)
                          PL_POOL_MAX_WORKERS);
     if (p->launcher < PL_LAUNCHER_UNSET || p->launcher > PL_LAUNCHER_MPIRUN)
         return pl_errset(errp, EINVAL, "unknown launcher");
+    if (pl_strv_len(p->env) > 256)
+        return pl_errset(errp, EINVAL, "at most 256 --env for a pool");
+    for (char **e = p->env; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e || !pl_utf8_str(*e))
+            return pl_errset(errp, EINVAL, "--env '%.40s': want KEY=VALUE",
+                             *e);
+    }
     return 0;
+}
+
+void pl_pool_req_clear(struct pl_pool_req *p)
+{
+    int saved = errno;
+
+    pl_strv_free(p->env);
+    p->env = NULL;
+    errno = saved;
 }
 
 void pl_pool_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
@@ -209,6 +226,8 @@ void pl_pool_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
     pl_wm_uint(&w->body, "gpus_per_rank", p->gpr);
     if (p->launcher != PL_LAUNCHER_UNSET)
         pl_wm_str(&w->body, "launcher", pl_launcher_name(p->launcher));
+    if (p->env && p->env[0])
+        pl_wm_strv(&w->body, "env", p->env);
 }
 
 int pl_pool_req_decode(const msgpack_object *body, int type,
@@ -240,12 +259,20 @@ int pl_pool_req_decode(const msgpack_object *body, int type,
         || pl_mp_uint(body, "gpus_per_rank", false, PL_SPEC_MAX_GPR,
                       &p->gpr, errp) < 0
         || (has = pl_mp_str(body, "launcher", false, 16, &launcher, errp))
-               < 0)
-        return -1;
+               < 0
+        || pl_mp_strv(body, "env", false, 0, 256, PL_SPEC_MAX_ARG, &p->env,
+                      errp) < 0)
+        goto error;
     if (has && (p->launcher = pl_launcher_parse(launcher)) < 0) {
-        free(launcher);
-        return pl_errset(errp, EINVAL, "unknown launcher (srun or mpirun)");
+        pl_errset(errp, EINVAL, "unknown launcher (srun or mpirun)");
+        goto error;
     }
     free(launcher);
-    return pl_pool_req_check(p, errp);
+    if (pl_pool_req_check(p, errp) < 0)
+        goto error;
+    return 0;
+error:
+    free(launcher);
+    pl_pool_req_clear(p);
+    return -1;
 }

@@ -83,7 +83,10 @@ struct pl_pool_req {
     uint64_t rpn;          /* workers per node, >= 1 */
     uint64_t cpr, gpr;     /* cores (>= 1) and GPUs of each worker */
     int launcher;          /* enum pl_launcher */
+    char **env;            /* KEY=VALUE for its workers, or NULL; owned
+                              when decoded (pl_pool_req_clear()) */
 };
+void pl_pool_req_clear(struct pl_pool_req *p);
 /* The rules of a pool's shape: 0, or -1 with errp (EINVAL). */
 int pl_pool_req_check(const struct pl_pool_req *p, struct pl_error *errp);
 void pl_pool_req_encode(struct pl_wbuf *w, int type, uint64_t seq,
