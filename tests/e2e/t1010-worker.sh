@@ -354,7 +354,7 @@ is "$(count '^return id=40 attempt=1 rank=([0-3]) world=\1 code=0 error=-$' "$W/
     "srun: the allreduce over both nodes is right on the 4 ranks"
 is "$(count '^return id=4[12] attempt=1 rank=[01] world=[0-3] code=0 error=-$' "$W/srun.drv")" 4 \
     "srun: two calls across the nodes at once (Python on world 3,0; C on 1,2) return 0"
-is "$(sed 's/^.*\[//; s/\].*$//' "$W/srun.err" | sort -u | wc -l)" 2 \
+is "$(grep -o 'pilot-worker\[[^]]*\]' "$W/srun.err" | sort -u | wc -l)" 2 \
     "srun: the pool's log has lines from 2 nodes"
 
 # --- --once --------------------------------------------------------------------
