@@ -193,12 +193,20 @@ int pl_wcall_decode(const msgpack_object *body, struct pl_wcall *c,
         bad(errp, "call: rank, size and group do not agree");
         goto error;
     }
-    for (uint32_t i = 0; i < ng; i++)
-        for (uint32_t j = i + 1; j < ng; j++)
-            if (c->group[i] == c->group[j]) {
+    /* a bitmap of the world ranks seen (8 KiB): pairwise comparison
+     * would be 2^31 steps for a group of PL_POOL_MAX_WORKERS, seconds in
+     * every worker of a large task */
+    {
+        unsigned char seen[PL_POOL_MAX_WORKERS / 8] = { 0 };
+        for (uint32_t i = 0; i < ng; i++) {
+            uint64_t g = c->group[i]; /* < PL_POOL_MAX_WORKERS: decoded */
+            if (seen[g / 8] & (1u << (g % 8))) {
                 bad(errp, "call: a world rank twice in 'group'");
                 goto error;
             }
+            seen[g / 8] |= (unsigned char)(1u << (g % 8));
+        }
+    }
     if (!c->argv[0][0] || !strchr(c->argv[0], ':')) {
         bad(errp, "call: argv[0] is not FILE:SYMBOL");
         goto error;

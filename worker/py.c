@@ -163,7 +163,9 @@ static int start(struct pl_py *p, struct pl_error *errp)
                  "the worker's Python glue failed (see the pool's log)");
     } else if ((err = PyObject_GetAttrString(p->glue, "error"))
                && PyUnicode_Check(err)) {
-        snprintf(p->error, sizeof(p->error), "%s", PyUnicode_AsUTF8(err));
+        const char *t = PyUnicode_AsUTF8(err);
+        snprintf(p->error, sizeof(p->error), "%s",
+                 t ? t : "cannot import mpi4py");
     }
     Py_XDECREF(err);
     PyErr_Clear();

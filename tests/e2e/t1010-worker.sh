@@ -319,11 +319,9 @@ is "$(count '^return id=3[0-2] attempt=1 rank=0 world=[01] code=0 error=-$' "$W/
 
 # --- across nodes: srun --mpi=pmix on the dev cluster -----------------------
 # each node has its own network namespace, so its own agent socket: one
-# wdriver a node (-s: of a pool of 4), on the two nodes the pool's step
-# runs on; the workers find it by SLURMD_NODENAME
-NODES=$(sinfo -h -N -o %N | sort -u | head -2 | paste -sd,)
-like "$NODES" '^[^,]+,[^,]+$' "the dev cluster has 2 nodes for a pool ($NODES)" \
-    || abort "no dev cluster: scripts/dev-cluster.sh start"
+# wdriver a node (-s: of a pool of 4) and the pool, two steps of one
+# allocation of 2 nodes (salloc: the wait for the nodes is before both);
+# the workers find their node's wdriver by SLURMD_NODENAME
 cat >"$W/srun.script" <<EOF
 call id=40 group=0,1,2,3 fn=c argv=./tfn.so:sum cwd=$W out=o40.%r err=e40.%r
 wait
@@ -331,25 +329,33 @@ call id=41 group=3,0 fn=py argv=tpy:allreduce cwd=$W out=o41.%r err=e41.%r
 call id=42 group=1,2 fn=c argv=./tfn.so:sum cwd=$W out=o42.%r err=e42.%r
 wait
 EOF
-run_timeout 90 srun -N2 -n2 --ntasks-per-node=1 -w "$NODES" -t 2 \
-    bash -c "exec '$WDRIVER' -s 4 -t 60 '$PREFIX' \$SLURMD_NODENAME 2 \
-             <'$W/srun.script' >'$W/srun.drv.'\$SLURMD_NODENAME" \
+cat >"$W/srun.sh" <<'EOF'
+# run by salloc: one wdriver a node, then the pool
+srun --overlap -N2 -n2 --ntasks-per-node=1 bash -c \
+    'exec "$WDRIVER" -s 4 -t 60 "$PREFIX" "$SLURMD_NODENAME" 2 \
+         <"$W/srun.script" >"$W/srun.drv.$SLURMD_NODENAME"' \
     2>"$W/srun.drverr" &
-SPID=$!
-MPI_RC=0
-PILOT_POOL=t1010 PILOT_POOL_SOCKET=$PREFIX run_timeout 90 srun --mpi=pmix \
-    -N2 -n4 --ntasks-per-node=2 -w "$NODES" -t 2 "$WORKER" >"$W/srun.out" 2>"$W/srun.err" \
-    || MPI_RC=$?
-DRV_RC=0
-wait "$SPID" || DRV_RC=$?
+spid=$!
+PILOT_POOL=t1010 PILOT_POOL_SOCKET=$PREFIX srun --overlap --mpi=pmix \
+    -N2 -n4 --ntasks-per-node=2 "$WORKER" >"$W/srun.out" 2>"$W/srun.err"
+echo $? >"$W/srun.mpirc"
+wait $spid
+echo $? >"$W/srun.drvrc"
+EOF
+export W WDRIVER WORKER PREFIX
+run_timeout 300 salloc -N2 -n4 --ntasks-per-node=2 -t 3 bash "$W/srun.sh" \
+    >"$W/salloc.out" 2>&1
 cat "$W"/srun.drv.* >"$W/srun.drv" 2>/dev/null
-is "$DRV_RC $MPI_RC" "0 0" "srun --mpi=pmix: a pool of 4 on 2 nodes runs, and ends with 0" \
-    || diag "$(cat "$W/srun.drv" "$W/srun.drverr" "$W/srun.err")"
+is "$(cat "$W/srun.drvrc" "$W/srun.mpirc" 2>/dev/null | paste -sd' ')" "0 0" \
+    "srun --mpi=pmix: a pool of 4 on 2 nodes runs, and ends with 0" \
+    || diag "$(cat "$W/salloc.out" "$W/srun.drv" "$W/srun.drverr" "$W/srun.err")"
 is "$(count '^return id=40 attempt=1 rank=([0-3]) world=\1 code=0 error=-$' "$W/srun.drv")$(cat "$W"/o40.* | sort | tr '\n' ' ')" \
     "4sum=10 rank=0 size=4 world=0 argc=1 sum=10 rank=1 size=4 world=1 argc=1 sum=10 rank=2 size=4 world=2 argc=1 sum=10 rank=3 size=4 world=3 argc=1 " \
     "srun: the allreduce over both nodes is right on the 4 ranks"
 is "$(count '^return id=4[12] attempt=1 rank=[01] world=[0-3] code=0 error=-$' "$W/srun.drv")" 4 \
     "srun: two calls across the nodes at once (Python on world 3,0; C on 1,2) return 0"
+is "$(grep -o 'pilot-worker\[[^]]*\]' "$W/srun.err" | sort -u | wc -l)" 2 \
+    "srun: the pool's log has lines from 2 nodes"
 
 # --- --once --------------------------------------------------------------------
 # once ARGS...: capture 'pilot-worker --once ARGS' run in $W, its stderr
