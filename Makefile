@@ -140,7 +140,7 @@ $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_DAEMON)): $(BUILD)/fuzz/%: \
 # 'all' does not build it; 'demo' and 'examples' do
 MPICC    ?= mpicc
 EXAMPLES := $(BUILD)/examples/prep
-examples: $(EXAMPLES)
+examples: $(EXAMPLES) worker
 $(BUILD)/examples/prep: examples/pipeline/prep.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(QLD)$(MPICC) $(CFLAGS) -Werror $(LDFLAGS) -o $@ $< -lm

@@ -437,6 +437,15 @@ bool pl_poolctl_job_ended(struct pl_daemon *d, struct pl_dtask *job,
 void pl_poolctl_schedule(struct pl_daemon *d, pl_sched_place_f place,
                          void *arg);
 void pl_poolctl_free(struct pl_daemon *d);
+/* A restarted pilotd: the pools of the database (before its tasks are
+ * loaded), each restarting.  0, or -1 with errp. */
+int pl_poolctl_load(struct pl_daemon *d, struct pl_error *errp);
+/* Task 't' (a pool's task, or its job) of pool 'name' as loaded: its
+ * pool, or NULL (gone, or 't' is an older job of it). */
+struct pl_pool *pl_poolctl_adopt(struct pl_daemon *d, struct pl_dtask *t,
+                                 const char *name);
+/* Every task is loaded: a pool whose job is not live gets a new one. */
+int pl_poolctl_loaded(struct pl_daemon *d, struct pl_error *errp);
 
 /* ------------------------------------------------------------ recover.c */
 

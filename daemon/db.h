@@ -179,6 +179,12 @@ int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
 int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
                    struct pl_error *errp);
 
+/* Call 'cb' for each meta row whose key starts with 'prefix' and whose
+ * value is not NULL, in key order.  0, or -1 with errp (cb's -1:
+ * ENOMEM). */
+int pl_db_meta_list(struct pl_db *db, const char *prefix,
+                    int (*cb)(const char *key, const char *val, void *arg),
+                    void *arg, struct pl_error *errp);
 int pl_db_meta_get(struct pl_db *db, const char *key, char **val,
                    struct pl_error *errp);
 

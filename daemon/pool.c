@@ -7,6 +7,7 @@
 
 #include "daemon/node.h"
 #include "daemon/pool.h"
+#include "proto/strv.h"
 
 const char *pl_pool_state_name(int st)
 {
@@ -46,6 +47,8 @@ void pl_pool_free(struct pl_pool *p)
         return;
     int saved = errno;
     free(p->slot);
+    free(p->early);
+    pl_strv_free(p->env);
     free(p);
     errno = saved;
 }

@@ -51,6 +51,7 @@ struct pl_pool {
     uint32_t nodes_req;       /* nodes asked for; 0: all */
     uint32_t rpn, cpr, gpr;   /* workers per node, their cores and GPUs */
     int launcher;             /* enum pl_launcher */
+    char **env;               /* owned: KEY=VALUE for its workers, or NULL */
     int state;                /* enum pl_pool_state */
     uint64_t job;             /* its MPI job's task id */
     uint32_t attempt;         /* the job's attempt the slots are of */
@@ -66,6 +67,14 @@ struct pl_pool {
                                  < 0: none yet */
     double last_start;        /* s from placed to ready, the last time */
     char reason[200];         /* why it went down, or failed */
+    bool job_seen;            /* at a restart: its job is live */
+    /* HELLOs reported before the job's placement was known (a restarted
+     * pilotd takes its job back as the agents register) */
+    struct pl_early {
+        const struct pl_node *node;
+        uint32_t attempt, wr;
+    } *early;
+    size_t nearly, capearly;
     struct pl_pqueue queue;   /* its tasks queued */
     uint32_t nqueued;
 };

@@ -50,13 +50,21 @@ static void record(struct pl_daemon *d, const struct pl_pool *p, bool gone)
 
     snprintf(key, sizeof(key), "pool:%s", p->name);
     if (!gone) {
-        json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I,s:f}", "nodes",
+        json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I,s:f,s:I}", "nodes",
                               (json_int_t)p->nodes_req, "ranks_per_node",
                               (json_int_t)p->rpn, "cores_per_rank",
                               (json_int_t)p->cpr, "gpus_per_rank",
                               (json_int_t)p->gpr, "launcher",
                               pl_launcher_name(p->launcher), "job",
-                              (json_int_t)p->job, "created", p->created);
+                              (json_int_t)p->job, "created", p->created,
+                              "restarts", (json_int_t)p->restarts);
+        json_t *env = json_array();
+        for (char **e = p->env; o && env && e && *e; e++)
+            json_array_append_new(env, json_string(*e));
+        if (o && env)
+            json_object_set_new(o, "env", env);
+        else
+            json_decref(env);
         text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!text) {
@@ -306,7 +314,10 @@ static void start(struct pl_daemon *d, const struct pl_req *r,
         return;
     }
     p->created = pl_now();
-    if (job_make(d, p, nodes, pr.env, &err) < 0) {
+    if ((pr.env && !(p->env = pl_strv_dup(pr.env)))
+        || job_make(d, p, nodes, pr.env, &err) < 0) {
+        if (!p->env && pr.env)
+            pl_errprintf(&err, "out of memory");
         pl_out_err(d, r, errno ? errno : EIO, err.text);
         pl_pool_free(p);
         return;
@@ -415,9 +426,35 @@ void pl_poolctl_down(struct pl_daemon *d, struct pl_pool *p, const char *why)
     }
 }
 
+/* Worker 'wr' of attempt 'attempt' on 'n' said HELLO. */
+static void ready_one(struct pl_daemon *d, struct pl_pool *p,
+                      uint32_t attempt, uint32_t wr, const struct pl_node *n)
+{
+    int rc = pl_pool_slot_ready(p, attempt, wr, n);
+
+    if (rc < 0)
+        pl_daemon_bad_log(d, LOG_INFO, "agent %s: pool %s: worker %u of "
+                          "attempt %u is not one of its job's there "
+                          "(ignored)", n->name, p->name, wr, attempt);
+    if (rc != 1)
+        return;
+    double now = pl_mono();
+    p->ready_at = now;
+    p->last_start = now - p->placed_at;
+    if (p->down_at > 0)
+        p->last_restart = now - p->down_at;
+    p->down_at = 0;
+    p->fails = 0;
+    p->state = PL_POOL_READY;
+    d->want_sched = true;
+    pl_log(LOG_NOTICE, "pool %s: %u workers ready in %.3f s%s", p->name,
+           p->nslots, p->last_start, p->restarts ? " (a restart)" : "");
+}
+
 void pl_poolctl_placed(struct pl_daemon *d, struct pl_dtask *job)
 {
     struct pl_pool *p = job->pool;
+    size_t keep = 0;
 
     if (pl_pool_job_placed(p, job) < 0) {
         pl_log(LOG_ERR, "pool %s: out of memory", p->name);
@@ -427,7 +464,15 @@ void pl_poolctl_placed(struct pl_daemon *d, struct pl_dtask *job)
     pl_log(LOG_INFO, "pool %s: job %llu attempt %u placed on %s", p->name,
            (unsigned long long)job->id, job->attempt,
            job->nodelist ? job->nodelist : "?");
-    (void)d;
+    /* what was said before we knew where its workers are */
+    for (size_t i = 0; i < p->nearly; i++) {
+        struct pl_early e = p->early[i];
+        if (e.attempt == p->attempt)
+            ready_one(d, p, e.attempt, e.wr, e.node);
+        else if (e.attempt > p->attempt)
+            p->early[keep++] = e;
+    }
+    p->nearly = keep;
 }
 
 void pl_poolctl_ready(struct pl_daemon *d, struct pl_node *n,
@@ -436,39 +481,30 @@ void pl_poolctl_ready(struct pl_daemon *d, struct pl_node *n,
     struct pl_pool_ready pr;
     struct pl_error err;
     struct pl_pool *p;
+    const struct pl_dtask *job;
 
     if (pl_pool_ready_decode(m->body, &pr, &err) < 0) {
         pl_daemon_bad_log(d, LOG_WARNING, "agent %s: bad pool-ready: %s",
                           n->name, err.text);
         return;
     }
-    if (!(p = by_job(d, pr.job)) || p->state == PL_POOL_STOPPING) {
+    if (!(p = by_job(d, pr.job)) || p->state == PL_POOL_STOPPING
+        || !(job = pl_sched_task_get(d->sched, p->job))) {
         pl_pool_ready_clear(&pr);
         return; /* a job of a pool gone or going: its workers go too */
     }
     for (uint32_t i = 0; i < pr.nranks; i++) {
-        int rc = pl_pool_slot_ready(p, (uint32_t)pr.attempt,
-                                    (uint32_t)pr.ranks[i], n);
-        if (rc < 0)
-            pl_daemon_bad_log(d, LOG_INFO, "agent %s: pool %s: worker %llu "
-                              "of attempt %llu is not one of its job's "
-                              "there (ignored)", n->name, p->name,
-                              (unsigned long long)pr.ranks[i],
-                              (unsigned long long)pr.attempt);
-        if (rc != 1)
+        /* its placement not known yet (taken back after a restart, its
+         * agent not registered yet): kept until it is */
+        if (pr.attempt == job->attempt
+            && (!p->nslots || p->attempt != job->attempt)) {
+            if (pl_grow(&p->early, &p->capearly, p->nearly, 1,
+                        sizeof(*p->early)) == 0)
+                p->early[p->nearly++] = (struct pl_early){
+                    n, (uint32_t)pr.attempt, (uint32_t)pr.ranks[i] };
             continue;
-        double now = pl_mono();
-        p->ready_at = now;
-        p->last_start = now - p->placed_at;
-        if (p->down_at > 0)
-            p->last_restart = now - p->down_at;
-        p->down_at = 0;
-        p->fails = 0;
-        p->state = PL_POOL_READY;
-        d->want_sched = true;
-        pl_log(LOG_NOTICE, "pool %s: %u workers ready in %.3f s%s", p->name,
-               p->nslots, p->last_start,
-               p->restarts ? " (a restart)" : "");
+        }
+        ready_one(d, p, (uint32_t)pr.attempt, (uint32_t)pr.ranks[i], n);
     }
     pl_pool_ready_clear(&pr);
 }
@@ -510,6 +546,7 @@ bool pl_poolctl_job_ended(struct pl_daemon *d, struct pl_dtask *job,
     }
     p->state = PL_POOL_RESTARTING;
     p->restarts++;
+    record(d, p, false);
     if (!p->down_at)
         p->down_at = pl_mono();
     pl_log(LOG_WARNING, "pool %s: %s: restarting", p->name, p->reason);
@@ -531,4 +568,107 @@ void pl_poolctl_free(struct pl_daemon *d)
     free(d->pools);
     d->pools = NULL;
     d->npools = d->cappools = 0;
+}
+
+/* ------------------------------------------------------------ restart */
+
+/* One pool of the database's meta rows ("pool:NAME", JSON). */
+static int load_one(const char *key, const char *val, void *arg)
+{
+    struct pl_daemon *d = arg;
+    json_error_t jerr;
+    json_t *o = json_loads(val, 0, &jerr), *env;
+    json_int_t nodes = 0, rpn = 1, cpr = 1, gpr = 0, job = 0, restarts = 0;
+    const char *launcher = "srun", *name = key + 5;
+    double created = 0;
+    struct pl_pool *p;
+
+    if (!o || json_unpack(o, "{s?I,s?I,s?I,s?I,s?s,s?I,s?F,s?I}", "nodes",
+                          &nodes, "ranks_per_node", &rpn, "cores_per_rank",
+                          &cpr, "gpus_per_rank", &gpr, "launcher", &launcher,
+                          "job", &job, "created", &created, "restarts",
+                          &restarts) < 0
+        || !pl_pool_name_ok(name) || rpn < 1 || cpr < 1 || gpr < 0
+        || nodes < 0 || job < 0) {
+        pl_log(LOG_ERR, "pool %s: its stored definition cannot be read: "
+               "left out", name);
+        json_decref(o);
+        return 0;
+    }
+    if (pl_grow(&d->pools, &d->cappools, d->npools, 1, sizeof(*d->pools)) < 0
+        || !(p = pl_pool_new(name, (uint32_t)nodes, (uint32_t)rpn,
+                             (uint32_t)cpr, (uint32_t)gpr,
+                             pl_launcher_parse(launcher) > 0
+                                 ? pl_launcher_parse(launcher)
+                                 : PL_LAUNCHER_UNSET))) {
+        json_decref(o);
+        return -1;
+    }
+    if ((env = json_object_get(o, "env")) && json_is_array(env)) {
+        size_t i;
+        json_t *e;
+        if (!(p->env = calloc(json_array_size(env) + 1, sizeof(*p->env)))) {
+            json_decref(o);
+            pl_pool_free(p);
+            return -1;
+        }
+        json_array_foreach(env, i, e)
+            if (json_is_string(e) && !(p->env[i] = strdup(json_string_value(e)))) {
+                json_decref(o);
+                pl_pool_free(p);
+                return -1;
+            }
+    }
+    json_decref(o);
+    p->job = (uint64_t)job;
+    p->created = created;
+    p->restarts = restarts > 0 ? (uint32_t)restarts : 0;
+    p->state = PL_POOL_RESTARTING;
+    p->job_seen = false;
+    d->pools[d->npools++] = p;
+    return 0;
+}
+
+int pl_poolctl_load(struct pl_daemon *d, struct pl_error *errp)
+{
+    return pl_db_meta_list(d->db, "pool:", load_one, d, errp);
+}
+
+struct pl_pool *pl_poolctl_adopt(struct pl_daemon *d, struct pl_dtask *t,
+                                 const char *name)
+{
+    struct pl_pool *p = pl_poolctl_find(d, name);
+
+    if (!p)
+        return NULL;
+    if (t->fn == PL_FN_POOL) {
+        if (p->job != t->id)
+            return NULL; /* an older job of the pool */
+        p->job_seen = true;
+    }
+    t->pool = p;
+    return p;
+}
+
+int pl_poolctl_loaded(struct pl_daemon *d, struct pl_error *errp)
+{
+    for (size_t i = 0; i < d->npools; i++) {
+        struct pl_pool *p = d->pools[i];
+        uint32_t nodes = p->nodes_req ? p->nodes_req
+                                      : (uint32_t)(d->cfg.expected_agents > 0
+                                                       ? d->cfg.expected_agents
+                                                       : 1);
+        if (p->job_seen)
+            continue;
+        /* its job ended with the pilotd before (or never was): a new one */
+        if (job_make(d, p, nodes, p->env, errp) < 0)
+            return -1;
+        record(d, p, false);
+        pl_log(LOG_NOTICE, "pool %s: a new job %llu", p->name,
+               (unsigned long long)p->job);
+    }
+    if (d->npools)
+        pl_log(LOG_NOTICE, "%zu pools taken back: they start again",
+               d->npools);
+    return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/pool.h"
 #include "daemon/slurmjob.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -113,15 +114,28 @@ static int load_cb(struct pl_db_row *row, void *arg)
     t->attempt = row->attempts;
     t->state = row->state;
     if (s->pool) {
-        /* TODO(13): take pools back after a restart; until then their
-         * jobs and tasks end here, said so */
+        /* a pool restarts with its pilotd: its job and its tasks go back
+         * to their queues (a running one's worker is killed as a stray
+         * when its agent registers) */
         t->fn = s->fn;
-        pl_sched_dequeue(d->sched, t);
-        pl_dtask_end(d, t, s->fn == PL_FN_POOL ? PL_ST_CANCELED
-                                                : PL_ST_FAILED,
-                     "pilotd restarted: its pool is gone (start it again "
-                     "and submit again)");
-        return 0;
+        if (!pl_poolctl_adopt(d, t, s->pool)) {
+            pl_sched_dequeue(d->sched, t);
+            pl_dtask_end(d, t, s->fn == PL_FN_POOL ? PL_ST_CANCELED
+                                                    : PL_ST_FAILED,
+                         "its pool is gone (pilot pool start it again, "
+                         "and submit again)");
+            return 0;
+        }
+        /* its job is an MPI task as any: taken back if its agents are;
+         * a task that ran in the workers runs again */
+        if (s->fn != PL_FN_POOL) {
+            pl_sched_dequeue(d->sched, t); /* the pool's queue, not ours */
+            if (orphan && !t->inpq)
+                pl_sched_requeue(d->sched, t, false);
+            else if (!waits)
+                pl_pool_enqueue(t->pool, t, false);
+            orphan = false;
+        }
     }
     if (waits)
         return load_waiting(d, t, row);
@@ -181,7 +195,9 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     }
     if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
         || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
+        || pl_poolctl_load(d, errp) < 0
         || pl_db_load_live(d->db, load_cb, d, errp) < 0
+        || pl_poolctl_loaded(d, errp) < 0
         || pl_db_commit(d->db, errp) < 0 || init_counts(d, errp) < 0)
         return -1;
     return 0;
@@ -254,6 +270,9 @@ static void adopt_cb(struct pl_dtask *t, void *arg)
         if (adopt_rank(a, t, r))
             return; /* the task ended and may be gone */
     }
+    /* a pool's job taken back whole: its workers are the slots again */
+    if (t->fn == PL_FN_POOL && t->pool && t->rank && !t->orphans)
+        pl_poolctl_placed(a->d, t);
 }
 
 /* Every orphan task visits 'cb' (which may remove it). */

@@ -7,7 +7,7 @@
 # NCCL without a GPU, and stop.
 . "$(dirname "$0")/lib.sh"
 
-plan 56
+plan 59
 
 command -v mpicc >/dev/null || abort "mpicc is missing (scripts/install-deps.sh)"
 [[ -x $PILOT_BIN/pilot-worker ]] || abort "$PILOT_BIN/pilot-worker is missing (make worker)"
@@ -263,6 +263,24 @@ SRT=$(pilot submit --pool etl --ranks 3 --fn "$WORK/libpoolex.so:sort" -- 300000
 capture pilot wait "$SRT" --timeout 120
 is "$(pilot logs "$SRT")" "$("$WORK/poolcheck" sort 300000 1000 1.1 3)" \
     "the sort's result is the one-process computation's"
+
+# --- pilotd killed: the pool is taken back --------------------------
+DIR=$(pilot_dir "$PILOT_UP_ID")
+R0=$(pilot pool ls --json | json 'j[0]["restarts"]')
+kill -9 "$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$DIR/endpoint")"
+wait_for 60 sh -c "pilot pool ls 2>/dev/null | grep -q ' ready '"
+capture pilot pool ls --json
+is "$(json 'j[0]["state"], j[0]["restarts"]' <<<"$OUT")" "('ready', $R0)" \
+    "after pilotd's kill -9 the idle pool is taken back, not restarted"
+K1=$(pilot submit --pool etl --ranks 2 --fn "$F:nap" -- 3)
+K2=$(pilot submit --pool etl --ranks 4 --fn "$F:allreduce" -- k2)
+wait_for 20 sh -c "pilot show $K1 --json | grep -q '\"state\": \"running\"'"
+kill -9 "$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$DIR/endpoint")"
+sleep 0.5
+wait_for 60 sh -c "pilot pool ls >/dev/null 2>&1"
+capture pilot wait "$K1" "$K2" --timeout 120
+is "$RC" 0 "a task running at the kill runs again, and the one queued runs: both done"
+is "$(pilot logs "$K2" | grep -c 'right arg k2$')" 4 "... with the right sums"
 
 # --- stop ----------------------------------------------------------
 Q=$(pilot submit --pool etl --ranks 8 --fn "$F:nap" -- 30)
