@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "proto/clientmsg.h"
 #include "proto/error.h"
 
@@ -123,5 +125,12 @@ int pl_cmd_down(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_keys(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv);
+/* Wait until pool 'name' of the pilot of 'conn' is ready (every worker
+ * said HELLO), at most 'secs', with a progress line on a terminal;
+ * *poolp: the pool as 'pool ls' gives it (json_decref()).  0, or the
+ * exit code after printing the error. */
+struct pl_conn;
+int pl_pool_wait_ready(struct pl_conn *conn, const char *name, double secs,
+                       json_t **poolp);
 
 #endif /* !PL_CLIENT_CLI_H */

@@ -131,8 +131,8 @@ static json_t *find_pool(const json_t *pools, const char *name)
 
 /* Wait until pool 'name' is ready (every worker said hello), with a
  * progress line on a terminal.  0, or the exit code. */
-static int wait_ready(struct pl_cli *cli, struct pl_conn *conn,
-                      const char *name, double secs, json_t **poolp)
+int pl_pool_wait_ready(struct pl_conn *conn, const char *name, double secs,
+                       json_t **poolp)
 {
     struct timespec t0, now;
     struct pl_error err;
@@ -187,7 +187,6 @@ static int wait_ready(struct pl_cli *cli, struct pl_conn *conn,
         }
         usleep(100 * 1000);
     }
-    (void)cli;
 }
 
 static int do_start(struct pl_cli *cli, const struct pl_pool_req *pr,
@@ -209,7 +208,7 @@ static int do_start(struct pl_cli *cli, const struct pl_pool_req *pr,
     if (wait > 0) {
         json_decref(p);
         p = NULL;
-        if ((rc = wait_ready(cli, conn, pr->name, wait, &p)) != 0)
+        if ((rc = pl_pool_wait_ready(conn, pr->name, wait, &p)) != 0)
             goto done;
     }
     if (cli->json)

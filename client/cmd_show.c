@@ -165,7 +165,20 @@ static void print_placement(const json_t *t)
     if (json_is_true(json_object_get(t, "exclusive"))
         || pl_out_jint(t, "exclusive", 0) != 0)
         line("exclusive:", "yes");
-    if (comm)
+    const char *pool = pl_out_jstr(t, "pool"), *fn = pl_out_jstr(t, "fn");
+    if (pool && fn && !strcmp(fn, "pool")) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s: this task is its MPI job of "
+                 "workers", pool);
+        line("pool:", buf);
+    }
+    else if (pool) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s (a %s function)", pool,
+                 fn && !strcmp(fn, "py") ? "Python" : "C");
+        line("pool:", buf);
+    }
+    else if (comm)
         line("comm:", comm);
 }
 

@@ -77,17 +77,28 @@ static void print_store(const json_t *s)
 static void print_nodes(const json_t *nodes)
 {
     static const char *headers[] = { "NODE", "STATE", "CORES", "GPUS",
-                                     "RUNNING" };
+                                     "RUNNING", "POOL" };
     struct pl_out_table *tab;
     const json_t *n;
     size_t i;
+    bool pools = false;
 
     if (json_array_size(nodes) == 0)
         return;
-    if (!(tab = pl_out_table_new(5, headers)))
+    json_array_foreach(nodes, i, n)
+        pools |= pl_out_jcount(n, "pool_workers") > 0;
+    if (!(tab = pl_out_table_new(pools ? 6 : 5, headers)))
         return;
     json_array_foreach(nodes, i, n) {
-        char cores[48], gpus[48], running[24];
+        char cores[48], gpus[48], running[24], pool[48];
+        /* the pool's workers hold their cores: shown apart */
+        if (pl_out_jcount(n, "pool_workers"))
+            snprintf(pool, sizeof(pool), "%lld/%lld busy (%lld cores)",
+                     pl_out_jcount(n, "pool_busy"),
+                     pl_out_jcount(n, "pool_workers"),
+                     pl_out_jcount(n, "pool_cores"));
+        else
+            snprintf(pool, sizeof(pool), "-");
         snprintf(cores, sizeof(cores), "%lld/%lld",
                  pl_out_jcount(n, "cores_busy"), pl_out_jcount(n, "cores"));
         snprintf(gpus, sizeof(gpus), "%lld/%lld",
@@ -95,7 +106,7 @@ static void print_nodes(const json_t *nodes)
         snprintf(running, sizeof(running), "%lld",
                  pl_out_jcount(n, "running"));
         const char *cells[] = { pl_out_jstr(n, "name"), pl_out_jstr(n, "state"),
-                                cores, gpus, running };
+                                cores, gpus, running, pool };
         if (pl_out_table_add(tab, cells) < 0)
             break;
     }
@@ -144,6 +155,12 @@ static void print_status(const struct pl_conn *conn, const json_t *s)
             printf(", %lld %s", k, extra[i]);
     }
     putchar('\n');
+    const json_t *pools = json_object_get(s, "pools"), *p;
+    json_array_foreach(pools, i, p)
+        printf("pool %s: %s, %lld workers (%lld busy), %lld tasks queued\n",
+               pl_out_jstr(p, "name"), pl_out_jstr(p, "state"),
+               pl_out_jcount(p, "workers"), pl_out_jcount(p, "busy"),
+               pl_out_jcount(p, "queued"));
     print_nodes(nodes);
 }
 

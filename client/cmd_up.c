@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "client/conn.h"
 #include "client/output.h"
 #include "client/up_private.h"
 #include "proto/keys.h"
@@ -48,6 +49,10 @@ static const char help[] =
     "  --start-timeout S     a task sent to an agent that has not started\n"
     "                        it after S is stopped there and queued again\n"
     "                        (default 60 s; 0: never)\n"
+    "  --pool NAME:N[:G[:C]] start a pool of N MPI workers a node (with G\n"
+    "                        GPUs and C cores each) on all the nodes, as\n"
+    "                        'pilot pool start' does; with --wait, wait for\n"
+    "                        it too (repeatable)\n"
     "  --bind ADDR|IFACE     where pilotd listens: an address of its node,\n"
     "                        or an interface there (ib0: its first IPv4\n"
     "                        address); default: the node's name's address,\n"
@@ -89,9 +94,36 @@ enum {
     OPT_START_TIMEOUT,
     OPT_AGENTS,
     OPT_BIND,
+    OPT_POOL,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
+
+/* --wait with --pool: each pool ready too, within what is left of
+ * --wait-timeout. */
+static int wait_pools(struct pl_cli *cli, struct pl_pilot *p,
+                      const struct pl_up_opts *o, double t0)
+{
+    struct pl_error err;
+    struct pl_conn *conn;
+    int rc = PL_EXIT_OK;
+
+    if (!(conn = pl_conn_attach(cli, p, &err)))
+        return pl_cli_error("%s", err.text);
+    for (int i = 0; i < o->npools && rc == PL_EXIT_OK; i++) {
+        struct pl_pool_req pr;
+        json_t *pool = NULL;
+        double left = o->wait_timeout - (pl_mono() - t0);
+        (void)pl_pool_spec_parse(o->pools[i], &pr, NULL); /* checked */
+        if ((rc = pl_pool_wait_ready(conn, pr.name, left > 1 ? left : 1,
+                                     &pool)) == PL_EXIT_OK)
+            pl_cli_say("pilot %s: pool %s ready: %lld workers", p->id,
+                       pr.name, pl_out_jcount(pool, "workers"));
+        json_decref(pool);
+    }
+    pl_conn_free(conn);
+    return rc;
+}
 
 /* Slurm's time formats (sbatch(1) --time): MM, MM:SS, HH:MM:SS, D-HH,
  * D-HH:MM, D-HH:MM:SS; also "infinite" and "unlimited". */
@@ -141,6 +173,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG },
         { "local", no_argument, NULL, OPT_LOCAL },
         { "wait", no_argument, NULL, OPT_WAIT },
+        { "pool", required_argument, NULL, OPT_POOL },
         { "wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
         { "resume", required_argument, NULL, OPT_RESUME },
         { "lost-after", required_argument, NULL, OPT_LOST_AFTER },
@@ -209,6 +242,19 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                                     "an interface name", optarg);
             o->bind = optarg;
             break;
+        case OPT_POOL: {
+            struct pl_pool_req pr;
+            if (pl_pool_spec_parse(optarg, &pr, &err) < 0)
+                return pl_cli_usage(cli, "--pool: %s", err.text);
+            for (int i = 0; i < o->npools; i++)
+                if (!strncmp(o->pools[i], optarg, strlen(pr.name))
+                    && o->pools[i][strlen(pr.name)] == ':')
+                    return pl_cli_usage(cli, "--pool: %s twice", pr.name);
+            if (o->npools == 8)
+                return pl_cli_usage(cli, "--pool: at most 8 pools");
+            o->pools[o->npools++] = optarg;
+            break;
+        }
         case OPT_LOST_AFTER:
             if (pl_cli_parse_secs("--lost-after", optarg, &o->lost_after,
                                   &err) < 0)
@@ -466,6 +512,8 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
     rc = o.wait    ? pl_up_wait(cli, &p, pid, o.wait_timeout, t0)
          : o.local ? pl_up_local_ready(&p, pid, 30.0)
                    : PL_EXIT_OK;
+    if (rc == PL_EXIT_OK && o.wait && o.npools)
+        rc = wait_pools(cli, &p, &o, t0);
 done:
     if (created)
         remove_dir(p.dir);

@@ -35,7 +35,7 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
     }
     if (pid == 0) {
         char lost[32], start[32];
-        const char *argv[14];
+        const char *argv[14 + 2 * 8];
         int k = 0;
         argv[k++] = "pilotd";
         argv[k++] = "--dir";
@@ -56,6 +56,10 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
         if (o->bind) {
             argv[k++] = "--bind";
             argv[k++] = o->bind;
+        }
+        for (int i = 0; i < o->npools; i++) {
+            argv[k++] = "--pool";
+            argv[k++] = o->pools[i];
         }
         argv[k] = NULL;
         setsid(); /* no SIGINT or SIGHUP from this terminal */

@@ -35,6 +35,8 @@ struct pl_up_opts {
     double start_timeout; /* -1: pilotd's default; 0: none */
     bool no_agent;      /* --local --agents 0 */
     const char *bind;   /* pilotd --bind: an address or interface, or NULL */
+    const char *pools[8]; /* pilotd --pool NAME:RPN[:GPR[:CPR]] (checked) */
+    int npools;
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',

@@ -81,7 +81,7 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    char opts[160] = "";
+    char opts[160 + 8 * 96] = "";
     if (o->lost_after > 0)
         snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
     if (o->start_timeout >= 0)
@@ -90,6 +90,10 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     if (o->bind) /* a name or address without blanks or quotes (cmd_up.c) */
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --bind '%s'", o->bind);
+    /* checked by pl_pool_spec_parse(): [A-Za-z0-9_.-:], nothing to quote */
+    for (int i = 0; i < o->npools; i++)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --pool %s", o->pools[i]);
     fprintf(fp, "    %s --dir %s --drain-before %d%s &\n", qpilotd, qdir,
             DRAIN_BEFORE, opts);
     fprintf(fp, "    pid=$!\n");

@@ -15,6 +15,7 @@
 
 #include "daemon/auth.h"
 #include "daemon/daemon_private.h"
+#include "daemon/pool.h"
 #include "proto/clientmsg.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -164,6 +165,22 @@ static json_t *status_nodes(struct pl_daemon *d, json_t *s)
         json_object_set_new(o, "gpus_busy",
                             json_integer(n->ngpus - n->free_gpus));
         json_object_set_new(o, "running", json_integer(n->running));
+        /* what the pools' workers hold of it (within cores_busy) */
+        long long pw = 0, pb = 0, pc = 0, pg = 0;
+        for (size_t i = 0; i < d->npools; i++) {
+            const struct pl_pool *p = d->pools[i];
+            for (uint32_t w = 0; w < p->nslots; w++)
+                if (p->slot[w].node == n) {
+                    pw++;
+                    pb += p->slot[w].task != 0;
+                    pc += p->cpr;
+                    pg += p->gpr;
+                }
+        }
+        json_object_set_new(o, "pool_workers", json_integer(pw));
+        json_object_set_new(o, "pool_busy", json_integer(pb));
+        json_object_set_new(o, "pool_cores", json_integer(pc));
+        json_object_set_new(o, "pool_gpus", json_integer(pg));
         json_object_set_new(o, "pid", json_integer(l ? l->pid : 0));
         json_object_set_new(o, "last_seen",
                             json_real(l ? l->last_seen : 0));
@@ -236,6 +253,16 @@ static void h_status(struct pl_daemon *d, const struct pl_req *r,
                             ? json_real(d->longest_batch_at)
                             : json_null());
     status_nodes(d, s);
+    json_t *pools = json_array();
+    for (size_t i = 0; pools && i < d->npools; i++) {
+        const struct pl_pool *p = d->pools[i];
+        json_array_append_new(pools, json_pack(
+            "{s:s,s:s,s:I,s:I,s:I,s:I}", "name", p->name, "state",
+            pl_pool_state_name(p->state), "workers", (json_int_t)p->nslots,
+            "ready", (json_int_t)p->nready, "busy", (json_int_t)p->nbusy,
+            "queued", (json_int_t)p->nqueued));
+    }
+    json_object_set_new(s, "pools", pools);
     json_object_set_new(s, "tasks", tasks);
     pl_out_json(d, r, s);
 }

@@ -393,7 +393,8 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
         pl_errprintf(errp, "out of memory");
         goto error;
     }
-    if (pl_recover_load(d, errp) < 0 || sockets_open(d, errp) < 0)
+    if (pl_recover_load(d, errp) < 0 || pl_poolctl_boot(d, errp) < 0
+        || sockets_open(d, errp) < 0)
         goto error;
     uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
     uv_signal_start(&d->sigint, signal_cb, SIGINT);

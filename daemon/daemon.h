@@ -28,6 +28,9 @@ struct pl_daemon_config {
     const char *agent_cores; /* local mode: --cores for the agent, or NULL */
     bool no_agent;           /* local mode: start none (they connect on
                                 their own: pilot-agent --dir, --bench) */
+    const char *pools[8];    /* --pool NAME:RPN[:GPR[:CPR]]: started at
+                                start unless there already */
+    int npools;
     bool ack_nosync;         /* acknowledge after the commit without the
                                 fsync of the WAL (PILOT_ACK_SYNC=0: for
                                 make bench's comparison) */

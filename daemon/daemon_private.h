@@ -444,6 +444,9 @@ int pl_poolctl_load(struct pl_daemon *d, struct pl_error *errp);
  * pool, or NULL (gone, or 't' is an older job of it). */
 struct pl_pool *pl_poolctl_adopt(struct pl_daemon *d, struct pl_dtask *t,
                                  const char *name);
+/* The pools of --pool not taken back from the database: started.  0, or
+ * -1 with errp. */
+int pl_poolctl_boot(struct pl_daemon *d, struct pl_error *errp);
 /* Every task is loaded: a pool whose job is not live gets a new one. */
 int pl_poolctl_loaded(struct pl_daemon *d, struct pl_error *errp);
 

@@ -16,6 +16,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/slurmjob.h"
+#include "proto/clientmsg.h"
 #include "proto/keys.h"
 #include "proto/log.h"
 #include "proto/msg.h"
@@ -37,6 +38,8 @@ static void usage(FILE *fp)
         "                     agents started by hand join (pilot-agent --dir)\n"
         "  --heartbeat S      seconds between agent heartbeats (2)\n"
         "  --lost-after S     seconds of agent silence before it is lost (30)\n"
+        "  --pool SPEC        start pool NAME:WORKERS_PER_NODE[:GPUS[:CORES]]\n"
+        "                     on all nodes, unless it exists (repeatable)\n"
         "  --start-timeout S  a task sent to its agent and not started after\n"
         "                     S seconds is stopped there and queued again\n"
         "                     (60; 0: never)\n"
@@ -83,6 +86,7 @@ int main(int argc, char **argv)
         { "log-level", required_argument, NULL, 'v' },
         { "foreground-log", no_argument, NULL, 'f' },
         { "bind", required_argument, NULL, 'B' },
+        { "pool", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -124,6 +128,15 @@ int main(int argc, char **argv)
         case 'v': level = optarg; break;
         case 'f': fg_log = true; break;
         case 'B': bind = optarg; break;
+        case 'P': {
+            struct pl_pool_req pr;
+            if (pl_pool_spec_parse(optarg, &pr, &err) < 0)
+                pl_fatal(2, "--pool: %s", err.text);
+            if (cfg.npools == 8)
+                pl_fatal(2, "--pool: at most 8");
+            cfg.pools[cfg.npools++] = optarg;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V':
             printf("pilotd %s (protocol %d)\n", PL_VERSION, PL_PROTO_VERSION);

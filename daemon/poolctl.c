@@ -129,7 +129,7 @@ static void end_tasks(struct pl_daemon *d, struct pl_pool *p, int state,
 /* ------------------------------------------------------------ requests */
 
 static void start(struct pl_daemon *d, const struct pl_req *r,
-                  const struct pl_pool_req *prp);
+                  const struct pl_pool_req *pr);
 
 /* The pool job's spec: its workers as one MPI task. */
 static int job_spec(struct pl_daemon *d, const struct pl_pool *p,
@@ -276,51 +276,54 @@ void pl_poolctl_start(struct pl_daemon *d, const struct pl_req *r,
     pl_pool_req_clear(&pr);
 }
 
-static void start(struct pl_daemon *d, const struct pl_req *r,
-                  const struct pl_pool_req *prp)
+/* A new pool of shape 'pr' (its job stored and queued), or NULL with
+ * errp (EEXIST, EINVAL: it cannot fit, ENOMEM...). */
+static struct pl_pool *create(struct pl_daemon *d,
+                              const struct pl_pool_req *pr,
+                              struct pl_error *errp)
 {
-    const struct pl_pool_req pr = *prp;
-    struct pl_pool *p, *old;
-    struct pl_error err;
+    struct pl_pool *p = NULL, *old;
     char why[200];
 
-    if ((old = pl_poolctl_find(d, pr.name)) && old->state != PL_POOL_FAILED) {
-        snprintf(why, sizeof(why), "pool %s exists (%s); pilot pool stop %s "
-                 "first", pr.name, pl_pool_state_name(old->state), pr.name);
-        pl_out_err(d, r, EEXIST, why);
-        return;
+    if ((old = pl_poolctl_find(d, pr->name))
+        && old->state != PL_POOL_FAILED) {
+        errno = EEXIST;
+        pl_errprintf(errp, "pool %s exists (%s); pilot pool stop %s first",
+                     pr->name, pl_pool_state_name(old->state), pr->name);
+        return NULL;
     }
-    uint32_t nodes = pr.nodes ? (uint32_t)pr.nodes
-                              : (uint32_t)(d->cfg.expected_agents > 0
-                                               ? d->cfg.expected_agents
-                                               : 1);
+    uint32_t nodes = pr->nodes ? (uint32_t)pr->nodes
+                               : (uint32_t)(d->cfg.expected_agents > 0
+                                                ? d->cfg.expected_agents
+                                                : 1);
     /* the job's shape must fit the pilot's nodes (idle) */
-    struct pl_dtask shape = { .ranks = nodes * (uint32_t)pr.rpn,
-                              .cores_per_rank = (uint32_t)pr.cpr,
-                              .gpus_per_rank = (uint32_t)pr.gpr,
+    struct pl_dtask shape = { .ranks = nodes * (uint32_t)pr->rpn,
+                              .cores_per_rank = (uint32_t)pr->cpr,
+                              .gpus_per_rank = (uint32_t)pr->gpr,
                               .nodes_req = nodes,
-                              .ranks_per_node = (uint32_t)pr.rpn,
+                              .ranks_per_node = (uint32_t)pr->rpn,
                               .comm = PL_COMM_MPI };
     if (pl_sched_nnodes(d->sched) > 0
         && !pl_sched_fits(d->sched, &shape, why, sizeof(why))) {
-        pl_out_err(d, r, EINVAL, why);
-        return;
+        errno = EINVAL;
+        pl_errprintf(errp, "%s", why);
+        return NULL;
     }
     if (pl_grow(&d->pools, &d->cappools, d->npools, 1, sizeof(*d->pools)) < 0
-        || !(p = pl_pool_new(pr.name, (uint32_t)pr.nodes, (uint32_t)pr.rpn,
-                             (uint32_t)pr.cpr, (uint32_t)pr.gpr,
-                             pr.launcher))) {
-        pl_out_err(d, r, ENOMEM, "out of memory");
-        return;
+        || !(p = pl_pool_new(pr->name, (uint32_t)pr->nodes,
+                             (uint32_t)pr->rpn, (uint32_t)pr->cpr,
+                             (uint32_t)pr->gpr, pr->launcher))
+        || (pr->env && !(p->env = pl_strv_dup(pr->env)))) {
+        if (p)
+            pl_pool_free(p);
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        return NULL;
     }
     p->created = pl_now();
-    if ((pr.env && !(p->env = pl_strv_dup(pr.env)))
-        || job_make(d, p, nodes, pr.env, &err) < 0) {
-        if (!p->env && pr.env)
-            pl_errprintf(&err, "out of memory");
-        pl_out_err(d, r, errno ? errno : EIO, err.text);
+    if (job_make(d, p, nodes, pr->env, errp) < 0) {
         pl_pool_free(p);
-        return;
+        return NULL;
     }
     if (old)
         pool_remove(d, old); /* a failed pool of that name: replaced */
@@ -329,9 +332,37 @@ static void start(struct pl_daemon *d, const struct pl_req *r,
     d->want_sched = true;
     pl_log(LOG_NOTICE, "pool %s: %u workers on %u nodes (job %llu)",
            p->name, nodes * p->rpn, nodes, (unsigned long long)p->job);
+    return p;
+}
+
+static void start(struct pl_daemon *d, const struct pl_req *r,
+                  const struct pl_pool_req *pr)
+{
+    struct pl_pool *p;
+    struct pl_error err;
+
+    if (!(p = create(d, pr, &err))) {
+        pl_out_err(d, r, errno ? errno : EIO, err.text);
+        return;
+    }
     struct pl_out *o = pl_out_json(d, r, pool_json(d, p));
     if (o)
         o->needs_commit = true;
+}
+
+int pl_poolctl_boot(struct pl_daemon *d, struct pl_error *errp)
+{
+    for (int i = 0; i < d->cfg.npools; i++) {
+        struct pl_pool_req pr;
+        struct pl_pool *p;
+        if (pl_pool_spec_parse(d->cfg.pools[i], &pr, errp) < 0)
+            return -1;
+        if ((p = pl_poolctl_find(d, pr.name)) && p->state != PL_POOL_FAILED)
+            continue; /* taken back from the database */
+        if (!create(d, &pr, errp))
+            return -1;
+    }
+    return d->cfg.npools ? pl_db_commit(d->db, errp) : 0;
 }
 
 void pl_poolctl_stop(struct pl_daemon *d, const struct pl_req *r,

@@ -276,3 +276,35 @@ error:
     pl_pool_req_clear(p);
     return -1;
 }
+
+int pl_pool_spec_parse(const char *spec, struct pl_pool_req *p,
+                       struct pl_error *errp)
+{
+    const char *c = strchr(spec, ':');
+    uint64_t v[3] = { 0, 0, 1 };
+    int n = 0;
+
+    memset(p, 0, sizeof(*p));
+    if (!c || (size_t)(c - spec) > PL_POOL_NAME_MAX)
+        return pl_errset(errp, EINVAL, "pool '%.80s': want NAME:WORKERS_PER_"
+                         "NODE[:GPUS_PER_WORKER[:CORES_PER_WORKER]]", spec);
+    memcpy(p->name, spec, (size_t)(c - spec));
+    p->name[c - spec] = '\0';
+    while (c && *c == ':' && n < 3) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(c + 1, &end, 10);
+        if (errno || end == c + 1 || (*end && *end != ':') || c[1] == '-')
+            return pl_errset(errp, EINVAL, "pool '%.80s': want NAME:WORKERS_"
+                             "PER_NODE[:GPUS_PER_WORKER[:CORES_PER_WORKER]] "
+                             "as numbers", spec);
+        v[n++] = x;
+        c = *end ? end : NULL;
+    }
+    if (c)
+        return pl_errset(errp, EINVAL, "pool '%.80s': too many fields", spec);
+    p->rpn = v[0];
+    p->gpr = v[1];
+    p->cpr = v[2];
+    return pl_pool_req_check(p, errp);
+}

@@ -87,6 +87,11 @@ struct pl_pool_req {
                               when decoded (pl_pool_req_clear()) */
 };
 void pl_pool_req_clear(struct pl_pool_req *p);
+/* 'spec' as pilot up --pool and pilotd --pool take it,
+ * NAME:WORKERS_PER_NODE[:GPUS_PER_WORKER[:CORES_PER_WORKER]], into 'p'
+ * (on all the pilot's nodes).  0, or -1 with errp (EINVAL). */
+int pl_pool_spec_parse(const char *spec, struct pl_pool_req *p,
+                       struct pl_error *errp);
 /* The rules of a pool's shape: 0, or -1 with errp (EINVAL). */
 int pl_pool_req_check(const struct pl_pool_req *p, struct pl_error *errp);
 void pl_pool_req_encode(struct pl_wbuf *w, int type, uint64_t seq,

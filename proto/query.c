@@ -22,6 +22,8 @@
 #define NULL_V4 ", NULL AS after, NULL AS array_id, NULL AS array_index"
 #define NULL_V5 ", 0 AS priority, NULL AS tags"
 #define NULL_V6 ", NULL AS submitted_by"
+#define COLS_V8 ", pool, fn"
+#define NULL_V8 ", NULL AS pool, NULL AS fn"
 
 /* Whether the tasks table has schema 8's 'fn' (a pilot of an older
  * pilotd, read while down, has not). */
@@ -39,10 +41,11 @@ static bool has_fn(sqlite3 *db)
 static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
 {
     static const char *const cols[] = {
-        TASK_COLS COLS_V4 COLS_V5 COLS_V6,
-        TASK_COLS COLS_V4 COLS_V5 NULL_V6,
-        TASK_COLS COLS_V4 NULL_V5 NULL_V6,
-        TASK_COLS NULL_V4 NULL_V5 NULL_V6,
+        TASK_COLS COLS_V4 COLS_V5 COLS_V6 COLS_V8,
+        TASK_COLS COLS_V4 COLS_V5 COLS_V6 NULL_V8,
+        TASK_COLS COLS_V4 COLS_V5 NULL_V6 NULL_V8,
+        TASK_COLS COLS_V4 NULL_V5 NULL_V6 NULL_V8,
+        TASK_COLS NULL_V4 NULL_V5 NULL_V6 NULL_V8,
     };
     char sql[2048];
 
