@@ -268,6 +268,7 @@ int pl_pool_req_decode(const msgpack_object *body, int type,
         goto error;
     }
     free(launcher);
+    launcher = NULL;
     if (pl_pool_req_check(p, errp) < 0)
         goto error;
     return 0;

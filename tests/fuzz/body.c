@@ -19,9 +19,11 @@
 #include "proto/error.h"
 #include "proto/mpjson.h"
 #include "proto/msg.h"
+#include "proto/poolmsg.h"
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/state.h"
+#include "proto/strv.h"
 #include "tests/fuzz/body.h"
 #include "tests/fuzz/check.h"
 
@@ -193,7 +195,11 @@ static void run(const msgpack_object *body)
         int rc = pl_run_decode(&tasks->via.array.ptr[i], &s, &have_id, &e);
         check_refusal(rc, &e);
         if (rc == 0) {
-            CHECK(have_id && s.argv && s.argv[0] && s.ncores >= 1);
+            CHECK(have_id && s.argv && s.argv[0]
+                  && (s.ncores >= 1 || s.pool));
+            if (s.pool)
+                CHECK(s.group && s.group[s.rank] == s.world_rank
+                      && pl_pool_name_ok(s.pool) && s.comm == PL_COMM_NONE);
             CHECK(s.size >= 1 && s.rank < s.size);
             CHECK(s.local_size >= 1 && s.local_rank < s.local_size
                   && s.local_size <= s.size);
@@ -255,6 +261,86 @@ static void reply(const msgpack_object *body)
     }
 }
 
+/* ---- pools: requests (pilotd), HELLO reports (pilotd), a worker's
+ * messages (the agent) and the agent's CALL (a worker) ---- */
+
+static void pools(const msgpack_object *body)
+{
+    static const int types[] = { PL_MSG_POOL_START, PL_MSG_POOL_STOP,
+                                 PL_MSG_POOL_LIST };
+    struct pl_error e = { "" };
+    int rc;
+
+    for (size_t i = 0; i < 3; i++) {
+        struct pl_pool_req pr;
+        errno = 0;
+        rc = pl_pool_req_decode(body, types[i], &pr, &e);
+        check_refusal(rc, &e);
+        if (rc == 0 && types[i] != PL_MSG_POOL_LIST)
+            CHECK(pl_pool_name_ok(pr.name));
+        if (rc == 0 && types[i] == PL_MSG_POOL_START) {
+            CHECK(pr.rpn >= 1 && pr.cpr >= 1
+                  && pr.nodes * pr.rpn <= PL_POOL_MAX_WORKERS);
+            for (char **p = pr.env; p && *p; p++)
+                CHECK(strchr(*p, '=') && **p != '=' && json_ok(*p));
+        }
+        if (rc == 0)
+            pl_pool_req_clear(&pr);
+        else
+            CHECK(!pr.env);
+    }
+    struct pl_pool_ready rdy;
+    errno = 0;
+    rc = pl_pool_ready_decode(body, &rdy, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(rdy.nranks >= 1 && rdy.nranks <= PL_POOL_MAX_WORKERS);
+        for (uint32_t i = 0; i < rdy.nranks; i++)
+            CHECK(rdy.ranks[i] < PL_POOL_MAX_WORKERS);
+    }
+    pl_pool_ready_clear(&rdy);
+    struct pl_whello h;
+    errno = 0;
+    rc = pl_whello_decode(body, &h, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(pl_pool_name_ok(h.pool) && h.world_rank < h.world_size
+              && h.pid > 0);
+    pl_whello_clear(&h);
+    struct pl_wcall c;
+    errno = 0;
+    rc = pl_wcall_decode(body, &c, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(c.rank < c.size && c.group && c.argv && c.argv[0]
+              && strchr(c.argv[0], ':') && c.out && c.err);
+        CHECK(c.fn == PL_FN_C || c.fn == PL_FN_PY);
+        for (uint64_t i = 0; i < c.size; i++)
+            CHECK(c.group[i] < PL_POOL_MAX_WORKERS);
+    }
+    pl_wcall_clear(&c);
+    struct pl_wentered en;
+    errno = 0;
+    rc = pl_wentered_decode(body, &en, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(isfinite(en.time) && en.time >= 0);
+    struct pl_wreturn rt;
+    errno = 0;
+    rc = pl_wreturn_decode(body, &rt, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(rt.code >= 0 && rt.code <= 255 && isfinite(rt.time)
+              && (!rt.error || pl_utf8_str(rt.error)));
+    pl_wreturn_clear(&rt);
+    int64_t sig = -1;
+    errno = 0;
+    rc = pl_wcrash_decode(body, &sig, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(sig >= 0 && sig <= 64);
+}
+
 void fuzz_body(const msgpack_object *body)
 {
     submit(body);
@@ -264,4 +350,5 @@ void fuzz_body(const msgpack_object *body)
     run(body);
     agent_msgs(body);
     reply(body);
+    pools(body);
 }

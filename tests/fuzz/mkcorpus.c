@@ -20,6 +20,8 @@
 
 #include "proto/agentmsg.h"
 #include "proto/msg.h"
+#include "proto/clientmsg.h"
+#include "proto/poolmsg.h"
 #include "proto/pilotdir.h"
 #include "proto/run.h"
 #include "proto/spec.h"
@@ -225,6 +227,34 @@ static void run_torch(msgpack_packer *pk)
     run_rank(pk, "torch");
     raw_kstr(pk, "master_addr", "n1");
     raw_kuint(pk, "master_port", 20001);
+}
+
+/* a pool task's rank 1 of 2, in worker 3 of the pool's job 2 */
+static void run_pool(msgpack_packer *pk)
+{
+    static char fn[] = "/tmp/lib.so:join", a1[] = "100";
+    char *argv[] = { fn, a1, NULL };
+    uint64_t group[] = { 2, 3 };
+
+    msgpack_pack_map(pk, 18);
+    raw_kuint(pk, "id", 8);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", argv);
+    raw_kstr(pk, "cwd", "/tmp");
+    raw_kuintv(pk, "cores", group, 0);
+    raw_kstr(pk, "stdout", "/tmp/p1/tasks/0/8.out");
+    raw_kstr(pk, "stderr", "/tmp/p1/tasks/0/8.err");
+    raw_kuint(pk, "rank", 1);
+    raw_kuint(pk, "size", 2);
+    raw_kuint(pk, "local_rank", 1);
+    raw_kuint(pk, "local_size", 2);
+    raw_kuint(pk, "node_rank", 0);
+    raw_kstr(pk, "pool", "etl");
+    raw_kstr(pk, "fn", "c");
+    raw_kuint(pk, "pool_job", 2);
+    raw_kuint(pk, "pool_attempt", 1);
+    raw_kuint(pk, "world_rank", 3);
+    raw_kuintv(pk, "group", group, 2);
 }
 
 static void run_mpi(msgpack_packer *pk)
@@ -628,6 +658,54 @@ static void messages(void)
     raw_kuintv(&w.pk, "ids", ids, 2);
     put_msg("counts-1", &w);
 
+    /* pools: the requests, an agent's HELLO report, a worker's messages
+     * (proto's own encoders: their fields are checked by the decoders
+     * the fuzzer runs) */
+    {
+        static char e1[] = "OMP_NUM_THREADS=1";
+        char *penv[] = { e1, NULL };
+        struct pl_pool_req pr = { .name = "etl", .nodes = 2, .rpn = 2,
+                                  .cpr = 1, .gpr = 1,
+                                  .launcher = PL_LAUNCHER_SRUN,
+                                  .env = penv };
+        pl_pool_req_encode(&w, PL_MSG_POOL_START, 9, &pr);
+        put_msg("pool-start-1", &w);
+        pl_pool_req_encode(&w, PL_MSG_POOL_STOP, 10, &pr);
+        put_msg("pool-stop-1", &w);
+        pl_pool_req_encode(&w, PL_MSG_POOL_LIST, 11, &pr);
+        put_msg("pool-list-1", &w);
+        uint64_t wr[] = { 0, 1 };
+        struct pl_pool_ready rdy = { .job = 2, .attempt = 1, .ranks = wr,
+                                     .nranks = 2 };
+        pl_pool_ready_encode(&w, 5, &rdy);
+        put_msg("pool-ready-1", &w);
+        struct pl_whello h = { .pool = (char *)"etl", .job = 2, .attempt = 1,
+                               .world_rank = 3, .world_size = 8, .pid = 77,
+                               .python = true, .nccl = (char *)"no GPU" };
+        pl_whello_encode(&w, &h);
+        put_msg("hello-1", &w);
+        static char fn[] = "./lib.so:join", a1[] = "x";
+        char *cargv[] = { fn, a1, NULL };
+        uint64_t grp[] = { 3, 1, 2 };
+        struct pl_wcall c = { .id = 8, .attempt = 1, .rank = 1, .size = 3,
+                              .group = grp, .fn = PL_FN_C, .argv = cargv,
+                              .env = penv, .cwd = (char *)"/tmp",
+                              .out = (char *)"/tmp/8.out",
+                              .err = (char *)"/tmp/8.err",
+                              .array_index = 4 };
+        pl_wcall_encode(&w, &c);
+        put_msg("call-1", &w);
+        struct pl_wentered en = { .id = 8, .attempt = 1, .time = 1.7e9 };
+        pl_wentered_encode(&w, &en);
+        put_msg("entered-1", &w);
+        struct pl_wreturn rt = { .id = 8, .attempt = 1, .code = 3,
+                                 .error = (char *)"no symbol", .time = 1.7e9 };
+        pl_wreturn_encode(&w, &rt);
+        put_msg("return-1", &w);
+        pl_wcrash_encode(&w, 11);
+        put_msg("crash-1", &w);
+    }
+
     /* pilotd -> agent */
     raw_wbuf_init(&w, PL_MSG_WELCOME, 0, 2);
     raw_kstr(&w.pk, "node", "n1");
@@ -635,10 +713,11 @@ static void messages(void)
     put_msg("welcome-1", &w);
     raw_wbuf_init(&w, PL_MSG_RUN, 0, 1);
     raw_key(&w.pk, "tasks");
-    msgpack_pack_array(&w.pk, 3);
+    msgpack_pack_array(&w.pk, 4);
     run_none(&w.pk);
     run_torch(&w.pk);
     run_mpi(&w.pk);
+    run_pool(&w.pk);
     put_msg("run-1", &w);
     raw_wbuf_init(&w, PL_MSG_KILL, 0, 4);
     raw_kuint(&w.pk, "id", 7);
@@ -723,6 +802,7 @@ int main(int argc, char **argv)
     put_entry("run-none", run_none);
     put_entry("run-torch", run_torch);
     put_entry("run-mpi", run_mpi);
+    put_entry("run-pool", run_pool);
     put_entry("event-full", event_full);
     put_entry("event-running", event_running);
     return 0;

@@ -25,6 +25,7 @@
 #include "agent/env.h"
 #include "agent/mpi.h"
 #include "proto/msg.h"
+#include "proto/poolmsg.h"
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/strv.h"
@@ -129,7 +130,18 @@ static size_t count_lists(const char *s)
 static void check_entry(struct input *in, uint32_t i, const struct pl_run *r)
 {
     CHECK(in, i, r->argv && r->argv[0]);
-    CHECK(in, i, r->cores && r->ncores >= 1);
+    /* a pool task's rank holds no cores: it runs in a worker */
+    CHECK(in, i, r->pool ? r->ncores == 0 || r->cores
+                         : r->cores && r->ncores >= 1);
+    if (r->pool) {
+        CHECK(in, i, pl_pool_name_ok(r->pool) && r->group
+                         && r->group[r->rank] == r->world_rank
+                         && (r->fn == PL_FN_C || r->fn == PL_FN_PY)
+                         && r->comm == PL_COMM_NONE
+                         && strchr(r->argv[0], ':'));
+        for (uint64_t k = 0; k < r->size; k++)
+            CHECK(in, i, r->group[k] < PL_POOL_MAX_WORKERS);
+    }
     for (uint32_t k = 0; k < r->ncores; k++)
         CHECK(in, i, r->cores[k] < PL_RUN_MAX_CPU);
     CHECK(in, i, r->size >= 1 && r->rank < r->size);
