@@ -161,7 +161,14 @@ void pl_cancel(struct pl_daemon *d, const struct pl_req *r,
     /* all ids must exist before anything changes: those of the request
      * (the elements of an array exist: they are read from the table) */
     for (uint32_t i = 0; i < s.nids; i++) {
-        if (pl_sched_task_get(d->sched, s.ids[i]))
+        const struct pl_dtask *t = pl_sched_task_get(d->sched, s.ids[i]);
+        if (t && t->fn == PL_FN_POOL) {
+            errno = EINVAL;
+            pl_errprintf(&err, "task %llu is a pool's job: pilot pool stop "
+                         "stops the pool", (unsigned long long)s.ids[i]);
+            goto bad;
+        }
+        if (t)
             continue;
         int st = pl_db_task_state(d->db, s.ids[i], &err);
         if (st < 0)

@@ -7,7 +7,7 @@
 # NCCL without a GPU, and stop.
 . "$(dirname "$0")/lib.sh"
 
-plan 59
+plan 60
 
 command -v mpicc >/dev/null || abort "mpicc is missing (scripts/install-deps.sh)"
 [[ -x $PILOT_BIN/pilot-worker ]] || abort "$PILOT_BIN/pilot-worker is missing (make worker)"
@@ -124,6 +124,8 @@ is "$(json 'sum(n["cores_busy"] for n in j["nodes"])' <<<"$OUT")" 8 \
     "status: the pool holds the 8 cores"
 capture pilot ls --json
 is "$(json 'len(j)' <<<"$OUT")" 0 "pilot ls does not list the pool's job"
+capture pilot cancel "$JOB"
+one_error_line "cancel of the pool's job is refused" "a pool's job: pilot pool stop"
 capture pilot pool start --name etl --ranks-per-node 1
 one_error_line "a second pool of that name is refused" "pool etl exists"
 capture pilot pool start --name big --ranks-per-node 3
