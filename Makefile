@@ -139,11 +139,19 @@ $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_DAEMON)): $(BUILD)/fuzz/%: \
 # the pipeline demo's MPI stage (examples/pipeline/): MPI is opt-in, so
 # 'all' does not build it; 'demo' and 'examples' do
 MPICC    ?= mpicc
-EXAMPLES := $(BUILD)/examples/prep
+EXAMPLES := $(BUILD)/examples/prep $(BUILD)/examples/libprep.so
 examples: $(EXAMPLES) worker
-$(BUILD)/examples/prep: examples/pipeline/prep.c $(BUILD)/.flags
+$(BUILD)/examples/prep: examples/pipeline/prep.c worker/pilot_fn.h \
+                        $(BUILD)/.flags
 	@mkdir -p $(dir $@)
-	$(QLD)$(MPICC) $(CFLAGS) -Werror $(LDFLAGS) -o $@ $< -lm
+	$(QLD)$(MPICC) -Iworker $(CFLAGS) -Werror $(LDFLAGS) -o $@ $< -lm
+# the same prep as a pool function, prep_fn (make demo POOL=1); only it is
+# exported, as in examples/pool/pool.mk
+$(BUILD)/examples/libprep.so: examples/pipeline/prep.c worker/pilot_fn.h \
+                              $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(QLD)$(MPICC) -Iworker $(CFLAGS) -Werror -fPIC -fvisibility=hidden \
+	    $(LDFLAGS) -shared -o $@ $< -lm
 
 include worker/worker.mk examples/pool/pool.mk
 
@@ -206,12 +214,13 @@ asan:
 cluster:
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 
-# the pipeline demo (examples/pipeline/, docs/pipeline.md) on a 4-node pilot
+# the pipeline demo (examples/pipeline/, docs/pipeline.md) on a 4-node pilot;
+# POOL=1: its stage 1 on a pool of MPI workers
 demo:
 	scripts/install-deps.sh
 	$(MAKE) all examples
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
-	PILOT_BIN=$(abspath $(BUILD)/bin) scripts/demo.sh
+	PILOT_BIN=$(abspath $(BUILD)/bin) scripts/demo.sh $(if $(POOL),--pool)
 
 # the same three stages as an sbatch --dependency=afterok chain, to compare
 demo-sbatch:

@@ -24,7 +24,11 @@
  * x[t+H] - x[t]. It belongs to the rank that holds its first difference.
  * Windows are split by time, in order: the first TRAIN of them train, the
  * next VAL val, the rest test. Any error ends every rank with exit code 1
- * and one message from the first rank that saw it. */
+ * and one message from the first rank that saw it.
+ *
+ * The same work runs in a pilot pool (docs/pipeline.md, "Stage 1 on a
+ * pool"): libprep.so's prep_fn is prep on the task's communicator, with the
+ * same arguments and the same output, and no MPI_Init of its own. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -37,6 +41,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "pilot_fn.h"
+
 enum split { SPLIT_TRAIN, SPLIT_VAL, SPLIT_TEST, NSPLIT };
 static const char *const split_name[NSPLIT] = { "train", "val", "test" };
 
@@ -44,6 +50,7 @@ static const char *const split_name[NSPLIT] = { "train", "val", "test" };
 enum { REC_TARGET, REC_LAST, REC_FUTURE, REC_TIME, REC_EXTRA };
 
 struct prep {
+    MPI_Comm comm;          /* the ranks: the world, or a pool task's */
     int rank, size;
     int W, H;
     double ftrain, fval;
@@ -80,7 +87,7 @@ static int check(struct prep *p)
 {
     int mine = p->err[0] ? p->rank : p->size, first;
 
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, p->comm);
     if (first == p->size)
         return 0;
     if (first == p->rank) {
@@ -264,7 +271,7 @@ static int fill(struct prep *p)
         seterr(p, "out of memory");
         return -1;
     }
-    MPI_Allgather(mine, 4, MPI_DOUBLE, pts, 4, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Allgather(mine, 4, MPI_DOUBLE, pts, 4, MPI_DOUBLE, p->comm);
     /* the nearest valid point before the block and after it */
     double bday = -1, bval = 0, aday = -1, aval = 0;
     for (int r = p->rank - 1; r >= 0 && bday < 0; r--)
@@ -343,20 +350,27 @@ struct windows {
     double stat[6];         /* train diffs: sum, sumsq, n; targets: same */
 };
 
-int main(int argc, char **argv)
+/* The whole of prep on the ranks of comm, collective: 0, or 1 on every
+ * rank after one of them has printed the error. Frees what it allocates
+ * and leaves MPI initialised, so that it can run many times in one process
+ * (a pool's worker). */
+static int prep_run(MPI_Comm comm, int argc, char **argv)
 {
-    struct prep p = { .W = 52, .H = 4, .ftrain = 0.70, .fval = 0.15 };
+    struct prep p = { .comm = comm, .W = 52, .H = 4, .ftrain = 0.70,
+                      .fval = 0.15 };
     struct windows w = { 0 };
     double *xe = NULL, *ye = NULL, *d = NULL, *pack = NULL;
     FILE *out[NSPLIT] = { NULL };
     int opt, rc = 1;
     double t0;
 
-    MPI_Init(&argc, &argv);
     t0 = MPI_Wtime();
-    MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &p.size);
+    MPI_Comm_rank(comm, &p.rank);
+    MPI_Comm_size(comm, &p.size);
 
+    /* a pool's worker calls us again and again in one process: getopt
+     * must start over each time */
+    optind = 1;
     while ((opt = getopt(argc, argv, "W:H:t:v:h")) != -1) {
         char *end;
         switch (opt) {
@@ -433,7 +447,7 @@ int main(int argc, char **argv)
     int next = p.rank < p.size - 1 ? p.rank + 1 : MPI_PROC_NULL;
     xe[0] = ye[0] = NAN;
     MPI_Sendrecv(&p.x[n - 1], 1, MPI_DOUBLE, next, 1, &xe[0], 1, MPI_DOUBLE,
-                 prev, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                 prev, 1, p.comm, MPI_STATUS_IGNORE);
     memcpy(&xe[1], p.x, sizeof(double) * (size_t)n);
     memcpy(&ye[1], p.day, sizeof(double) * (size_t)n);
     /* the halo: (value, day) pairs of the next rank's first W+H rows;
@@ -445,7 +459,7 @@ int main(int argc, char **argv)
     }
     long nhalo = next == MPI_PROC_NULL ? 0 : halo;
     MPI_Sendrecv(pack, 2 * halo, MPI_DOUBLE, prev, 2, got, 2 * (int)nhalo,
-                 MPI_DOUBLE, next, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                 MPI_DOUBLE, next, 2, p.comm, MPI_STATUS_IGNORE);
     for (long j = 0; j < nhalo; j++) {
         xe[1 + n + j] = got[2 * j];
         ye[1 + n + j] = got[2 * j + 1];
@@ -488,7 +502,7 @@ int main(int argc, char **argv)
         mine[4] += y * y;
         mine[5] += 1;
     }
-    MPI_Allreduce(mine, w.stat, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, w.stat, 6, MPI_DOUBLE, MPI_SUM, p.comm);
     double mean = w.stat[0] / w.stat[2];
     double std = sqrt(fmax(w.stat[1] / w.stat[2] - mean * mean, 0));
     double tmean = w.stat[3] / w.stat[5];
@@ -560,9 +574,9 @@ int main(int argc, char **argv)
         all = malloc(sizeof(int) * NSPLIT * (size_t)p.size);
         allends = malloc(sizeof(int) * 2 * (size_t)p.size);
     }
-    MPI_Gather(cnt, NSPLIT, MPI_INT, all, NSPLIT, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Gather(ends, 2, MPI_INT, allends, 2, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&p.nmissing, &nmiss, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Gather(cnt, NSPLIT, MPI_INT, all, NSPLIT, MPI_INT, 0, p.comm);
+    MPI_Gather(ends, 2, MPI_INT, allends, 2, MPI_INT, 0, p.comm);
+    MPI_Reduce(&p.nmissing, &nmiss, 1, MPI_LONG, MPI_SUM, 0, p.comm);
     if (p.rank == 0) {
         char path[PATH_MAX], tmp[PATH_MAX];
         snprintf(path, sizeof(path), "%s/meta.json", p.outdir);
@@ -630,6 +644,25 @@ done:
     free(p.date);
     free(p.day);
     free(p.x);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    MPI_Init(&argc, &argv);
+    rc = prep_run(MPI_COMM_WORLD, argc, argv);
     MPI_Finalize();
     return rc;
+}
+
+/* The pool's entry point (worker/pilot_fn.h): prep on the task's ranks,
+ * `pilot submit --pool P --fn libprep.so:prep_fn -- [OPTIONS] CSV OUTDIR`;
+ * argv[0] is "LIB.so:SYMBOL", as a program's name would be. */
+__attribute__((visibility("default"))) pilot_fn_t prep_fn;
+
+int prep_fn(const struct pilot_fn_ctx *ctx, int argc, char **argv)
+{
+    return prep_run(ctx->comm, argc, argv);
 }

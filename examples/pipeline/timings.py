@@ -2,7 +2,7 @@
 """examples/pipeline/timings.py - the stage timings and the overhead of one
 pipeline run, for run.sh (pilot) and sbatch.sh (an sbatch chain).
 
-  timings.py --t0 T --pilot LS.json [--json OUT.json]
+  timings.py --t0 T --pilot LS.json [--json OUT.json] [--pool-start A,B]
   timings.py --t0 T --stamps STAMPS [--json OUT.json]
 
 T is the epoch time of the first submission (pilot submit or sbatch). With
@@ -14,7 +14,12 @@ A stage is a task named prep, train-MODEL or post. End-to-end is T to the
 end of the last task; the critical path is the tasks' own run time: prep's
 wall + the longest train-* wall + post's wall; the overhead is the
 difference: queueing, launching, dependency release, everything that is
-not the stages' work."""
+not the stages' work.
+
+--pool-start A,B (run.sh --pool): the pool that runs prep was started at
+epoch A and ready at B, before T; it gets a line of its own, not counted in
+end-to-end (a pool is started once for many tasks), and prep's line says
+it ran as a pool task."""
 
 import argparse
 import json
@@ -36,7 +41,7 @@ def from_pilot(path):
                                                 t.get("reason")))
         st[t["name"]] = {"id": t["id"], "start": t["start_time"],
                          "end": t["end_time"], "state": t["state"],
-                         "node": t.get("node")}
+                         "node": t.get("node"), "pool": t.get("pool")}
     return st
 
 
@@ -64,7 +69,15 @@ def main():
     g.add_argument("--stamps")
     ap.add_argument("--json")
     ap.add_argument("--label", default="")
+    ap.add_argument("--pool-start")
     a = ap.parse_args()
+    pool = None
+    if a.pool_start:
+        try:
+            p0, p1 = (float(v) for v in a.pool_start.split(","))
+        except ValueError:
+            die("--pool-start %s: expected START,END" % a.pool_start)
+        pool = {"start": p0, "end": p1, "wall": p1 - p0}
     st = from_pilot(a.pilot) if a.pilot else from_stamps(a.stamps)
     for name, s in st.items():
         s["wall"] = s["end"] - s["start"]
@@ -77,18 +90,28 @@ def main():
     crit = (st["prep"]["wall"] + max(st[n]["wall"] for n in trains)
             + st["post"]["wall"])
     print("%-12s %9s %9s %9s" % ("stage", "start s", "end s", "wall s"))
+    if pool:
+        print("%-12s %9.2f %9.2f %9.2f" % ("pool start", pool["start"] - a.t0,
+                                           pool["end"] - a.t0, pool["wall"]))
     for n in order:
         s = st[n]
-        print("%-12s %9.2f %9.2f %9.2f" % (n, s["start"] - a.t0,
+        label = n + " (pool)" if s.get("pool") else n
+        print("%-12s %9.2f %9.2f %9.2f" % (label, s["start"] - a.t0,
                                            s["end"] - a.t0, s["wall"]))
     print("%send-to-end %.2f s (first submit to last end), critical path "
           "%.2f s (prep + slowest training + post), overhead %.2f s" % (
               a.label + ": " if a.label else "", e2e, crit, e2e - crit))
+    if pool:
+        print("%swith the pool's start: %.2f s (pool start to last end)" % (
+            a.label + ": " if a.label else "", end - pool["start"]))
     if a.json:
+        out = {"t0": a.t0, "stages": {n: st[n] for n in order},
+               "end_to_end": e2e, "critical_path": crit,
+               "overhead": e2e - crit}
+        if pool:
+            out["pool_start"] = pool
         with open(a.json, "w") as f:
-            json.dump({"t0": a.t0, "stages": {n: st[n] for n in order},
-                       "end_to_end": e2e, "critical_path": crit,
-                       "overhead": e2e - crit}, f, indent=1)
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

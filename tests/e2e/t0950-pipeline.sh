@@ -4,10 +4,11 @@
 # and statistics against an independent numpy computation on the same CSV,
 # the model against the naive forecast, the table and the plot; then a bad
 # input path: prep fails, the training and post fail with reason
-# 'dependency', and nothing hangs.
+# 'dependency', and nothing hangs. In between, the same pipeline with
+# stage 1 on a pool (run.sh --pool): the same shards, metrics and plot.
 . "$(dirname "$0")/lib.sh"
 
-plan 26
+plan 35
 
 CSV=/usr/lib/python3/dist-packages/statsmodels/datasets/co2/co2.csv
 EX=$REPO/examples/pipeline
@@ -17,9 +18,9 @@ unset PYTHONUNBUFFERED
 
 # the MPI stage, built here as the Makefile builds it (-Werror)
 ok "prep.c builds with mpicc -Wall -Wextra -Werror" \
-    mpicc -std=c17 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
-    -Wmissing-prototypes -Wformat=2 -Werror -O2 -o "$WORK/prep" \
-    "$EX/prep.c" -lm
+    mpicc -I"$REPO/worker" -std=c17 -D_GNU_SOURCE -Wall -Wextra -Wshadow \
+    -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Werror -O2 \
+    -o "$WORK/prep" "$EX/prep.c" -lm
 export PREP=$WORK/prep
 
 pilot_up 4 || abort "pilot up --nodes 4 --wait failed"
@@ -136,6 +137,45 @@ like "$RUN_OUT" 'pilot: end-to-end [0-9.]+ s .* overhead -?[0-9.]+ s' \
 is "$(json '0 <= j["overhead"] < 10 and abs(j["end_to_end"] - j["critical_path"] - j["overhead"]) < 1e-6' \
       <"$WORK/run/timings.json" 2>&1)" true \
     "overhead = end-to-end - critical path, between 0 and 10 s ($(json '"%.3f" % j["overhead"]' <"$WORK/run/timings.json" 2>&1) s)"
+
+# --- stage 1 on a pool: the same outputs --------------------------------
+ok "prep.c builds as a pool function (libprep.so, prep_fn)" \
+    mpicc -I"$REPO/worker" -std=c17 -D_GNU_SOURCE -Wall -Wextra -Wshadow \
+    -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Werror -O2 -fPIC \
+    -fvisibility=hidden -shared -o "$WORK/libprep.so" "$EX/prep.c" -lm
+export PREP_LIB=$WORK/libprep.so
+t0=$(now)
+CAPTURE_TIMEOUT=150 capture "$EX/run.sh" --pilot "$P" --pool --models mlp \
+    --epochs 8 --out "$WORK/pool"
+diag "run.sh --pool: $(elapsed "$t0" "$(now)")s"
+is "$RC" 0 "run.sh --pool (pool start, prep on it, pool stop, train, post) exits 0" \
+    || diag "stdout (tail): $(tail -n 20 <<<"$OUT")" "stderr: $ERR"
+POOL_OUT=$OUT
+is "$(json '[[t["state"], t["pool"], t["ranks"], t["nodes"]] for t in j if t["name"] == "prep"]' \
+      <"$WORK/pool/tasks.json" 2>&1)" '[["done", "prep", 4, 4]]' \
+    "prep ran as a task of pool 'prep', 4 ranks on 4 nodes"
+DIFF=$(for f in "$WORK"/run/data/*.f32; do
+           cmp -s "$f" "$WORK/pool/data/${f##*/}" || echo "${f##*/}"
+       done; ls "$WORK/pool/data" | grep -c 'f32$')
+is "$DIFF" 12 "its 12 shards are byte for byte the srun step's"
+is "$("$PY" -c 'import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for m in a, b:
+    del m["seconds"]                # how long prep took
+print(a == b)' "$WORK/run/data/meta.json" "$WORK/pool/data/meta.json" 2>&1)" True \
+    "its meta.json is the srun step's, but for the seconds it took"
+is "$("$PY" -c 'import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for m in a, b:
+    for r in m["rows"]:
+        r.pop("train_seconds")
+print(a == b)' "$WORK/run/results/metrics.json" "$WORK/pool/results/metrics.json" 2>&1)" True \
+    "the metrics are the srun version's, but for the training seconds"
+ok "forecast.png is byte for byte the srun version's" \
+    cmp "$WORK/run/results/forecast.png" "$WORK/pool/results/forecast.png"
+like "$POOL_OUT" $'pool start +-[0-9.]+ +-[0-9.]+ +[0-9.]+\nprep \\(pool\\) ' \
+    "the timings have the pool's start on a line, and prep as a pool task"
+is "$(pilot pool ls --json 2>&1)" "[]" "the pool is gone once run.sh is done"
 
 # --- a bad input path: prep fails, the rest fail by dependency -----------
 t0=$(now)
