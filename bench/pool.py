@@ -91,7 +91,9 @@ start_time when every rank had entered the function and end_time when
 every rank had returned (pilot's database, as pilot show --json prints
 them); makespan: from before 'pilot submit --array' until 'pilot wait'
 exits.  Start failures: --comm mpi tasks and srun steps that hung (past
-HANG_S in bench/pool.py) or failed; their runs were run again."""
+HANG_S in bench/pool.py) or failed: a latency sample or no-op array with
+one was run again; in the cylon arrays those tasks were submitted again
+(pilot submit --retry-failed), on the makespan's clock."""
 
 
 class Pool6:
