@@ -169,6 +169,15 @@ $(BUILD)/bench/limit: $(BUILD)/bench/limit.o
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^
 $(BUILD)/bench/feed: $(BUILD)/bench/feed.o $(LIBPL)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# scenario 6's pool functions (stamp, noop) and the examples it runs
+ifneq ($(HAVE_MPI),)
+BENCH_BINS += $(BUILD)/bench/libpoolfn.so $(BUILD)/examples/libpoolex.so \
+              $(BUILD)/examples/poolcheck
+endif
+$(BUILD)/bench/libpoolfn.so: bench/poolfn.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(QLD)$(MPICC) -Iworker $(CFLAGS) -Werror -shared -fPIC $(LDFLAGS) \
+	    -o $@ $<
 
 # every scenario of docs/PERFORMANCE.md (QUICK=1: small, under 2 minutes);
 # not part of check

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """bench/bench.py - `make bench`: pilot against the fork/exec limit and Slurm
 
-Five scenarios (docs/PERFORMANCE.md says what each measures and why):
+Six scenarios (docs/PERFORMANCE.md says what each measures and why):
   1 no-op throughput: N x /bin/true by every system
   2 daemon capacity: bench agents (pilot-agent --bench) against one pilotd
   3 submission of 1,000,000 tasks, and pilotd's RSS with them queued
   4 latency on an idle pilot: submit-to-start, end-to-report, through
     the CLI and over one connection
   5 pipeline overhead: 3 stages of 4 x 0.2 s tasks
+  6 the MPI worker pool against --comm mpi tasks and srun steps of the
+    same function: start latency, no-op throughput, join and sort
+    (bench/pool.py)
 
 Every system is timed the same way: the wall clock from just before the
 command a user runs until it returns, or until the user's way of knowing
@@ -39,6 +42,8 @@ import sys
 import tempfile
 import time
 
+import pool
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LOCK = "/tmp/pilot-cluster.lock"
@@ -56,6 +61,8 @@ FULL = {
     "s3": {"n": 1000000, "reps": 2, "ack_n": 2000},
     "s4": {"n": 1000, "cli_n": 100, "cli_slurm_n": 30},
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
+    "s6": {"lat_n": 20, "tp_pool": {1: 1000, 4: 400}, "tp_mpi": {1: 40, 4: 20},
+           "cylon_n": 100, "cylon_rows": 1000000},
 }
 QUICK = {
     "reps": 1,
@@ -66,6 +73,8 @@ QUICK = {
     "s3": {"n": 100000, "ack_n": 500},
     "s4": {"n": 200, "cli_n": 30, "cli_slurm_n": 10},
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
+    "s6": {"lat_n": 5, "tp_pool": {1: 200, 4: 100}, "tp_mpi": {1: 10, 4: 10},
+           "cylon_n": 20, "cylon_rows": 200000},
 }
 
 
@@ -799,6 +808,11 @@ class Bench:
         self.res["s5"]["sbatch_over_pilot"] = summary(ratio)
         self.res["s5"]["sbatch_over_pilot_runs"] = ratio
 
+    # ---- scenario 6: the pool (bench/pool.py) ----
+
+    def scenario6(self):
+        pool.scenario6(self, sys.modules[__name__])
+
     def cleanup(self):
         for p in list(self.pilots):
             log("taking down pilot %s" % p["id"])
@@ -823,7 +837,7 @@ def fmt(v, unit):
         return "%.0f" % v if v >= 100 else "%.1f" % v
     if unit == "x":
         return "%.2f" % v
-    if unit in ("ms", "s", "us/task", "B/task"):
+    if unit in ("ms", "s", "us/task", "B/task", "%"):
         return "%.2f" % v if abs(v) < 100 else "%.0f" % v
     return "%g" % v
 
@@ -945,6 +959,8 @@ def rows(b):
             "pilot db: submit .. last end", "s", s5["pilot"]["db_overhead"])
         add("5 pipeline", "pilot overhead + pilot up", s5["tasks"],
             "wall: up .. wait exits 0", "s", s5["pilot_overhead_with_up"])
+    if "s6" in r:
+        pool.rows(r["s6"], add)
     return out
 
 
@@ -996,6 +1012,8 @@ def targets(b):
         judge("pipeline: sbatch overhead / pilot overhead >= 20x (wall)",
               r["s5"]["sbatch_over_pilot"], lambda x: x >= 20, "%.1fx",
               "no ratio: pilot's overhead was <= 0")
+    if "s6" in r:
+        pool.targets(r["s6"], judge)
     return t
 
 
@@ -1041,6 +1059,8 @@ def print_table(b, f=sys.stdout):
         print("wall: from just before the command a user runs until it "
               "(or the user's wait)\nreturns; pilot db: the database's "
               "stamps, pilot's internal cost.", file=f)
+        if "s6" in b.res:
+            print(pool.NOTE, file=f)
         print(file=f)
     tg = [("target", "measured", "result")] + targets(b)
     if len(tg) > 1:
@@ -1055,7 +1075,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=0,
                     help="repetitions (default 3, QUICK 1)")
-    ap.add_argument("--only", default="1,2,3,4,5",
+    ap.add_argument("--only", default="1,2,3,4,5,6",
                     help="scenarios to run, like 1,4")
     ap.add_argument("--profile", metavar="DIR",
                     help="perf record pilotd during scenario 2 with 16 "
