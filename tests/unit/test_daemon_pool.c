@@ -114,7 +114,7 @@ int main(void)
 
     plan(27);
     for (int i = 0; i < 4; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof(name), "n%d", i + 1);
         nodes[i] = mknode(name);
     }
