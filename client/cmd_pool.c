@@ -160,9 +160,9 @@ int pl_pool_wait_ready(struct pl_conn *conn, const char *name, double secs,
         if (st && !strcmp(st, "failed")) {
             if (tty)
                 pl_out_progress_clear(stderr);
-            pl_cli_error("pool %s failed: %s", name,
-                         pl_out_jstr(p, "reason") ? pl_out_jstr(p, "reason")
-                                                  : "(no reason)");
+            pl_cli_error("%s", pl_out_jstr(p, "reason")
+                                   ? pl_out_jstr(p, "reason")
+                                   : "the pool failed (no reason given)");
             json_decref(pools);
             return PL_EXIT_ERROR;
         }

@@ -312,7 +312,12 @@ static struct pl_pool *create(struct pl_daemon *d,
     if (pl_grow(&d->pools, &d->cappools, d->npools, 1, sizeof(*d->pools)) < 0
         || !(p = pl_pool_new(pr->name, (uint32_t)pr->nodes,
                              (uint32_t)pr->rpn, (uint32_t)pr->cpr,
-                             (uint32_t)pr->gpr, pr->launcher))
+                             (uint32_t)pr->gpr,
+                             /* no Slurm allocation to srun in */
+                             pr->launcher == PL_LAUNCHER_UNSET
+                                     && d->cfg.local
+                                 ? PL_LAUNCHER_MPIRUN
+                                 : pr->launcher))
         || (pr->env && !(p->env = pl_strv_dup(pr->env)))) {
         if (p)
             pl_pool_free(p);
