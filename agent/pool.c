@@ -131,6 +131,14 @@ static void free_cb(uv_handle_t *h)
     }
 }
 
+/* SIGKILL the worker's process: an MPI rank may sit out a SIGTERM. */
+static void sigkill(struct worker *wk)
+{
+    if (wk->pid > 0 && kill(wk->pid, SIGKILL) < 0 && errno != ESRCH)
+        pl_log(LOG_WARNING, "pool %s: kill worker %d: %s", wk->pool,
+               (int)wk->pid, strerror(errno));
+}
+
 /* The worker is gone (EOF, an error, or refused): its call ends as what
  * it said or what we did to it. */
 static void worker_gone(struct worker *wk, const char *how)
@@ -174,8 +182,8 @@ static void worker_gone(struct worker *wk, const char *how)
      * (SIGKILL: they may sit out a SIGTERM), pilotd takes down the rest */
     for (struct worker *o = p->workers; wk->hello && o; o = o->next)
         if (o != wk && o->hello && o->job == wk->job
-            && o->attempt == wk->attempt && o->pid > 0)
-            (void)kill(o->pid, SIGKILL);
+            && o->attempt == wk->attempt)
+            sigkill(o);
     for (struct worker **q = &p->workers; *q; q = &(*q)->next)
         if (*q == wk) {
             *q = wk->next;
@@ -194,9 +202,7 @@ static void worker_kill(struct worker *wk, int why)
 {
     if (!wk->killed)
         wk->killed = why;
-    if (wk->pid > 0 && kill(wk->pid, SIGKILL) < 0 && errno != ESRCH)
-        pl_log(LOG_WARNING, "pool %s: kill worker %d: %s", wk->pool,
-               (int)wk->pid, strerror(errno));
+    sigkill(wk);
 }
 
 static void timeout_cb(uv_timer_t *h)
@@ -554,9 +560,7 @@ size_t pl_wpool_kill(struct pl_wpool *p, const struct pl_kill *k)
     /* the pool's job itself: all its workers here */
     for (struct worker *wk = p->workers; wk; wk = wk->next)
         if (wk->hello && wk->job == k->id && wk->attempt == k->attempt) {
-            if (wk->pid > 0 && kill(wk->pid, SIGKILL) < 0 && errno != ESRCH)
-                pl_log(LOG_WARNING, "pool %s: kill worker %d: %s", wk->pool,
-                       (int)wk->pid, strerror(errno));
+            sigkill(wk);
             n++;
         }
     if (n)

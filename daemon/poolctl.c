@@ -131,6 +131,14 @@ static void end_tasks(struct pl_daemon *d, struct pl_pool *p, int state,
 static void start(struct pl_daemon *d, const struct pl_req *r,
                   const struct pl_pool_req *pr);
 
+/* The nodes of a pool's job: those asked for, else all the pilot's. */
+static uint32_t job_nodes(const struct pl_daemon *d, uint32_t asked)
+{
+    if (asked)
+        return asked;
+    return d->cfg.expected_agents > 0 ? (uint32_t)d->cfg.expected_agents : 1;
+}
+
 /* The pool job's spec: its workers as one MPI task. */
 static int job_spec(struct pl_daemon *d, const struct pl_pool *p,
                     uint32_t nodes, char *const *env, struct pl_spec *s,
@@ -292,10 +300,7 @@ static struct pl_pool *create(struct pl_daemon *d,
                      pr->name, pl_pool_state_name(old->state), pr->name);
         return NULL;
     }
-    uint32_t nodes = pr->nodes ? (uint32_t)pr->nodes
-                               : (uint32_t)(d->cfg.expected_agents > 0
-                                                ? d->cfg.expected_agents
-                                                : 1);
+    uint32_t nodes = job_nodes(d, (uint32_t)pr->nodes);
     /* the job's shape must fit the pilot's nodes (idle) */
     struct pl_dtask shape = { .ranks = nodes * (uint32_t)pr->rpn,
                               .cores_per_rank = (uint32_t)pr->cpr,
@@ -690,10 +695,7 @@ int pl_poolctl_loaded(struct pl_daemon *d, struct pl_error *errp)
 {
     for (size_t i = 0; i < d->npools; i++) {
         struct pl_pool *p = d->pools[i];
-        uint32_t nodes = p->nodes_req ? p->nodes_req
-                                      : (uint32_t)(d->cfg.expected_agents > 0
-                                                       ? d->cfg.expected_agents
-                                                       : 1);
+        uint32_t nodes = job_nodes(d, p->nodes_req);
         if (p->job_seen)
             continue;
         /* its job ended with the pilotd before (or never was): a new one */

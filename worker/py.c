@@ -132,19 +132,6 @@ bool pl_py_built(void)
     return true;
 }
 
-struct pl_py *pl_py_new(void)
-{
-    return calloc(1, sizeof(struct pl_py));
-}
-
-void pl_py_free(struct pl_py *p)
-{
-    int e = errno;
-
-    free(p);
-    errno = e;
-}
-
 static int start(struct pl_py *p, struct pl_error *errp)
 {
     PyObject *code, *err = NULL;
@@ -304,19 +291,6 @@ bool pl_py_built(void)
     return false;
 }
 
-struct pl_py *pl_py_new(void)
-{
-    return calloc(1, sizeof(struct pl_py));
-}
-
-void pl_py_free(struct pl_py *p)
-{
-    int e = errno;
-
-    free(p);
-    errno = e;
-}
-
 void *pl_py_get(struct pl_py *p, const char *spec, const char *cwd,
                 struct pl_error *errp, char **tb)
 {
@@ -351,3 +325,17 @@ void pl_py_flush(struct pl_py *p)
 }
 
 #endif /* PL_WITH_PYTHON */
+
+/* the same with or without Python: the struct is each branch's */
+struct pl_py *pl_py_new(void)
+{
+    return calloc(1, sizeof(struct pl_py));
+}
+
+void pl_py_free(struct pl_py *p)
+{
+    int e = errno;
+
+    free(p);
+    errno = e;
+}
