@@ -1,4 +1,5 @@
-/* daemon/db_private.h - what the files of daemon/db share (db.c, db_task.c) */
+/* daemon/db_private.h - what the files of daemon/db share (db.c,
+ * db_task.c, db_meta.c) */
 #ifndef PL_DAEMON_DB_PRIVATE_H
 #define PL_DAEMON_DB_PRIVATE_H
 
