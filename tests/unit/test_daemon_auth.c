@@ -354,7 +354,7 @@ static void test_clients(const char *ep, const char *kdir, const char *log)
             batch[i] = raw_dealer(ctx, ep, &k);
         }
         sent += n;
-        wait_lines(log, "refused", sent < 1024 ? sent : 1024, 10.0);
+        wait_lines(log, "refused", sent < 1024 ? sent : 1024, 30.0);
         for (int i = 0; i < n; i++)
             zmq_close(batch[i]);
     }
