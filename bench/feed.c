@@ -9,8 +9,8 @@
  * from the first request to the last reply (every task acknowledged:
  * pilotd replies after its commit).
  *
- * With -l (latency), the N tasks go one at a time over one connection:
- * submit one, ask for it (list) every -i microseconds until it has ended,
+ * With -l (latency), the N tasks go one at a time over one connection,
+ * opened by a first request that is not timed: submit one, ask for it (list) every -i microseconds until it has ended,
  * then the next.  Prints {"n", "interval_us", "ack", "start", "report",
  * "queue"}: per task, seconds from the submit request to its reply, to
  * the task's start_time, from its end_time to the list that showed it
@@ -31,6 +31,7 @@
 #include "proto/keys.h"
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
+#include "proto/poolmsg.h"
 #include "proto/rpc.h"
 #include "proto/spec.h"
 #include "proto/strv.h"
@@ -39,6 +40,8 @@ static const char usage[] =
     "Usage: feed [-c CHUNK] [-t SECONDS] DIR N [--] CMD [ARGS]\n"
     "       feed -l [-i US] DIR N [--] CMD [ARGS]\n"
     "       feed -a ID DIR N [--] CMD [ARGS]\n"
+    "       feed -l -p POOL [-r RANKS] [-N NODES] DIR N [--] LIB.so:SYM "
+    "[ARGS]\n"
     "Submit N tasks running CMD to the pilot whose directory is DIR,\n"
     "CHUNK (default 5000, pilotd's most; at most 100000, for tests of\n"
     "that limit) per request; {} in ARGS is\n"
@@ -46,7 +49,9 @@ static const char usage[] =
     "-l: one at a time, each after the last ended (polled every US\n"
     "microseconds, default 1000); print their latencies.\n"
     "-a: one request of one array spec, indexes 0 to N-1, appended to\n"
-    "array ID (0: a new array); for the tests of pilotd's limits.\n";
+    "array ID (0: a new array); for the tests of pilotd's limits.\n"
+    "-p: pool tasks of a C function in pool POOL, of RANKS ranks (default\n"
+    "1) on NODES nodes (default: as the pool places them).\n";
 
 static long parse_count(const char *s, const char *what, long max)
 {
@@ -95,6 +100,9 @@ static void fill_arg(struct command *c, int k, long index)
  * *last.  Returns 0, or -1 with errp set. */
 /* -a: 'n' tasks as one array spec; else 'n' specs, tasks 'from' on. */
 static long append_to = -1;
+/* -p, -r, -N: pool tasks */
+static const char *pool;
+static long pool_ranks = 1, pool_nodes;
 
 static int submit(struct pl_rpc *r, struct command *c, long from, long n,
                   int timeout_ms, uint64_t *first, uint64_t *last,
@@ -111,6 +119,12 @@ static int submit(struct pl_rpc *r, struct command *c, long from, long n,
     s.argv = c->argv;
     s.cwd = (char *)"/";
     s.has_ranks = true; /* ranks, cores and GPUs sent, retries left out */
+    if (pool) {
+        s.pool = (char *)pool;
+        s.fn = PL_FN_C;
+        s.ranks = (uint64_t)pool_ranks;
+        s.nodes = (uint64_t)pool_nodes;
+    }
     if (append_to >= 0) {
         s.array = true;
         s.aend = (uint64_t)n - 1;
@@ -223,22 +237,45 @@ static void print_series(const char *key, const double *v, long n)
     printf("]");
 }
 
+/* One request (a pool list) and its reply: zmq_connect() only starts
+ * the connection, and the -l clock is for one that is open, its CURVE
+ * handshake done.  0, or -1 with errp set. */
+static int warm_up(struct pl_rpc *r, int timeout_ms, struct pl_error *errp)
+{
+    struct pl_pool_req none = { .name = "" };
+    struct pl_wbuf w;
+    struct pl_msg reply;
+    const msgpack_object *data;
+    int rc;
+
+    pl_pool_req_encode(&w, PL_MSG_POOL_LIST, pl_rpc_seq(r), &none);
+    if ((rc = pl_rpc_call(r, &w, timeout_ms, &reply, &data, errp)) == 0)
+        pl_msg_release(&reply);
+    pl_wbuf_destroy(&w);
+    return rc;
+}
+
 /* The -l mode: N tasks one after another. */
 static int latency(struct pl_rpc *r, struct command *c, long n,
                    long interval_us, int timeout_ms)
 {
     struct pl_error err;
-    double *v[4];
+    double *v[6];
     uint64_t id, same;
     double t[3] = { 0 }, seen = 0;
 
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 6; k++)
         if (!(v[k] = calloc((size_t)n, sizeof(double)))) {
             fprintf(stderr, "feed: out of memory\n");
             return 1;
         }
+    if (warm_up(r, timeout_ms, &err) < 0) {
+        fprintf(stderr, "feed: %s\n", err.text);
+        return 1;
+    }
     for (long i = 0; i < n; i++) {
         double t0 = pl_now();
+        v[5][i] = t0;
         if (submit(r, c, i, 1, timeout_ms, &id, &same, &err) < 0
             || (v[0][i] = pl_now() - t0) < 0
             || await_end(r, id, interval_us, timeout_ms, t, &seen, &err)
@@ -249,14 +286,20 @@ static int latency(struct pl_rpc *r, struct command *c, long n,
         v[1][i] = t[1] - t0;
         v[2][i] = seen - t[2];
         v[3][i] = t[1] - t[0];
+        v[4][i] = (double)id;
     }
     printf("{\"n\": %ld, \"interval_us\": %ld", n, interval_us);
     print_series("ack", v[0], n);
     print_series("start", v[1], n);
     print_series("report", v[2], n);
     print_series("queue", v[3], n);
+    printf(", \"ids\": [");
+    for (long i = 0; i < n; i++)
+        printf("%s%.0f", i ? ", " : "", v[4][i]);
+    printf("]");
+    print_series("sent", v[5], n);
     printf("}\n");
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 6; k++)
         free(v[k]);
     return 0;
 }
@@ -276,7 +319,7 @@ int main(int argc, char **argv)
     bool lat = false;
     int c;
 
-    while ((c = getopt(argc, argv, "+a:c:t:i:lh")) != -1) {
+    while ((c = getopt(argc, argv, "+a:c:t:i:lp:r:N:h")) != -1) {
         switch (c) {
         case 'a':
             append_to = optarg[0] == '0' && !optarg[1]
@@ -284,6 +327,20 @@ int main(int argc, char **argv)
             break;
         case 'l':
             lat = true;
+            break;
+        case 'p':
+            if (!pl_pool_name_ok(optarg)) {
+                fprintf(stderr, "feed: -p: '%s' is not a pool's name\n",
+                        optarg);
+                return 2;
+            }
+            pool = optarg;
+            break;
+        case 'r':
+            pool_ranks = parse_count(optarg, "-r", PL_POOL_MAX_WORKERS);
+            break;
+        case 'N':
+            pool_nodes = parse_count(optarg, "-N", PL_POOL_MAX_WORKERS);
             break;
         case 'i':
             interval_us = parse_count(optarg, "-i", 1000000);
