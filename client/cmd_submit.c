@@ -383,7 +383,7 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
     struct sender snd = { .lines = lines, .file = file, .ids = ids };
     int rc = -1;
 
-    if (!(snd.conn = pl_conn_open(cli, PL_CONN_WRITE, &err))) {
+    if (!(snd.conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err))) {
         pl_cli_error("%s", err.text);
         return -1;
     }
