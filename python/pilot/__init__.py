@@ -70,7 +70,9 @@ def _run_cli(args, timeout, env=None):
                                         % r.returncode)
         if text.startswith("pilot: error: "):
             text = text[len("pilot: error: "):]
-        raise Error(r.returncode, "pilot %s: %s" % (args[0], text))
+        if not text.startswith(args[0] + ": "):
+            text = args[0] + ": " + text
+        raise Error(r.returncode, "pilot " + text)
     return out
 
 
