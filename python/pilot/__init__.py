@@ -72,7 +72,9 @@ def _run_cli(args, timeout, env=None):
             text = text[len("pilot: error: "):]
         if not text.startswith(args[0] + ": "):
             text = args[0] + ": " + text
-        raise Error(r.returncode, "pilot " + text)
+        e = Error(r.returncode, "pilot " + text)
+        e.stdout = out
+        raise e
     return out
 
 
@@ -86,7 +88,8 @@ def up(local=False, nodes=None, time=None, gpus_per_node=None,
     keyword (partition="debug" is --partition debug, True alone is the
     flag) or in 'args'.  'home': the pilot home for the new pilot
     ($PILOT_HOME otherwise).  Returns the Client; pilot.Error with the
-    CLI's error line if it could not start."""
+    CLI's error line if it could not start (its .pilot: the id of a
+    pilot that started but did not come up in time, else None)."""
     cmd = ["up", "--json", "--wait"]
     named = dict(opts, nodes=nodes, time=time, gpus_per_node=gpus_per_node,
                  wait_timeout=wait_timeout)
@@ -99,5 +102,14 @@ def up(local=False, nodes=None, time=None, gpus_per_node=None,
         cmd += [flag] if v is True else [flag, str(v)]
     cmd += [str(a) for a in args]
     env = None if home is None else dict(os.environ, PILOT_HOME=str(home))
-    info = json.loads(_run_cli(cmd, (wait_timeout or 300) + 60, env))
+    try:
+        info = json.loads(_run_cli(cmd, (wait_timeout or 600) + 60, env))
+    except Error as e:
+        # started, but not up in time: its id, to bring it down
+        try:
+            e.pilot = json.loads(getattr(e, "stdout", "") or "{}").get(
+                "pilot")
+        except ValueError:
+            e.pilot = None
+        raise
     return connect(info["pilot"], home, timeout)
