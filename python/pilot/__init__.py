@@ -65,9 +65,10 @@ def _run_cli(args, timeout, env=None):
     out = r.stdout.decode("utf-8", "replace")
     err = r.stderr.decode("utf-8", "replace").strip()
     if r.returncode != 0:
-        lines = [ln for ln in err.splitlines() if ln.startswith("pilot: ")]
-        text = lines[-1] if lines else (err or "exit status %d"
-                                        % r.returncode)
+        # its error line, else its last word (a wait that ran out)
+        lines = [ln for ln in err.splitlines()
+                 if ln.startswith("pilot: error: ")] or err.splitlines()
+        text = lines[-1] if lines else "exit status %d" % r.returncode
         if text.startswith("pilot: error: "):
             text = text[len("pilot: error: "):]
         if not text.startswith(args[0] + ": "):

@@ -87,7 +87,7 @@ def test_array_and_names(client):
     elems = c.ls(ids=[arr])
     assert [e.info["name"] for e in elems] == ["el-10", "el-11", "el-12"]
     assert [c.task(i).logs() for i in arr.ids] == ["10\n", "11\n", "12\n"]
-    assert c.task("%d.1" % arr.id).id == arr.ids[1]
+    assert c.task("%d.11" % arr.id).id == arr.ids[1]  # index 11
     assert tasks[1].wait(30).exit_code == 0
     assert c.show(tasks[1].id)["after"]
 
@@ -224,7 +224,12 @@ def test_20_clients_in_threads(client):
 
 def test_mpi_task_on_the_cluster(tmp_path):
     """An MPI task of 4 ranks over 2 nodes of a Slurm pilot."""
-    c = pilot.up(nodes=2, time="10:00", wait_timeout=120)
+    try:
+        c = pilot.up(nodes=2, time="10:00", wait_timeout=180)
+    except pilot.Error as e:
+        if e.pilot:
+            pilot_cli("down", "--pilot", e.pilot, check=False)
+        raise
     try:
         code = ("from mpi4py import MPI; import socket; "
                 "w = MPI.COMM_WORLD; s = w.allreduce(w.Get_rank() + 1); "
