@@ -14,11 +14,15 @@ export PYTHONPATH=$REPO/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1 # nothing written into the tree
 ok "libpilot is built ($PILOT_LIBPILOT)" test -e "$PILOT_LIBPILOT" \
     || abort "no libpilot: run 'make' or 'make check'"
-# a libpilot of 'make asan' needs the ASan runtime loaded first; the
-# interpreter's own leaks are not ours
+# a libpilot of 'make asan' needs the ASan runtime loaded first, and the
+# interpreter's own leaks are not ours; the pilots the suite starts get
+# the environment as it was (tests/py/conftest.py puts it back)
+PRELOAD=()
 if ldd "$PILOT_LIBPILOT" 2>/dev/null | grep -q libasan; then
-    export LD_PRELOAD=$(ldd "$PILOT_LIBPILOT" | awk '/libasan/ { print $3 }')
-    export ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+    PRELOAD=(PILOT_PYTEST_ENV="$(env | grep -E '^(LD_PRELOAD|ASAN_OPTIONS)=' \
+                                 | tr '\n' ' ')"
+             LD_PRELOAD="$(ldd "$PILOT_LIBPILOT" | awk '/libasan/ { print $3 }')"
+             ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}")
 fi
 capture "$PY" -c 'import cffi, cloudpickle, pytest'
 is "$RC" 0 "python3-cffi, -cloudpickle and -pytest are installed" \
@@ -28,8 +32,9 @@ is "$RC" 0 "python3-cffi, -cloudpickle and -pytest are installed" \
 suite() {
     local desc=$1
     shift
-    CAPTURE_TIMEOUT=900 capture env "$@" "$PY" -m pytest -p no:cacheprovider \
-        -q -rA --tb=short "$REPO/tests/py"
+    # (env's options first: "$@" may be -u NAME)
+    CAPTURE_TIMEOUT=900 capture env "$@" "${PRELOAD[@]}" "$PY" -m pytest \
+        -p no:cacheprovider -q -rA --tb=short "$REPO/tests/py"
     if is "$RC" 0 "$desc"; then
         diag "$(tail -n 3 <<<"$OUT")"
     else

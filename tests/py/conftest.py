@@ -14,6 +14,16 @@ import tempfile
 
 import pytest
 
+# under 'make asan' (t1110) this interpreter runs with the ASan runtime
+# preloaded; what it starts (pilot up, and so pilotd, the agents and the
+# tasks) gets LD_PRELOAD and ASAN_OPTIONS as they were before
+if "PILOT_PYTEST_ENV" in os.environ:
+    os.environ.pop("LD_PRELOAD", None)
+    os.environ.pop("ASAN_OPTIONS", None)
+    for kv in os.environ.pop("PILOT_PYTEST_ENV").split():
+        k, _, v = kv.partition("=")
+        os.environ[k] = v
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "python"))
