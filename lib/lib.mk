@@ -65,7 +65,7 @@ cdef:
 $(BUILD)/tests/test_lib_%: $(BUILD)/tests/unit/test_lib_%.o $(LIBPILOT_LINKS)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $< $(LIBPL) $(LINK_LIBPILOT) $(LDLIBS)
-# ... and so does the end-to-end test's C client (t1100)
+# ... and so does the end-to-end test's C client (t1150)
 TOOLS += $(BUILD)/tests/libpilot_e2e
 $(BUILD)/tests/libpilot_e2e: $(BUILD)/tests/lib/libpilot_e2e.o \
                              $(LIBPILOT_LINKS)

@@ -1,7 +1,7 @@
 /* tests/lib/libpilot_e2e.c - a C client of a running pilot, through
  * libpilot alone, as a program outside the project would use it
  *
- * Run by tests/e2e/t1100-libpilot.sh against a local pilot (the only
+ * Run by tests/e2e/t1150-libpilot.sh against a local pilot (the only
  * one running under $PILOT_HOME, whose id is argv[1]).  Prints one line
  * a check, "ok - DESC" or "not ok - DESC", and "# " lines; the script
  * numbers them.  Exits 0 if every check passed.

@@ -1,6 +1,6 @@
 """tests/py/conftest.py - the pilots the Python client's tests talk to
 
-Run through tests/e2e/t1110-python.sh (make check), which sets
+Run through tests/e2e/t1160-python.sh (make check), which sets
 PILOT_HOME, PILOT_BIN and PILOT_LIBPILOT; run alone
 (/usr/bin/python3 -m pytest tests/py), a private pilot home and the
 tree's build/ are used.  One local pilot serves the whole session; the
@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-# under 'make asan' (t1110) this interpreter runs with the ASan runtime
+# under 'make asan' (t1160) this interpreter runs with the ASan runtime
 # preloaded; what it starts (pilot up, and so pilotd, the agents and the
 # tasks) gets LD_PRELOAD and ASAN_OPTIONS as they were before
 if "PILOT_PYTEST_ENV" in os.environ:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1110-python.sh - the Python client (python/pilot over libpilot, cffi)
+# t1160-python.sh - the Python client (python/pilot over libpilot, cffi)
 # through its pytest suite (tests/py/): a local pilot and a 2-node Slurm
 # pilot (an MPI task), options checked against 'pilot show --json',
 # 10,000 tasks in one submit_many, cancel, logs followed, errors, 20

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1100-libpilot.sh - libpilot against a real local pilot, from C: a
+# t1150-libpilot.sh - libpilot against a real local pilot, from C: a
 # program that links libpilot.so alone (tests/lib/libpilot_e2e.c)
 # finds the pilot, submits (options, dependencies, arrays in slices),
 # reads tasks and their logs, cancels, and submits from 8 threads at
