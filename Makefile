@@ -10,7 +10,11 @@ PKGS     = libzmq libuv sqlite3 msgpack jansson yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CPPFLAGS += -I. $(PKG_CFLAGS)
-CFLAGS   += $(CSTD) $(WARN) $(OPT)
+# -fPIC: the same objects go into the programs and into libpilot.so
+# (lib/lib.mk); Debian builds PIE anyway, so the programs lose nothing.
+# A section a function lets the library's link drop what it never
+# calls (pl_fatal(), the log's writer: lib/lib.mk checks they are gone)
+CFLAGS   += $(CSTD) $(WARN) $(OPT) -fPIC -ffunction-sections -fdata-sections
 LDLIBS   += $(PKG_LIBS) -lslurm -lpthread -lm
 ifdef WERROR
 CFLAGS  += -Werror
@@ -67,6 +71,9 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
 .PHONY: all test check soak check-e2e asan install clean cluster demo \
         demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
 all: $(BINS)
+
+# libpilot and the Python package (lib/, python/)
+include lib/lib.mk
 
 # a change of flags rebuilds everything
 FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
@@ -238,7 +245,7 @@ demo-sbatch:
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PREP=$(abspath $(BUILD)/examples/prep) examples/pipeline/sbatch.sh
 
-install: $(BINS)
+install: $(BINS) install-lib
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 scripts/pilot.sbatch $(DESTDIR)$(PREFIX)/share/pilot/

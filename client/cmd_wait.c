@@ -274,7 +274,7 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
             all = true;
             break;
         case OPT_TIMEOUT:
-            if (pl_cli_parse_secs("--timeout", optarg, &limit, &err) < 0) {
+            if (pl_parse_secs("--timeout", optarg, &limit, &err) < 0) {
                 pl_cli_usage(cli, "%s", err.text);
                 return WAIT_ERROR;
             }
