@@ -315,6 +315,8 @@ static const struct {
     { PL_MSG_POOL_START, pl_poolctl_start, R_WRITE, "start a pool" },
     { PL_MSG_POOL_STOP, pl_poolctl_stop, R_WRITE, "stop a pool" },
     { PL_MSG_POOL_LIST, pl_poolctl_list, R_READ, "list the pools" },
+    { PL_MSG_WATCH, pl_watch_req, R_READ, "watch tasks" },
+    { PL_MSG_UNWATCH, pl_unwatch_req, R_READ, "watch tasks" },
     { 0, NULL, 0, NULL },
 };
 
