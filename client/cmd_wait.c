@@ -284,13 +284,19 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
         if (limit > 0 && limit - elapsed < secs)
             secs = limit - elapsed;
         if (sub && pl_sub_wait(sub, (int)(secs * 1000) + 1, &err) < 0) {
-            if (!pl_conn_recheck(conn)) {
+            if (!pl_conn_recheck(conn) && pl_conn_moved(conn)) {
+                /* a new pilotd elsewhere: the watch is asked for there */
+                pl_sub_set_rpc(sub, conn->rpc);
+                continue;
+            }
+            if (conn->rpc) {
                 if (tty)
                     pl_out_progress_clear(stderr);
                 pl_cli_error("%s", err.text);
                 goto done;
             }
             /* the pilot went down: one last look at what it recorded */
+            pl_sub_set_rpc(sub, NULL); /* freed with the connection */
             pl_sub_free(sub);
             sub = NULL;
             if (!conn->db || recount(conn, sel, countsp, &w, tty) < 0)
@@ -317,6 +323,8 @@ done:
     /* the watch goes with us (else pilotd keeps it 10 minutes) */
     if (sub && conn->rpc)
         (void)pl_sub_unwatch(sub, &err);
+    if (sub && !conn->rpc)
+        pl_sub_set_rpc(sub, NULL); /* freed when the pilot went down */
     pl_sub_free(sub);
     return rc;
 }

@@ -165,7 +165,8 @@ uint64_t pl_sub_last_seq(const struct pl_sub *s)
 void pl_sub_set_rpc(struct pl_sub *s, struct pl_rpc *rpc)
 {
     s->rpc = rpc;
-    pl_rpc_set_push(rpc, push_cb, event_cb, s);
+    if (rpc)
+        pl_rpc_set_push(rpc, push_cb, event_cb, s);
     s->resync = true;
 }
 

@@ -69,7 +69,8 @@ uint64_t pl_sub_pending(const struct pl_sub *s);
 uint64_t pl_sub_last_seq(const struct pl_sub *s);
 
 /* Go on over 'rpc' (another connection: the pilot's endpoint changed);
- * the watch is asked for again at the next pl_sub_wait(). */
+ * the watch is asked for again at the next pl_sub_wait().  NULL: the
+ * old one is gone (freed), and nothing may be asked until another. */
 void pl_sub_set_rpc(struct pl_sub *s, struct pl_rpc *rpc);
 
 /* Drop the watch in pilotd.  0, or -1 with errno and errp. */

@@ -1,0 +1,148 @@
+#!/bin/bash
+# t1100-watch.sh - pilot wait on pushed ends (a watch): it returns once the
+# last task has ended (ordering, not a timing), --all takes the tasks
+# submitted while it waits, 20 waits at once, an array of 100,000; a
+# client resuming with an old 'after' gets the ends after it in order;
+# and on a Slurm pilot whose pilotd is killed with SIGKILL (the batch
+# script starts it again) a waiting client gets every end once, none
+# twice (tests/tools/watchends prints them).
+. "$(dirname "$0")/lib.sh"
+
+plan 25
+
+WE=${WATCHENDS:-$PILOT_BIN/../tests/watchends}
+ok "watchends is built ($WE)" test -x "$WE" \
+    || abort "no watchends: run 'make test' or 'make check'"
+NBIG=${T1100_BIG:-100000}
+
+field() { pilot show "$1" --json | json "j[\"$2\"]"; }
+# le A B: A <= B (floats)
+le() { "$PY" -c 'import sys; sys.exit(not float(sys.argv[1]) <= float(sys.argv[2]))' "$1" "$2"; }
+
+pilot_up_local || abort "pilot up --local --wait failed"
+P=$PILOT_UP_ID
+DIR=$(pilot_dir "$P")
+
+# --- wait returns after the last end ------------------------------------
+A=$(pilot submit -- sleep 1.5)
+B=$(pilot submit -- sleep 0.3)
+C=$(pilot submit -- sleep 0.8)
+capture pilot wait "$A" "$B" "$C" --timeout 60
+T=$(now)
+is "$RC" 0 "pilot wait of 3 tasks exits 0"
+like "$ERR" '^3 tasks: 3 done, 0 failed, 0 canceled, 0 timeout \(' \
+    "... with the summary it always printed"
+is "$(pilot ls --json "$A" "$B" "$C" | json '[t["state"] for t in j]')" \
+    '["done", "done", "done"]' "... and every task had ended when it returned"
+ok "... after the last end_time ($(field "$A" end_time) <= $T)" \
+    le "$(field "$A" end_time)" "$T"
+
+# --- --all takes what is submitted while it waits -----------------------
+X=$(pilot submit -- sleep 1)
+W0=$(now)
+pilot wait --all --timeout 60 >"$WORK/all.out" 2>"$WORK/all.err" &
+WP=$!
+sleep 0.4
+Y=$(pilot submit -- sleep 0.5)
+Z=$(pilot submit --after "$Y" -- sleep 1.5)
+wait "$WP"
+RC=$?
+T=$(now)
+is "$RC" 0 "pilot wait --all exits 0"
+ok "... Z was submitted after it began" le "$W0" "$(field "$Z" submit_time)"
+is "$(field "$Z" state)" done "... and it returned only once Z (after Y) had ended"
+ok "... after Z's end_time" le "$(field "$Z" end_time)" "$T"
+like "$(<"$WORK/all.err")" '^6 tasks: 6 done' "... counting the 6 tasks"
+
+# --- a failed task: exit 1, as before -----------------------------------
+F=$(pilot submit -- sh -c 'exit 3')
+capture pilot wait "$F" --json --timeout 30
+is "$RC,$(echo "$OUT" | json '[j["total"], j["failed"]]')" "1,[1, 1]" \
+    "a failed task: exit 1, --json the counts"
+
+# --- a replay from an old 'after', in order -----------------------------
+R1=$(pilot submit -- true)
+R2=$(pilot submit --after "$R1" -- true)
+R3=$(pilot submit --after "$R2" -- true)
+R4=$(pilot submit --after "$R3" -- true)
+R5=$(pilot submit --after "$R4" -- true)
+capture pilot wait "$R5" --timeout 30
+run_timeout 30 "$WE" "$DIR" --after 0 "$R1" "$R2" "$R3" "$R4" "$R5" \
+    >"$WORK/replay0" 2>"$WORK/replay0.err"
+is "$(awk '{ printf "%s%s", s, $2; s = " " }' "$WORK/replay0")" \
+    "$R1 $R2 $R3 $R4 $R5" "a watch resuming after 0 gets the 5 ends, in order"
+ok "... seqs ascending" sort -n -c "$WORK/replay0"
+S3=$(awk 'NR == 3 { print $1 }' "$WORK/replay0")
+run_timeout 30 "$WE" "$DIR" --after "$S3" "$R1" "$R2" "$R3" "$R4" "$R5" \
+    >"$WORK/replay3" 2>"$WORK/replay3.err"
+is "$(cat "$WORK/replay3")" "$(tail -n 2 "$WORK/replay0")" \
+    "after the 3rd end's seq ($S3): the 4th and the 5th, as before"
+
+# --- 20 waits at once -----------------------------------------------------
+AR=$(pilot submit --array 0-19 -- sleep 0.3)
+for i in $(seq 0 19); do
+    (pilot wait "$AR.$i" --timeout 120 >/dev/null 2>"$WORK/w.$i.err"
+     echo "$? $(now)" >"$WORK/w.$i") &
+done
+wait
+bad=0 late=0
+for i in $(seq 0 19); do
+    read -r rc t <"$WORK/w.$i"
+    [[ $rc == 0 ]] || bad=$((bad + 1))
+    le "$(field "$AR.$i" end_time)" "$t" || late=$((late + 1))
+done
+is "$bad" 0 "20 concurrent pilot waits, one element each: all exit 0"
+is "$late" 0 "... each after its own task's end"
+
+# --- an array of 100,000 --------------------------------------------------
+t0=$(now)
+BIG=$(pilot submit --array "0-$((NBIG - 1))" -- true)
+CAPTURE_TIMEOUT=1200 capture pilot wait "$BIG" --json --timeout 1100
+is "$RC,$(echo "$OUT" | json '[j["total"], j["done"]]')" "0,[$NBIG, $NBIG]" \
+    "pilot wait of an array of $NBIG: exit 0, all done"
+diag "$NBIG tasks submitted and waited for in $(elapsed "$t0" "$(now)") s"
+run_timeout 60 pilot down >/dev/null 2>&1
+
+# --- pilotd killed while a client waits (Slurm: the batch script starts
+# it again in the same job, on the same ports) ---------------------------
+pilot_up 2 || abort "pilot up --nodes 2 --wait failed"
+P2=$PILOT_UP_ID
+DIR2=$(pilot_dir "$P2")
+export PILOT_ID=$P2
+N=40
+K=$(pilot submit --array 0-$((N - 1)) -- sh -c 'sleep $(( {} % 6 )).$(( {} % 10 ))')
+run_timeout 300 "$WE" "$DIR2" --timeout 280 "$K" >"$WORK/ends" \
+    2>"$WORK/ends.err" &
+WEP=$!
+pilot wait "$K" --timeout 280 >"$WORK/kwait.out" 2>"$WORK/kwait.err" &
+KWP=$!
+pilotd_pid() { awk '$1 == "pid" { print $2 }' "$DIR2/endpoint" 2>/dev/null; }
+KILLED=0
+for k in 1 2; do
+    sleep 2
+    old=$(pilotd_pid)
+    kill -9 "$old" && KILLED=$((KILLED + 1))
+    for _ in $(seq 300); do
+        new=$(pilotd_pid)
+        if [[ -n $new && $new != "$old" ]] && timeout 5 pilot status >/dev/null 2>&1
+        then
+            break
+        fi
+        sleep 0.1
+    done
+done
+wait "$WEP"
+WRC=$?
+wait "$KWP"
+KRC=$?
+is "$KILLED" 2 "pilotd was killed twice with SIGKILL while clients waited"
+is "$WRC" 0 "the watching client saw pending reach 0"
+is "$(wc -l <"$WORK/ends")" "$N" "... it got $N ends"
+is "$(awk '{ print $2 }' "$WORK/ends" | sort -u | wc -l)" "$N" \
+    "... one per task: none twice"
+is "$(awk '{ print $2 }' "$WORK/ends" | sort -n | tr '\n' ' ')" \
+    "$(pilot ls --json "$K" | json '" ".join(str(t["id"]) for t in j)') " \
+    "... and every element of the array"
+ok "... in ascending seq" sort -n -c "$WORK/ends"
+is "$KRC" 0 "pilot wait across the two restarts exits 0"
+like "$(<"$WORK/kwait.err")" "^$N tasks: $N done" "... with every task done"
