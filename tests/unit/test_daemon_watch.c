@@ -346,10 +346,21 @@ static void test_overflow(struct rig *g)
         ids[i] = t[i]->id;
     }
     pl_daemon_flush(d);
+    /* every third first, then all of them (merged: each once) */
+    static uint64_t third[N / 3 + 1];
+    uint32_t nt = 0;
+    for (int i = N - 1; i >= 0; i -= 3)
+        third[nt++] = ids[i];
+    struct pl_watch_req q0 = { .sel = { third, nt, NULL, 0 } };
+    snprintf(q0.token, sizeof(q0.token), "%s", tok);
+    watch(g, &q0, &g->key, &rep, text, sizeof(text));
     struct pl_watch_req q = { .attach = true, .sel = { ids, N, NULL, 0 } };
     snprintf(q.token, sizeof(q.token), "%s", tok);
     is(watch(g, &q, &g->key, &rep, text, sizeof(text)), 0,
        "a watch of %d tasks (%s)", N, text);
+    ok(rep.watching == N && rep.pending == N,
+       "... made of a third, then all: each held once (%llu)",
+       (unsigned long long)rep.watching);
     /* all end in one batch, in reverse order of their ids */
     for (int i = N - 1; i >= 1; i--)
         pl_dtask_cancel(d, t[i]);
@@ -534,7 +545,7 @@ int main(void)
 {
     struct rig g;
 
-    plan(27);
+    plan(28);
     if (!t_tmpdir("watch", dir, sizeof(dir)))
         return 1;
     rig_make(&g);
