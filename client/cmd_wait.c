@@ -1,4 +1,5 @@
 /* client/cmd_wait.c - pilot wait: until tasks end, with a progress bar */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,27 +173,62 @@ static void end_cb(struct pl_sub *sub, const struct pl_end *e, void *arg)
         w->total = ended(w); /* --all: a task submitted since the count */
 }
 
-/* The counts again into *countsp and 'w'; after a failure, whether the
- * pilot went down (then from its database).  0, or -1 (error said). */
-static int recount(struct pl_conn *conn, const struct pl_sel_req *sel,
-                   json_t **countsp, struct wait_counts *w, bool tty)
+/* After a request failed with 'err': go on (true) if pilotd may answer
+ * the next one: its pilot still runs and the request was the first to
+ * time out ('*tries' counts them: a request that was with a pilotd
+ * killed and started again is lost), or its pilotd moved (a local
+ * pilot's, restarted: 'sub' goes there too).  When the pilot went down
+ * the connection is its database now (conn->db); else the error is
+ * said. */
+static bool go_on(struct pl_conn *conn, struct pl_sub *sub, int *tries,
+                  const struct pl_error *err, bool tty)
+{
+    int e = errno;
+
+    if (pl_conn_recheck(conn)) {
+        if (sub)
+            pl_sub_set_rpc(sub, NULL); /* freed with the connection */
+        return false;
+    }
+    if (pl_conn_moved(conn)) {
+        if (sub)
+            pl_sub_set_rpc(sub, conn->rpc);
+        return true;
+    }
+    if (e == ETIMEDOUT && ++*tries < 2)
+        return true;
+    if (tty)
+        pl_out_progress_clear(stderr);
+    pl_cli_error("%s", err->text);
+    return false;
+}
+
+/* The counts again into *countsp and 'w'.  0; 1 if the pilot went down
+ * (then they are its database's); -1 (error said). */
+static int recount(struct pl_conn *conn, struct pl_sub *sub,
+                   const struct pl_sel_req *sel, json_t **countsp,
+                   struct wait_counts *w, bool tty)
 {
     struct pl_error err;
-    json_t *next = pl_conn_counts(conn, sel, &err);
+    json_t *next;
+    int tries = 0, rc = 0;
 
-    if (!next) {
-        if (!pl_conn_recheck(conn) || !conn->db
-            || !(next = pl_conn_counts(conn, sel, &err))) {
-            if (tty)
-                pl_out_progress_clear(stderr);
+    while (!(next = pl_conn_counts(conn, sel, &err))) {
+        if (go_on(conn, sub, &tries, &err, tty))
+            continue;
+        if (!conn->db)
+            return -1; /* said */
+        if (!(next = pl_conn_counts(conn, sel, &err))) {
             pl_cli_error("%s", err.text);
             return -1;
         }
+        rc = 1;
+        break;
     }
     json_decref(*countsp);
     *countsp = next;
     get_counts(next, w);
-    return 0;
+    return rc;
 }
 
 /* Wait until every task has ended, told by pilotd's pushes (client/sub.h);
@@ -210,7 +246,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
     long long ended0;
     struct pl_sub *sub = NULL;
     json_t *counts;
-    int rc = WAIT_ERROR;
+    int rc = WAIT_ERROR, tries = 0;
 
     if (!(counts = pl_conn_counts(conn, sel, &err))) {
         pl_cli_error("%s", err.text);
@@ -234,19 +270,23 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
     }
     for (;;) {
         double elapsed = pl_mono() - t0;
+        if (sub && !conn->rpc) {
+            pl_sub_free(sub); /* the pilot went down (recount()) */
+            sub = NULL;
+        }
         if (ended(&w) >= w.total && (!sub || pl_sub_pending(sub) == 0)) {
             /* the last end is pushed: the final counts (--all: none was
              * submitted since, else wait for it too) */
             if (!sub)
                 break;
-            if (recount(conn, sel, countsp, &w, tty) < 0)
+            if (recount(conn, sub, sel, countsp, &w, tty) < 0)
                 goto done;
             counted = pl_mono();
             if (ended(&w) >= w.total)
                 break;
         }
         else if (sub && pl_sub_pending(sub) == 0) {
-            if (recount(conn, sel, countsp, &w, tty) < 0)
+            if (recount(conn, sub, sel, countsp, &w, tty) < 0)
                 goto done;
             counted = pl_mono();
             if (ended(&w) >= w.total)
@@ -284,27 +324,20 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
         if (limit > 0 && limit - elapsed < secs)
             secs = limit - elapsed;
         if (sub && pl_sub_wait(sub, (int)(secs * 1000) + 1, &err) < 0) {
-            if (!pl_conn_recheck(conn) && pl_conn_moved(conn)) {
-                /* a new pilotd elsewhere: the watch is asked for there */
-                pl_sub_set_rpc(sub, conn->rpc);
+            if (go_on(conn, sub, &tries, &err, tty))
                 continue;
-            }
-            if (conn->rpc) {
-                if (tty)
-                    pl_out_progress_clear(stderr);
-                pl_cli_error("%s", err.text);
-                goto done;
-            }
+            if (!conn->db)
+                goto done; /* said */
             /* the pilot went down: one last look at what it recorded */
-            pl_sub_set_rpc(sub, NULL); /* freed with the connection */
             pl_sub_free(sub);
             sub = NULL;
-            if (!conn->db || recount(conn, sel, countsp, &w, tty) < 0)
+            if (recount(conn, NULL, sel, countsp, &w, tty) < 0)
                 goto done;
             continue;
         }
+        tries = 0;
         if (pl_mono() - counted >= PLAIN_EVERY && conn->rpc) {
-            if (recount(conn, sel, countsp, &w, tty) < 0)
+            if (recount(conn, sub, sel, countsp, &w, tty) < 0)
                 goto done;
             counted = pl_mono();
         }
@@ -323,8 +356,6 @@ done:
     /* the watch goes with us (else pilotd keeps it 10 minutes) */
     if (sub && conn->rpc)
         (void)pl_sub_unwatch(sub, &err);
-    if (sub && !conn->rpc)
-        pl_sub_set_rpc(sub, NULL); /* freed when the pilot went down */
     pl_sub_free(sub);
     return rc;
 }
