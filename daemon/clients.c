@@ -288,6 +288,7 @@ static void h_keys(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno, err.text);
         return;
     }
+    pl_watch_revoked(d);
     pl_out_json(d, r, json_pack("{s:I}", "keys",
                                 (json_int_t)pl_auth_count(d->auth)));
 }

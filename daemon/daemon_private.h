@@ -527,6 +527,9 @@ void pl_watch_forgot(struct pl_daemon *d, uint64_t id);
 void pl_watch_flush(struct pl_daemon *d);
 /* A push of watch 'token' could not be sent: its client is gone. */
 void pl_watch_push_failed(struct pl_daemon *d, const char *token);
+/* The allow-list was read again: the watches of keys no longer in it
+ * are dropped (their ends are not pushed to a revoked key). */
+void pl_watch_revoked(struct pl_daemon *d);
 /* Every second: detached watches expire. */
 void pl_watch_tick(struct pl_daemon *d);
 void pl_watch_free_all(struct pl_daemon *d);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/auth.h"
 #include "daemon/daemon_private.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -516,6 +517,20 @@ void pl_watch_tick(struct pl_daemon *d)
         if (!w->attached && now - w->since >= WATCH_EXPIRE) {
             pl_log(LOG_INFO, "watch %.12s: no client for %.0f s: dropped",
                    w->token, WATCH_EXPIRE);
+            watch_drop(d, w);
+            continue; /* the last one moved here */
+        }
+        i++;
+    }
+}
+
+void pl_watch_revoked(struct pl_daemon *d)
+{
+    for (size_t i = 0; i < d->nwatches;) {
+        struct pl_watch *w = d->watches[i];
+        if (!pl_auth_has_name(d->auth, w->key)) {
+            pl_log(LOG_NOTICE, "watch %.12s: key '%s' was revoked: dropped",
+                   w->token, w->key);
             watch_drop(d, w);
             continue; /* the last one moved here */
         }
