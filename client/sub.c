@@ -284,6 +284,19 @@ static int resync(struct pl_sub *s, struct pl_error *errp)
     return 0;
 }
 
+int pl_sub_resume(struct pl_sub *s, uint64_t after,
+                  const struct pl_sel_req *sel, bool all,
+                  struct pl_error *errp)
+{
+    if (!all && sel && pl_sel_req_given(sel) && keep_sel(s, sel) < 0)
+        return pl_errset(errp, ENOMEM, "out of memory");
+    s->all = s->all || all;
+    s->made = true;
+    s->last_seq = after;
+    s->last_n = 0;
+    return resync(s, errp);
+}
+
 int pl_sub_wait(struct pl_sub *s, int timeout_ms, struct pl_error *errp)
 {
     double end = pl_mono() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;

@@ -53,6 +53,15 @@ const char *pl_sub_token(const struct pl_sub *s);
 int pl_sub_add(struct pl_sub *s, const struct pl_sel_req *sel, bool all,
                struct pl_error *errp);
 
+/* A client that comes back (it was killed, say) to its watch 'token'
+ * (given to pl_sub_new()) with the last end seq it had, 'after': the
+ * ends after it are pushed again, in order; if pilotd no longer has the
+ * watch it is made again with 'sel' or 'all' (what the client had given
+ * it), then resumed.  0, or -1 with errno and errp as pl_sub_add(). */
+int pl_sub_resume(struct pl_sub *s, uint64_t after,
+                  const struct pl_sel_req *sel, bool all,
+                  struct pl_error *errp);
+
 /* Wait up to 'timeout_ms' (0: only what has come) for pushes, giving
  * their ends to the callback, and ask pilotd again when a push was
  * lost, the connection came back, or pilotd said nothing for

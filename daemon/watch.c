@@ -114,7 +114,14 @@ static uint64_t live_all(const struct pl_daemon *d)
  * pushed yet. */
 static uint64_t pending(const struct pl_daemon *d, const struct pl_watch *w)
 {
-    return (w->all ? live_all(d) : w->live) + w->owed;
+    uint64_t owed = w->owed;
+
+    /* reading back from the database, it cannot tell how many ends are
+     * left to push: at least one, until the replay has caught up (a
+     * client that resumes must not take 0 for the end of its replay) */
+    if (w->replay && owed == 0)
+        owed = 1;
+    return (w->all ? live_all(d) : w->live) + owed;
 }
 
 /* Take 'w' off the watch list of live task 't'. */
@@ -352,17 +359,14 @@ void pl_watch_forgot(struct pl_daemon *d, uint64_t id)
 
 /* ------------------------------------------------------------ pushes */
 
-/* Push 'n' ends of 'w' ('n' may be 0: a heartbeat).  The ends above
- * w->pushed were owed. */
+/* Push 'n' ends of 'w' ('n' may be 0: a heartbeat), with what is
+ * pending after them (the caller has counted them off w->owed). */
 static void push(struct pl_daemon *d, struct pl_watch *w,
                  const struct pl_end *ends, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if (ends[i].seq > w->pushed) {
+        if (ends[i].seq > w->pushed)
             w->pushed = ends[i].seq;
-            if (w->owed)
-                w->owed--;
-        }
     struct pl_out *o = pl_out_new(d->csock, w->rid, w->ridlen);
     if (!o)
         return; /* the client sees a gap in 'n' and resumes */
@@ -383,6 +387,7 @@ static void push_queue(struct pl_daemon *d, struct pl_watch *w)
         for (; k < w->nq && n < PL_ENDS_MAX
                && w->q[k].e.seq <= d->end_seq_stored; k++)
             chunk[n++] = w->q[k].e; /* reasons point into w->q */
+        w->owed = w->owed > n ? w->owed - n : 0;
         push(d, w, chunk, n);
     }
     memmove(w->q, w->q + k, (w->nq - k) * sizeof(*w->q));
@@ -430,19 +435,32 @@ static long replay_turn(struct pl_daemon *d, struct pl_watch *w,
         return 0; /* tried again at the next flush */
     }
     w->cursor = last;
+    /* everything stored is read, and nothing ended since the commit:
+     * live again after this turn, its pushes owing only what follows
+     * them in it */
+    bool done = (uint32_t)rows < limit && d->end_seq == d->end_seq_stored;
+    if (done) {
+        w->replay = false;
+        w->nq = 0;
+    }
     for (uint32_t k = 0; k < tn.n;) {
         struct pl_end chunk[PL_ENDS_MAX];
         uint32_t n = 0;
-        for (; k < tn.n && n < PL_ENDS_MAX; k++)
-            chunk[n++] = tn.got[k].e;
+        for (; k < tn.n && n < PL_ENDS_MAX; k++) {
+            chunk[n] = tn.got[k].e;
+            /* an end past what was pushed was owed (a live one) */
+            if (!done && chunk[n].seq > w->pushed && w->owed)
+                w->owed--;
+            n++;
+        }
+        if (done)
+            w->owed = tn.n - k;
         push(d, w, chunk, n);
     }
-    /* everything stored is read, and nothing ended since the commit:
-     * live again, with nothing owed */
-    if ((uint32_t)rows < limit && d->end_seq == d->end_seq_stored) {
-        w->replay = false;
-        w->nq = 0;
+    if (done) {
         w->owed = 0;
+        if (tn.n == 0)
+            push(d, w, NULL, 0); /* the client learns it has caught up */
         if (w->pushed < d->end_seq_stored)
             w->pushed = d->end_seq_stored;
     }

@@ -8,7 +8,7 @@
 # twice (tests/tools/watchends prints them).
 . "$(dirname "$0")/lib.sh"
 
-plan 25
+plan 27
 
 WE=${WATCHENDS:-$PILOT_BIN/../tests/watchends}
 ok "watchends is built ($WE)" test -x "$WE" \
@@ -30,7 +30,7 @@ C=$(pilot submit -- sleep 0.8)
 capture pilot wait "$A" "$B" "$C" --timeout 60
 T=$(now)
 is "$RC" 0 "pilot wait of 3 tasks exits 0"
-like "$ERR" '^3 tasks: 3 done, 0 failed, 0 canceled, 0 timeout \(' \
+like "$(tail -n 1 <<<"$ERR")" '^3 tasks: 3 done, 0 failed, 0 canceled, 0 timeout \(' \
     "... with the summary it always printed"
 is "$(pilot ls --json "$A" "$B" "$C" | json '[t["state"] for t in j]')" \
     '["done", "done", "done"]' "... and every task had ended when it returned"
@@ -52,7 +52,7 @@ is "$RC" 0 "pilot wait --all exits 0"
 ok "... Z was submitted after it began" le "$W0" "$(field "$Z" submit_time)"
 is "$(field "$Z" state)" done "... and it returned only once Z (after Y) had ended"
 ok "... after Z's end_time" le "$(field "$Z" end_time)" "$T"
-like "$(<"$WORK/all.err")" '^6 tasks: 6 done' "... counting the 6 tasks"
+like "$(tail -n 1 "$WORK/all.err")" '^6 tasks: 6 done' "... counting the 6 tasks"
 
 # --- a failed task: exit 1, as before -----------------------------------
 F=$(pilot submit -- sh -c 'exit 3')
@@ -77,6 +77,21 @@ run_timeout 30 "$WE" "$DIR" --after "$S3" "$R1" "$R2" "$R3" "$R4" "$R5" \
     >"$WORK/replay3" 2>"$WORK/replay3.err"
 is "$(cat "$WORK/replay3")" "$(tail -n 2 "$WORK/replay0")" \
     "after the 3rd end's seq ($S3): the 4th and the 5th, as before"
+
+# --- a client killed comes back to its watch with its token and last seq
+KB=$(pilot submit --array 0-9 -- sh -c 'sleep 0.$(( {} * 3 ))')
+TOKK=t1100-killed-client-token
+"$WE" "$DIR" --token "$TOKK" "$KB" >"$WORK/k1" 2>"$WORK/k1.err" &
+KP=$!
+sleep 1.2
+kill -9 "$KP"
+wait "$KP" 2>/dev/null
+LAST=$(awk 'END { print $1 + 0 }' "$WORK/k1")
+run_timeout 60 "$WE" "$DIR" --token "$TOKK" --resume "$LAST" "$KB" \
+    >"$WORK/k2" 2>"$WORK/k2.err"
+is "$?,$(cat "$WORK/k1" "$WORK/k2" | awk '{ print $2 }' | sort -u | wc -l),$(cat "$WORK/k1" "$WORK/k2" | wc -l)" \
+    "0,10,10" "a client killed after $(wc -l <"$WORK/k1") ends, back with its token: 10 ends in all, none twice"
+ok "... in ascending seq across the two" eval 'cat "$WORK/k1" "$WORK/k2" | sort -n -c'
 
 # --- 20 waits at once -----------------------------------------------------
 AR=$(pilot submit --array 0-19 -- sleep 0.3)
@@ -145,4 +160,5 @@ is "$(awk '{ print $2 }' "$WORK/ends" | sort -n | tr '\n' ' ')" \
     "... and every element of the array"
 ok "... in ascending seq" sort -n -c "$WORK/ends"
 is "$KRC" 0 "pilot wait across the two restarts exits 0"
-like "$(<"$WORK/kwait.err")" "^$N tasks: $N done" "... with every task done"
+like "$(tail -n 1 "$WORK/kwait.err")" "^$N tasks: $N done" \
+    "... with every task done"

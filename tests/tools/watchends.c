@@ -1,12 +1,14 @@
 /* tests/tools/watchends.c - print the ends a watch gets, one line each
  *
- *   watchends DIR [--timeout S] ID... | --all
+ *   watchends DIR [--token T [--resume SEQ]] [--timeout S] ID... | --all
  *   watchends DIR --after SEQ [--timeout S] ID...
  *
  * DIR is a pilot's directory (its endpoint and keys/).  The first form
  * watches the tasks through client/sub.c, as pilot wait does (it resumes
  * across reconnects and a restarted pilotd), and exits 0 once pilotd
- * says none is pending.  The second sends one WATCH with 'after' itself
+ * says none is pending; with --token it uses that token, and with
+ * --resume it comes back to that watch after SEQ, as a client that was
+ * killed does (pl_sub_resume()).  The second sends one WATCH with 'after' itself
  * and prints what is pushed (a replay from the database) until nothing
  * is pending and nothing came for a second.  Each end is a line
  * "SEQ ID STATE"; exit 1 on an error, 2 when --timeout (default 600 s)
@@ -68,7 +70,8 @@ int main(int argc, char **argv)
     struct pl_rpc *rpc;
     struct pl_sel_req sel = { 0 };
     char kdir[PL_PATH_MAX + 16];
-    double limit = 600, after = -1;
+    double limit = 600, after = -1, resume = -1;
+    const char *token = NULL;
     bool all = false;
     int i;
 
@@ -85,6 +88,10 @@ int main(int argc, char **argv)
             limit = atof(argv[++i]);
         else if (!strcmp(argv[i], "--after") && i + 1 < argc)
             after = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--resume") && i + 1 < argc)
+            resume = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--token") && i + 1 < argc)
+            token = argv[++i];
         else
             sel.ids[sel.nids++] = strtoull(argv[i], NULL, 10);
     }
@@ -124,8 +131,10 @@ int main(int argc, char **argv)
         free(sel.ids);
         return rc;
     }
-    struct pl_sub *s = pl_sub_new(rpc, NULL, 10000, end_cb, NULL, &err);
-    if (!s || pl_sub_add(s, &sel, all, &err) < 0) {
+    struct pl_sub *s = pl_sub_new(rpc, token, 10000, end_cb, NULL, &err);
+    if (!s
+        || (resume >= 0 ? pl_sub_resume(s, (uint64_t)resume, &sel, all, &err)
+                        : pl_sub_add(s, &sel, all, &err)) < 0) {
         fprintf(stderr, "watchends: %s\n", err.text);
         return 1;
     }

@@ -317,6 +317,8 @@ static void test_commit_order(struct rig *g)
     is(watch(g, &res, &g->key, &rep, text, sizeof(text)), 0,
        "a resume after the first end's seq (%s)", text);
     ok(rep.n == gt->last_n, "... the reply says the pushes made so far");
+    ok(rep.pending >= 1, "... and pending >= 1 while it replays, though every "
+       "task has ended (a resuming client waits for its replay)");
     turns(g);
     size_t before = gt->n;
     drain(g, TOK, gt, 200);
@@ -324,6 +326,7 @@ static void test_commit_order(struct rig *g)
            && gt->id[before + 1] == ids[1]
            && gt->seq[before] == gt->seq[1] && !gt->bad,
        "... replays the two ends after it, in order, from the database");
+    is(gt->pending, 0, "... its last push says pending 0");
     free(gt);
 }
 
@@ -545,7 +548,7 @@ int main(void)
 {
     struct rig g;
 
-    plan(28);
+    plan(30);
     if (!t_tmpdir("watch", dir, sizeof(dir)))
         return 1;
     rig_make(&g);
