@@ -8,9 +8,9 @@
  * across reconnects and a restarted pilotd), and exits 0 once pilotd
  * says none is pending; with --token it uses that token, and with
  * --resume it comes back to that watch after SEQ, as a client that was
- * killed does (pl_sub_resume()).  The second sends one WATCH with 'after' itself
- * and prints what is pushed (a replay from the database) until nothing
- * is pending and nothing came for a second.  Each end is a line
+ * killed does (pl_sub_resume()).  The second sends one WATCH with
+ * 'after' itself and prints what is pushed (a replay from the
+ * database) until nothing is pending and nothing came for a second.  Each end is a line
  * "SEQ ID STATE"; exit 1 on an error, 2 when --timeout (default 600 s)
  * passed.  tests/e2e/t1100-watch.sh runs it.
  */
