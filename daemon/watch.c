@@ -648,6 +648,14 @@ void pl_watch_req(struct pl_daemon *d, const struct pl_req *r,
         made = true;
     }
     if (q.all && !w->all) {
+        /* every task: its own list goes (an end would come twice) */
+        for (size_t i = 0; i < w->nids; i++) {
+            struct pl_dtask *t = pl_sched_task_get(d->sched, w->ids[i]);
+            if (t)
+                task_unlist(t, w);
+        }
+        w->nids = 0;
+        w->live = 0;
         w->all = true;
         d->nwatch_all++;
     }
