@@ -472,6 +472,12 @@ static void idle_cb(uv_idle_t *h)
     struct pl_daemon *d = h->data;
     uint64_t t0 = uv_hrtime();
 
+    /* nothing is pushed while nothing can be stored: the flush after the
+     * retry that stores it starts the turns again */
+    if (pl_db_failed(d->db, NULL)) {
+        uv_idle_stop(h);
+        return;
+    }
     pl_daemon_flush(d); /* a turn of each replay (pl_watch_flush()) */
     pl_daemon_batch_time(d, t0);
 }
