@@ -320,6 +320,10 @@ void pl_rpc_set_push(struct pl_rpc *r, pl_rpc_push_f push,
 
 int pl_rpc_wait(struct pl_rpc *r, int timeout_ms)
 {
+    /* no call in progress: recv_cb() reads again (a reply that comes
+     * now is a late one) */
+    r->done = 0;
+    r->reply = NULL;
     r->waiting = true;
     r->woken = false;
     if (timeout_ms > 0) {
