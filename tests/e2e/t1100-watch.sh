@@ -79,11 +79,13 @@ is "$(cat "$WORK/replay3")" "$(tail -n 2 "$WORK/replay0")" \
     "after the 3rd end's seq ($S3): the 4th and the 5th, as before"
 
 # --- a client killed comes back to its watch with its token and last seq
-KB=$(pilot submit --array 0-9 -- sh -c 'sleep 0.$(( {} * 3 ))')
+# (none ends before the watch is made: a new watch pushes what ends from
+# then on)
+KB=$(pilot submit --array 0-9 -- sleep 1.{})
 TOKK=t1100-killed-client-token
 "$WE" "$DIR" --token "$TOKK" "$KB" >"$WORK/k1" 2>"$WORK/k1.err" &
 KP=$!
-sleep 1.2
+sleep 1.6
 kill -9 "$KP"
 wait "$KP" 2>/dev/null
 LAST=$(awk 'END { print $1 + 0 }' "$WORK/k1")
