@@ -8,7 +8,7 @@
 # twice (tests/tools/watchends prints them).
 . "$(dirname "$0")/lib.sh"
 
-plan 27
+plan 30
 
 WE=${WATCHENDS:-$PILOT_BIN/../tests/watchends}
 ok "watchends is built ($WE)" test -x "$WE" \
@@ -110,6 +110,26 @@ for i in $(seq 0 19); do
 done
 is "$bad" 0 "20 concurrent pilot waits, one element each: all exit 0"
 is "$late" 0 "... each after its own task's end"
+
+# --- a local pilotd killed and started again (on another port) while
+# clients wait: they follow it there and resume ------------------------
+LK=$(pilot submit --array 0-11 -- sleep 1.{})
+"$WE" "$DIR" --timeout 150 "$LK" >"$WORK/lends" 2>"$WORK/lends.err" &
+LWEP=$!
+pilot wait "$LK" --timeout 150 >/dev/null 2>"$WORK/lwait.err" &
+LWP=$!
+sleep 2
+PID=$(kv "$DIR/endpoint" pid)
+kill -9 "$PID"
+wait_for 20 eval '! kill -0 "$PID" 2>/dev/null'
+setsid pilotd --dir "$DIR" --local >"$WORK/pilotd-restart.out" 2>&1 </dev/null &
+wait "$LWEP"
+LRC=$?
+wait "$LWP"
+is "$LRC,$?" "0,0" "a local pilotd killed and started again: the watching client and pilot wait both end well"
+is "$(awk '{ print $2 }' "$WORK/lends" | sort -u | wc -l),$(wc -l <"$WORK/lends")" \
+    "12,12" "... the client got the 12 ends, none twice"
+ok "... in ascending seq" sort -n -c "$WORK/lends"
 
 # --- an array of 100,000 --------------------------------------------------
 t0=$(now)

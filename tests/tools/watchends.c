@@ -5,7 +5,8 @@
  *
  * DIR is a pilot's directory (its endpoint and keys/).  The first form
  * watches the tasks through client/sub.c, as pilot wait does (it resumes
- * across reconnects and a restarted pilotd), and exits 0 once pilotd
+ * across reconnects and a restarted pilotd, and follows the endpoint
+ * file to a new one), and exits 0 once pilotd
  * says none is pending; with --token it uses that token, and with
  * --resume it comes back to that watch after SEQ, as a client that was
  * killed does (pl_sub_resume()).  The second sends one WATCH with
@@ -143,8 +144,20 @@ int main(int argc, char **argv)
             rc = 0;
             break;
         }
-        if (pl_sub_wait(s, 1000, &err) < 0)
+        if (pl_sub_wait(s, 1000, &err) < 0) {
+            struct pl_endpoint now;
+            struct pl_rpc *moved;
             fprintf(stderr, "watchends: %s (asking again)\n", err.text);
+            /* a local pilot's pilotd started again listens elsewhere */
+            if (pl_endpoint_read(argv[1], &now, NULL) == 0
+                && strcmp(now.client, ep.client)
+                && (moved = pl_rpc_new(now.client, &keys, &err))) {
+                pl_sub_set_rpc(s, moved);
+                pl_rpc_free(rpc);
+                rpc = moved;
+                ep = now;
+            }
+        }
     }
     if (rc == 0)
         pl_sub_unwatch(s, &err);
