@@ -147,7 +147,8 @@ P2=$PILOT_UP_ID
 DIR2=$(pilot_dir "$P2")
 export PILOT_ID=$P2
 N=40
-K=$(pilot submit --array 0-$((N - 1)) -- sh -c 'sleep $(( {} % 6 )).$(( {} % 10 ))')
+# 1 to 6 s each: none ends before the client's watch is made
+K=$(pilot submit --array 0-$((N - 1)) -- sh -c 'sleep $(( {} % 6 + 1 )).$(( {} % 10 ))')
 run_timeout 300 "$WE" "$DIR2" --timeout 280 "$K" >"$WORK/ends" \
     2>"$WORK/ends.err" &
 WEP=$!
