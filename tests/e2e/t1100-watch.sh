@@ -142,8 +142,10 @@ run_timeout 60 pilot down >/dev/null 2>&1
 
 # --- pilotd killed while a client waits (Slurm: the batch script starts
 # it again in the same job, on the same ports) ---------------------------
-pilot_up 2 || abort "pilot up --nodes 2 --wait failed"
-P2=$PILOT_UP_ID
+# (the dev cluster is shared: its nodes may be busy a while)
+P2=$(run_timeout 660 pilot up --nodes 2 --time 15:00 --wait \
+     --wait-timeout 600 2>"$WORK/up2.err") \
+    || abort "pilot up --nodes 2 --wait failed: $(<"$WORK/up2.err")"
 DIR2=$(pilot_dir "$P2")
 export PILOT_ID=$P2
 N=40
