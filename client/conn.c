@@ -261,6 +261,7 @@ static int connect_rpc(struct pl_conn *c, struct pl_error *errp)
         return -1;
     c->rpc = pl_rpc_new(c->pilot.ep.client, &keys, errp);
     explicit_bzero(&keys, sizeof(keys)); /* the rpc has its copy */
+    snprintf(c->ep, sizeof(c->ep), "%s", c->pilot.ep.client);
     return c->rpc ? 0 : -1;
 }
 
@@ -342,6 +343,22 @@ bool pl_conn_recheck(struct pl_conn *c)
     c->rpc = NULL;
     if (open_db(c, &err) < 0)
         pl_find_note(c->find, "%s", err.text); /* requests say it's down */
+    return true;
+}
+
+bool pl_conn_moved(struct pl_conn *c)
+{
+    struct pl_error err;
+    struct pl_rpc *old = c->rpc;
+
+    if (!old || c->pilot.state != PL_PILOT_RUNNING || !c->pilot.has_ep
+        || !strcmp(c->pilot.ep.client, c->ep))
+        return false;
+    if (connect_rpc(c, &err) < 0) {
+        c->rpc = old; /* asked again at the next failure */
+        return false;
+    }
+    pl_rpc_free(old);
     return true;
 }
 

@@ -36,6 +36,7 @@ struct pl_conn {
     struct pl_rpc *rpc;     /* pilotd, when the pilot runs */
     sqlite3 *db;            /* else its state, read-only */
     int timeout_ms;         /* a request's limit (find->timeout_ms) */
+    char ep[256];           /* the endpoint 'rpc' is connected to */
 };
 
 /* Choose the pilot: --pilot/PILOT_ID, else the one running pilot (see
@@ -66,6 +67,12 @@ struct pl_conn *pl_conn_attach(struct pl_find *f, const struct pl_pilot *p,
  * runs, close the connection, open its state database and say so in a
  * note.  Returns true if it switched. */
 bool pl_conn_recheck(struct pl_conn *c);
+
+/* After a request failed on a pilot that still runs (pl_conn_recheck()
+ * false): if its pilotd now listens on another endpoint (a local
+ * pilot's pilotd was restarted), connect there.  Returns true if it did
+ * (c->rpc is a new connection: the old one is freed). */
+bool pl_conn_moved(struct pl_conn *c);
 
 /* The reads, from pilotd or the database, as new JSON values.  NULL
  * with errno and errp set (ENOENT from show: "no task 12").

@@ -25,6 +25,7 @@ enum {
     ST_BY_NAME,
     ST_ARRAY,
     ST_MEMBERS,
+    ST_ENDS,
     ST_COUNT
 };
 
