@@ -23,8 +23,8 @@ bool pl_watch_token_ok(const char *s)
     return n >= PL_WATCH_TOKEN_MIN && n <= PL_WATCH_TOKEN_MAX;
 }
 
-/* The token field of 'body' into 'token'.  0, or -1 with errp. */
-static int token_decode(const msgpack_object *body,
+/* The token field 'key' of 'body' into 'token'.  0, or -1 with errp. */
+static int token_decode(const msgpack_object *body, const char *key,
                         char token[PL_WATCH_TOKEN_MAX + 1],
                         struct pl_error *errp)
 {
@@ -32,7 +32,7 @@ static int token_decode(const msgpack_object *body,
 
     /* a longer string is read (to 256) so that the error says what the
      * rule is, not only that the type is wrong */
-    if (pl_mp_str(body, "token", true, 256, &s, errp) < 0)
+    if (pl_mp_str(body, key, true, 256, &s, errp) < 0)
         return -1;
     if (!pl_watch_token_ok(s)) {
         free(s);
@@ -73,7 +73,7 @@ int pl_watch_req_decode(const msgpack_object *body, struct pl_watch_req *r,
     int has;
 
     memset(r, 0, sizeof(*r));
-    if (token_decode(body, r->token, errp) < 0
+    if (token_decode(body, "token", r->token, errp) < 0
         || pl_mp_bool(body, "attach", false, &r->attach, errp) < 0
         || pl_mp_bool(body, "all", false, &r->all, errp) < 0
         || (has = pl_mp_uint(body, "after", false, INT64_MAX, &r->after,
@@ -103,7 +103,7 @@ int pl_unwatch_decode(const msgpack_object *body,
                       struct pl_error *errp)
 {
     token[0] = '\0';
-    return token_decode(body, token, errp);
+    return token_decode(body, "token", token, errp);
 }
 
 int pl_submit_watch_decode(const msgpack_object *body,
@@ -111,22 +111,11 @@ int pl_submit_watch_decode(const msgpack_object *body,
                            struct pl_error *errp)
 {
     const msgpack_object *o = pl_mp_get(body, "watch");
-    char *s = NULL;
 
     token[0] = '\0';
     if (!o || o->type == MSGPACK_OBJECT_NIL)
         return 0;
-    if (pl_mp_str(body, "watch", true, 256, &s, errp) < 0)
-        return -1;
-    if (!pl_watch_token_ok(s)) {
-        free(s);
-        return pl_errset(errp, EINVAL, "watch token: want %d to %d of "
-                         "A-Z a-z 0-9 _ -", PL_WATCH_TOKEN_MIN,
-                         PL_WATCH_TOKEN_MAX);
-    }
-    snprintf(token, PL_WATCH_TOKEN_MAX + 1, "%s", s);
-    free(s);
-    return 1;
+    return token_decode(body, "watch", token, errp) < 0 ? -1 : 1;
 }
 
 void pl_watch_reply_encode(struct pl_wbuf *w, uint64_t seq,
@@ -149,7 +138,7 @@ int pl_watch_reply_decode(const msgpack_object *data,
     memset(r, 0, sizeof(*r));
     if (!data || data->type != MSGPACK_OBJECT_MAP)
         return pl_errset(errp, EPROTO, "watch: the reply is not a map");
-    if (token_decode(data, r->token, errp) < 0
+    if (token_decode(data, "token", r->token, errp) < 0
         || pl_mp_uint(data, "seq", true, INT64_MAX, &r->seq, errp) < 0
         || pl_mp_uint(data, "n", true, INT64_MAX, &r->n, errp) < 0
         || pl_mp_uint(data, "watching", true, INT64_MAX, &r->watching,
@@ -265,7 +254,7 @@ int pl_ends_decode(const msgpack_object *body, struct pl_ends *e,
     const msgpack_object *arr = NULL;
 
     memset(e, 0, sizeof(*e));
-    if (token_decode(body, e->token, errp) < 0
+    if (token_decode(body, "token", e->token, errp) < 0
         || pl_mp_uint(body, "n", true, INT64_MAX, &e->n, errp) < 0
         || pl_mp_uint(body, "pending", true, INT64_MAX, &e->pending, errp)
                < 0
