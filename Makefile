@@ -66,7 +66,14 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
 
 .PHONY: all test check soak check-e2e asan install clean cluster demo \
         demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
-all: $(BINS)
+# the warm Python workers' script (python/pilot/), where the agent looks
+# for it: beside its program, BIN/../python/pilot/ (agent/pyw.h)
+PYFILES := $(patsubst %,$(BUILD)/%,$(wildcard python/pilot/*.py))
+$(BUILD)/python/%.py: python/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+all: $(BINS) $(PYFILES)
+
 
 # a change of flags rebuilds everything
 FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
@@ -188,7 +195,7 @@ bench:
 	    --build $(abspath $(BUILD)) $(if $(QUICK),--quick)
 
 # unit tests only: fast, no cluster
-test: $(BINS) $(UNITS) $(TOOLS)
+test: $(BINS) $(PYFILES) $(UNITS) $(TOOLS)
 	prove -f -e '' $(UNITS)
 
 # the fuzzers, FUZZ_SECONDS each (tests/fuzz/run.sh); fails on a finding
@@ -239,8 +246,10 @@ demo-sbatch:
 	PREP=$(abspath $(BUILD)/examples/prep) examples/pipeline/sbatch.sh
 
 install: $(BINS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot \
+	    $(DESTDIR)$(PREFIX)/share/pilot/python/pilot
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 python/pilot/*.py $(DESTDIR)$(PREFIX)/share/pilot/python/pilot/
 	install -m 644 scripts/pilot.sbatch $(DESTDIR)$(PREFIX)/share/pilot/
 
 clean:

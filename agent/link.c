@@ -23,6 +23,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/pyw.h"
 #include "proto/log.h"
 #include "proto/state.h"
 #include "proto/strv.h"
@@ -125,7 +126,8 @@ static void send_register(struct pl_agent *a)
     r.gpus = (char **)pl_resources_gpu_ids(a->res);
     r.last_run = a->last_run;
     size_t npool = pl_wpool_held(a->wpool, NULL, 0);
-    r.running = calloc(a->nrunning + npool + 1, sizeof(*r.running));
+    size_t npy = pl_pyw_held(a->pyw, NULL, 0);
+    r.running = calloc(a->nrunning + npool + npy + 1, sizeof(*r.running));
     r.ended = calloc(a->nunacked + 1, sizeof(*r.ended));
     if (!r.running || !r.ended) {
         /* the reg timer tries again while we are not welcomed */
@@ -141,6 +143,8 @@ static void send_register(struct pl_agent *a)
     /* a pool task's ranks run in their workers */
     r.nrunning += (uint32_t)pl_wpool_held(a->wpool, r.running + a->nrunning,
                                           npool);
+    /* and a Python call's in its warm worker */
+    r.nrunning += (uint32_t)pl_pyw_held(a->pyw, r.running + r.nrunning, npy);
     for (size_t i = 0; i < a->nunacked; i++)
         r.ended[i] = a->unacked[i].ev; /* a shallow copy: borrowed */
     r.nended = (uint32_t)a->nunacked;

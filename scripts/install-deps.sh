@@ -43,7 +43,7 @@ declare -A pkgs=(
     # clang-14 only recommends it, and we install without recommends.
     # strace: t0930 counts pilotd's syncs of its WAL; libfaketime:
     # t0850 steps pilotd's wall clock
-    [tests]="python3 clang libclang-rt-14-dev strace libfaketime"
+    [tests]="python3 python3-cloudpickle clang libclang-rt-14-dev strace libfaketime"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
