@@ -221,30 +221,38 @@ static void worker_dead(struct worker *w, int status)
         sig = WTERMSIG(status);
     else
         code = WEXITSTATUS(status);
-    if (w->run && w->stop) {
-        if (w->stop == PL_ST_TIMEOUT)
-            snprintf(why, sizeof(why), "timeout after %.3g s: its Python "
-                     "worker (pid %d on %s) was killed", w->run->timeout,
-                     (int)w->pid, p->a->node);
-        else
-            snprintf(why, sizeof(why), "canceled: its Python worker (pid "
-                     "%d on %s) was killed", (int)w->pid, p->a->node);
-        call_end(w, w->stop, sig ? 128 + sig : code, sig, why);
+    int st = w->stop ? w->stop : PL_ST_FAILED;
+    if (!w->run) {
+        if (!w->going)
+            pl_log(LOG_INFO, "Python worker %d exited (%s %d) while idle",
+                   (int)w->pid, sig ? "signal" : "code", sig ? sig : code);
     }
-    else if (w->run) {
-        if (sig)
-            snprintf(why, sizeof(why), "its Python worker (pid %d on %s) "
-                     "died of signal %d (%s) during the call", (int)w->pid,
-                     p->a->node, sig, strsignal(sig));
-        else
-            snprintf(why, sizeof(why), "its Python worker (pid %d on %s) "
-                     "exited with code %d during the call", (int)w->pid,
-                     p->a->node, code);
-        call_end(w, PL_ST_FAILED, sig ? 128 + sig : code, sig, why);
-    }
-    else if (!w->going)
-        pl_log(LOG_INFO, "Python worker %d exited (%s %d) while idle",
-               (int)w->pid, sig ? "signal" : "code", sig ? sig : code);
+    else if (w->stop == PL_ST_TIMEOUT)
+        snprintf(why, sizeof(why), "timeout after %.3g s: its Python worker "
+                 "(pid %d on %s) was killed", w->run->timeout, (int)w->pid,
+                 p->a->node);
+    else if (w->stop)
+        snprintf(why, sizeof(why), "canceled: its Python worker (pid %d on "
+                 "%s) was killed", (int)w->pid, p->a->node);
+    else if (!w->hello)
+        /* its interpreter could not run the worker at all: what it said
+         * went to our log */
+        snprintf(why, sizeof(why), "its Python worker (pid %d on %s, %s) "
+                 "%s %d before it said hello (its output is in the agent's "
+                 "log)", (int)w->pid, p->a->node,
+                 w->run->python ? w->run->python : PL_PY_DEFAULT_PYTHON,
+                 sig ? "died of signal" : "exited with code",
+                 sig ? sig : code);
+    else if (sig)
+        snprintf(why, sizeof(why), "its Python worker (pid %d on %s) died of "
+                 "signal %d (%s) during the call", (int)w->pid, p->a->node,
+                 sig, strsignal(sig));
+    else
+        snprintf(why, sizeof(why), "its Python worker (pid %d on %s) exited "
+                 "with code %d during the call", (int)w->pid, p->a->node,
+                 code);
+    if (w->run)
+        call_end(w, st, sig ? 128 + sig : code, sig, why);
     unlink_worker(w);
     w->finished = true;
     close_pipe(w);
