@@ -11,7 +11,7 @@
 # through the cores.  On a local pilot, then on a 2-node Slurm pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 70
+plan 77
 
 CODE=$WORK/code
 mkdir -p "$CODE"
@@ -71,6 +71,13 @@ value() { pilot result "$1" | "$PY" "$CODE/unpickle.py"; }
 call() { pilot submit "${PYA[@]}" "$@"; }
 ended() { capture pilot wait "$1" --timeout "${2:-60}"; }
 is_running() { [[ $(field "$1" state) == running ]]; }
+# worker_alive REASON: the worker whose pid the reason names still runs
+# _pyworker.py (the dev cluster's nodes share this machine's pids)
+worker_alive() {
+    local pid
+    pid=$(sed -E 's/.*\(pid ([0-9]+)[,)].*/\1/' <<<"$1")
+    [[ $pid =~ ^[0-9]+$ ]] && grep -q _pyworker.py "/proc/$pid/cmdline" 2>/dev/null
+}
 
 # checks MODE: everything above on the pilot $PILOT_ID
 checks() {
@@ -177,6 +184,7 @@ checks() {
     is "$(field "$T" state)" timeout "$m: a call past its --timeout ends timeout"
     like "$(field "$T" reason)" "^timeout after 1 s: interrupted \\(KeyboardInterrupt\\); its Python worker \\(pid [0-9]+\\) stays" \
         "$m: ... interrupted, its worker stays"
+    ok "$m: ... and it lives on" worker_alive "$(field "$T" reason)"
     T=$(call --py-call mod:nap -- 60)
     wait_for 30 is_running "$T"
     sleep 0.5
@@ -185,6 +193,7 @@ checks() {
     is "$(field "$T" state)" canceled "$m: pilot cancel of a long call: canceled"
     like "$(field "$T" reason)" "interrupted \\(KeyboardInterrupt\\) in its Python worker \\(pid [0-9]+\\), which stays" \
         "$m: ... interrupted, its worker stays"
+    ok "$m: ... and it lives on" worker_alive "$(field "$T" reason)"
 
     # 200 calls through the cores
     T=$(call --array 0-199 --py-call mod:sq -- '{}')
