@@ -11,7 +11,7 @@
 # through the cores.  On a local pilot, then on a 2-node Slurm pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 77
+plan 79
 
 CODE=$WORK/code
 mkdir -p "$CODE"
@@ -210,6 +210,26 @@ PILOT_UP_ID=$(run_timeout 60 pilot up --local --wait --python /usr/bin/python3 \
 export PILOT_ID=$PILOT_UP_ID
 PYA=()  # the pilot's --python
 checks local
+# the agent killed in a call: its workers go with it (parent-death
+# SIGKILL), the call runs again under the next agent
+worker_pids() {
+    local p
+    for p in /proc/[0-9]*; do
+        grep -qs _pyworker.py "$p/cmdline" \
+            && grep -qsa "PILOT_HOME=$PILOT_HOME" "$p/environ" && echo "${p#/proc/}"
+    done
+}
+none_of() { local p; for p in $1; do [[ -d /proc/$p ]] && return 1; done; return 0; }
+attempt2_runs() { [[ $(field "$1" attempts) == 2 && $(field "$1" state) == running ]]; }
+T=$(pilot submit --py-call mod:nap -- 60)
+wait_for 30 is_running "$T"
+OLD=$(worker_pids)
+AGENT=$(pilot status --json | json 'j["nodes"][0]["pid"]')
+kill -9 "$AGENT"
+ok "agent killed with SIGKILL: its workers ($(tr '\n' ' ' <<<"$OLD")) are gone within 5 s" \
+    wait_for 5 none_of "$OLD"
+ok "... the call runs again under the next agent" wait_for 60 attempt2_runs "$T"
+capture pilot cancel "$T"
 capture pilot submit --py-call mod:add --pool nope -- 1 2
 usage_error "--py-call with --pool is refused" "runs in a warm worker of its agent, not in a pool"
 capture pilot submit --py-prelude "import os" -- true

@@ -32,7 +32,13 @@ static const char mod_py[] =
     "def big(n):\n"
     "    return b'x' * int(n)\n"
     "def env(k):\n"
-    "    return os.environ.get(k), os.getcwd() == sys.path[0]\n";
+    "    return os.environ.get(k), os.getcwd() == sys.path[0]\n"
+    "class Locked(Exception):\n"
+    "    def __init__(self):\n"
+    "        super().__init__('locked')\n"
+    "        self.lock = __import__('threading').Lock()\n"
+    "def unpicklable():\n"
+    "    raise Locked()\n";
 
 static uint64_t next_id = 100;
 
@@ -139,6 +145,45 @@ static void test_raise(struct fixture *f)
     const char *out = slurp_task(f, id);
     ok(out && strstr(out, "Traceback") && strstr(out, "in boom"),
        "raise: the traceback in the task's stderr");
+}
+
+/* An exception that will not pickle comes back as a RemoteError; a
+ * prelude that raises fails its call with its traceback. */
+static void test_remote(struct fixture *f)
+{
+    char a0[] = "mod:unpicklable", b0[] = "mod:pid";
+    char *argv[] = { a0, NULL };
+    char *argv_pid[] = { b0, NULL };
+    char path[256], cmd[700];
+    uint64_t id = call(f, argv, NULL, 0, NULL, 0);
+    const struct pl_event *e = ended(f, id);
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/remote.pkl", f->dir);
+    if (e && e->result && (fp = fopen(path, "wb"))) {
+        fwrite(e->result, 1, e->nresult, fp);
+        fclose(fp);
+    }
+    snprintf(cmd, sizeof(cmd), PY " -c 'import pickle, sys; e, tb = "
+             "pickle.load(open(sys.argv[1], \"rb\")); sys.exit(0 if "
+             "type(e).__name__ == \"RemoteError\" and e.type_name == "
+             "\"Locked\" and \"Locked\" in tb else 1)' %s", path);
+    ok(e && e->state == PL_ST_FAILED && e->result_status == PL_PYR_RAISED
+           && e->error && strstr(e->error, "Locked: locked")
+           && system(cmd) == 0,
+       "an exception that will not pickle: a RemoteError in its place (%s)",
+       e && e->error ? e->error : "-");
+    id = call(f, argv_pid, "raise ImportError('no torch here')", 0, NULL, 0);
+    e = ended(f, id);
+    ok(e && e->state == PL_ST_FAILED && e->error
+           && !strcmp(e->error, "the prelude failed: ImportError: no torch "
+                                "here")
+           && e->result_status == PL_PYR_NONE,
+       "a prelude that raises fails the call: %s",
+       e && e->error ? e->error : "-");
+    const char *out = slurp_task(f, id);
+    ok(out && strstr(out, "Traceback") && strstr(out, "<py_prelude>"),
+       "... its traceback in the call's stderr");
 }
 
 static void test_big(struct fixture *f)
@@ -271,7 +316,7 @@ int main(void)
     char path[PATH_MAX], mod[512];
     FILE *fp;
 
-    plan(21);
+    plan(24);
     if (!realpath("python/pilot/_pyworker.py", path))
         abort();
     setenv("PILOT_PYWORKER", path, 1);
@@ -282,6 +327,7 @@ int main(void)
         abort();
     test_warm(f);
     test_raise(f);
+    test_remote(f);
     test_big(f);
     test_pickled(f);
     test_deaths(f);
