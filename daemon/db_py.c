@@ -79,8 +79,9 @@ int pl_db_pyinput_get(struct pl_db *db, uint64_t id,
     }
     const void *b = sqlite3_column_blob(st, 0);
     size_t n = (size_t)sqlite3_column_bytes(st, 0);
-    if ((b && !(in->input = malloc(n ? n : 1))) || col_dup(st, 1, &in->input_file)
-        || col_dup(st, 2, &in->prelude) || col_dup(st, 3, &in->python)) {
+    if ((b && !(in->input = malloc(n ? n : 1)))
+        || col_dup(st, 1, &in->input_file) || col_dup(st, 2, &in->prelude)
+        || col_dup(st, 3, &in->python)) {
         sqlite3_reset(st);
         pl_db_pyinput_clear(in);
         errno = ENOMEM;

@@ -1,10 +1,11 @@
 /* tests/unit/test_agent_pyw.c - Python calls in warm workers (agent/pyw.c)
  * with a real agent, real /usr/bin/python3 workers and a fake pilotd:
  * a value comes back inline, the same worker runs the next call and its
- * prelude ran once, an exception's line and traceback, a large result in
- * a file, a pickled call (and a bad one), a worker that dies (exit, SIGSEGV) or writes
- * garbage on its socket fails only its call, a timeout and a cancel
- * interrupt the call and leave the worker warm
+ * prelude ran once, an exception's line and traceback (one that will not
+ * pickle: a RemoteError), a failing prelude, a large result in a file, a
+ * pickled call (and a bad one), a worker that dies (exit, SIGSEGV) or
+ * writes garbage on its socket fails only its call, a timeout and a
+ * cancel interrupt the call and leave the worker warm
  */
 #include "tests/unit/agent_fixture.h"
 
