@@ -10,7 +10,11 @@ PKGS     = libzmq libuv sqlite3 msgpack jansson yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CPPFLAGS += -I. $(PKG_CFLAGS)
-CFLAGS   += $(CSTD) $(WARN) $(OPT)
+# -fPIC: the same objects go into the programs and into libpilot.so
+# (lib/lib.mk); Debian builds PIE anyway, so the programs lose nothing.
+# A section a function lets the library's link drop what it never
+# calls (pl_fatal(), the log's writer: lib/lib.mk checks they are gone)
+CFLAGS   += $(CSTD) $(WARN) $(OPT) -fPIC -ffunction-sections -fdata-sections
 LDLIBS   += $(PKG_LIBS) -lslurm -lpthread -lm
 ifdef WERROR
 CFLAGS  += -Werror
@@ -66,14 +70,18 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
 
 .PHONY: all test check soak check-e2e asan install clean cluster demo \
         demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
-# the warm Python workers' script (python/pilot/), where the agent looks
-# for it: beside its program, BIN/../python/pilot/ (agent/pyw.h)
-PYFILES := $(patsubst %,$(BUILD)/%,$(wildcard python/pilot/*.py))
+# the warm Python workers' script (python/pilot/_pyworker.py, in the
+# client package's directory), where the agent looks for it: beside its
+# program, BIN/../python/pilot/ (agent/pyw.h); only the script, the
+# package itself is used from python/ (t1160) or installed (install-lib)
+PYFILES := $(BUILD)/python/pilot/_pyworker.py
 $(BUILD)/python/%.py: python/%.py
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 all: $(BINS) $(PYFILES)
 
+# libpilot and the Python package (lib/, python/)
+include lib/lib.mk
 
 # a change of flags rebuilds everything
 FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
@@ -124,6 +132,10 @@ $(BUILD)/tests/test_client_%: $(BUILD)/tests/unit/test_client_%.o $(LIBC) \
 # the tools, the corpus writer and the fuzzers: libpl alone (the wire is
 # defined there and nowhere else)
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIBPL)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# ... but watchends, a watch's client as pilot wait is one (client/sub.c)
+$(BUILD)/tests/watchends: $(BUILD)/tests/tools/watchends.o $(LIBC) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/tests/mkcorpus: $(BUILD)/tests/fuzz/mkcorpus.o $(LIBPL)
@@ -245,11 +257,15 @@ demo-sbatch:
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PREP=$(abspath $(BUILD)/examples/prep) examples/pipeline/sbatch.sh
 
-install: $(BINS)
+# the agent's copy of _pyworker.py goes to PREFIX/share/pilot/python/pilot/
+# (where it looks, beside its program, whatever PREFIX); the package
+# install-lib installs has it too
+install: $(BINS) install-lib
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot \
 	    $(DESTDIR)$(PREFIX)/share/pilot/python/pilot
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 python/pilot/*.py $(DESTDIR)$(PREFIX)/share/pilot/python/pilot/
+	install -m 644 python/pilot/_pyworker.py \
+	    $(DESTDIR)$(PREFIX)/share/pilot/python/pilot/
 	install -m 644 scripts/pilot.sbatch $(DESTDIR)$(PREFIX)/share/pilot/
 
 clean:

@@ -1,58 +1,42 @@
 /* client/cli.c - the pilot CLI: global options, usage errors, numbers */
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "client/clean.h"
 #include "client/cli.h"
+#include "client/conn.h"
 #include "client/slurm.h"
 #include "proto/msg.h"
 #include "proto/spec.h"
 
-#define DEFAULT_TIMEOUT_MS 10000
+/* A note of the connection (client/conn.c): on stderr. */
+static void note_cb(const char *text, void *arg)
+{
+    (void)arg;
+    pl_cli_note("%s", text);
+}
 
 int pl_cli_init(struct pl_cli *cli, struct pl_error *errp)
 {
-    const char *s;
-
     memset(cli, 0, sizeof(*cli));
-    cli->timeout_ms = DEFAULT_TIMEOUT_MS;
-    if ((s = getenv("PILOT_ID")) && *s)
-        cli->pilot = s;
-    if ((s = getenv("PILOT_KEYS")) && *s)
-        cli->keys = s;
-    if ((s = getenv("PILOT_TIMEOUT")) && *s) {
-        double secs;
-        if (pl_cli_parse_secs("PILOT_TIMEOUT", s, &secs, errp) < 0)
-            return -1;
-        if (secs <= 0 || secs > 86400) {
-            errno = EINVAL;
-            return pl_errprintf(errp, "PILOT_TIMEOUT: '%s' is not between "
-                                "0 and 86400 seconds", s);
-        }
-        cli->timeout_ms = (int)ceil(secs * 1000);
-    }
+    if (pl_find_init(&cli->find, errp) < 0)
+        return -1;
+    cli->find.note = note_cb;
     return 0;
 }
 
 void pl_cli_fini(struct pl_cli *cli)
 {
-    pl_slurm_free(cli->slurm);
-    cli->slurm = NULL;
+    pl_find_fini(&cli->find);
 }
 
 struct pl_slurm *pl_cli_slurm(struct pl_cli *cli, struct pl_error *errp)
 {
-    if (!cli->slurm)
-        cli->slurm = pl_slurm_new(errp);
-    return cli->slurm;
+    return pl_find_slurm(&cli->find, errp);
 }
 
 /* Messages name what others wrote (task names, pilotd's error texts):
@@ -138,7 +122,7 @@ int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
 
     switch (c) {
     case PL_OPT_PILOT:
-        cli->pilot = optarg;
+        cli->find.pilot = optarg;
         return 1;
     case PL_OPT_JSON:
         cli->json = true;
@@ -169,176 +153,18 @@ int pl_cli_opt(struct pl_cli *cli, int c, char **argv, const char *help,
     }
 }
 
-int pl_cli_parse_size(const char *what, const char *s, uint64_t max,
-                      uint64_t *v, struct pl_error *errp)
+struct pl_conn *pl_conn_open_sel(struct pl_cli *cli, int need, int argc,
+                                 char **argv, struct pl_sel_req *sel,
+                                 int *exitp)
 {
-    static const char units[] = "KMGT";
-    char *end;
-    uintmax_t n;
-    int shift = 0;
+    struct pl_error err;
+    struct pl_conn *c;
 
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        goto bad;
-    n = strtoumax(s, &end, 10);
-    if (errno)
-        goto bad;
-    if (*end) {
-        const char *u = strchr(units, toupper((unsigned char)*end));
-        if (!u)
-            goto bad;
-        shift = 10 * (int)(u - units + 1);
-        end++;
-        if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
-            end += strlen(end);
-        if (*end)
-            goto bad;
+    if (pl_parse_sel(argc, argv, sel, &err) < 0) {
+        *exitp = pl_cli_usage(cli, "%s", err.text);
+        return NULL;
     }
-    if (n == 0 || n > (max >> shift)) {
-        errno = ERANGE;
-        return pl_errprintf(errp, "%s: '%s' is not between 1 byte and %"
-                            PRIu64 " GiB", what, s, max >> 30);
-    }
-    *v = (uint64_t)n << shift;
-    return 0;
-bad:
-    errno = EINVAL;
-    return pl_errprintf(errp, "%s: '%s' is not a size (bytes, or with K, M, "
-                        "G or T: 500M, 10G)", what, s);
-}
-
-int pl_cli_parse_uint(const char *what, const char *s, uint64_t min,
-                      uint64_t max, uint64_t *v, struct pl_error *errp)
-{
-    char *end;
-    uintmax_t n;
-
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        goto bad;
-    n = strtoumax(s, &end, 10);
-    if (errno || *end)
-        goto bad;
-    if (n < min || n > max) {
-        errno = ERANGE;
-        if (max == UINT64_MAX)
-            return pl_errprintf(errp, "%s: '%s' is below %" PRIu64, what, s,
-                                min);
-        return pl_errprintf(errp, "%s: '%s' is not between %" PRIu64
-                            " and %" PRIu64, what, s, min, max);
-    }
-    *v = n;
-    return 0;
-bad:
-    errno = EINVAL;
-    if (min > 0)
-        return pl_errprintf(errp, "%s: '%s' is not a positive integer", what,
-                            s);
-    return pl_errprintf(errp, "%s: '%s' is not a non-negative integer",
-                        what, s);
-}
-
-int pl_cli_parse_secs(const char *what, const char *s, double *v,
-                      struct pl_error *errp)
-{
-    char *end;
-    double x, unit = 1;
-
-    errno = 0;
-    if ((*s < '0' || *s > '9') && *s != '.')
-        goto bad;
-    x = strtod(s, &end);
-    if (errno || end == s)
-        goto bad;
-    if (*end && !end[1]) {
-        switch (*end) {
-        case 's':
-            unit = 1;
-            break;
-        case 'm':
-            unit = 60;
-            break;
-        case 'h':
-            unit = 3600;
-            break;
-        case 'd':
-            unit = 86400;
-            break;
-        default:
-            goto bad;
-        }
-    }
-    else if (*end)
-        goto bad;
-    x *= unit;
-    if (!isfinite(x) || x > 1e9)
-        goto bad;
-    *v = x;
-    return 0;
-bad:
-    errno = EINVAL;
-    return pl_errprintf(errp, "%s: '%s' is not a duration (seconds, or a "
-                        "number with s, m, h or d)", what, s);
-}
-
-int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp)
-{
-    return pl_cli_parse_uint("task id", s, 1, INT64_MAX, id, errp);
-}
-
-/* 'arg' is neither ID nor ID.N. */
-static int not_id(const char *arg, struct pl_error *errp)
-{
-    return pl_errset(errp, EINVAL, "'%.40s' is not a task id (ID, or ID.N: "
-                     "element N of array ID)", arg);
-}
-
-int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
-                     struct pl_error *errp)
-{
-    size_t n = argc > 0 ? (size_t)argc : 1;
-
-    memset(sel, 0, sizeof(*sel));
-    if (argc > PL_REQ_MAX_IDS) {
-        errno = E2BIG;
-        return pl_errprintf(errp, "more than %d ids at once",
-                            PL_REQ_MAX_IDS);
-    }
-    if (!(sel->ids = calloc(n, sizeof(*sel->ids)))
-        || !(sel->elems = calloc(n * 2, sizeof(*sel->elems)))) {
-        pl_sel_req_clear(sel);
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
-    for (int i = 0; i < argc; i++) {
-        const char *dot = strchr(argv[i], '.');
-        char head[32];
-        uint64_t a, idx;
-        if (!dot) {
-            if (pl_cli_parse_id(argv[i], &sel->ids[sel->nids], errp) < 0)
-                goto error;
-            sel->nids++;
-            continue;
-        }
-        /* ID.N: element N of array ID */
-        if ((size_t)(dot - argv[i]) >= sizeof(head) || dot == argv[i]
-            || !dot[1]) {
-            not_id(argv[i], errp);
-            goto error;
-        }
-        snprintf(head, sizeof(head), "%.*s", (int)(dot - argv[i]), argv[i]);
-        if (pl_cli_parse_uint("task id", head, 1, INT64_MAX, &a, errp) < 0
-            || pl_cli_parse_uint("array index", dot + 1, 0,
-                                 PL_SPEC_MAX_INDEX, &idx, errp) < 0) {
-            not_id(argv[i], errp);
-            goto error;
-        }
-        sel->elems[2 * sel->nelems] = a;
-        sel->elems[2 * sel->nelems + 1] = idx;
-        sel->nelems++;
-    }
-    return 0;
-error:
-    pl_sel_req_clear(sel);
-    return -1;
+    if (!(c = pl_conn_open(&cli->find, need, &err)))
+        *exitp = pl_cli_error("%s", err.text);
+    return c;
 }

@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "client/parse.h"
+#include "client/pilot.h"
 #include "proto/clientmsg.h"
 #include "proto/error.h"
 
@@ -35,21 +37,17 @@ enum pl_cli_opt {
     { "help", no_argument, NULL, 'h' },                                        \
     { "version", no_argument, NULL, PL_OPT_VERSION }
 
-struct pl_slurm;
-
 /* What one invocation knows: global options and lazily made helpers. */
 struct pl_cli {
     const char *cmd;         /* the subcommand's name, or NULL */
-    const char *pilot;       /* --pilot or $PILOT_ID; NULL: find it */
+    struct pl_find find;     /* which pilot, and how to reach it: --pilot
+                                (find.pilot), the environment's */
     bool json;               /* --json */
-    int timeout_ms;          /* one request's limit ($PILOT_TIMEOUT) */
-    const char *keys;        /* $PILOT_KEYS: the keys directory to use,
-                                or NULL: the pilot's own (DIR/keys) */
-    struct pl_slurm *slurm;  /* created on first use by pl_cli_slurm() */
 };
 
-/* Fill 'cli' from the environment.  -1 with errp set if PILOT_TIMEOUT
- * is not a positive number of seconds. */
+/* Fill 'cli' from the environment (pl_find_init()); notes of the
+ * connection go to stderr (pl_cli_note()).  -1 with errp set if
+ * PILOT_TIMEOUT is not a positive number of seconds. */
 int pl_cli_init(struct pl_cli *cli, struct pl_error *errp);
 void pl_cli_fini(struct pl_cli *cli);
 
@@ -89,27 +87,15 @@ void pl_cli_sleep(double secs);
  * pilot going down or coming up. */
 #define PL_CLI_POLL 0.2
 
-/* Number arguments.  Each returns 0, or -1 with errp set to a message
- * naming 'what' (the option).  pl_cli_parse_uint: a decimal integer in
- * [min, max].  pl_cli_parse_secs: seconds >= 0, as "90", "1.5", "90s",
- * "10m", "2h".  pl_cli_parse_id: a task id (a positive integer). */
-int pl_cli_parse_uint(const char *what, const char *s, uint64_t min,
-                      uint64_t max, uint64_t *v, struct pl_error *errp);
-/* A size in bytes: N, or N with K, M, G or T (powers of 1024; KiB,
- * KB, k... the same), between 1 and 'max'.  0, or -1 with errp. */
-int pl_cli_parse_size(const char *what, const char *s, uint64_t max,
-                      uint64_t *v, struct pl_error *errp);
-int pl_cli_parse_secs(const char *what, const char *s, double *v,
-                      struct pl_error *errp);
-int pl_cli_parse_id(const char *s, uint64_t *id, struct pl_error *errp);
-
-/* Tasks named on a command line, into 'sel': each "ID" of argv[0..argc-1]
- * is a task, or every element of an array when it is the array's id;
- * each "ID.N" is element N of array ID.  Returns 0 (pl_sel_req_clear()
- * it), or -1 with errp set (a bad id, more than PL_REQ_MAX_IDS, or
- * ENOMEM) and 'sel' empty. */
-int pl_cli_parse_sel(int argc, char **argv, struct pl_sel_req *sel,
-                     struct pl_error *errp);
+/* For a command that names tasks: parse its arguments argv[0..argc-1]
+ * into 'sel' (pl_parse_sel(); pl_sel_req_clear() it), then open the
+ * pilot for 'need' (pl_conn_open()).  On failure the error is printed
+ * (a bad id is a usage error) and NULL returned with *exitp its exit
+ * code: PL_EXIT_USAGE or PL_EXIT_ERROR. */
+struct pl_conn;
+struct pl_conn *pl_conn_open_sel(struct pl_cli *cli, int need, int argc,
+                                 char **argv, struct pl_sel_req *sel,
+                                 int *exitp);
 
 /* The commands: argv[0] is the command's name; each returns an exit
  * code. */
@@ -130,7 +116,6 @@ int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv);
  * said HELLO), at most 'secs', with a progress line on a terminal;
  * *poolp: the pool as 'pool ls' gives it (json_decref()).  0, or the
  * exit code after printing the error. */
-struct pl_conn;
 int pl_pool_wait_ready(struct pl_conn *conn, const char *name, double secs,
                        json_t **poolp);
 

@@ -191,7 +191,7 @@ int pl_cmd_down(struct pl_cli *cli, int argc, char **argv)
     if (optind < argc)
         return pl_cli_usage(cli, "unexpected argument '%s' (use --pilot ID)",
                             argv[optind]);
-    if (!(conn = pl_conn_open(cli, PL_CONN_STOP, &err)))
+    if (!(conn = pl_conn_open(&cli->find, PL_CONN_STOP, &err)))
         return pl_cli_error("%s", err.text);
     p = &conn->pilot;
     switch (p->state) {

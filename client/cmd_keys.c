@@ -74,7 +74,7 @@ static int find_pilot(struct pl_cli *cli, struct pl_pilot *p, char *kdir,
 {
     struct pl_error err;
 
-    if (pl_conn_find(cli, PL_CONN_READ, p, &err) < 0)
+    if (pl_conn_find(&cli->find, PL_CONN_READ, p, &err) < 0)
         return pl_cli_error("%s", err.text);
     pl_keys_path(p->dir, kdir, len);
     if (pl_keys_check(kdir, true, &err) < 0)
@@ -232,7 +232,7 @@ static int reload(struct pl_cli *cli, const struct pl_pilot *p,
 
     if (p->state != PL_PILOT_RUNNING)
         return 0;
-    if (!(conn = pl_conn_attach(cli, p, errp)))
+    if (!(conn = pl_conn_attach(&cli->find, p, errp)))
         return -1;
     res = pl_conn_keys(conn, errp);
     pl_conn_free(conn);

@@ -237,8 +237,8 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
             follow = true;
             break;
         case OPT_ATTEMPT:
-            if (pl_cli_parse_uint("--attempt", optarg, 1, UINT32_MAX,
-                                  &want, &err) < 0)
+            if (pl_parse_uint("--attempt", optarg, 1, UINT32_MAX,
+                              &want, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             break;
         }

@@ -191,8 +191,8 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
             tags[ntags++] = optarg;
             break;
         case OPT_LIMIT:
-            if (pl_cli_parse_uint("--limit", optarg, 1, UINT32_MAX, &limit,
-                                  &err) < 0)
+            if (pl_parse_uint("--limit", optarg, 1, UINT32_MAX, &limit,
+                              &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             break;
         }

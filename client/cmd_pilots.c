@@ -84,7 +84,7 @@ int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv)
     }
     for (size_t i = 0; ids[i]; i++) {
         struct pl_pilot p;
-        if (pl_pilot_load(cli, home, ids[i], &p, &err) < 0) {
+        if (pl_pilot_load(&cli->find, home, ids[i], &p, &err) < 0) {
             if (errno == ENOENT)
                 continue; /* removed meanwhile */
             pl_cli_error("%s", err.text); /* refused: pilotdir.h */

@@ -199,7 +199,7 @@ static int do_start(struct pl_cli *cli, const struct pl_pool_req *pr,
 
     if (pl_pool_req_check(pr, &err) < 0)
         return pl_cli_usage(cli, "%s", err.text);
-    if (!(conn = pl_conn_open(cli, PL_CONN_WRITE, &err)))
+    if (!(conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err)))
         return pl_cli_error("%s", err.text);
     if (!(p = pl_conn_pool(conn, PL_MSG_POOL_START, pr, &err))) {
         rc = pl_cli_error("%s", err.text);
@@ -234,7 +234,7 @@ static int do_ls(struct pl_cli *cli)
     json_t *pools;
     int rc = PL_EXIT_OK;
 
-    if (!(conn = pl_conn_open(cli, PL_CONN_WRITE, &err)))
+    if (!(conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err)))
         return pl_cli_error("%s", err.text);
     if (!(pools = pl_conn_pool(conn, PL_MSG_POOL_LIST, NULL, &err)))
         rc = pl_cli_error("%s", err.text);
@@ -259,7 +259,7 @@ static int do_stop(struct pl_cli *cli, const char *name)
     int rc = PL_EXIT_OK;
 
     snprintf(pr.name, sizeof(pr.name), "%s", name);
-    if (!(conn = pl_conn_open(cli, PL_CONN_WRITE, &err)))
+    if (!(conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err)))
         return pl_cli_error("%s", err.text);
     if (!(p = pl_conn_pool(conn, PL_MSG_POOL_STOP, &pr, &err)))
         rc = pl_cli_error("%s", err.text);
@@ -323,8 +323,8 @@ int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv)
             static const uint64_t hi[] = { PL_SPEC_MAX_RPN, PL_SPEC_MAX_NODES,
                                            PL_SPEC_MAX_CPR, PL_SPEC_MAX_GPR };
             int k = c - OPT_RPN;
-            if (pl_cli_parse_uint(names[k], optarg, lo[k], hi[k], dst[k],
-                                  &err) < 0)
+            if (pl_parse_uint(names[k], optarg, lo[k], hi[k], dst[k],
+                              &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             start_opts = true;
             break;
@@ -348,7 +348,7 @@ int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv)
             start_opts = true;
             break;
         case OPT_WAIT_TIMEOUT:
-            if (pl_cli_parse_secs("--wait-timeout", optarg, &wait, &err) < 0)
+            if (pl_parse_secs("--wait-timeout", optarg, &wait, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             if (wait <= 0)
                 return pl_cli_usage(cli, "--wait-timeout: want a positive "

@@ -179,7 +179,7 @@ int pl_cmd_status(struct pl_cli *cli, int argc, char **argv)
     if (optind < argc)
         return pl_cli_usage(cli, "unexpected argument '%s'", argv[optind]);
     rc = PL_EXIT_ERROR;
-    if (!(conn = pl_conn_open(cli, PL_CONN_READ, &err))
+    if (!(conn = pl_conn_open(&cli->find, PL_CONN_READ, &err))
         || !(status = pl_conn_status(conn, &err))) {
         pl_cli_error("%s", err.text);
         goto done;

@@ -11,6 +11,7 @@
 #include "client/output.h"
 #include "client/spec.h"
 #include "client/spec_py.h"
+#include "client/submit.h"
 #include "client/taskfile.h"
 #include "proto/strv.h"
 
@@ -292,130 +293,15 @@ static int check_specs(struct pl_spec *specs, size_t n, const size_t *lines,
     return 0;
 }
 
-/* The tasks a spec makes: its array's elements (the indexes a retry
- * makes are pilotd's to choose: at most these), else 1. */
-static uint64_t elements(const struct pl_spec *s)
+/* pilot submit's progress on a terminal, for a submit of many requests */
+static void progress_cb(size_t done, uint64_t total, void *arg)
 {
-    return s->array ? (s->aend - s->astart) / s->astep + 1 : 1;
+    (void)arg;
+    fprintf(stderr, "\rsubmitted %zu of %llu tasks", done,
+            (unsigned long long)total);
 }
 
-#define SUBMIT_BYTES (PL_MSG_MAX / 4) /* of one submit request, at most */
-
-/* Where a submit stands: its connection, the ids pilotd gave so far. */
-struct sender {
-    struct pl_conn *conn;
-    const size_t *lines;      /* each spec's line of 'file', or NULL */
-    const char *file;
-    json_t *ids;
-    uint64_t total;           /* the tasks the specs make, for progress */
-    bool tty;
-};
-
-/* Send specs [off, off + m) as one request (when 'slice' is given, it is
- * sent in their place: a slice of spec 'off'); their ids are added to
- * snd->ids, *more is the reply's "more" (a retry's next index; 0: none).
- * 0, or -1 after printing the error. */
-static int send_req(struct sender *snd, const struct pl_spec *specs,
-                    size_t off, size_t m, const struct pl_spec *slice,
-                    uint64_t *more)
-{
-    struct pl_error err;
-    json_t *reply = pl_conn_submit(snd->conn, slice ? slice : specs + off,
-                                   (uint32_t)m, &err);
-    size_t had = json_array_size(snd->ids);
-    json_t *got;
-
-    if (!reply) {
-        const size_t *lines = snd->lines;
-        unsigned k;
-        int used = 0;
-        /* the requests before this one were queued: their ids go to
-         * stdout all the same (pl_cmd_submit), and the error says so */
-        char before[128] = "";
-        if (had)
-            snprintf(before, sizeof(before), " (the %zu tasks of the "
-                     "requests before it were queued: %s on stdout)", had,
-                     slice && !lines ? "the array's id is"
-                                     : "their ids are");
-        if (lines && sscanf(err.text, "task %u: %n", &k, &used) == 1
-            && used > 0 && k >= 1 && k <= m)
-            pl_cli_error("%s: line %zu: %s%s", snd->file, lines[off + k - 1],
-                         err.text + used, before);
-        else if (lines && m == 1)
-            pl_cli_error("%s: line %zu: %s%s", snd->file, lines[off],
-                         err.text, before);
-        else
-            pl_cli_error("%s%s", err.text, before);
-        return -1;
-    }
-    got = json_object_get(reply, "ids");
-    json_t *jm = json_object_get(reply, "more");
-    if (!json_is_array(got) || json_array_size(got) == 0
-        || (jm && (!json_is_integer(jm) || json_integer_value(jm) <= 0))) {
-        json_decref(reply);
-        pl_cli_error("pilotd answered submit without task ids");
-        return -1;
-    }
-    *more = jm ? (uint64_t)json_integer_value(jm) : 0;
-    json_array_extend(snd->ids, got);
-    json_decref(reply);
-    if (snd->tty)
-        fprintf(stderr, "\rsubmitted %zu of %llu tasks",
-                json_array_size(snd->ids), (unsigned long long)snd->total);
-    return 0;
-}
-
-/* The id of the first task pilotd gave in this submit after 'had'. */
-static uint64_t first_id(const struct sender *snd, size_t had)
-{
-    return (uint64_t)json_integer_value(json_array_get(snd->ids, had));
-}
-
-/* Spec 's', an array of more elements than one request may make
- * (pl_spec_submit_cap(): 5,000, fewer of large commands) or a retry,
- * in requests of at most that many tasks: the first makes the array,
- * the others append to it.  0, or -1 after printing the error. */
-static int send_array(struct sender *snd, const struct pl_spec *specs,
-                      size_t off)
-{
-    const struct pl_spec *s = &specs[off];
-    struct pl_spec sl = *s; /* a shallow copy: only read, never cleared */
-    size_t had = json_array_size(snd->ids);
-    uint64_t more = 0;
-
-    if (s->retry) {
-        /* pilotd chooses the indexes, and says where to go on */
-        for (;;) {
-            if (send_req(snd, specs, off, 1, &sl, &more) < 0)
-                return -1;
-            if (!more)
-                return 0;
-            sl.append = first_id(snd, had);
-            if (!s->array) {
-                sl.array = true;
-                sl.aend = PL_SPEC_MAX_INDEX;
-                sl.astep = 1;
-            }
-            sl.astart = more; /* one of the range's: the step holds */
-        }
-    }
-    uint64_t n = elements(s), cap = pl_spec_submit_cap(s);
-    for (uint64_t e = 0; e < n; e += cap) {
-        uint64_t last = e + cap - 1 < n ? e + cap - 1 : n - 1;
-        sl.astart = s->astart + e * s->astep;
-        sl.aend = s->astart + last * s->astep;
-        sl.append = e ? first_id(snd, had) : 0;
-        if (send_req(snd, specs, off, 1, &sl, &more) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Send the 'n' specs; their ids into 'ids'.  A request holds at most
- * PL_SPEC_MAX_SUBMIT specs, SUBMIT_BYTES, PL_SUBMIT_MAX_TASKS tasks and
- * PL_SUBMIT_MAX_BYTES of commands
- * (pilotd stores a request in one turn of its loop); an array larger
- * than that, or a retry, goes in requests of its own (send_array).  An
+/* Send the 'n' specs (pl_submit_specs()); their ids into 'ids'.  An
  * error of spec K of a request names its line when 'lines' is given.
  * 0, or -1 after printing the error, 'ids' then holding those of the
  * requests that were queued before it. */
@@ -424,49 +310,48 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
                       json_t *ids)
 {
     struct pl_error err;
-    struct sender snd = { .lines = lines, .file = file, .ids = ids };
-    int rc = -1;
+    struct pl_submit_fail f;
+    struct pl_conn *conn;
+    bool tty;
+    unsigned k;
+    int used = 0, rc;
 
-    if (!(snd.conn = pl_conn_open(cli, PL_CONN_WRITE, &err))) {
+    if (!(conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err))) {
         pl_cli_error("%s", err.text);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        snd.total += elements(&specs[i]);
-    snd.tty = isatty(STDERR_FILENO) && snd.total > PL_SUBMIT_MAX_TASKS;
-    for (size_t off = 0, m; off < n; off += m) {
-        size_t bytes = 0;
-        uint64_t tasks = 0, cmds = 0, more;
-        if (specs[off].retry
-            || elements(&specs[off]) > pl_spec_submit_cap(&specs[off])) {
-            if (send_array(&snd, specs, off) < 0)
-                goto done;
-            m = 1;
-            continue;
-        }
-        /* 100,000 specs of 1.5 MiB commands each would be far over the
-         * frame pilotd and ZeroMQ take (PL_MSG_MAX) */
-        for (m = 0; off + m < n && m < PL_SPEC_MAX_SUBMIT; m++) {
-            const struct pl_spec *s = &specs[off + m];
-            size_t b = pl_spec_wire_bytes(s);
-            uint64_t c = elements(s) * pl_spec_store_bytes(s);
-            if (m > 0 && (s->retry || bytes + b > SUBMIT_BYTES
-                          || tasks + elements(s) > PL_SUBMIT_MAX_TASKS
-                          || cmds + c > PL_SUBMIT_MAX_BYTES))
-                break;
-            bytes += b;
-            tasks += elements(s);
-            cmds += c;
-        }
-        if (send_req(&snd, specs, off, m, NULL, &more) < 0)
-            goto done;
+    tty = isatty(STDERR_FILENO)
+          && pl_submit_tasks(specs, n) > PL_SUBMIT_MAX_TASKS;
+    rc = pl_submit_specs(conn, specs, n, ids, tty ? progress_cb : NULL, NULL,
+                         &f, &err);
+    pl_conn_free(conn);
+    if (rc == 0) {
+        if (tty)
+            fprintf(stderr, "\n");
+        return 0;
     }
-    if (snd.tty)
-        fprintf(stderr, "\n");
-    rc = 0;
-done:
-    pl_conn_free(snd.conn);
-    return rc;
+    if (f.bad_reply) {
+        pl_cli_error("%s", err.text);
+        return -1;
+    }
+    /* the requests before this one were queued: their ids go to stdout
+     * all the same (pl_cmd_submit), and the error says so */
+    size_t had = json_array_size(ids);
+    char before[128] = "";
+    if (had)
+        snprintf(before, sizeof(before), " (the %zu tasks of the requests "
+                 "before it were queued: %s on stdout)", had,
+                 f.slice && !lines ? "the array's id is" : "their ids are");
+    if (lines && sscanf(err.text, "task %u: %n", &k, &used) == 1 && used > 0
+        && k >= 1 && k <= f.m)
+        pl_cli_error("%s: line %zu: %s%s", file, lines[f.off + k - 1],
+                     err.text + used, before);
+    else if (lines && f.m == 1)
+        pl_cli_error("%s: line %zu: %s%s", file, lines[f.off], err.text,
+                     before);
+    else
+        pl_cli_error("%s%s", err.text, before);
+    return -1;
 }
 
 struct byline {
@@ -537,7 +422,7 @@ static int pickled_input(struct pl_cli *cli, struct pl_cli_spec *b,
     struct pl_pilot p;
     const char *slash = strrchr(input, '/');
 
-    if (pl_conn_find(cli, PL_CONN_WRITE, &p, errp) < 0
+    if (pl_conn_find(&cli->find, PL_CONN_WRITE, &p, errp) < 0
         || pl_cli_spec_py_input(b, input, p.dir, errp) < 0)
         return -1;
     if (b->spec.argv && b->spec.argv[0])

@@ -116,7 +116,7 @@ static int wait_pools(struct pl_cli *cli, struct pl_pilot *p,
     struct pl_conn *conn;
     int rc = PL_EXIT_OK;
 
-    if (!(conn = pl_conn_attach(cli, p, &err)))
+    if (!(conn = pl_conn_attach(&cli->find, p, &err)))
         return pl_cli_error("%s", err.text);
     for (int i = 0; i < o->npools && rc == PL_EXIT_OK; i++) {
         struct pl_pool_req pr;
@@ -205,8 +205,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             continue;
         switch (c) {
         case OPT_NODES:
-            if (pl_cli_parse_uint("--nodes", optarg, 1, 100000, &o->nodes,
-                                  &err) < 0)
+            if (pl_parse_uint("--nodes", optarg, 1, 100000, &o->nodes,
+                              &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             o->nodes_set = true;
             break;
@@ -218,8 +218,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             o->time = optarg;
             break;
         case OPT_GPUS:
-            if (pl_cli_parse_uint("--gpus-per-node", optarg, 1, 1024,
-                                  &o->gpus, &err) < 0)
+            if (pl_parse_uint("--gpus-per-node", optarg, 1, 1024,
+                              &o->gpus, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             o->gpus_set = true;
             break;
@@ -279,15 +279,15 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             break;
         }
         case OPT_LOST_AFTER:
-            if (pl_cli_parse_secs("--lost-after", optarg, &o->lost_after,
-                                  &err) < 0)
+            if (pl_parse_secs("--lost-after", optarg, &o->lost_after,
+                              &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             if (o->lost_after < 1 || o->lost_after > 86400)
                 return pl_cli_usage(cli, "--lost-after: want 1 s to 1 day");
             break;
         case OPT_START_TIMEOUT:
-            if (pl_cli_parse_secs("--start-timeout", optarg,
-                                  &o->start_timeout, &err) < 0)
+            if (pl_parse_secs("--start-timeout", optarg,
+                              &o->start_timeout, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             if (o->start_timeout != 0
                 && (o->start_timeout < 1 || o->start_timeout > 86400))
@@ -307,8 +307,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             o->wait = true;
             break;
         case OPT_WAIT_TIMEOUT:
-            if (pl_cli_parse_secs("--wait-timeout", optarg, &o->wait_timeout,
-                                  &err) < 0)
+            if (pl_parse_secs("--wait-timeout", optarg, &o->wait_timeout,
+                              &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             if (o->wait_timeout <= 0)
                 return pl_cli_usage(cli, "--wait-timeout: '%s' is not more "

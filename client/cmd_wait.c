@@ -1,4 +1,5 @@
 /* client/cmd_wait.c - pilot wait: until tasks end, with a progress bar */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,8 @@
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
+#include "client/sub.h"
+#include "proto/state.h"
 #include "proto/strv.h"
 
 static const char help[] =
@@ -127,18 +130,6 @@ static void print_plain(const struct wait_counts *w, double elapsed)
             w->total, counts, pl_out_duration(elapsed, el, sizeof(el)));
 }
 
-/* Sleep between two counts: PL_CLI_POLL, or 4 times what the last one
- * cost pilotd (an array of a million tasks takes a while to count), so
- * that a wait never keeps pilotd busy more than a fifth of the time. */
-static void sleep_poll(double last_cost, double left)
-{
-    double secs = 4 * last_cost > PL_CLI_POLL ? 4 * last_cost : PL_CLI_POLL;
-
-    if (left > 0 && secs > left)
-        secs = left; /* --timeout comes first */
-    pl_cli_sleep(secs);
-}
-
 /* "no task 12" or "no tasks 12, 13" from the 'unknown' list. */
 static int unknown_error(const json_t *unknown)
 {
@@ -159,8 +150,91 @@ static int unknown_error(const json_t *unknown)
     return WAIT_ERROR;
 }
 
-/* Poll until every task has ended.  Returns an exit code; *countsp is
- * the last counts object (or NULL). */
+/* An end pushed: the counts move on until the next count says more. */
+static void end_cb(struct pl_sub *sub, const struct pl_end *e, void *arg)
+{
+    struct wait_counts *w = arg;
+    (void)sub;
+
+    switch (e->state) {
+    case PL_ST_DONE: w->done++; break;
+    case PL_ST_FAILED: w->failed++; break;
+    case PL_ST_CANCELED: w->canceled++; break;
+    case PL_ST_TIMEOUT: w->timeout++; break;
+    default: return;
+    }
+    if (w->running > 0)
+        w->running--;
+    else if (w->queued > 0)
+        w->queued--;
+    else if (w->waiting > 0)
+        w->waiting--;
+    if (ended(w) > w->total)
+        w->total = ended(w); /* --all: a task submitted since the count */
+}
+
+/* After a request failed with 'err': go on (true) if pilotd may answer
+ * the next one: its pilot still runs and the request was the first to
+ * time out ('*tries' counts them: a request that was with a pilotd
+ * killed and started again is lost), or its pilotd moved (a local
+ * pilot's, restarted: 'sub' goes there too).  When the pilot went down
+ * the connection is its database now (conn->db); else the error is
+ * said. */
+static bool go_on(struct pl_conn *conn, struct pl_sub *sub, int *tries,
+                  const struct pl_error *err, bool tty)
+{
+    int e = errno;
+
+    if (pl_conn_recheck(conn)) {
+        if (sub)
+            pl_sub_set_rpc(sub, NULL); /* freed with the connection */
+        return false;
+    }
+    if (pl_conn_moved(conn)) {
+        if (sub)
+            pl_sub_set_rpc(sub, conn->rpc);
+        return true;
+    }
+    if (e == ETIMEDOUT && ++*tries < 2)
+        return true;
+    if (tty)
+        pl_out_progress_clear(stderr);
+    pl_cli_error("%s", err->text);
+    return false;
+}
+
+/* The counts again into *countsp and 'w'.  0; 1 if the pilot went down
+ * (then they are its database's); -1 (error said). */
+static int recount(struct pl_conn *conn, struct pl_sub *sub,
+                   const struct pl_sel_req *sel, json_t **countsp,
+                   struct wait_counts *w, bool tty)
+{
+    struct pl_error err;
+    json_t *next;
+    int tries = 0, rc = 0;
+
+    while (!(next = pl_conn_counts(conn, sel, &err))) {
+        if (go_on(conn, sub, &tries, &err, tty))
+            continue;
+        if (!conn->db)
+            return -1; /* said */
+        if (!(next = pl_conn_counts(conn, sel, &err))) {
+            pl_cli_error("%s", err.text);
+            return -1;
+        }
+        rc = 1;
+        break;
+    }
+    json_decref(*countsp);
+    *countsp = next;
+    get_counts(next, w);
+    return rc;
+}
+
+/* Wait until every task has ended, told by pilotd's pushes (client/sub.h);
+ * the counts of the progress bar are asked for at most every
+ * PLAIN_EVERY.  Returns an exit code; *countsp is the last counts object
+ * (or NULL). */
 static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
                      const struct pl_sel_req *sel, double limit,
                      json_t **countsp)
@@ -168,31 +242,63 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
     struct pl_error err;
     struct wait_counts w, shown = { -1, 0, 0, 0, 0, 0, 0, 0 };
     bool tty = isatty(STDERR_FILENO) && !cli->json;
-    double t0 = pl_mono(), last_plain = -PLAIN_EVERY, cost;
+    double t0 = pl_mono(), last_plain = -PLAIN_EVERY, counted;
     long long ended0;
+    struct pl_sub *sub = NULL;
     json_t *counts;
+    int rc = WAIT_ERROR, tries = 0;
 
     if (!(counts = pl_conn_counts(conn, sel, &err))) {
         pl_cli_error("%s", err.text);
         return WAIT_ERROR;
     }
-    cost = pl_mono() - t0;
+    counted = pl_mono();
     *countsp = counts;
     if (json_array_size(json_object_get(counts, "unknown")) > 0)
         return unknown_error(json_object_get(counts, "unknown"));
     get_counts(counts, &w);
     ended0 = ended(&w);
+    /* the watch after the count: an end between the two is not counted
+     * twice (a count of all tasks is the pilot's total so far) */
+    if (ended(&w) < w.total && conn->rpc) {
+        if (!(sub = pl_sub_new(conn->rpc, NULL, conn->timeout_ms, end_cb, &w,
+                               &err))
+            || pl_sub_add(sub, sel, sel == NULL, &err) < 0) {
+            pl_cli_error("%s", err.text);
+            goto done;
+        }
+    }
     for (;;) {
         double elapsed = pl_mono() - t0;
-        if (ended(&w) >= w.total)
-            break;
+        if (sub && !conn->rpc) {
+            pl_sub_free(sub); /* the pilot went down (recount()) */
+            sub = NULL;
+        }
+        if (ended(&w) >= w.total && (!sub || pl_sub_pending(sub) == 0)) {
+            /* the last end is pushed: the final counts (--all: none was
+             * submitted since, else wait for it too) */
+            if (!sub)
+                break;
+            if (recount(conn, sub, sel, countsp, &w, tty) < 0)
+                goto done;
+            counted = pl_mono();
+            if (ended(&w) >= w.total)
+                break;
+        }
+        else if (sub && pl_sub_pending(sub) == 0) {
+            if (recount(conn, sub, sel, countsp, &w, tty) < 0)
+                goto done;
+            counted = pl_mono();
+            if (ended(&w) >= w.total)
+                break;
+        }
         if (!conn->rpc) {
             if (tty)
                 pl_out_progress_clear(stderr);
             pl_cli_error("pilot %s is not running: %lld of %lld tasks "
                          "will not end", conn->pilot.id, w.total - ended(&w),
                          w.total);
-            return WAIT_ERROR;
+            goto done;
         }
         if (limit > 0 && elapsed >= limit) {
             char d[32];
@@ -201,7 +307,8 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             pl_cli_say("pilot: wait: timed out after %s: %lld of %lld tasks "
                        "ended", pl_out_duration(limit, d, sizeof(d)),
                        ended(&w), w.total);
-            return WAIT_TIMEOUT;
+            rc = WAIT_TIMEOUT;
+            goto done;
         }
         if (tty)
             draw_bar(&w, ended0, elapsed);
@@ -211,28 +318,29 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
             shown = w;
             last_plain = elapsed;
         }
-        sleep_poll(cost, limit > 0 ? limit - elapsed : 0);
-        double t_ask = pl_mono();
-        json_t *next = pl_conn_counts(conn, sel, &err);
-        cost = pl_mono() - t_ask;
-        if (!next) {
-            if (!pl_conn_recheck(conn)) {
-                if (tty)
-                    pl_out_progress_clear(stderr);
-                pl_cli_error("%s", err.text);
-                return WAIT_ERROR;
-            }
-            /* the pilot went down: one last look at what it recorded */
-            if (!conn->db)
+        /* until a push, the bar's next frame, the next count or
+         * --timeout, whichever comes first */
+        double secs = tty ? 0.25 : PLAIN_EVERY;
+        if (limit > 0 && limit - elapsed < secs)
+            secs = limit - elapsed;
+        if (sub && pl_sub_wait(sub, (int)(secs * 1000) + 1, &err) < 0) {
+            if (go_on(conn, sub, &tries, &err, tty))
                 continue;
-            if (!(next = pl_conn_counts(conn, sel, &err))) {
-                pl_cli_error("%s", err.text);
-                return WAIT_ERROR;
-            }
+            if (!conn->db)
+                goto done; /* said */
+            /* the pilot went down: one last look at what it recorded */
+            pl_sub_free(sub);
+            sub = NULL;
+            if (recount(conn, NULL, sel, countsp, &w, tty) < 0)
+                goto done;
+            continue;
         }
-        json_decref(counts);
-        *countsp = counts = next;
-        get_counts(counts, &w);
+        tries = 0;
+        if (pl_mono() - counted >= PLAIN_EVERY && conn->rpc) {
+            if (recount(conn, sub, sel, countsp, &w, tty) < 0)
+                goto done;
+            counted = pl_mono();
+        }
     }
     if (tty)
         pl_out_progress_clear(stderr);
@@ -243,7 +351,13 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
                    w.done, w.failed, w.canceled, w.timeout,
                    pl_out_duration(pl_mono() - t0, d, sizeof(d)));
     }
-    return w.done == w.total ? WAIT_DONE : WAIT_FAILED;
+    rc = w.done == w.total ? WAIT_DONE : WAIT_FAILED;
+done:
+    /* the watch goes with us (else pilotd keeps it 10 minutes) */
+    if (sub && conn->rpc)
+        (void)pl_sub_unwatch(sub, &err);
+    pl_sub_free(sub);
+    return rc;
 }
 
 int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
@@ -274,7 +388,7 @@ int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv)
             all = true;
             break;
         case OPT_TIMEOUT:
-            if (pl_cli_parse_secs("--timeout", optarg, &limit, &err) < 0) {
+            if (pl_parse_secs("--timeout", optarg, &limit, &err) < 0) {
                 pl_cli_usage(cli, "%s", err.text);
                 return WAIT_ERROR;
             }

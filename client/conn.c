@@ -1,4 +1,4 @@
-/* client/conn.c - the pilot a command talks to: pilotd, or its state DB */
+/* client/conn.c - the pilot a client talks to: pilotd, or its state DB */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "client/conn.h"
-#include "client/output.h"
 #include "proto/keys.h"
 #include "proto/mpjson.h"
 #include "proto/msg.h"
@@ -51,10 +50,10 @@ static bool has_db(const char *home, const char *id)
 /* Load pilot 'id' for a look among all: 1 if it is there, 0 if it is
  * not (removed meanwhile), -1 if it may not be used (pl_pilotdir_path():
  * refused, with errp). */
-static int load_any(struct pl_cli *cli, const char *home, const char *id,
+static int load_any(struct pl_find *f, const char *home, const char *id,
                     struct pl_pilot *p, struct pl_error *errp)
 {
-    if (pl_pilot_load(cli, home, id, p, errp) == 0)
+    if (pl_pilot_load(f, home, id, p, errp) == 0)
         return 1;
     return errno == ENOENT ? 0 : -1;
 }
@@ -62,7 +61,7 @@ static int load_any(struct pl_cli *cli, const char *home, const char *id,
 /* Pilots still starting among those with no endpoint file, newest first,
  * into 'found' (borrowed from 'ids').  Returns how many, or -1 (a pilot
  * directory refused, errp). */
-static ssize_t scan_starting(struct pl_cli *cli, const char *home,
+static ssize_t scan_starting(struct pl_find *f, const char *home,
                              char **ids, char **found, size_t max,
                              struct pl_pilot *first, struct pl_error *errp)
 {
@@ -74,7 +73,7 @@ static ssize_t scan_starting(struct pl_cli *cli, const char *home,
         if (pl_pilot_has_endpoint(home, ids[i]))
             continue;
         asked++;
-        if ((rc = load_any(cli, home, ids[i], &p, errp)) < 0)
+        if ((rc = load_any(f, home, ids[i], &p, errp)) < 0)
             return -1;
         if (rc == 0 || p.state != PL_PILOT_STARTING)
             continue;
@@ -102,7 +101,7 @@ static int not_running(const struct pl_pilot *p, struct pl_error *errp)
     }
 }
 
-int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
+int pl_conn_find(struct pl_find *f, int need, struct pl_pilot *p,
                  struct pl_error *errp)
 {
     char home[PL_PATH_MAX];
@@ -112,10 +111,11 @@ int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
     size_t n = 0, nstale = 0;
     struct pl_pilot first_stale;
 
-    if (pl_home(home, sizeof(home), errp) < 0)
+    if ((f->home ? pl_home_at(f->home, home, sizeof(home), errp)
+                 : pl_home(home, sizeof(home), errp)) < 0)
         return -1;
-    if (cli->pilot)
-        return pl_pilot_load(cli, home, cli->pilot, p, errp);
+    if (f->pilot)
+        return pl_pilot_load(f, home, f->pilot, p, errp);
     if (!(ids = pl_pilotdir_list(home, errp)))
         return -1;
     for (size_t i = 0; ids[i]; i++) {
@@ -123,7 +123,7 @@ int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
         int rc;
         if (!pl_pilot_has_endpoint(home, ids[i]))
             continue;
-        if ((rc = load_any(cli, home, ids[i], &q, errp)) < 0)
+        if ((rc = load_any(f, home, ids[i], &q, errp)) < 0)
             goto error;
         if (rc == 0)
             continue;
@@ -156,13 +156,13 @@ int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
             i++;
         if (!has_db(home, ids[i]))
             i = 0;
-        if (pl_pilot_load(cli, home, ids[i], p, errp) < 0)
+        if (pl_pilot_load(f, home, ids[i], p, errp) < 0)
             goto error;
         goto done;
     }
     if (need == PL_CONN_WRITE || need == PL_CONN_STOP) {
         char *starting[8];
-        ssize_t ns = scan_starting(cli, home, ids, starting, 8, p, errp);
+        ssize_t ns = scan_starting(f, home, ids, starting, 8, p, errp);
         if (ns < 0)
             goto error;
         if (ns == 1 && need == PL_CONN_STOP)
@@ -230,16 +230,16 @@ static int open_db(struct pl_conn *c, struct pl_error *errp)
         return -1;
     switch (p->state) {
     case PL_PILOT_STARTING:
-        pl_cli_note("pilot %s is starting (%s): showing its state so far",
-                    p->id, p->why);
+        pl_find_note(c->find, "pilot %s is starting (%s): showing its "
+                     "state so far", p->id, p->why);
         break;
     case PL_PILOT_STALE:
-        pl_cli_note("pilot %s is not running (%s): showing its last "
-                    "recorded state", p->id, p->why);
+        pl_find_note(c->find, "pilot %s is not running (%s): showing its "
+                     "last recorded state", p->id, p->why);
         break;
     default:
-        pl_cli_note("pilot %s is down: showing its last recorded state",
-                    p->id);
+        pl_find_note(c->find, "pilot %s is down: showing its last recorded "
+                     "state", p->id);
         break;
     }
     return 0;
@@ -253,18 +253,19 @@ static int connect_rpc(struct pl_conn *c, struct pl_error *errp)
     char kdir[PL_PATH_MAX + 16];
     struct pl_keys_peer keys;
 
-    if (c->cli->keys)
-        snprintf(kdir, sizeof(kdir), "%s", c->cli->keys);
+    if (c->find->keys)
+        snprintf(kdir, sizeof(kdir), "%s", c->find->keys);
     else
         pl_keys_path(c->pilot.dir, kdir, sizeof(kdir));
     if (pl_keys_load_peer(kdir, "client", &keys, errp) < 0)
         return -1;
     c->rpc = pl_rpc_new(c->pilot.ep.client, &keys, errp);
     explicit_bzero(&keys, sizeof(keys)); /* the rpc has its copy */
+    snprintf(c->ep, sizeof(c->ep), "%s", c->pilot.ep.client);
     return c->rpc ? 0 : -1;
 }
 
-static struct pl_conn *conn_new(struct pl_cli *cli, struct pl_error *errp)
+static struct pl_conn *conn_new(struct pl_find *f, struct pl_error *errp)
 {
     struct pl_conn *c;
 
@@ -272,19 +273,19 @@ static struct pl_conn *conn_new(struct pl_cli *cli, struct pl_error *errp)
         nomem(errp);
         return NULL;
     }
-    c->cli = cli;
-    c->timeout_ms = cli->timeout_ms;
+    c->find = f;
+    c->timeout_ms = f->timeout_ms;
     return c;
 }
 
-struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
+struct pl_conn *pl_conn_open(struct pl_find *f, int need,
                              struct pl_error *errp)
 {
     struct pl_conn *c;
 
-    if (!(c = conn_new(cli, errp)))
+    if (!(c = conn_new(f, errp)))
         return NULL;
-    if (pl_conn_find(cli, need, &c->pilot, errp) < 0)
+    if (pl_conn_find(f, need, &c->pilot, errp) < 0)
         goto error;
     if (c->pilot.state == PL_PILOT_RUNNING) {
         if (connect_rpc(c, errp) < 0)
@@ -303,12 +304,12 @@ error:
     return NULL;
 }
 
-struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
+struct pl_conn *pl_conn_attach(struct pl_find *f, const struct pl_pilot *p,
                                struct pl_error *errp)
 {
     struct pl_conn *c;
 
-    if (!(c = conn_new(cli, errp)))
+    if (!(c = conn_new(f, errp)))
         return NULL;
     c->pilot = *p;
     if (connect_rpc(c, errp) < 0) {
@@ -335,30 +336,30 @@ bool pl_conn_recheck(struct pl_conn *c)
 
     if (!c->rpc)
         return false;
-    pl_pilot_probe(c->cli, &c->pilot);
+    pl_pilot_probe(c->find, &c->pilot);
     if (c->pilot.state == PL_PILOT_RUNNING)
         return false;
     pl_rpc_free(c->rpc);
     c->rpc = NULL;
     if (open_db(c, &err) < 0)
-        pl_cli_note("%s", err.text); /* requests now say it is down */
+        pl_find_note(c->find, "%s", err.text); /* requests say it's down */
     return true;
 }
 
-struct pl_conn *pl_conn_open_sel(struct pl_cli *cli, int need, int argc,
-                                 char **argv, struct pl_sel_req *sel,
-                                 int *exitp)
+bool pl_conn_moved(struct pl_conn *c)
 {
     struct pl_error err;
-    struct pl_conn *c;
+    struct pl_rpc *old = c->rpc;
 
-    if (pl_cli_parse_sel(argc, argv, sel, &err) < 0) {
-        *exitp = pl_cli_usage(cli, "%s", err.text);
-        return NULL;
+    if (!old || c->pilot.state != PL_PILOT_RUNNING || !c->pilot.has_ep
+        || !strcmp(c->pilot.ep.client, c->ep))
+        return false;
+    if (connect_rpc(c, &err) < 0) {
+        c->rpc = old; /* asked again at the next failure */
+        return false;
     }
-    if (!(c = pl_conn_open(cli, need, &err)))
-        *exitp = pl_cli_error("%s", err.text);
-    return c;
+    pl_rpc_free(old);
+    return true;
 }
 
 /* The number to build the next request with, or 0 with errp set
@@ -590,6 +591,12 @@ json_t *pl_conn_pool(struct pl_conn *c, int type,
                 pl_msg_type_name(type), errp);
 }
 
+/* Integer 'key' of 'obj', or 0. */
+static json_int_t jint(const json_t *obj, const char *key)
+{
+    return json_integer_value(json_object_get(obj, key));
+}
+
 /* Per node: running tasks and the cores and GPUs they hold, as the
  * database last recorded them. */
 static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)
@@ -619,9 +626,9 @@ static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)
                                                                      "name"));
                 if (!name || strcmp(name, node))
                     continue;
-                json_int_t c = pl_out_jint(n, "cores_busy", 0);
-                json_int_t g = pl_out_jint(n, "gpus_busy", 0);
-                json_int_t r = pl_out_jint(n, "running", 0);
+                json_int_t c = jint(n, "cores_busy");
+                json_int_t g = jint(n, "gpus_busy");
+                json_int_t r = jint(n, "running");
                 c += (json_int_t)json_array_size(json_object_get(t, "cores"));
                 g += (json_int_t)json_array_size(json_object_get(t, "gpus"));
                 json_object_set_new(n, "cores_busy", json_integer(c));

@@ -1,9 +1,11 @@
-/* client/conn.h - the pilot a command talks to: pilotd, or its state DB
+/* client/conn.h - the pilot a client talks to: pilotd, or its state DB
  *
  * A command asks for tasks, counts or the status the same way whether
  * the pilot runs (a request to pilotd) or not (the same proto/query.c
  * query on its state database, read-only): both give JSON of the shape
- * docs/protocol.md describes, and the command renders that. */
+ * docs/protocol.md describes, and the command renders that.  Shared by
+ * the CLI and libpilot: nothing here prints; notes for the person go to
+ * the pl_find's note callback. */
 #ifndef PL_CLIENT_CONN_H
 #define PL_CLIENT_CONN_H
 
@@ -14,7 +16,6 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "client/cli.h"
 #include "client/pilot.h"
 #include "proto/clientmsg.h"
 #include "proto/error.h"
@@ -30,50 +31,48 @@ enum pl_conn_need {
 };
 
 struct pl_conn {
-    struct pl_cli *cli;     /* borrowed */
+    struct pl_find *find;   /* borrowed */
     struct pl_pilot pilot;  /* read-only for callers */
     struct pl_rpc *rpc;     /* pilotd, when the pilot runs */
     sqlite3 *db;            /* else its state, read-only */
-    int timeout_ms;         /* a request's limit (cli->timeout_ms) */
+    int timeout_ms;         /* a request's limit (find->timeout_ms) */
+    char ep[256];           /* the endpoint 'rpc' is connected to */
 };
 
 /* Choose the pilot: --pilot/PILOT_ID, else the one running pilot (see
  * 'need' for what happens when none runs).  Fills 'p'.  Returns 0, or -1
  * with errp set ("no pilot running (start one with 'pilot up')",
  * "several pilots are running (p1, p3): ..."). */
-int pl_conn_find(struct pl_cli *cli, int need, struct pl_pilot *p,
+int pl_conn_find(struct pl_find *f, int need, struct pl_pilot *p,
                  struct pl_error *errp);
 
 /* Find the pilot and connect to it: to pilotd when it runs (with
- * CURVE, the client keys of cli->keys or of the pilot's keys/ directory:
+ * CURVE, the client keys of f->keys or of the pilot's keys/ directory:
  * an error if they are missing or others may read them); for
  * PL_CONN_READ on a pilot that does not, open its state database and
- * print a note saying so on stderr.  For PL_CONN_WRITE a pilot that does
+ * say so in a note (f->note).  For PL_CONN_WRITE a pilot that does
  * not run is an error ("pilot p2 is stale: ...").  For PL_CONN_STOP
  * nothing is opened unless the pilot runs.  NULL with errp set. */
-struct pl_conn *pl_conn_open(struct pl_cli *cli, int need,
+struct pl_conn *pl_conn_open(struct pl_find *f, int need,
                              struct pl_error *errp);
 void pl_conn_free(struct pl_conn *c);
 
 /* Connect to the pilotd of pilot 'p' (copied), whose endpoint has been
  * read, whatever its state: for 'pilot up', which waits for it.  NULL
  * with errp set. */
-struct pl_conn *pl_conn_attach(struct pl_cli *cli, const struct pl_pilot *p,
+struct pl_conn *pl_conn_attach(struct pl_find *f, const struct pl_pilot *p,
                                struct pl_error *errp);
 
 /* After a request failed: look at the pilot again and, if it no longer
- * runs, close the connection, open its state database and say so on
- * stderr.  Returns true if it switched. */
+ * runs, close the connection, open its state database and say so in a
+ * note.  Returns true if it switched. */
 bool pl_conn_recheck(struct pl_conn *c);
 
-/* For a command that names tasks: parse its arguments argv[0..argc-1]
- * into 'sel' (pl_cli_parse_sel(); pl_sel_req_clear() it), then open the
- * pilot for 'need' (pl_conn_open()).  On failure the error is printed
- * (a bad id is a usage error) and NULL returned with *exitp its exit
- * code: PL_EXIT_USAGE or PL_EXIT_ERROR. */
-struct pl_conn *pl_conn_open_sel(struct pl_cli *cli, int need, int argc,
-                                 char **argv, struct pl_sel_req *sel,
-                                 int *exitp);
+/* After a request failed on a pilot that still runs (pl_conn_recheck()
+ * false): if its pilotd now listens on another endpoint (a local
+ * pilot's pilotd was restarted), connect there.  Returns true if it did
+ * (c->rpc is a new connection: the old one is freed). */
+bool pl_conn_moved(struct pl_conn *c);
 
 /* The reads, from pilotd or the database, as new JSON values.  NULL
  * with errno and errp set (ENOENT from show: "no task 12").

@@ -1,16 +1,72 @@
-/* client/pilot.c - one pilot as the CLI sees it: its files and liveness */
+/* client/pilot.c - one pilot as a client sees it: its files and liveness */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/parse.h"
 #include "client/pilot.h"
+
+#define DEFAULT_TIMEOUT_MS 10000
+
+int pl_find_init(struct pl_find *f, struct pl_error *errp)
+{
+    const char *s;
+
+    memset(f, 0, sizeof(*f));
+    f->timeout_ms = DEFAULT_TIMEOUT_MS;
+    if ((s = getenv("PILOT_ID")) && *s)
+        f->pilot = s;
+    if ((s = getenv("PILOT_KEYS")) && *s)
+        f->keys = s;
+    if ((s = getenv("PILOT_TIMEOUT")) && *s) {
+        double secs;
+        if (pl_parse_secs("PILOT_TIMEOUT", s, &secs, errp) < 0)
+            return -1;
+        if (secs <= 0 || secs > 86400) {
+            errno = EINVAL;
+            return pl_errprintf(errp, "PILOT_TIMEOUT: '%s' is not between "
+                                "0 and 86400 seconds", s);
+        }
+        f->timeout_ms = (int)ceil(secs * 1000);
+    }
+    return 0;
+}
+
+void pl_find_fini(struct pl_find *f)
+{
+    pl_slurm_free(f->slurm);
+    f->slurm = NULL;
+}
+
+struct pl_slurm *pl_find_slurm(struct pl_find *f, struct pl_error *errp)
+{
+    if (!f->slurm)
+        f->slurm = pl_slurm_new(errp);
+    return f->slurm;
+}
+
+void pl_find_note(const struct pl_find *f, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+
+    if (!f->note)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    f->note(text, f->note_arg);
+}
 
 const char *pl_pilot_state_name(int state)
 {
@@ -144,7 +200,7 @@ static bool tcp_listening(const char *endpoint, int ms)
     return ok;
 }
 
-static void probe_slurm(struct pl_cli *cli, struct pl_pilot *p)
+static void probe_slurm(struct pl_find *f, struct pl_pilot *p)
 {
     long job = p->info.job ? p->info.job : p->ep.job;
     struct pl_slurm *s;
@@ -160,8 +216,8 @@ static void probe_slurm(struct pl_cli *cli, struct pl_pilot *p)
         p->state = p->has_ep ? PL_PILOT_RUNNING : PL_PILOT_DOWN;
         return;
     }
-    if (!(s = pl_cli_slurm(cli, &err)) || pl_slurm_job(s, job, &p->job,
-                                                       &err) < 0) {
+    if (!(s = pl_find_slurm(f, &err))
+        || pl_slurm_job(s, job, &p->job, &err) < 0) {
         /* give a pilot the benefit of the doubt: its pilotd will answer
          * or time out */
         p->state = p->has_ep ? PL_PILOT_RUNNING : PL_PILOT_DOWN;
@@ -187,7 +243,7 @@ static void probe_slurm(struct pl_cli *cli, struct pl_pilot *p)
                  job);
 }
 
-void pl_pilot_probe(struct pl_cli *cli, struct pl_pilot *p)
+void pl_pilot_probe(struct pl_find *f, struct pl_pilot *p)
 {
     p->why[0] = '\0';
     p->has_job = false;
@@ -195,10 +251,10 @@ void pl_pilot_probe(struct pl_cli *cli, struct pl_pilot *p)
     if (!strcmp(p->info.mode, "local"))
         probe_local(p);
     else
-        probe_slurm(cli, p);
+        probe_slurm(f, p);
 }
 
-int pl_pilot_load(struct pl_cli *cli, const char *home, const char *id,
+int pl_pilot_load(struct pl_find *f, const char *home, const char *id,
                   struct pl_pilot *p, struct pl_error *errp)
 {
     memset(p, 0, sizeof(*p));
@@ -214,6 +270,6 @@ int pl_pilot_load(struct pl_cli *cli, const char *home, const char *id,
         snprintf(p->info.mode, sizeof(p->info.mode), "%s",
                  local ? "local" : "slurm");
     }
-    pl_pilot_probe(cli, p);
+    pl_pilot_probe(f, p);
     return 0;
 }

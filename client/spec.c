@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/cli.h"
+#include "client/parse.h"
 #include "client/spec.h"
 #include "proto/strv.h"
 
@@ -431,8 +431,8 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
     assert(f >= 0); /* pilot submit's options are ours */
     if (fields[f].max) {
         snprintf(what, sizeof(what), "--%s", name);
-        if (pl_cli_parse_uint(what, arg, fields[f].min, fields[f].max, &v,
-                              errp) < 0)
+        if (pl_parse_uint(what, arg, fields[f].min, fields[f].max, &v,
+                          errp) < 0)
             return -1;
         set_uint(s, fields[f].id, v);
         return 0;
@@ -448,10 +448,10 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
             return pl_errset(errp, EINVAL, "--cwd: empty directory");
         return set_str(&s->cwd, arg, errp); /* pl_cli_spec_command() */
     case F_TIMEOUT:
-        return pl_cli_parse_secs("--timeout", arg, &s->timeout, errp);
+        return pl_parse_secs("--timeout", arg, &s->timeout, errp);
     case F_OUTPUT_LIMIT:
-        return pl_cli_parse_size("--output-limit", arg, PL_SPEC_MAX_OUTPUT,
-                                 &s->output_limit, errp);
+        return pl_parse_size("--output-limit", arg, PL_SPEC_MAX_OUTPUT,
+                             &s->output_limit, errp);
     case F_EXCLUSIVE:
         s->exclusive = true;
         return 0;
@@ -738,17 +738,17 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
             && (uint64_t)json_integer_value(v) <= PL_SPEC_MAX_OUTPUT)
             s->output_limit = (uint64_t)json_integer_value(v);
         else if (!json_is_string(v)
-                 || pl_cli_parse_size(key, json_string_value(v),
-                                      PL_SPEC_MAX_OUTPUT, &s->output_limit,
-                                      NULL) < 0)
+                 || pl_parse_size(key, json_string_value(v),
+                                  PL_SPEC_MAX_OUTPUT, &s->output_limit,
+                                  NULL) < 0)
             return wrong(key, errp);
         return 0;
     case F_TIMEOUT:
         if (json_is_number(v) && json_number_value(v) >= 0)
             secs = json_number_value(v);
         else if (!json_is_string(v)
-                 || pl_cli_parse_secs(key, json_string_value(v), &secs,
-                                      NULL) < 0)
+                 || pl_parse_secs(key, json_string_value(v), &secs,
+                                  NULL) < 0)
             return wrong(key, errp);
         s->timeout = secs;
         return 0;

@@ -105,7 +105,7 @@ int pl_up_wait(struct pl_cli *cli, struct pl_pilot *p, pid_t pid,
         double el = pl_mono() - t0;
         if (!conn && pl_endpoint_read(p->dir, &p->ep, NULL) == 0) {
             p->has_ep = true;
-            if (!(conn = pl_conn_attach(cli, p, &err))) {
+            if (!(conn = pl_conn_attach(&cli->find, p, &err))) {
                 pl_cli_error("%s", err.text);
                 goto done;
             }

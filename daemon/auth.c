@@ -421,6 +421,11 @@ int pl_auth_reload(struct pl_auth *au, struct pl_error *errp)
     return 0;
 }
 
+bool pl_auth_has_name(const struct pl_auth *au, const char *name)
+{
+    return au && au->allow && pl_allow_find_name(au->allow, name);
+}
+
 size_t pl_auth_count(const struct pl_auth *au)
 {
     return pl_allow_count(au->allow);

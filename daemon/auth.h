@@ -2,6 +2,8 @@
 #ifndef PL_DAEMON_AUTH_H
 #define PL_DAEMON_AUTH_H
 
+#include <stdbool.h>
+
 #include <uv.h>
 
 #include "proto/allow.h"
@@ -41,6 +43,9 @@ size_t pl_auth_count(const struct pl_auth *au);
  * valid until the next pl_auth_reload(). */
 const struct pl_allow_key *pl_auth_peer(const struct pl_auth *au,
                                         const char *user);
+
+/* Whether a key named 'name' is in the allow-list now. */
+bool pl_auth_has_name(const struct pl_auth *au, const char *name);
 
 /* Stop answering and close the loop handles (they are released by the
  * next loop iteration).  Later calls do nothing. */

@@ -288,6 +288,7 @@ static void h_keys(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno, err.text);
         return;
     }
+    pl_watch_revoked(d);
     pl_out_json(d, r, json_pack("{s:I}", "keys",
                                 (json_int_t)pl_auth_count(d->auth)));
 }
@@ -315,6 +316,8 @@ static const struct {
     { PL_MSG_POOL_START, pl_poolctl_start, R_WRITE, "start a pool" },
     { PL_MSG_POOL_STOP, pl_poolctl_stop, R_WRITE, "stop a pool" },
     { PL_MSG_POOL_LIST, pl_poolctl_list, R_READ, "list the pools" },
+    { PL_MSG_WATCH, pl_watch_req, R_READ, "watch tasks" },
+    { PL_MSG_UNWATCH, pl_unwatch_req, R_READ, "watch tasks" },
     { 0, NULL, 0, NULL },
 };
 

@@ -147,12 +147,18 @@ void pl_daemon_flush(struct pl_daemon *d)
             pl_log(LOG_ERR, "%s: the commit acknowledged now may not "
                    "survive a crash of this node", err.text);
     }
-    if (stored)
+    if (stored) {
+        d->end_seq_stored = d->end_seq; /* every end so far is stored */
         pl_dispatch_send(d);
+    }
     else
         pl_store_failed(d);
     if (wrote)
         pl_store_checkpoint(d, CHECKPOINT);
+    /* the ends this commit stored, pushed to their watches: no end
+     * leaves before its commit */
+    if (stored)
+        pl_watch_flush(d);
     pl_outq_send(d, stored);
 }
 
@@ -188,6 +194,7 @@ static void close_handles(struct pl_daemon *d)
     uv_close((uv_handle_t *)&d->stop_timer, close_cb);
     uv_close((uv_handle_t *)&d->restart_timer, close_cb);
     uv_close((uv_handle_t *)&d->cancel_idle, close_cb);
+    uv_close((uv_handle_t *)&d->watch_idle, close_cb);
 }
 
 /* A task whose agent did not report in time ends, or with the drain
@@ -299,6 +306,7 @@ static void tick_cb(uv_timer_t *h)
     bad_log_window(d, pl_mono());
     pl_agents_tick(d);
     pl_orders_tick(d);
+    pl_watch_tick(d);
     pl_daemon_flush(d);
     pl_store_checkpoint(d, 0); /* the last writes of a burst */
     pl_daemon_batch_time(d, t0);
@@ -382,9 +390,10 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     uv_timer_init(loop, &d->stop_timer);
     uv_timer_init(loop, &d->restart_timer);
     uv_idle_init(loop, &d->cancel_idle);
+    uv_idle_init(loop, &d->watch_idle);
     d->sigterm.data = d->sigint.data = d->tick.data = d->stop_timer.data =
-        d->restart_timer.data = d->cancel_idle.data = d;
-    d->handles = 6;
+        d->restart_timer.data = d->cancel_idle.data = d->watch_idle.data = d;
+    d->handles = 7;
 
     pl_path_db(d->dir, dbpath, sizeof(dbpath));
     if (!(d->db = pl_db_open(dbpath, errp))
@@ -450,6 +459,7 @@ void pl_daemon_free(struct pl_daemon *d)
     pl_poolctl_free(d);
     pl_orders_free_all(d);
     pl_cancel_free_all(d);
+    pl_watch_free_all(d); /* before the tasks it points to */
     pl_sched_free(d->sched);
     pl_db_close(d->db);
     free(d->py_prelude);

@@ -29,6 +29,7 @@
 #include "proto/pilotdir.h"
 #include "proto/spec.h"
 #include "proto/state.h"
+#include "proto/watchmsg.h"
 
 #define KILL_GRACE 5.0          /* s between SIGTERM and SIGKILL */
 /* After a failed commit: retry at most this often (s) from the loop
@@ -64,6 +65,7 @@ struct pl_out {
                                 its commit fails, an agent's is not sent
                                 and a client's becomes an error */
     bool cancel;             /* the reply to a cancel */
+    char watch[PL_WATCH_TOKEN_MAX + 1]; /* a push of this watch, or "" */
 };
 
 /* A client request being answered: its routing id and seq, and the
@@ -154,6 +156,18 @@ struct pl_daemon {
     bool in_depfail;
     bool want_sched;             /* something may start: schedule at the
                                     end of the batch */
+    uint64_t end_seq;            /* the end sequence: the last task's end
+                                    took this (tasks.end_seq) */
+    /* daemon.c: end_seq when the last commit stored everything: no end
+     * above it is pushed yet */
+    uint64_t end_seq_stored;
+    /* watch.c: the watches (owned), how many are 'all', the replays'
+     * turns of the loop, where the next turn starts */
+    struct pl_watch **watches;
+    size_t nwatches, capwatches;
+    size_t nwatch_all;
+    uv_idle_t watch_idle;
+    size_t watch_rr;
     /* dispatch.c: placed, RUN not sent */
     struct pl_unsent *unsent;
     size_t nunsent, capunsent;
@@ -490,6 +504,43 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
 
 /* The client socket's watcher callback. */
 void pl_clients_cb(struct pl_zwatch *zw, int revents, void *arg);
+
+/* ------------------------------------------------------------ watch.c */
+
+/* The requests WATCH and UNWATCH. */
+void pl_watch_req(struct pl_daemon *d, const struct pl_req *r,
+                  const struct pl_msg *m);
+void pl_unwatch_req(struct pl_daemon *d, const struct pl_req *r,
+                    const struct pl_msg *m);
+/* The watch 'token' a submit of 'n' tasks by the key of 'r' names: it
+ * must exist (ENOENT), be that key's (EACCES) and have room (E2BIG).
+ * NULL with errp. */
+struct pl_watch *pl_watch_for_submit(struct pl_daemon *d,
+                                     const struct pl_req *r,
+                                     const char *token, uint64_t n,
+                                     struct pl_error *errp);
+/* 't', just made, joins 'w' (before anything can end it).  0, or -1
+ * (ENOMEM). */
+int pl_watch_add_task(struct pl_daemon *d, struct pl_watch *w,
+                      struct pl_dtask *t);
+/* 't' reached a final state: 'c' as stored (its end_seq set); each
+ * watch of it keeps the end to push after the commit. */
+void pl_watch_ended(struct pl_daemon *d, struct pl_dtask *t,
+                    const struct pl_db_change *c);
+/* The submission of task 'id' was undone: no watch holds it, nor its
+ * end if it had one. */
+void pl_watch_forgot(struct pl_daemon *d, uint64_t id);
+/* Everything up to d->end_seq_stored is stored: queue the pushes (just
+ * before the out queue is sent), a turn of each replay, the heartbeats. */
+void pl_watch_flush(struct pl_daemon *d);
+/* A push of watch 'token' could not be sent: its client is gone. */
+void pl_watch_push_failed(struct pl_daemon *d, const char *token);
+/* The allow-list was read again: the watches of keys no longer in it
+ * are dropped (their ends are not pushed to a revoked key). */
+void pl_watch_revoked(struct pl_daemon *d);
+/* Every second: detached watches expire. */
+void pl_watch_tick(struct pl_daemon *d);
+void pl_watch_free_all(struct pl_daemon *d);
 
 /* ------------------------------------------------------------ launch.c */
 

@@ -39,7 +39,7 @@ static const char *sql[ST_COUNT] = {
         " maxrss_kb = coalesce(?10, maxrss_kb),"
         " start_time = CASE ?12 WHEN 1 THEN ?11 WHEN 2 THEN NULL"
         "   ELSE start_time END,"
-        " end_time = ?13"
+        " end_time = ?13, end_seq = coalesce(?14, end_seq)"
         " WHERE id = ?1",
     [ST_NODE] = "INSERT INTO nodes (name, cores, gpus, state, joined, "
                 "last_seen) VALUES (?1,?2,?3,?4,?6,?5) ON CONFLICT(name) DO "
@@ -69,6 +69,10 @@ static const char *sql[ST_COUNT] = {
     [ST_RESULT] = "INSERT OR REPLACE INTO results (task, attempt, status, "
                   "size, data, file, repr) SELECT ?1,?2,?3,?4,?5,?6,?7 "
                   "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+    /* a watch's replay: the index tasks_end_seq */
+    [ST_ENDS] = "SELECT id, state, exit_code, signal, reason, end_time, "
+                "end_seq, fn = 'pool' FROM tasks WHERE end_seq > ?1 AND "
+                "end_seq <= ?2 ORDER BY end_seq LIMIT ?3",
 };
 
 /* What a failing statement is called in an error text. */
@@ -87,6 +91,7 @@ static const char *const st_name[ST_COUNT] = {
     [ST_PYIN_ADD] = "store a call's input",
     [ST_PYIN_GET] = "read a call's input",
     [ST_RESULT] = "store a call's result",
+    [ST_ENDS] = "read the ends",
 };
 
 /* EROFS if the database's filesystem is read-only, ENOSPC if it is
@@ -206,7 +211,7 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
     sqlite3_finalize(st);
     if (exec(db, PL_SCHEMA_SQL, errp) < 0)
         goto error;
-    /* a database of schema 3 to 6 (a pilot of an older pilotd, resumed) */
+    /* a database of schema 3 to 8 (a pilot of an older pilotd, resumed) */
     static const char *const v4[] = PL_SCHEMA_NEW_COLUMNS;
     for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
         char *msg = NULL;
@@ -411,6 +416,8 @@ static int do_change(struct pl_db *db, const struct pl_db_change *c,
                                  : 0);
     if (pl_state_final(c->state))
         sqlite3_bind_double(st, 13, c->time);
+    if (c->end_seq)
+        sqlite3_bind_int64(st, 14, (sqlite3_int64)c->end_seq);
     if (db_step(db, ST_CHANGE, errp) < 0)
         return -1;
     if (sqlite3_changes(db->h) == 0) {

@@ -10,6 +10,7 @@
 
 #include "proto/error.h"
 #include "proto/spec.h"
+#include "proto/watchmsg.h"
 
 struct pl_db;
 
@@ -28,6 +29,8 @@ struct pl_db_change {
     int exit_code;       /* -1: none */
     int signal;          /* -1: none */
     int64_t maxrss_kb;   /* -1: none */
+    uint64_t end_seq;    /* a final state's place in pilotd's end
+                            sequence (tasks.end_seq); 0: none */
 };
 
 /* One dependency as stored: a task, or an array's every element unless
@@ -262,5 +265,19 @@ struct pl_db_result {
  * with errp set (ENOMEM). */
 int pl_db_result_set(struct pl_db *db, const struct pl_db_result *r,
                      struct pl_error *errp);
+
+/* ---- the ends a watch replays (db_task.c; daemon/watch.c) ---- */
+
+/* The largest end seq stored (0: none), into *seq.  0, or -1 with errp. */
+int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp);
+/* The ends stored with an end seq in after+1..upto, in order, at most
+ * 'limit' of them: 'cb' for each, with 'pooljob' true for a pool's own
+ * job (the end's reason is valid during the call only); *last gets the
+ * last seq read (unchanged if none).  The count read, or -1 with errp
+ * ('cb' returned -1: its errno). */
+typedef int (*pl_db_end_f)(const struct pl_end *e, bool pooljob, void *arg);
+long pl_db_ends(struct pl_db *db, uint64_t after, uint64_t upto,
+                uint32_t limit, pl_db_end_f cb, void *arg, uint64_t *last,
+                struct pl_error *errp);
 
 #endif /* !PL_DAEMON_DB_H */

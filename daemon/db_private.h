@@ -28,6 +28,7 @@ enum {
     ST_PYIN_ADD,
     ST_PYIN_GET,
     ST_RESULT,
+    ST_ENDS,
     ST_COUNT
 };
 

@@ -538,3 +538,64 @@ int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp)
     sqlite3_clear_bindings(st);
     return state;
 }
+
+/* ------------------------------------------------------------ ends */
+
+int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    *seq = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT max(end_seq) FROM tasks", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_err(db, errp, "read the last end seq");
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        *seq = (uint64_t)sqlite3_column_int64(st, 0); /* NULL: 0 */
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return db_err(db, errp, "read the last end seq");
+    return 0;
+}
+
+long pl_db_ends(struct pl_db *db, uint64_t after, uint64_t upto,
+                uint32_t limit, pl_db_end_f cb, void *arg, uint64_t *last,
+                struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_ENDS];
+    long n = 0;
+    int rc;
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)after);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)upto);
+    sqlite3_bind_int64(st, 3, limit);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct pl_end e = {
+            .id = (uint64_t)sqlite3_column_int64(st, 0),
+            .state = pl_state_parse((const char *)sqlite3_column_text(st, 1)),
+            .exit_code = sqlite3_column_type(st, 2) == SQLITE_NULL
+                             ? -1 : sqlite3_column_int(st, 2),
+            .signal = sqlite3_column_type(st, 3) == SQLITE_NULL
+                          ? -1 : sqlite3_column_int(st, 3),
+            .reason = (char *)sqlite3_column_text(st, 4),
+            .end_time = sqlite3_column_double(st, 5),
+            .seq = (uint64_t)sqlite3_column_int64(st, 6),
+        };
+        n++;
+        *last = e.seq;
+        if (cb(&e, sqlite3_column_int(st, 7) == 1, arg) < 0) {
+            int saved = errno;
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            errno = saved;
+            return pl_errprintf(errp, "read the ends: %s", strerror(errno));
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        db_err(db, errp, "read the ends");
+        n = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return n;
+}

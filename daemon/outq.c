@@ -108,7 +108,9 @@ void pl_outq_send(struct pl_daemon *d, bool stored)
         else if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
                                o->w.sb.size) < 0) {
             /* a client that left, or does not read its replies */
-            if (o->sock == d->csock)
+            if (o->watch[0])
+                pl_watch_push_failed(d, o->watch); /* said once there */
+            else if (o->sock == d->csock)
                 pl_daemon_bad_log(d, LOG_WARNING, "send to client: %s "
                                   "(message dropped)", zmq_strerror(errno));
             else

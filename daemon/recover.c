@@ -195,6 +195,11 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
                "the agents of the pilotd before", cfg->job,
                RECOVER_HEARTBEATS * cfg->heartbeat);
     }
+    /* the end sequence goes on from the last stored (before any task is
+     * loaded: a load may end one) */
+    if (pl_db_max_end_seq(d->db, &d->end_seq, errp) < 0)
+        return -1;
+    d->end_seq_stored = d->end_seq;
     if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
         || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
         || pl_poolctl_load(d, errp) < 0

@@ -123,6 +123,7 @@ static void task_free(struct pl_dtask *t)
     ranks_free(t);
     free(t->waiters);
     free(t->deps);
+    free(t->watches);
     free(t);
 }
 

@@ -103,6 +103,11 @@ struct pl_dtask {
                                   it, by no doing of its own */
     uint32_t pool_losses;      /* attempts that ended so */
     uint32_t pool_attempt;     /* the pool's job attempt it was placed in */
+    /* the watches it is in (daemon/watch.c), borrowed: each takes
+     * itself off its live tasks when it goes */
+    struct pl_watch **watches;
+    uint32_t nwatches;
+    size_t capwatches;
 };
 
 struct pl_sched;

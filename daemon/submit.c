@@ -227,8 +227,8 @@ static char **subst_strv(char *const *v, uint64_t idx)
 static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                    uint64_t k, const struct pl_deps *dp,
                                    double t_now, uint64_t *first,
-                                   const char *by, struct pl_out *o,
-                                   struct pl_error *errp)
+                                   const char *by, struct pl_watch *w,
+                                   struct pl_out *o, struct pl_error *errp)
 {
     uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
     bool last = k + 1 == pl_spec_count(s);
@@ -290,6 +290,9 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
     t->array_id = s->array ? *first : 0;
     t->array_index = s->array ? idx : 0;
     pl_dtask_counted(d, t);
+    /* in its watch before anything can end it (a failed dependency) */
+    if (w && pl_watch_add_task(d, w, t) < 0)
+        goto nomem;
     goto done;
 nomem:
     errno = ENOMEM;
@@ -405,10 +408,10 @@ static void name_spec(struct pl_error *err, uint32_t i, uint32_t n)
 }
 
 /* Store and queue the tasks of every spec, submitted with the key named
- * 'by'; 'o' is the reply, which lists their ids (o->undo).  0, or -1
- * with errp: nothing is kept. */
+ * 'by', into watch 'w' (NULL: none); 'o' is the reply, which lists their
+ * ids (o->undo).  0, or -1 with errp: nothing is kept. */
 static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
-                     const char *by, struct pl_out *o,
+                     const char *by, struct pl_watch *w, struct pl_out *o,
                      struct pl_error *errp)
 {
     double t_now = pl_now();
@@ -424,7 +427,7 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         int rc = deps_resolve(d, s, &dp, errp);
         for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
             struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, by,
-                                            o, errp);
+                                            w, o, errp);
             if (!t || pl_deps_apply(d, t, &dp) < 0) {
                 if (t) {
                     errno = ENOMEM;
@@ -458,6 +461,8 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
     uint32_t n = 0, i;
     uint64_t total = 0, bytes = 0, more = 0;
     struct pl_out *o = NULL;
+    struct pl_watch *w = NULL;
+    char watch[PL_WATCH_TOKEN_MAX + 1];
 
     if (d->stopping) {
         pl_out_err(d, r, ESHUTDOWN, "the pilot is shutting down");
@@ -465,7 +470,8 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
     }
     if (pl_store_refused(d, r))
         return;
-    if (pl_submit_decode(m->body, &arr, &err) < 0)
+    if (pl_submit_decode(m->body, &arr, &err) < 0
+        || pl_submit_watch_decode(m->body, watch, &err) < 0)
         goto bad;
     n = arr->via.array.size;
     if (!(specs = calloc(n, sizeof(*specs))))
@@ -504,11 +510,16 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
                      (unsigned long long)bytes, PL_SUBMIT_MAX_BYTES);
         goto bad;
     }
+    /* the tasks join the watch as they are made: no end can come between
+     * the submit and a watch of its ids */
+    if (watch[0] && !(w = pl_watch_for_submit(d, r, watch, total, &err)))
+        goto bad;
     if (!(o = pl_out_new(d->csock, r->rid, r->ridlen))
         || !(o->undo = calloc(total, sizeof(*o->undo))))
         goto nomem;
     o->seq = r->seq;
-    if (store_all(d, specs, n, r->key ? r->key->name : NULL, o, &err) < 0) {
+    if (store_all(d, specs, n, r->key ? r->key->name : NULL, w, o, &err)
+        < 0) {
         /* what was made of it is forgotten; the reply says why */
         pl_out_undo(d, o, err.text, errno ? errno : EIO);
         pl_out_push(d, o);

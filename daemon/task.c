@@ -7,6 +7,7 @@
  * The scheduler (daemon/sched.h) only places tasks and holds their
  * cores; it writes no state.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,7 @@ void pl_dtask_change(struct pl_daemon *d, struct pl_dtask *t, int state,
 
     if (extra)
         c = *extra;
+    assert(!pl_state_final(state) || c.end_seq);
     c.id = t->id;
     c.state = state;
     c.attempt = t->attempt;
@@ -248,7 +250,20 @@ static void deps_fail_all(struct pl_daemon *d)
 void pl_dtask_finish(struct pl_daemon *d, struct pl_dtask *t, int state,
                      const struct pl_db_change *extra)
 {
-    pl_dtask_change(d, t, state, extra);
+    struct pl_db_change c = { .exit_code = -1, .signal = -1,
+                              .maxrss_kb = -1 };
+
+    if (extra)
+        c = *extra;
+    /* the end's place in the sequence the watches push in, stored by the
+     * statement that stores the final state (N.B. every final state comes
+     * here: pl_dtask_change() asserts it) */
+    c.end_seq = ++d->end_seq;
+    if (!c.time)
+        c.time = pl_now();
+    c.state = state;
+    pl_dtask_change(d, t, state, &c);
+    pl_watch_ended(d, t, &c);
     pl_log(LOG_INFO, "task %llu: %s", (unsigned long long)t->id,
            pl_state_name(state));
     if (t->nwaiters)
@@ -404,8 +419,10 @@ void pl_dtask_cancel(struct pl_daemon *d, struct pl_dtask *t)
 
 void pl_dtask_forget(struct pl_daemon *d, uint64_t id)
 {
-    struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+    struct pl_dtask *t;
 
+    pl_watch_forgot(d, id);
+    t = pl_sched_task_get(d->sched, id);
     if (!t)
         return;
     count_move(d, t->state, 0);

@@ -155,7 +155,16 @@ int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
 
 void pl_submit_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n)
 {
+    pl_submit_begin_watch(w, seq, n, NULL);
+}
+
+void pl_submit_begin_watch(struct pl_wbuf *w, uint64_t seq, uint32_t n,
+                           const char *watch)
+{
     pl_wbuf_init(w, PL_MSG_SUBMIT, seq);
+    /* before the tasks: the specs follow their array's header */
+    if (watch)
+        pl_wm_str(&w->body, "watch", watch);
     msgpack_pack_array(pl_wm_key(&w->body, "tasks"), n);
 }
 

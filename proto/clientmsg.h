@@ -101,8 +101,12 @@ int pl_pool_req_decode(const msgpack_object *body, int type,
                        struct pl_pool_req *p, struct pl_error *errp);
 
 /* SUBMIT: pl_submit_begin() and exactly 'n' pl_spec_encode(); pilotd
- * takes the specs (borrowed) one by one to pl_spec_decode(). */
+ * takes the specs (borrowed) one by one to pl_spec_decode().  With
+ * 'watch' (a token, proto/watchmsg.h; NULL: none) the tasks made join
+ * that watch before the reply (pl_submit_watch_decode()). */
 void pl_submit_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n);
+void pl_submit_begin_watch(struct pl_wbuf *w, uint64_t seq, uint32_t n,
+                           const char *watch);
 int pl_submit_decode(const msgpack_object *body,
                      const msgpack_object **specs, struct pl_error *errp);
 

@@ -11,6 +11,7 @@ const char *pl_msg_type_name(int type)
 {
     switch (type) {
     case PL_MSG_REPLY: return "reply";
+    case PL_MSG_ENDS: return "ends";
     case PL_MSG_SUBMIT: return "submit";
     case PL_MSG_LIST: return "list";
     case PL_MSG_SHOW: return "show";
@@ -22,6 +23,8 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_POOL_START: return "pool-start";
     case PL_MSG_POOL_STOP: return "pool-stop";
     case PL_MSG_POOL_LIST: return "pool-list";
+    case PL_MSG_WATCH: return "watch";
+    case PL_MSG_UNWATCH: return "unwatch";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";

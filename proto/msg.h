@@ -31,6 +31,8 @@
 
 enum pl_msg_type {
     PL_MSG_REPLY = 1, /* any request's answer: errno, error, data */
+    PL_MSG_ENDS = 2,  /* pushed to a watch's client: task ends
+                         (proto/watchmsg.h) */
 
     /* client -> daemon */
     PL_MSG_SUBMIT = 101,
@@ -44,6 +46,8 @@ enum pl_msg_type {
     PL_MSG_POOL_START = 109, /* start a pool of workers (docs/pool.md) */
     PL_MSG_POOL_STOP = 110,
     PL_MSG_POOL_LIST = 111,
+    PL_MSG_WATCH = 112,      /* subscribe to task ends (proto/watchmsg.h) */
+    PL_MSG_UNWATCH = 113,
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,

@@ -239,20 +239,33 @@ static int above_missing(const char *path, struct pl_error *errp)
 int pl_home(char *buf, size_t len, struct pl_error *errp)
 {
     const char *h = getenv("PILOT_HOME");
-    char real[PL_PATH_MAX];
-    int n, fd;
+    char path[PL_PATH_MAX];
+    int n;
 
     if (h && *h)
-        n = snprintf(buf, len, "%s", h);
+        n = snprintf(path, sizeof(path), "%s", h);
     else {
         const char *home = getenv("HOME");
         if (!home || !*home) {
             errno = ENOENT;
             return pl_errprintf(errp, "neither PILOT_HOME nor HOME is set");
         }
-        n = snprintf(buf, len, "%s/.pilot", home);
+        n = snprintf(path, sizeof(path), "%s/.pilot", home);
     }
-    if (n < 0 || (size_t)n >= len) {
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        errno = ENAMETOOLONG;
+        return pl_errprintf(errp, "pilot home path too long");
+    }
+    return pl_home_at(path, buf, len, errp);
+}
+
+int pl_home_at(const char *path, char *buf, size_t len,
+               struct pl_error *errp)
+{
+    char real[PL_PATH_MAX];
+    int fd;
+
+    if (snprintf(buf, len, "%s", path) >= (int)len) {
         errno = ENAMETOOLONG;
         return pl_errprintf(errp, "pilot home path too long");
     }

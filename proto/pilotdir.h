@@ -43,6 +43,9 @@ struct pl_info {
 /* The real path of $PILOT_HOME, else of $HOME/.pilot, created 0700 if
  * missing, then checked. */
 int pl_home(char *buf, size_t len, struct pl_error *errp);
+/* The same for the home 'path' (libpilot's pilot_open() names one). */
+int pl_home_at(const char *path, char *buf, size_t len,
+               struct pl_error *errp);
 
 /* Create HOME/pilots/<id> (0700) with a fresh id ("p1", "p2", ...) and
  * its logs/ and tasks/ subdirectories, after the checks of HOME and

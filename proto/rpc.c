@@ -38,7 +38,22 @@ struct pl_rpc {
     struct pl_msg *reply;
     int done;     /* 1 got reply, -1 timed out */
     struct pl_error err;
+    /* pushes and connection events (pl_rpc_set_push()) */
+    pl_rpc_push_f push;
+    pl_rpc_event_f event;
+    void *push_arg;
+    bool waiting;             /* in pl_rpc_wait() */
+    bool woken;               /* ... and a push or event came */
 };
+
+/* Give a push or an event to the owner; pl_rpc_wait() returns. */
+static void woken(struct pl_rpc *r)
+{
+    if (r->waiting) {
+        r->woken = true;
+        uv_stop(&r->loop);
+    }
+}
 
 static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
 {
@@ -46,7 +61,7 @@ static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
     (void)zw;
     (void)revents;
 
-    for (int i = 0; i < PL_ZBATCH && !r->done; i++) {
+    for (int i = 0; i < PL_ZBATCH && !r->done && !r->woken; i++) {
         zmq_msg_t body;
         struct pl_msg m;
         zmq_msg_init(&body);
@@ -81,9 +96,15 @@ static void recv_cb(struct pl_zwatch *zw, int revents, void *arg)
         }
         else {
             m.own = copy;
-            if (m.type == PL_MSG_REPLY && m.seq == r->want_seq) {
+            if (m.type == PL_MSG_REPLY && m.seq == r->want_seq
+                && r->reply) {
                 *r->reply = m;
                 r->done = 1;
+            }
+            else if (m.type != PL_MSG_REPLY && r->push) {
+                r->push(r, &m, r->push_arg);
+                pl_msg_release(&m);
+                woken(r);
             }
             else
                 pl_msg_release(&m); /* a late reply to an old request */
@@ -114,6 +135,16 @@ static void mon_cb(struct pl_zmon *m, int event, uint32_t value, void *arg)
     case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
         r->handshaken = true;
         r->hs_failures = 0;
+        if (r->event) {
+            r->event(r, event, r->push_arg);
+            woken(r);
+        }
+        break;
+    case ZMQ_EVENT_DISCONNECTED:
+        if (r->event) {
+            r->event(r, event, r->push_arg);
+            woken(r);
+        }
         break;
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
         r->refused = value ? value : 400;
@@ -133,7 +164,8 @@ static void timer_cb(uv_timer_t *t)
 {
     struct pl_rpc *r = t->data;
 
-    r->done = -1;
+    if (!r->waiting)
+        r->done = -1;
     uv_stop(&r->loop);
 }
 
@@ -160,6 +192,7 @@ struct pl_rpc *pl_rpc_new(const char *endpoint,
         || pl_zsock_curve_client(r->sock, keys->server, &keys->own, errp) < 0
         || !(r->mon = pl_zmon_new(&r->loop, r->ctx, r->sock,
                                   ZMQ_EVENT_CONNECTED
+                                      | ZMQ_EVENT_DISCONNECTED
                                       | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
                                       | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
                                       | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -219,12 +252,15 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
     r->want_seq = r->seq;
     r->reply = reply;
     r->done = 0;
-    if (pl_zsock_send(r->sock, NULL, 0, w->sb.data, w->sb.size) < 0)
+    if (pl_zsock_send(r->sock, NULL, 0, w->sb.data, w->sb.size) < 0) {
+        r->reply = NULL;
         return pl_errprintf(errp, "send to pilotd: %s", zmq_strerror(errno));
+    }
     uv_timer_start(&r->timer, timer_cb, (uint64_t)timeout_ms, 0);
     while (!r->done && !hopeless(r))
         uv_run(&r->loop, UV_RUN_DEFAULT);
     uv_timer_stop(&r->timer);
+    r->reply = NULL; /* a reply that comes later is a late one */
     if (r->done == -2) {
         errno = EPROTO;
         return pl_errprintf(errp, "%s", r->err.text);
@@ -272,4 +308,33 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
 error:
     pl_msg_release(reply);
     return -1;
+}
+
+void pl_rpc_set_push(struct pl_rpc *r, pl_rpc_push_f push,
+                     pl_rpc_event_f event, void *arg)
+{
+    r->push = push;
+    r->event = event;
+    r->push_arg = arg;
+}
+
+int pl_rpc_wait(struct pl_rpc *r, int timeout_ms)
+{
+    /* no call in progress: recv_cb() reads again (a reply that comes
+     * now is a late one) */
+    r->done = 0;
+    r->reply = NULL;
+    r->waiting = true;
+    r->woken = false;
+    if (timeout_ms > 0) {
+        uv_timer_start(&r->timer, timer_cb, (uint64_t)timeout_ms, 0);
+        uv_run(&r->loop, UV_RUN_DEFAULT);
+        uv_timer_stop(&r->timer);
+    }
+    else
+        uv_run(&r->loop, UV_RUN_NOWAIT);
+    r->waiting = false;
+    bool got = r->woken;
+    r->woken = false;
+    return got ? 1 : 0;
 }

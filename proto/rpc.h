@@ -33,4 +33,23 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
                 struct pl_msg *reply, const msgpack_object **data,
                 struct pl_error *errp);
 
+/* What is not a reply: a frame pilotd pushes (its type is not REPLY:
+ * ENDS, proto/watchmsg.h), borrowed for the call; and the connection's
+ * events ZMQ_EVENT_DISCONNECTED and ZMQ_EVENT_HANDSHAKE_SUCCEEDED (a
+ * DEALER connects again by itself: what was queued on the old
+ * connection is lost).  Both are called on the loop of 'r', from
+ * pl_rpc_call() and pl_rpc_wait(): they must not call 'r'. */
+typedef void (*pl_rpc_push_f)(struct pl_rpc *r, const struct pl_msg *m,
+                              void *arg);
+typedef void (*pl_rpc_event_f)(struct pl_rpc *r, int event, void *arg);
+/* Give pushes and events to 'push' and 'event' (either may be NULL:
+ * pushes are then dropped, as before any is set). */
+void pl_rpc_set_push(struct pl_rpc *r, pl_rpc_push_f push,
+                     pl_rpc_event_f event, void *arg);
+
+/* Run the loop of 'r' for up to 'timeout_ms' (0: only what is there
+ * now), until a push or an event has been given to its callback.
+ * Returns 1 if one was, 0 if the time passed. */
+int pl_rpc_wait(struct pl_rpc *r, int timeout_ms);
+
 #endif /* !PL_PROTO_RPC_H */

@@ -44,7 +44,8 @@
     "  submitted_by TEXT,"        /* the name of the key it came with */     \
     "  output_limit INTEGER,"     /* bytes; NULL: the default */            \
     "  pool TEXT,"                /* a pool task's pool (docs/pool.md) */  \
-    "  fn TEXT);"                 /* c, py; pool: that pool's own job */   \
+    "  fn TEXT,"                  /* c, py; pool: that pool's own job */   \
+    "  end_seq INTEGER);"         /* pilotd's end sequence (watches) */    \
     "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
     "CREATE TABLE IF NOT EXISTS events ("                                      \
     "  id INTEGER PRIMARY KEY,"                                                \
@@ -83,7 +84,7 @@
     "  repr TEXT);"               /* repr() of the value, cut at 1 KiB */
 
 /* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
- * schema 3 to 7 lacks), then PL_SCHEMA_INDEXES. */
+ * schema 3 to 8 lacks), then PL_SCHEMA_INDEXES. */
 #define PL_SCHEMA_NEW_COLUMNS                                                  \
     { "ALTER TABLE tasks ADD COLUMN after TEXT",                               \
       "ALTER TABLE tasks ADD COLUMN array_id INTEGER",                         \
@@ -93,13 +94,16 @@
       "ALTER TABLE tasks ADD COLUMN submitted_by TEXT",                        \
       "ALTER TABLE tasks ADD COLUMN output_limit INTEGER",                     \
       "ALTER TABLE tasks ADD COLUMN pool TEXT",                                \
-      "ALTER TABLE tasks ADD COLUMN fn TEXT" }
+      "ALTER TABLE tasks ADD COLUMN fn TEXT",                                  \
+      "ALTER TABLE tasks ADD COLUMN end_seq INTEGER" }
 #define PL_SCHEMA_INDEXES                                                      \
     "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
     "  WHERE name IS NOT NULL;"                                                \
     "DROP INDEX IF EXISTS tasks_array;"        /* schema 4's */                \
     "CREATE INDEX IF NOT EXISTS tasks_elem ON tasks(array_id, array_index)"   \
     "  WHERE array_id IS NOT NULL;"                                            \
-    "CREATE INDEX IF NOT EXISTS tasks_fn ON tasks(fn) WHERE fn IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS tasks_fn ON tasks(fn) WHERE fn IS NOT NULL;"  \
+    "CREATE INDEX IF NOT EXISTS tasks_end_seq ON tasks(end_seq)"              \
+    "  WHERE end_seq IS NOT NULL;"
 
 #endif /* !PL_PROTO_SCHEMA_H */

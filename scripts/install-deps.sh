@@ -42,8 +42,12 @@ declare -A pkgs=(
     # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
     # clang-14 only recommends it, and we install without recommends.
     # strace: t0930 counts pilotd's syncs of its WAL; libfaketime:
-    # t0850 steps pilotd's wall clock
-    [tests]="python3 python3-cloudpickle clang libclang-rt-14-dev strace libfaketime"
+    # t0850 steps pilotd's wall clock; the Python package binds libpilot
+    # through cffi's ABI mode (python3-cffi), pickles with cloudpickle,
+    # and its tests are pytest's (tests/py/, t1160); the warm Python
+    # workers unpickle calls with cloudpickle too (t1120)
+    [tests]="python3 clang libclang-rt-14-dev strace libfaketime
+             python3-cffi python3-cloudpickle python3-pytest"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need

@@ -144,7 +144,7 @@ is "$RC $(json 'len(j)' <<<"$OUT")" "0 2" "it reads, as a read key does"
 is "$(state_of "$TASK")" running "the owner's task still runs"
 
 # --- revoke: at once, on a live connection -------------------------------------
-# 'pilot wait' polls pilotd on one connection every 0.2 s
+# 'pilot wait' watches on one connection, asking for counts every 2 s
 "${V[@]}" pilot wait "$TASK" --timeout 60 >"$WORK/wait.out" 2>"$WORK/wait.err" &
 WAITPID=$!
 sleep 1.5

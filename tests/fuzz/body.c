@@ -24,6 +24,7 @@
 #include "proto/spec.h"
 #include "proto/state.h"
 #include "proto/strv.h"
+#include "proto/watchmsg.h"
 #include "tests/fuzz/body.h"
 #include "tests/fuzz/check.h"
 
@@ -341,6 +342,67 @@ static void pools(const msgpack_object *body)
         CHECK(sig >= 0 && sig <= 64);
 }
 
+/* ---- watches: WATCH and UNWATCH (pilotd), a submit's 'watch'
+ * (pilotd), a WATCH reply's data and the ENDS push (the CLI) ---- */
+
+static void watches(const msgpack_object *body)
+{
+    struct pl_error e = { "" };
+    struct pl_watch_req q;
+    char token[PL_WATCH_TOKEN_MAX + 1];
+    int rc;
+
+    errno = 0;
+    rc = pl_watch_req_decode(body, &q, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(pl_watch_token_ok(q.token));
+        CHECK(!(q.all && pl_sel_req_given(&q.sel)));
+        CHECK(q.sel.nids <= PL_REQ_MAX_IDS && q.sel.nelems <= PL_REQ_MAX_IDS);
+        CHECK(!q.has_after || q.after <= INT64_MAX);
+        pl_watch_req_clear(&q);
+    }
+    else
+        CHECK(!q.sel.ids && !q.sel.elems);
+    errno = 0;
+    rc = pl_unwatch_decode(body, token, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(pl_watch_token_ok(token));
+    errno = 0;
+    rc = pl_submit_watch_decode(body, token, &e);
+    check_refusal(rc, &e);
+    CHECK(rc != 1 || pl_watch_token_ok(token));
+    CHECK(rc != 0 || !token[0]);
+    struct pl_watch_reply wr;
+    errno = 0;
+    rc = pl_watch_reply_decode(body, &wr, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(pl_watch_token_ok(wr.token));
+    struct pl_ends en;
+    errno = 0;
+    rc = pl_ends_decode(body, &en, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(pl_watch_token_ok(en.token) && en.n >= 1
+              && en.nends <= PL_ENDS_MAX);
+        for (uint32_t i = 0; i < en.nends; i++) {
+            const struct pl_end *x = &en.ends[i];
+            CHECK(x->seq >= 1 && x->id >= 1 && pl_state_final(x->state));
+            CHECK(i == 0 || x->seq > en.ends[i - 1].seq);
+            CHECK(x->exit_code >= -1 && x->signal >= -1 && x->signal <= 255);
+            CHECK(isfinite(x->end_time) && x->end_time >= 0);
+            CHECK(!x->reason || strlen(x->reason) <= PL_END_REASON_MAX);
+            CHECK(x->result_size <= PL_END_RESULT_MAX
+                  && (!x->result_size || x->result));
+        }
+        pl_ends_clear(&en);
+    }
+    else
+        CHECK(!en.ends);
+}
+
 void fuzz_body(const msgpack_object *body)
 {
     submit(body);
@@ -351,4 +413,5 @@ void fuzz_body(const msgpack_object *body)
     agent_msgs(body);
     reply(body);
     pools(body);
+    watches(body);
 }

@@ -26,6 +26,7 @@
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/state.h"
+#include "proto/watchmsg.h"
 #include "tests/mpw.h"
 
 static const char *outdir;
@@ -740,6 +741,38 @@ static void messages(void)
     raw_wbuf_init(&w, PL_MSG_COUNTS, 8, 1);
     raw_kuintv(&w.pk, "ids", ids, 2);
     put_msg("counts-1", &w);
+
+    /* watches: WATCH, UNWATCH, a submit with 'watch', a reply, a push */
+    {
+        uint64_t el[] = { 40, 3 };
+        struct pl_watch_req wq = { .token = "fuzz-watch-token-01",
+                                   .attach = true, .has_after = true,
+                                   .after = 12, .sel = { ids, 2, el, 1 } };
+        pl_watch_req_encode(&w, 12, &wq);
+        put_msg("watch-1", &w);
+        struct pl_watch_req wa = { .token = "fuzz-watch-token-01",
+                                   .all = true };
+        pl_watch_req_encode(&w, 13, &wa);
+        put_msg("watch-2", &w);
+        pl_unwatch_encode(&w, 14, "fuzz-watch-token-01");
+        put_msg("unwatch-1", &w);
+        pl_submit_begin_watch(&w, 15, 1, "fuzz-watch-token-01");
+        spec_min(&w.pk);
+        put_msg("submit-3", &w);
+        struct pl_watch_reply wr = { .token = "fuzz-watch-token-01",
+                                     .seq = 90, .n = 2, .watching = 3,
+                                     .pending = 1 };
+        pl_watch_reply_encode(&w, 12, &wr);
+        put_msg("reply-watch-1", &w);
+        struct pl_end ends[] = {
+            { .seq = 7, .id = 3, .state = PL_ST_DONE, .exit_code = 0,
+              .signal = 0, .end_time = 1.7e9 },
+            { .seq = 9, .id = 4, .state = PL_ST_FAILED, .exit_code = 137,
+              .signal = 9, .end_time = 1.7e9, .reason = (char *)"signal 9" },
+        };
+        pl_ends_encode(&w, "fuzz-watch-token-01", 3, 1, ends, 2);
+        put_msg("ends-1", &w);
+    }
 
     /* pools: the requests, an agent's HELLO report, a worker's messages
      * (proto's own encoders: their fields are checked by the decoders

@@ -84,7 +84,7 @@ static void test_down(struct pl_cli *cli, const char *home)
     uint64_t ids[] = { 2, 99 };
 
     make_pilot(home, "p1", rows);
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(c && c->db && !c->rpc, "a down pilot is read from its DB");
     if (!c)
         return;
@@ -121,18 +121,18 @@ static void test_down(struct pl_cli *cli, const char *home)
     json_decref(j);
     pl_conn_free(c);
 
-    c = pl_conn_open(cli, PL_CONN_WRITE, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_WRITE, &err);
     ok(!c && strstr(err.text, "no pilot running"),
        "write, no --pilot: %s", err.text);
-    cli->pilot = "p1";
-    c = pl_conn_open(cli, PL_CONN_WRITE, &err);
+    cli->find.pilot = "p1";
+    c = pl_conn_open(&cli->find, PL_CONN_WRITE, &err);
     ok(!c && strstr(err.text, "pilot p1 is down"),
        "write --pilot p1: %s", err.text);
-    cli->pilot = "p7";
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    cli->find.pilot = "p7";
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(!c && strstr(err.text, "no pilot p7 under"), "--pilot p7: %s",
        err.text);
-    cli->pilot = NULL;
+    cli->find.pilot = NULL;
 }
 
 static void test_stale(struct pl_cli *cli, const char *home)
@@ -145,15 +145,15 @@ static void test_stale(struct pl_cli *cli, const char *home)
         _exit(0);
     waitpid(pid, NULL, 0); /* a pid that no longer runs */
     make_endpoint(home, "p1", pid);
-    c = pl_conn_open(cli, PL_CONN_WRITE, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_WRITE, &err);
     ok(!c && strstr(err.text, "pilot p1 is stale: its pilotd")
            && strstr(err.text, "readable with --pilot p1"),
        "write to a stale pilot: %s", err.text);
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(c && c->db && c->pilot.state == PL_PILOT_STALE,
        "read of a stale pilot: its DB");
     pl_conn_free(c);
-    c = pl_conn_open(cli, PL_CONN_STOP, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_STOP, &err);
     ok(c && !c->rpc && c->pilot.state == PL_PILOT_STALE,
        "stop finds the one stale pilot");
     pl_conn_free(c);
@@ -169,11 +169,11 @@ static void test_running(struct pl_cli *cli, const char *home)
     make_pilot(home, "p2", NULL);
     make_pilot(home, "p3", rows);
     make_endpoint(home, "p2", getpid());
-    c = pl_conn_open(cli, PL_CONN_WRITE, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_WRITE, &err);
     ok(c && c->rpc && !strcmp(c->pilot.id, "p2"),
        "the one running pilot is chosen for a write");
     pl_conn_free(c);
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(c && c->rpc && !strcmp(c->pilot.id, "p2"),
        "... and for a read");
     pl_conn_free(c);
@@ -182,32 +182,32 @@ static void test_running(struct pl_cli *cli, const char *home)
     char key[PL_PATH_MAX + 64];
     snprintf(key, sizeof(key), "%s/pilots/p2/keys/client.key", home);
     chmod(key, 0644);
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(!c && errno == EACCES && strstr(err.text, "client.key is open to "
                                        "group or others (mode 0644"),
        "a world-readable client.key: %s", err.text);
     chmod(key, 0600);
     snprintf(key, sizeof(key), "%s/elsewhere", home);
-    cli->keys = key;
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    cli->find.keys = key;
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(!c && errno == ENOENT && strstr(err.text, "no keys: ")
            && strstr(err.text, "/elsewhere"),
        "PILOT_KEYS naming no directory: %s", err.text);
-    cli->keys = NULL;
+    cli->find.keys = NULL;
     make_endpoint(home, "p3", getpid());
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(!c && strstr(err.text, "several pilots are running (p2, p3): "
                     "choose one with --pilot ID or PILOT_ID"),
        "two running: %s", err.text);
-    cli->pilot = "p3";
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    cli->find.pilot = "p3";
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(c && c->rpc && !strcmp(c->pilot.id, "p3"), "--pilot p3 chooses");
     pl_conn_free(c);
-    cli->pilot = NULL;
+    cli->find.pilot = NULL;
     remove_endpoint(home, "p2");
     remove_endpoint(home, "p3");
     /* none runs: reads go to the newest pilot that has a DB */
-    c = pl_conn_open(cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli->find, PL_CONN_READ, &err);
     ok(c && c->db && !strcmp(c->pilot.id, "p3"),
        "no pilot running: a read uses the newest with a state (p3)");
     pl_conn_free(c);
@@ -228,7 +228,7 @@ int main(void)
     unsetenv("PILOT_ID");
     unsetenv("PILOT_TIMEOUT");
     ok(pl_cli_init(&cli, &err) == 0, "cli init");
-    c = pl_conn_open(&cli, PL_CONN_READ, &err);
+    c = pl_conn_open(&cli.find, PL_CONN_READ, &err);
     ok(!c && !strcmp(err.text, "no pilot running (start one with 'pilot "
                      "up')"), "no pilot at all: %s", err.text);
     test_down(&cli, home);

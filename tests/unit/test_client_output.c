@@ -145,41 +145,41 @@ static void test_parse(void)
     char *badel[] = { (char *)"40.", (char *)".3", (char *)"0.3",
                       (char *)"4.x", (char *)"4.1.2", (char *)"4.-1" };
 
-    ok(pl_cli_parse_uint("--n", "12", 1, 100, &v, &err) == 0 && v == 12,
+    ok(pl_parse_uint("--n", "12", 1, 100, &v, &err) == 0 && v == 12,
        "12 parses");
-    ok(pl_cli_parse_uint("--n", "0", 1, 100, &v, &err) < 0
+    ok(pl_parse_uint("--n", "0", 1, 100, &v, &err) < 0
            && strstr(err.text, "between 1 and 100"),
        "0 is out of range: %s", err.text);
-    ok(pl_cli_parse_uint("--n", "-1", 0, 100, &v, &err) < 0
+    ok(pl_parse_uint("--n", "-1", 0, 100, &v, &err) < 0
            && strstr(err.text, "not a non-negative integer"),
        "-1 is refused: %s", err.text);
-    ok(pl_cli_parse_uint("--n", "4x", 1, 100, &v, &err) < 0
+    ok(pl_parse_uint("--n", "4x", 1, 100, &v, &err) < 0
            && strstr(err.text, "'4x' is not a positive integer"),
        "4x is refused: %s", err.text);
-    ok(pl_cli_parse_uint("--n", "", 1, 100, &v, &err) < 0, "'' is refused");
-    ok(pl_cli_parse_secs("--t", "90", &s, &err) == 0 && s == 90, "90 s");
-    ok(pl_cli_parse_secs("--t", "1.5", &s, &err) == 0 && s == 1.5, "1.5 s");
-    ok(pl_cli_parse_secs("--t", "10m", &s, &err) == 0 && s == 600, "10m");
-    ok(pl_cli_parse_secs("--t", "2h", &s, &err) == 0 && s == 7200, "2h");
-    ok(pl_cli_parse_secs("--t", "2x", &s, &err) < 0, "2x is refused");
-    ok(pl_cli_parse_secs("--t", "-3", &s, &err) < 0, "-3 is refused");
-    ok(pl_cli_parse_secs("--t", "nan", &s, &err) < 0, "nan is refused");
-    ok(pl_cli_parse_id("0", &v, &err) < 0, "task id 0 is refused");
-    ok(pl_cli_parse_sel(2, good, &sel, &err) == 0 && sel.nids == 2
+    ok(pl_parse_uint("--n", "", 1, 100, &v, &err) < 0, "'' is refused");
+    ok(pl_parse_secs("--t", "90", &s, &err) == 0 && s == 90, "90 s");
+    ok(pl_parse_secs("--t", "1.5", &s, &err) == 0 && s == 1.5, "1.5 s");
+    ok(pl_parse_secs("--t", "10m", &s, &err) == 0 && s == 600, "10m");
+    ok(pl_parse_secs("--t", "2h", &s, &err) == 0 && s == 7200, "2h");
+    ok(pl_parse_secs("--t", "2x", &s, &err) < 0, "2x is refused");
+    ok(pl_parse_secs("--t", "-3", &s, &err) < 0, "-3 is refused");
+    ok(pl_parse_secs("--t", "nan", &s, &err) < 0, "nan is refused");
+    ok(pl_parse_id("0", &v, &err) < 0, "task id 0 is refused");
+    ok(pl_parse_sel(2, good, &sel, &err) == 0 && sel.nids == 2
            && sel.ids[0] == 3 && sel.ids[1] == 14 && sel.nelems == 0,
        "ids 3 14");
     pl_sel_req_clear(&sel);
-    ok(pl_cli_parse_sel(2, bad, &sel, &err) < 0
+    ok(pl_parse_sel(2, bad, &sel, &err) < 0
            && strstr(err.text, "'x'"),
        "a bad id among good ones: %s", err.text);
-    ok(pl_cli_parse_sel(3, elems, &sel, &err) == 0 && sel.nids == 1
+    ok(pl_parse_sel(3, elems, &sel, &err) == 0 && sel.nids == 1
            && sel.nelems == 2 && sel.elems[0] == 40 && sel.elems[1] == 0
            && sel.elems[2] == 40 && sel.elems[3] == 7 && sel.ids[0] == 9,
        "40.0 9 40.7: one id, two elements");
     pl_sel_req_clear(&sel);
     for (size_t i = 0; i < sizeof(badel) / sizeof(badel[0]); i++) {
         char *one[] = { badel[i] };
-        ok(pl_cli_parse_sel(1, one, &sel, &err) < 0
+        ok(pl_parse_sel(1, one, &sel, &err) < 0
                && strstr(err.text, "is not a task id"),
            "'%s' is refused: %s", badel[i], err.text);
     }

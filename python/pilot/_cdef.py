@@ -1,0 +1,27 @@
+"""pilot._cdef - libpilot's declarations for cffi (made by scripts/gen-cdef.py
+from lib/pilot.h: do not edit; make cdef writes it again)"""
+
+CDEF = """
+#define PILOT_API_VERSION 1
+#define PILOT_STDOUT 1
+#define PILOT_STDERR 2
+struct pilot;
+struct pilot_error {
+    int errnum;
+    char text[256];
+};
+int pilot_api_version(void);
+struct pilot *pilot_open(const char *id, const char *home, int timeout_ms,
+                         struct pilot_error *err);
+void pilot_close(struct pilot *p);
+const char *pilot_id(const struct pilot *p);
+const char *pilot_dir(const struct pilot *p);
+int pilot_is_live(struct pilot *p);
+int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
+                 struct pilot_error *err);
+int pilot_call(struct pilot *p, const char *op, const char *args_json,
+               char **reply_json, struct pilot_error *err);
+int pilot_log_path(const struct pilot *p, uint64_t id, unsigned attempt,
+                   int stream, char *buf, size_t len);
+void pilot_free(void *ptr);
+"""

@@ -1,0 +1,321 @@
+/* tests/unit/test_lib_pilot.c - libpilot without a running pilot: finding
+ * one, the errors, a down pilot's state read through the library, the
+ * arguments of every op, log paths, one connection from many threads */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "lib/pilot.h"
+#include "proto/keys.h"
+#include "proto/pilotdir.h"
+#include "proto/schema.h"
+#include "tests/unit/helpers.h"
+#include "tests/unit/tap.h"
+
+/* A local pilot 'id' that ran once: its info, keys and state DB. */
+static void make_pilot(const char *home, const char *id)
+{
+    static const char rows[] =
+        "INSERT INTO tasks(name, argv, cwd, state, node, cores, attempts, "
+        "  exit_code, submit_time, start_time, end_time) VALUES "
+        "  ('a', '[\"true\"]', '/', 'done', 'n1', '0', 1, 0, 10, 11, 12),"
+        "  (NULL, '[\"false\"]', '/', 'failed', 'n1', '1', 1, 1, 10, 11, 13),"
+        "  ('c', '[\"sleep\",\"9\"]', '/', 'queued', NULL, NULL, 0, NULL, "
+        "   10, NULL, NULL);"
+        "INSERT INTO events(task, time, state) VALUES (1, 10, 'queued'),"
+        "  (1, 11, 'running'), (1, 12, 'done');"
+        "INSERT INTO nodes VALUES ('n1', '0,1', '', 'up', 1, 2);";
+    char dir[PL_PATH_MAX], path[PL_PATH_MAX + 16];
+    struct pl_info in = { .job = 0, .nodes = 1, .created = 1.7e9 };
+    sqlite3 *db;
+
+    snprintf(dir, sizeof(dir), "%s/pilots/%s", home, id);
+    pl_mkdirs(dir, 0700);
+    pl_keys_path(dir, path, sizeof(path));
+    pl_keys_create(path, NULL);
+    snprintf(in.id, sizeof(in.id), "%s", id);
+    snprintf(in.mode, sizeof(in.mode), "local");
+    pl_info_write(dir, &in, NULL);
+    pl_path_db(dir, path, sizeof(path));
+    if (sqlite3_open(path, &db) != SQLITE_OK
+        || sqlite3_exec(db, PL_SCHEMA_SQL, NULL, NULL, NULL) != SQLITE_OK
+        || sqlite3_exec(db, rows, NULL, NULL, NULL) != SQLITE_OK)
+        diag("cannot fill %s: %s", path, sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* pilot_call(); the reply parsed into *out (NULL on failure). */
+static int call(struct pilot *p, const char *op, const char *args,
+                json_t **out, struct pilot_error *err)
+{
+    char *reply = NULL;
+    int rc;
+
+    memset(err, 0, sizeof(*err));
+    rc = pilot_call(p, op, args, &reply, err);
+    *out = reply ? json_loads(reply, 0, NULL) : NULL;
+    pilot_free(reply);
+    return rc;
+}
+
+/* Whether the failure is errno 'e' in both errno and err, with a text
+ * holding 'text'. */
+static int failed(int rc, const struct pilot_error *err, int e,
+                  const char *text)
+{
+    int saved = errno;
+
+    if (rc == 0 || saved != e || err->errnum != e || !strstr(err->text, text)) {
+        diag("rc %d errno %d err {%d, '%s'}; want errno %d, '%s'", rc, saved,
+             err->errnum, err->text, e, text);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_find(const char *home)
+{
+    struct pilot_error err = { 0 };
+    struct pilot *p;
+
+    errno = 0;
+    p = pilot_open(NULL, home, 0, &err);
+    ok(!p && failed(-1, &err, ENOENT, "no pilot running (start one with "
+                    "'pilot up')"),
+       "no pilot running: NULL, ENOENT, the CLI's words: %s", err.text);
+    p = pilot_open("p7", home, 0, &err);
+    ok(!p && failed(-1, &err, ENOENT, "no pilot p7 under"),
+       "an unknown id: ENOENT: %s", err.text);
+    p = pilot_open("seven", home, 0, &err);
+    ok(!p && failed(-1, &err, EINVAL, "is not a pilot id"),
+       "a bad id: EINVAL: %s", err.text);
+    p = pilot_open(NULL, home, 0, NULL);
+    ok(!p && errno == ENOENT, "err may be NULL: errno still says ENOENT");
+    setenv("PILOT_TIMEOUT", "soon", 1);
+    p = pilot_open("p1", home, 0, &err);
+    ok(!p && failed(-1, &err, EINVAL, "PILOT_TIMEOUT"),
+       "a bad PILOT_TIMEOUT: EINVAL: %s", err.text);
+    unsetenv("PILOT_TIMEOUT");
+}
+
+static void test_down(const char *home)
+{
+    struct pilot_error err;
+    struct pilot *p;
+    json_t *j;
+    char *reply = (char *)"x";
+    int rc;
+
+    make_pilot(home, "p1");
+    p = pilot_open("p1", home, 2000, &err);
+    if (!ok(p != NULL, "a down pilot named by its id opens: %s",
+            p ? "" : err.text))
+        return;
+    is_str(pilot_id(p), "p1", "pilot_id");
+    ok(strstr(pilot_dir(p), "/pilots/p1") != NULL, "pilot_dir: %s",
+       pilot_dir(p));
+    is(pilot_is_live(p), 0, "it reads the state database: not live");
+
+    rc = call(p, "list", NULL, &j, &err);
+    ok(rc == 0 && json_array_size(j) == 3, "list: its 3 tasks");
+    json_decref(j);
+    rc = call(p, "list", "{\"state\": \"failed\"}", &j, &err);
+    ok(rc == 0 && json_array_size(j) == 1
+           && json_integer_value(json_object_get(json_array_get(j, 0),
+                                                 "id")) == 2,
+       "list {state: failed}: task 2");
+    json_decref(j);
+    rc = call(p, "list", "{\"ids\": [1, \"3\"], \"limit\": 1}", &j, &err);
+    ok(rc == 0 && json_array_size(j) == 1, "list {ids, limit 1}: one task");
+    json_decref(j);
+    rc = call(p, "show", "{\"id\": 1}", &j, &err);
+    ok(rc == 0 && !strcmp(json_string_value(json_object_get(j, "name")), "a")
+           && json_array_size(json_object_get(j, "events")) == 3,
+       "show {id: 1}: task a with its 3 events");
+    json_decref(j);
+    rc = call(p, "show", "{\"id\": 99}", &j, &err);
+    ok(!j && failed(rc, &err, ENOENT, "no task 99"), "show 99: ENOENT: %s",
+       err.text);
+    rc = call(p, "counts", NULL, &j, &err);
+    ok(rc == 0 && json_integer_value(json_object_get(j, "total")) == 3
+           && json_integer_value(json_object_get(j, "done")) == 1,
+       "counts: 3 in all, 1 done");
+    json_decref(j);
+    rc = call(p, "status", "", &j, &err);
+    ok(rc == 0 && !strcmp(json_string_value(json_object_get(j, "state")),
+                          "down"),
+       "status: state down");
+    json_decref(j);
+    rc = call(p, "cancel", "{\"ids\": [3]}", &j, &err);
+    ok(!j && failed(rc, &err, ENOTCONN, "pilot p1 is down"),
+       "cancel on a down pilot: ENOTCONN: %s", err.text);
+    rc = pilot_submit(p, "[{\"argv\": [\"true\"]}]", &reply, &err);
+    ok(!reply && failed(rc, &err, ENOTCONN, "pilot p1 is down"),
+       "submit on a down pilot: ENOTCONN, no reply: %s", err.text);
+    pilot_close(p);
+    /* PILOT_ID names it as well */
+    setenv("PILOT_ID", "p1", 1);
+    p = pilot_open(NULL, home, 0, &err);
+    ok(p && !strcmp(pilot_id(p), "p1"), "PILOT_ID=p1 chooses it");
+    unsetenv("PILOT_ID");
+    pilot_close(p);
+}
+
+/* Arguments refused before anything is sent. */
+static void test_args(const char *home)
+{
+    static const struct {
+        const char *op, *args, *text;
+    } cases[] = {
+        { "frobnicate", NULL, "unknown op 'frobnicate'" },
+        { "list", "{\"colour\": 1}", "list: unknown field 'colour'" },
+        { "list", "[1]", "must be a JSON object" },
+        { "list", "{\"state\": \"sleepy\"}", "'state' must be a task state" },
+        { "list", "{\"tags\": [\"a b\"]}", "is not KEY=VALUE or KEY" },
+        { "list", "{\"limit\": -1}", "'limit' must be" },
+        { "list", "{", "arguments not JSON" },
+        { "show", NULL, "'id' must be one task id" },
+        { "show", "{\"id\": \"1.x\"}", "is not a task id" },
+        { "cancel", "{}", "no task named" },
+        { "cancel", "{\"ids\": [0]}", "'ids' must be task ids" },
+        { "pool_start", "{\"name\": \"-x\"}", "'name' must be a pool's name" },
+        { "pool_start", "{\"name\": \"w\", \"launcher\": \"ssh\"}",
+          "'launcher' must be srun or mpirun" },
+        { "status", "{\"verbose\": true}", "unknown field 'verbose'" },
+    };
+    static const struct {
+        const char *specs, *text;
+    } bad_specs[] = {
+        { "{\"argv\": [\"x\"]}", "want a JSON array" },
+        { "[]", "want a JSON array" },
+        { "[{}]", "no command" },
+        { "[{\"argv\": [\"x\"]}, {\"argv\": [\"y\"], \"colour\": 1}]",
+          "specs[1]: unknown field 'colour'" },
+        { "[{\"argv\": [\"x\"], \"ranks\": 0}]", "ranks" },
+        { "[{\"argv\": [\"x\"], \"comm\": \"smoke\"}]", "unknown comm" },
+        { "[{\"cmd\": \"x\", \"argv\": [\"x\"]}]", "give one of them" },
+        { "[{\"argv\": [\"x\"], \"array\": \"5-1\"}]", "ends before" },
+    };
+    struct pilot_error err;
+    struct pilot *p = pilot_open("p1", home, 2000, &err);
+    char *reply;
+    json_t *j;
+
+    if (!ok(p != NULL, "open p1 again"))
+        return;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = call(p, cases[i].op, cases[i].args, &j, &err);
+        ok(!j && failed(rc, &err, EINVAL, cases[i].text),
+           "%s %s: EINVAL: %s", cases[i].op,
+           cases[i].args ? cases[i].args : "(none)", err.text);
+    }
+    for (size_t i = 0; i < sizeof(bad_specs) / sizeof(bad_specs[0]); i++) {
+        int rc = pilot_submit(p, bad_specs[i].specs, &reply, &err);
+        ok(!reply && failed(rc, &err, EINVAL, bad_specs[i].text),
+           "submit %s: EINVAL before anything is sent: %s",
+           bad_specs[i].specs, err.text);
+    }
+    errno = 0;
+    ok(pilot_call(p, NULL, NULL, &reply, &err) < 0 && errno == EINVAL,
+       "a NULL op: EINVAL");
+    pilot_close(p);
+}
+
+static void test_log_path(const char *home)
+{
+    struct pilot_error err;
+    struct pilot *p = pilot_open("p1", home, 2000, &err);
+    char buf[PL_PATH_MAX + 64], want[PL_PATH_MAX + 64];
+
+    if (!ok(p != NULL, "open p1 for log paths"))
+        return;
+    snprintf(want, sizeof(want), "%s/tasks/1/1234.out", pilot_dir(p));
+    ok(pilot_log_path(p, 1234, 0, PILOT_STDOUT, buf, sizeof(buf)) == 0
+           && !strcmp(buf, want),
+       "task 1234's stdout: %s", buf);
+    snprintf(want, sizeof(want), "%s/tasks/0/12.2.err", pilot_dir(p));
+    ok(pilot_log_path(p, 12, 2, PILOT_STDERR, buf, sizeof(buf)) == 0
+           && !strcmp(buf, want),
+       "task 12's stderr of attempt 2: %s", buf);
+    ok(pilot_log_path(p, 12, 0, 3, buf, sizeof(buf)) < 0 && errno == EINVAL,
+       "stream 3: EINVAL");
+    ok(pilot_log_path(p, 12, 0, PILOT_STDOUT, buf, 8) < 0
+           && errno == ENAMETOOLONG,
+       "a buffer too small: ENAMETOOLONG");
+    pilot_close(p);
+}
+
+struct reader {
+    struct pilot *p;
+    int fails;
+};
+
+static void *read_loop(void *arg)
+{
+    struct reader *r = arg;
+
+    for (int i = 0; i < 50; i++) {
+        struct pilot_error err;
+        char *reply = NULL;
+        if (pilot_call(r->p, i % 2 ? "list" : "counts", NULL, &reply, &err)
+                < 0
+            || !reply)
+            r->fails++;
+        pilot_free(reply);
+    }
+    return NULL;
+}
+
+/* One struct pilot read by 8 threads at once: each call whole. */
+static void test_threads(const char *home)
+{
+    struct pilot_error err;
+    struct pilot *p = pilot_open("p1", home, 2000, &err);
+    struct reader r[8];
+    pthread_t t[8];
+    int fails = 0;
+
+    if (!ok(p != NULL, "open p1 for threads"))
+        return;
+    for (int i = 0; i < 8; i++) {
+        r[i] = (struct reader){ .p = p };
+        pthread_create(&t[i], NULL, read_loop, &r[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        fails += r[i].fails;
+    }
+    is(fails, 0, "8 threads x 50 calls on one connection: none failed");
+    pilot_close(p);
+}
+
+int main(void)
+{
+    char tmp[128], home[256];
+
+    plan(51);
+    is(pilot_api_version(), PILOT_API_VERSION, "pilot_api_version() is %d",
+       PILOT_API_VERSION);
+    if (!t_tmpdir("lib-pilot", tmp, sizeof(tmp)))
+        return 1;
+    snprintf(home, sizeof(home), "%s/home", tmp);
+    unsetenv("PILOT_ID");
+    unsetenv("PILOT_KEYS");
+    unsetenv("PILOT_TIMEOUT");
+    setenv("PILOT_HOME", "/nonexistent/not-this-one", 1); /* home wins */
+    test_find(home);
+    test_down(home);
+    test_args(home);
+    test_log_path(home);
+    test_threads(home);
+    pilot_close(NULL);
+    pilot_free(NULL);
+    t_rmtree(tmp);
+    return done_testing();
+}
