@@ -70,7 +70,15 @@ FUZZ_FLAGS    = CC=clang SANITIZE=fuzzer-no-link,address,undefined \
 
 .PHONY: all test check soak check-e2e asan install clean cluster demo \
         demo-sbatch examples fuzz fuzz-bins fuzz-corpus bench
-all: $(BINS)
+# the warm Python workers' script (python/pilot/_pyworker.py, in the
+# client package's directory), where the agent looks for it: beside its
+# program, BIN/../python/pilot/ (agent/pyw.h); only the script, the
+# package itself is used from python/ (t1160) or installed (install-lib)
+PYFILES := $(BUILD)/python/pilot/_pyworker.py
+$(BUILD)/python/%.py: python/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+all: $(BINS) $(PYFILES)
 
 # libpilot and the Python package (lib/, python/)
 include lib/lib.mk
@@ -199,7 +207,7 @@ bench:
 	    --build $(abspath $(BUILD)) $(if $(QUICK),--quick)
 
 # unit tests only: fast, no cluster
-test: $(BINS) $(UNITS) $(TOOLS)
+test: $(BINS) $(PYFILES) $(UNITS) $(TOOLS)
 	prove -f -e '' $(UNITS)
 
 # the fuzzers, FUZZ_SECONDS each (tests/fuzz/run.sh); fails on a finding
@@ -249,9 +257,15 @@ demo-sbatch:
 	scripts/dev-cluster.sh status >/dev/null 2>&1 || scripts/dev-cluster.sh start
 	PREP=$(abspath $(BUILD)/examples/prep) examples/pipeline/sbatch.sh
 
+# the agent's copy of _pyworker.py goes to PREFIX/share/pilot/python/pilot/
+# (where it looks, beside its program, whatever PREFIX); the package
+# install-lib installs has it too
 install: $(BINS) install-lib
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pilot \
+	    $(DESTDIR)$(PREFIX)/share/pilot/python/pilot
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 python/pilot/_pyworker.py \
+	    $(DESTDIR)$(PREFIX)/share/pilot/python/pilot/
 	install -m 644 scripts/pilot.sbatch $(DESTDIR)$(PREFIX)/share/pilot/
 
 clean:

@@ -21,6 +21,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/pyw.h"
 #include "agent/env.h"
 #include "proto/log.h"
 #include "proto/state.h"
@@ -62,7 +63,8 @@ static void flush_cb(uv_timer_t *h)
     pl_agent_events_send(a);
     pl_agent_got_send(a);
     pl_agent_pull(a);
-    if (a->exiting && a->nrunning == 0 && !a->outq)
+    if (a->exiting && a->nrunning == 0 && pl_pyw_busy(a->pyw) == 0
+        && !a->outq)
         finish(a);
 }
 
@@ -82,7 +84,7 @@ static void reap_orphans(struct pl_agent *a)
             return;
         for (size_t i = 0; i < a->nrunning && !task; i++)
             task = pl_task_pid(a->running[i]) == info.si_pid;
-        if (task)
+        if (task || pl_pyw_child(a->pyw, info.si_pid))
             return; /* its SIGCHLD is on its way */
         (void)waitpid(info.si_pid, NULL, WNOHANG);
     }
@@ -98,6 +100,7 @@ static void sigchld_cb(uv_signal_t *h, int signum)
     for (size_t i = a->nrunning; i-- > 0;)
         if (i < a->nrunning)
             pl_task_reap(a->running[i]);
+    pl_pyw_reap(a->pyw);
     reap_orphans(a);
 }
 
@@ -138,6 +141,7 @@ void pl_agent_shutdown(struct pl_agent *a, const char *why)
     uv_timer_stop(&a->reg); /* no REGISTER while we stop */
     for (size_t i = 0; i < a->nrunning; i++)
         pl_task_kill(a->running[i], PL_ST_CANCELED, EXIT_GRACE);
+    pl_pyw_shutdown(a->pyw);
     uv_timer_start(&a->deadline, deadline_cb,
                    (uint64_t)(EXIT_GRACE * 1000) + EXIT_WAIT_MS, 0);
     pl_agent_kick(a);
@@ -319,6 +323,10 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         pl_errprintf(errp, "node name too long for the tasks' key");
         goto error;
     }
+    if (!(a->pyw = pl_pyw_new(a))) {
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
     if (!(a->cpu = pl_bind_cpu_new(a->res, errp))
         || !(a->cuda = pl_bind_cuda_new(a->res, errp))
         || pl_agent_link_open(a, errp) < 0)
@@ -398,6 +406,8 @@ void pl_agent_free(struct pl_agent *a)
 
     pl_agent_free_tasks(a);
     pl_wpool_close(a->wpool);
+    pl_pyw_close(a->pyw);
+    a->pyw = NULL;
     a->wpool = NULL;
     pl_agent_link_close(a);
     close_handle((uv_handle_t *)&a->flush);

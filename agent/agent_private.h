@@ -1,7 +1,7 @@
 /* agent/agent_private.h - what the files of the agent share: struct
  * pl_agent and the calls between agent.c, link.c and run.c
  *
- * N.B. for agent/agent.c, link.c, run.c and pool.c only: every other
+ * N.B. for agent/agent.c, link.c, run.c, pool.c and pyw.c only: every other
  * module sees the agent through agent/agent.h.
  */
 #ifndef PL_AGENT_AGENT_PRIVATE_H
@@ -96,6 +96,8 @@ struct pl_agent {
 
     /* pool.c: the pool workers of this node (NULL: no socket) */
     struct pl_wpool *wpool;
+    /* pyw.c: the warm Python workers (agent/pyw.h) */
+    struct pl_pyw *pyw;
 };
 
 /* The loop's clock in seconds, for intervals (pl_now() dates events). */
@@ -172,6 +174,11 @@ int pl_agent_reregister_cb(struct pl_agent *a, const struct pl_msg *m,
 
 int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,
                     struct pl_error *errp);
+/* The environment of the rank of entry 'r' (docs/protocol.md): ours less
+ * our step's, the entry's, then PILOT_*, the comm's and the binding's
+ * variables.  NULL with errp set. */
+struct pl_env *pl_agent_task_env(struct pl_agent *a, const struct pl_run *r,
+                                 struct pl_error *errp);
 int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
                      struct pl_error *errp);
 /* Stop the tasks whose stdout or stderr is over their output limit

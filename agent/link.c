@@ -23,6 +23,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/pyw.h"
 #include "proto/log.h"
 #include "proto/state.h"
 #include "proto/strv.h"
@@ -125,7 +126,8 @@ static void send_register(struct pl_agent *a)
     r.gpus = (char **)pl_resources_gpu_ids(a->res);
     r.last_run = a->last_run;
     size_t npool = pl_wpool_held(a->wpool, NULL, 0);
-    r.running = calloc(a->nrunning + npool + 1, sizeof(*r.running));
+    size_t npy = pl_pyw_held(a->pyw, NULL, 0);
+    r.running = calloc(a->nrunning + npool + npy + 1, sizeof(*r.running));
     r.ended = calloc(a->nunacked + 1, sizeof(*r.ended));
     if (!r.running || !r.ended) {
         /* the reg timer tries again while we are not welcomed */
@@ -141,6 +143,8 @@ static void send_register(struct pl_agent *a)
     /* a pool task's ranks run in their workers */
     r.nrunning += (uint32_t)pl_wpool_held(a->wpool, r.running + a->nrunning,
                                           npool);
+    /* and a Python call's in its warm worker */
+    r.nrunning += (uint32_t)pl_pyw_held(a->pyw, r.running + r.nrunning, npy);
     for (size_t i = 0; i < a->nunacked; i++)
         r.ended[i] = a->unacked[i].ev; /* a shallow copy: borrowed */
     r.nended = (uint32_t)a->nunacked;
@@ -215,25 +219,36 @@ static void keep_unacked(struct pl_agent *a, struct pl_event *e, uint64_t seq)
     };
 }
 
+/* The events of one EVENTS message hold at most this many bytes of
+ * Python results (64 KiB each at most): a frame stays far below what
+ * pilotd's socket takes (PL_MSG_MAX), however many calls ended at once. */
+#define EVENTS_RESULT_BYTES (4 * 1024 * 1024)
+
 void pl_agent_events_send(struct pl_agent *a)
 {
     struct pl_wbuf w;
     uint64_t seq;
 
-    if (a->nevents == 0)
-        return;
-    seq = a->seq++;
-    pl_events_begin(&w, seq, (uint32_t)a->nevents);
-    for (size_t i = 0; i < a->nevents; i++) {
-        struct pl_event *e = &a->events[i];
-        pl_event_encode(&w, e);
-        if (pl_state_final(e->state))
-            keep_unacked(a, e, seq);
-        else
-            pl_event_clear(e);
+    for (size_t i = 0, n; i < a->nevents; i += n) {
+        size_t bytes = 0;
+        for (n = 0; i + n < a->nevents; n++) {
+            bytes += a->events[i + n].nresult;
+            if (n > 0 && bytes > EVENTS_RESULT_BYTES)
+                break;
+        }
+        seq = a->seq++;
+        pl_events_begin(&w, seq, (uint32_t)n);
+        for (size_t k = i; k < i + n; k++) {
+            struct pl_event *e = &a->events[k];
+            pl_event_encode(&w, e);
+            if (pl_state_final(e->state))
+                keep_unacked(a, e, seq);
+            else
+                pl_event_clear(e);
+        }
+        send_wbuf(a, &w, PL_MSG_EVENTS);
     }
     a->nevents = 0;
-    send_wbuf(a, &w, PL_MSG_EVENTS);
 }
 
 bool pl_agent_ended(const struct pl_agent *a, uint64_t id, uint64_t attempt,

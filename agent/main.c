@@ -230,6 +230,9 @@ int main(int argc, char **argv)
     parse_opts(argc, argv, &o);
     if (o.local && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
         pl_fatal(1, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+    /* a write to a Python worker that died must fail (EPIPE), not kill
+     * us; our children get every signal at its default (agent/spawn.h) */
+    signal(SIGPIPE, SIG_IGN);
     if (o.log)
         log_to(o.log);
 

@@ -16,6 +16,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/pyw.h"
 #include "agent/comm.h"
 #include "agent/env.h"
 #include "agent/mpi.h"
@@ -144,9 +145,8 @@ void pl_agent_free_tasks(struct pl_agent *a)
 
 /* ---- from an entry to a process ---- */
 
-/* The environment of the task of 'r' (docs/protocol.md), or NULL. */
-static struct pl_env *task_env(struct pl_agent *a, const struct pl_run *r,
-                               struct pl_error *errp)
+struct pl_env *pl_agent_task_env(struct pl_agent *a, const struct pl_run *r,
+                                 struct pl_error *errp)
 {
     struct pl_env *env;
 
@@ -233,7 +233,7 @@ static void start(struct pl_agent *a, struct pl_run *r)
     bool prepared = false;
     char cores[128];
 
-    if (!(env = task_env(a, r, &err))
+    if (!(env = pl_agent_task_env(a, r, &err))
         || (r->comm == PL_COMM_MPI && pl_mpi_launcher(r, env, &err) < 0)
         || !(prepared = true) || make_room(a) < 0
         || !(t = pl_task_new(&a->loop, r, a->owner, task_exit_cb, a))) {
@@ -307,6 +307,8 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
             pl_wpool_call(a->wpool, &r);
         goto done;
     }
+    if (r.fn == PL_FN_PYCALL && pl_pyw_runs(a->pyw, r.id, r.attempt, r.rank))
+        goto done; /* a RUN sent again: it runs */
     if (already_running(a, &r))
         goto done;
     if (pl_agent_ended(a, r.id, r.attempt, r.rank)) {
@@ -324,7 +326,10 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
         event_failed(a, &r, err.text);
         goto done;
     }
-    start(a, &r);
+    if (r.fn == PL_FN_PYCALL)
+        pl_pyw_call(a->pyw, &r); /* a call in a warm worker */
+    else
+        start(a, &r);
 done:
     pl_run_clear(&r);
 }
@@ -401,6 +406,7 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
     }
     if (a->wpool)
         n += pl_wpool_kill(a->wpool, &k);
+    n += pl_pyw_kill(a->pyw, &k);
     if (n == 0)
         pl_log(LOG_DEBUG, "kill: task %llu attempt %llu%s is not running "
                "here", (unsigned long long)k.id,

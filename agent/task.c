@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/leftover.h"
+#include "agent/spawn.h"
 #include "agent/task.h"
 #include "proto/pilotdir.h"
 #include "proto/state.h"
@@ -313,106 +314,6 @@ static int start_failed(struct pl_task *t, int errnum, struct pl_error *errp)
     return -1;
 }
 
-/* The program execvp() would run for 'file', searching the PATH of the
- * task's environment 'env' (else the agent's), into 'buf'.  0, or an
- * errno value (ENOENT, EACCES, ENAMETOOLONG). */
-static int find_program(const char *file, char *const *env, char *buf,
-                        size_t len)
-{
-    const char *path = NULL;
-    int err = ENOENT;
-
-    if (strchr(file, '/')) {
-        if (snprintf(buf, len, "%s", file) >= (int)len)
-            return ENAMETOOLONG;
-        return 0;
-    }
-    for (size_t i = 0; env && env[i]; i++)
-        if (!strncmp(env[i], "PATH=", 5))
-            path = env[i] + 5;
-    if (!path && !(path = getenv("PATH")))
-        path = "/bin:/usr/bin";
-    for (const char *p = path;; p++) {
-        const char *end = strchr(p, ':');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        struct stat st;
-        /* an empty entry is the current directory, as for execvp() */
-        if (snprintf(buf, len, "%.*s%s%s", (int)n, p, n ? "/" : "", file)
-            < (int)len) {
-            if (access(buf, X_OK) == 0 && stat(buf, &st) == 0
-                && S_ISREG(st.st_mode))
-                return 0;
-            if (errno == EACCES)
-                err = EACCES;
-        }
-        if (!end)
-            break;
-        p = end;
-    }
-    return err;
-}
-
-/* Start 'prog' (a path) with 'argv' and 'env' in a new session, stdin,
- * stdout and stderr from 'in', 'out' and 'err', in 'cwd' if not NULL,
- * every signal at its default and none blocked; it gets SIGKILL when we
- * die (PR_SET_PDEATHSIG), so that an agent killed with SIGKILL leaves no
- * task leader running (issue 12: pilotd runs the task again).  0 with
- * *pid, or the errno value of the step that failed.
- *
- * N.B. vfork(), as glibc's posix_spawn() does (clone(CLONE_VM |
- * CLONE_VFORK)), whose attributes cannot ask for a parent-death signal;
- * not fork(): it copies neither the agent's mappings nor its page
- * tables (a fork() of the agent, libuv's uv_spawn(), cost page faults
- * and TLB flushes to ZeroMQ's thread and held the no-op rate at half
- * the node's: docs/PERFORMANCE.md).  The child shares our memory until
- * its exec and only makes system calls; our signals are blocked
- * meanwhile, so that no handler of ours runs in it before it resets
- * them.  It inherits the calling thread's CPU mask (pl_bind_cpu_enter());
- * its exit is found by the agent's SIGCHLD watcher (pl_task_reap()). */
-static int spawn(const char *prog, char **argv, char **env, int in, int out,
-                 int err, const char *cwd, pid_t *pid)
-{
-    sigset_t all, old;
-    volatile int child_err = 0;
-    pid_t parent = getpid();
-    pid_t p;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    p = vfork();
-    if (p == 0) {
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
-        sigset_t none;
-        for (int sig = 1; sig < NSIG; sig++)
-            (void)sigaction(sig, &dfl, NULL);
-        if (setsid() < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
-            || dup2(err, 2) < 0 || (cwd && chdir(cwd) < 0)
-            || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-            child_err = errno;
-            _exit(127);
-        }
-        if (getppid() != parent)
-            _exit(127); /* we died already: no task without its agent */
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(prog, argv, env);
-        child_err = errno;
-        _exit(127);
-    }
-    int e = p < 0 ? errno : child_err;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (p > 0 && e) {
-        /* it failed before its exec: reap it here */
-        while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
-            ;
-        return e;
-    }
-    if (p < 0)
-        return e;
-    *pid = p;
-    return 0;
-}
-
 int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
                   struct pl_error *errp)
 {
@@ -455,11 +356,11 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     for (size_t i = 0, k = 1; i < nenv; i++)
         if (strncmp(env[i], "PILOT_TASK_KEY=", 15))
             kenv[k++] = env[i];
-    bool found = (rc = find_program(t->run.argv[0], kenv, prog,
+    bool found = (rc = pl_spawn_find(t->run.argv[0], kenv, prog,
                                     sizeof(prog))) == 0;
     if (found)
-        rc = spawn(prog, t->run.argv, kenv, stdin_fd, out, err, t->run.cwd,
-                   &pid);
+        rc = pl_spawn(prog, t->run.argv, kenv, stdin_fd, out, err, -1,
+                      t->run.cwd, &pid);
     free(kenv);
     close(out);
     if (err != out)

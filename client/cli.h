@@ -103,6 +103,7 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_show(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_result(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv);

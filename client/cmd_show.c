@@ -178,8 +178,31 @@ static void print_placement(const json_t *t)
                  fn && !strcmp(fn, "py") ? "Python" : "C");
         line("pool:", buf);
     }
+    else if (fn && !strcmp(fn, "pycall"))
+        line("python:", "a call in a warm Python worker");
     else if (comm)
         line("comm:", comm);
+}
+
+/* A Python call's result: its repr (a value) or the exception's line
+ * (the reason), its size and where the pickle is. */
+static void print_result(const json_t *t)
+{
+    const char *st = pl_out_jstr(t, "result_status");
+    const char *repr = pl_out_jstr(t, "result_repr");
+    const char *file = pl_out_jstr(t, "result_file");
+    char buf[PL_PATH_MAX + 96];
+
+    if (!st)
+        return;
+    if (!strcmp(st, "ok"))
+        line("result:", repr ? repr : "(no repr)");
+    else
+        line("raised:", pl_out_jstr(t, "reason"));
+    snprintf(buf, sizeof(buf), "%lld bytes pickled, %s%s (pilot result ID)",
+             pl_out_jint(t, "result_size", 0), file ? "in " : "inline",
+             file ? file : "");
+    line("", buf);
 }
 
 static void print_task(const struct pl_conn *conn, const json_t *t)
@@ -263,6 +286,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
         json_array_foreach(env, i, v)
             line(i == 0 ? "env:" : "", json_string_value(v));
     }
+    print_result(t);
     print_ranks(ranks);
     print_events(json_object_get(t, "events"), submit);
 }

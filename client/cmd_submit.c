@@ -10,8 +10,10 @@
 #include "client/conn.h"
 #include "client/output.h"
 #include "client/spec.h"
+#include "client/spec_py.h"
 #include "client/submit.h"
 #include "client/taskfile.h"
+#include "proto/strv.h"
 
 static const char help[] =
     "usage: pilot submit [options] [--] COMMAND [ARGS...]\n"
@@ -75,6 +77,21 @@ static const char help[] =
     "                          communicator of the task's ranks\n"
     "  --py MODULE:FUNCTION    a Python function FUNCTION(ctx, *args), with\n"
     "                          ctx.comm an mpi4py communicator\n"
+    "  --py-call MODULE:FUNCTION\n"
+    "                          a Python call in a warm worker of the agent\n"
+    "                          (no pool): FUNCTION(*ARGS), the arguments\n"
+    "                          strings; 'pilot show' gives the result's\n"
+    "                          repr, 'pilot result' the pickled value\n"
+    "  --input FILE            a Python call pickled by a client: FILE\n"
+    "                          (- reads stdin) holds a cloudpickle of\n"
+    "                          (function, args, kwargs); the command words,\n"
+    "                          if any, are a label; up to 256 MiB (over\n"
+    "                          256 KiB it is copied under the pilot's\n"
+    "                          inputs/)\n"
+    "  --py-prelude CODE       run CODE once when a worker starts (\"import\n"
+    "                          torch\"); default: pilot up --py-prelude\n"
+    "  --python PATH           the worker's interpreter (default: pilot up\n"
+    "                          --python, else python3 from the task's PATH)\n"
     "  --file FILE             many tasks in one request: one JSON object\n"
     "                          a line (- reads stdin), or a YAML list of\n"
     "                          mappings (FILE ending in .yaml or .yml);\n"
@@ -111,6 +128,8 @@ static const char help[] =
     "  pilot submit --after $A --name train -- ./train\n"
     "  # once array $A has ended: its failed indexes again\n"
     "  pilot submit --retry-failed $A -- ./prep part-{}.csv\n"
+    "  # a Python call in a warm worker: its result's repr in pilot show\n"
+    "  pilot submit --py-call mymod:score -- data.csv 0.5\n"
     "  # a file: {\"name\": \"a\", \"cmd\": \"./prep\"}\n"
     "  #         {\"argv\": [\"./train\"], \"after\": [\"a\"]}\n"
     "  pilot submit --file tasks.jsonl\n";
@@ -118,12 +137,15 @@ static const char help[] =
 enum {
     OPT_SPEC = PL_OPT_CMD, /* an option that describes the task */
     OPT_FILE,
+    OPT_PY,                /* a Python call's (client/spec_py.h) */
+    OPT_INPUT,
 };
 
 /* Parse the options: the task's into 'b', --file into *file.  Returns
  * -1 to go on, else the exit code (help printed, or a usage error). */
 static int parse_opts(struct pl_cli *cli, int argc, char **argv,
-                      struct pl_cli_spec *b, const char **file)
+                      struct pl_cli_spec *b, const char **file,
+                      const char **input)
 {
     static const struct option opts[] = {
         { "name", required_argument, NULL, OPT_SPEC },
@@ -149,6 +171,10 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "fn", required_argument, NULL, OPT_SPEC },
         { "py", required_argument, NULL, OPT_SPEC },
         { "file", required_argument, NULL, OPT_FILE },
+        { "py-call", required_argument, NULL, OPT_PY },
+        { "py-prelude", required_argument, NULL, OPT_PY },
+        { "python", required_argument, NULL, OPT_PY },
+        { "input", required_argument, NULL, OPT_INPUT },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -169,9 +195,27 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             continue;
         }
         task_opts = true;
-        if (pl_cli_spec_flag(b, opts[idx].name, optarg, &err) < 0)
+        if (c == OPT_INPUT) {
+            if (!*optarg)
+                return pl_cli_usage(cli, "--input: empty file name");
+            *input = optarg;
+            continue;
+        }
+        if (c == OPT_PY ? pl_cli_spec_py(b, opts[idx].name, optarg, &err) < 0
+                        : pl_cli_spec_flag(b, opts[idx].name, optarg, &err)
+                              < 0)
             return pl_cli_usage(cli, "%s", err.text);
     }
+    bool pycall = b->spec.fn == PL_FN_PYCALL || *input;
+    if (*input && b->fn_name)
+        return pl_cli_usage(cli, "--input holds the function: no --py-call, "
+                            "--fn or --py with it");
+    if (pycall && !*input && !b->fn_name)
+        return pl_cli_usage(cli, "--py-prelude and --python go with "
+                            "--py-call MODULE:FUNCTION or --input FILE");
+    if (pycall && b->spec.pool)
+        return pl_cli_usage(cli, "a Python call (--py-call, --input) runs "
+                            "in a warm worker of its agent, not in a pool");
     if (b->spec.launcher != PL_LAUNCHER_UNSET && b->spec.comm != PL_COMM_MPI)
         return pl_cli_usage(cli, "--launcher goes with --comm mpi");
     if (*file) {
@@ -183,13 +227,13 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                                 argv[optind]);
         return -1;
     }
-    if (b->fn_name && !b->spec.pool)
+    if (b->fn_name && !b->spec.pool && !pycall)
         return pl_cli_usage(cli, "--fn and --py run in a pool: give --pool "
                             "NAME (pilot pool ls)");
     if (b->spec.pool && !b->fn_name)
         return pl_cli_usage(cli, "--pool: name the function, --fn "
                             "LIB.so:SYMBOL or --py MODULE:FUNCTION");
-    if (optind >= argc && !b->fn_name)
+    if (optind >= argc && !b->fn_name && !pycall)
         return pl_cli_usage(cli, "no command given (usage: pilot submit "
                             "[options] -- COMMAND [ARGS...])");
     if (optind < argc && !argv[optind][0])
@@ -370,13 +414,35 @@ static void print_array(const struct pl_cli *cli, json_t *ids)
                 (long long)json_integer_value(json_array_get(ids, n - 1)));
 }
 
+/* --input FILE: the pickled call, inline or under the pilot's inputs/;
+ * the command words are a label, FILE's name when there are none. */
+static int pickled_input(struct pl_cli *cli, struct pl_cli_spec *b,
+                         const char *input, struct pl_error *errp)
+{
+    struct pl_pilot p;
+    const char *slash = strrchr(input, '/');
+
+    if (pl_conn_find(&cli->find, PL_CONN_WRITE, &p, errp) < 0
+        || pl_cli_spec_py_input(b, input, p.dir, errp) < 0)
+        return -1;
+    if (b->spec.argv && b->spec.argv[0])
+        return 0;
+    pl_strv_free(b->spec.argv);
+    if (!(b->spec.argv = calloc(2, sizeof(char *)))
+        || !(b->spec.argv[0] = strdup(slash ? slash + 1 : input))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    return 0;
+}
+
 int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
 {
     struct pl_cli_spec b;
     struct pl_taskfile tf = { 0 };
     struct pl_spec *specs = &b.spec;
     struct pl_error err;
-    const char *file = NULL;
+    const char *file = NULL, *input = NULL;
     json_t *ids = json_array();
     size_t n = 1;
     int rc;
@@ -386,7 +452,7 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         rc = pl_cli_error("out of memory");
         goto done;
     }
-    if ((rc = parse_opts(cli, argc, argv, &b, &file)) >= 0)
+    if ((rc = parse_opts(cli, argc, argv, &b, &file, &input)) >= 0)
         goto done;
     rc = PL_EXIT_ERROR;
     if (file) {
@@ -396,7 +462,8 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         n = tf.n;
     }
     else if (pl_cli_spec_command(&b, argc - optind, argv + optind, &err)
-             < 0) {
+                 < 0
+             || (input && pickled_input(cli, &b, input, &err) < 0)) {
         pl_cli_error("%s", err.text);
         goto done;
     }

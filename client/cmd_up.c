@@ -15,6 +15,7 @@
 #include "client/up_private.h"
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
+#include "proto/spec.h"
 #include "proto/strv.h"
 
 static const char help[] =
@@ -57,6 +58,11 @@ static const char help[] =
     "                        or an interface there (ib0: its first IPv4\n"
     "                        address); default: the node's name's address,\n"
     "                        or the first interface up if that is loopback\n"
+    "  --py-prelude CODE     Python calls (pilot submit --py-call) that name\n"
+    "                        no prelude run CODE once in each new worker\n"
+    "                        (\"import torch\")\n"
+    "  --python PATH         ... and that name no interpreter run this one\n"
+    "                        (default: python3 from the task's PATH)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -95,6 +101,8 @@ enum {
     OPT_AGENTS,
     OPT_BIND,
     OPT_POOL,
+    OPT_PY_PRELUDE,
+    OPT_PYTHON,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -180,6 +188,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
         { "bind", required_argument, NULL, OPT_BIND },
         { "agents", required_argument, NULL, OPT_AGENTS },
+        { "py-prelude", required_argument, NULL, OPT_PY_PRELUDE },
+        { "python", required_argument, NULL, OPT_PYTHON },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -233,6 +243,19 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             break;
         case OPT_RESUME:
             o->resume = optarg;
+            break;
+        case OPT_PY_PRELUDE:
+            if (strlen(optarg) > PL_SPEC_MAX_PRELUDE || !pl_utf8_str(optarg))
+                return pl_cli_usage(cli, "--py-prelude: at most %d bytes of "
+                                    "UTF-8", PL_SPEC_MAX_PRELUDE);
+            o->py_prelude = optarg;
+            break;
+        case OPT_PYTHON:
+            if (!*optarg || strlen(optarg) > PL_SPEC_MAX_PYTHON
+                || strchr(optarg, '\n') || !pl_utf8_str(optarg))
+                return pl_cli_usage(cli, "--python: want the interpreter's "
+                                    "name or path");
+            o->py_python = optarg;
             break;
         case OPT_BIND:
             /* checked by pilotd, on its node: the login node's interfaces
@@ -374,6 +397,25 @@ static void print_id(const struct pl_cli *cli, const struct pl_pilot *p)
     fflush(stdout);
 }
 
+/* A default of the Python calls, 'text' (NULL: none given), as the file
+ * DIR/'name' that pilotd reads at start.  0, or -1 with errp. */
+static int py_default(const char *dir, const char *name, const char *text,
+                      struct pl_error *errp)
+{
+    char path[PL_PATH_MAX + 32];
+    size_t n = text ? strlen(text) : 0;
+    int fd;
+
+    if (!text)
+        return 0;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW
+                             | O_CLOEXEC, 0600)) < 0
+        || write(fd, text, n) != (ssize_t)n || close(fd) < 0)
+        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    return 0;
+}
+
 /* Point 'p' at the directory of pilot 'id' for --resume: it must exist
  * and no pilotd may hold it (its lock file). */
 static int resume_dir(struct pl_pilot *p, const char *id,
@@ -470,7 +512,9 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
     char kdir[PL_PATH_MAX + 16];
     pl_keys_path(p.dir, kdir, sizeof(kdir));
     if (pl_info_write(p.dir, &p.info, &err) < 0
-        || pl_keys_create(kdir, &err) < 0) {
+        || pl_keys_create(kdir, &err) < 0
+        || py_default(p.dir, "py-prelude", o.py_prelude, &err) < 0
+        || py_default(p.dir, "py-python", o.py_python, &err) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }

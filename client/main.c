@@ -19,6 +19,7 @@ static const struct cmd cmds[] = {
     { "submit", pl_cmd_submit, "submit a task; prints its id" },
     { "ls", pl_cmd_ls, "list tasks" },
     { "show", pl_cmd_show, "one task: spec, state, node, times, events" },
+    { "result", pl_cmd_result, "a Python call's pickled result" },
     { "wait", pl_cmd_wait, "wait until tasks end, with a progress bar" },
     { "cancel", pl_cmd_cancel, "cancel tasks" },
     { "logs", pl_cmd_logs, "a task's output; -f follows it" },

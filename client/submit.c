@@ -141,7 +141,7 @@ int pl_submit_specs(struct pl_conn *conn, const struct pl_spec *specs,
         for (m = 0; off + m < n && m < PL_SPEC_MAX_SUBMIT; m++) {
             const struct pl_spec *s = &specs[off + m];
             size_t b = pl_spec_wire_bytes(s);
-            uint64_t c = elements(s) * pl_spec_exec_bytes(s->argv, s->env);
+            uint64_t c = elements(s) * pl_spec_store_bytes(s);
             if (m > 0 && (s->retry || bytes + b > SUBMIT_BYTES
                           || tasks + elements(s) > PL_SUBMIT_MAX_TASKS
                           || cmds + c > PL_SUBMIT_MAX_BYTES))

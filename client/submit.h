@@ -2,8 +2,9 @@
  * it takes
  *
  * pilotd takes at most PL_SPEC_MAX_SUBMIT specs, PL_SUBMIT_MAX_TASKS
- * tasks and PL_SUBMIT_MAX_BYTES of commands in one request (it stores a
- * request in one turn of its loop), and ZeroMQ a frame of PL_MSG_MAX:
+ * tasks and PL_SUBMIT_MAX_BYTES of commands (pl_spec_store_bytes(): with
+ * a Python call's inline input) in one request (it stores a request in
+ * one turn of its loop), and ZeroMQ a frame of PL_MSG_MAX:
  * a larger submit goes in several requests, an array larger than one
  * request may make in slices that append to it.  The CLI (pilot submit)
  * and libpilot (pilot_submit()) both send through here.

@@ -37,6 +37,8 @@ struct pl_up_opts {
     const char *bind;   /* pilotd --bind: an address or interface, or NULL */
     const char *pools[8]; /* pilotd --pool NAME:RPN[:GPR[:CPR]] (checked) */
     int npools;
+    const char *py_prelude; /* the Python calls' defaults: written to the */
+    const char *py_python;  /* pilot directory (py-prelude, py-python) */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',

@@ -203,6 +203,32 @@ static void check_fit(struct pl_daemon *d)
         pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
 }
 
+/* The result a Python call's end 'e' carries, in the transaction of its
+ * final state (a file named must be the one its RUN gave). */
+static void result_store(struct pl_daemon *d, const struct pl_dtask *t,
+                         const struct pl_event *e)
+{
+    char path[PL_PATH_MAX + 64];
+    struct pl_error err;
+    struct pl_db_result r = {
+        .id = t->id, .attempt = t->attempt, .status = e->result_status,
+        .size = e->result_size, .data = e->result, .ndata = e->nresult,
+        .file = e->result_file, .repr = e->result_repr,
+    };
+
+    if (e->result_file
+        && (pl_path_task_result(d->dir, t->id, t->attempt, path,
+                                sizeof(path)) < 0
+            || strcmp(path, e->result_file))) {
+        pl_daemon_bad_log(d, LOG_WARNING, "task %llu: a result file that is "
+                          "not its own (ignored)", (unsigned long long)t->id);
+        return;
+    }
+    if (pl_db_result_set(d->db, &r, &err) < 0)
+        pl_log(LOG_ERR, "task %llu: its result: %s",
+               (unsigned long long)t->id, err.text);
+}
+
 /* One state change of a rank on 'n' (an EVENTS entry, or an end a
  * REGISTER carries). */
 static void agent_event(struct pl_daemon *d, struct pl_node *n,
@@ -256,6 +282,8 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
             pl_dtask_rank_lost(d, t, r0, &c);
             break;
         }
+        if (t->fn == PL_FN_PYCALL && e->result_status != PL_PYR_NONE)
+            result_store(d, t, e);
         for (uint32_t r = r0; r < r1; r++)
             if (pl_dtask_rank_ended(d, t, r, e->state, &c))
                 break; /* the task ended and may be gone */

@@ -396,7 +396,8 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     d->handles = 7;
 
     pl_path_db(d->dir, dbpath, sizeof(dbpath));
-    if (!(d->db = pl_db_open(dbpath, errp)))
+    if (!(d->db = pl_db_open(dbpath, errp))
+        || pl_submit_py_defaults(d, errp) < 0)
         goto error;
     if (!(d->sched = pl_sched_new())) {
         pl_errprintf(errp, "out of memory");
@@ -461,6 +462,8 @@ void pl_daemon_free(struct pl_daemon *d)
     pl_watch_free_all(d); /* before the tasks it points to */
     pl_sched_free(d->sched);
     pl_db_close(d->db);
+    free(d->py_prelude);
+    free(d->py_python);
     free(d->unsent);
     free(d->depfail);
     free(d);

@@ -197,6 +197,10 @@ struct pl_daemon {
     /* orders.c: the tasks placed, for the bound on 'assigned' */
     struct pl_placed *placed;
     size_t nplaced, capplaced;
+    /* submit.c: the Python calls' defaults (pilot up --py-prelude,
+     * --python: the pilot directory's py-prelude and py-python files),
+     * stored into the calls that name none; owned, may be NULL */
+    char *py_prelude, *py_python;
     /* poolctl.c: the pools (daemon/pool.h), owned */
     struct pl_pool **pools;
     size_t npools, cappools;
@@ -489,6 +493,10 @@ void pl_cancel_free_all(struct pl_daemon *d);
  * longest is kept for the status object. */
 void pl_daemon_batch_time(struct pl_daemon *d, uint64_t t0);
 
+/* Read the pilot's defaults for Python calls (py_prelude, py_python)
+ * from its directory.  0, or -1 with errp (a file that cannot be read,
+ * or too large). */
+int pl_submit_py_defaults(struct pl_daemon *d, struct pl_error *errp);
 void pl_submit(struct pl_daemon *d, const struct pl_req *r,
                const struct pl_msg *m);
 

@@ -60,6 +60,15 @@ static const char *sql[ST_COUNT] = {
                  "WHERE id = ?1",
     [ST_MEMBERS] = "SELECT id, state FROM tasks WHERE array_id = ?1 "
                    "ORDER BY id",
+    /* a Python call's input and result (db_py.c); a result's write
+     * replayed for a task whose submission was undone writes nothing */
+    [ST_PYIN_ADD] = "INSERT OR REPLACE INTO pyinputs (task, input, "
+                    "input_file, prelude, python) VALUES (?1,?2,?3,?4,?5)",
+    [ST_PYIN_GET] = "SELECT input, input_file, prelude, python FROM "
+                    "pyinputs WHERE task = ?1",
+    [ST_RESULT] = "INSERT OR REPLACE INTO results (task, attempt, status, "
+                  "size, data, file, repr) SELECT ?1,?2,?3,?4,?5,?6,?7 "
+                  "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
     /* a watch's replay: the index tasks_end_seq */
     [ST_ENDS] = "SELECT id, state, exit_code, signal, reason, end_time, "
                 "end_seq, fn = 'pool' FROM tasks WHERE end_seq > ?1 AND "
@@ -79,6 +88,9 @@ static const char *const st_name[ST_COUNT] = {
     [ST_BY_NAME] = "find a task by name",
     [ST_ARRAY] = "mark an array",
     [ST_MEMBERS] = "list an array",
+    [ST_PYIN_ADD] = "store a call's input",
+    [ST_PYIN_GET] = "read a call's input",
+    [ST_RESULT] = "store a call's result",
     [ST_ENDS] = "read the ends",
 };
 
@@ -445,6 +457,8 @@ static int apply(struct pl_db *db, const struct jent *j, bool replay,
         db_bind_text(st, 1, j->s[0]);
         db_bind_text(st, 2, j->s[1]);
         return db_step(db, ST_META, errp);
+    case J_RESULT:
+        return db_result_apply(db, j, errp);
     }
     errno = EINVAL;
     return pl_errprintf(errp, "bad journal entry");
@@ -518,7 +532,7 @@ static void coalesce(struct pl_db *db, struct jent *j)
  * it in the open transaction.  A write that fails for what it is (no
  * such task: ENOENT; a constraint: EINVAL) is dropped and fails; one
  * that fails for the disk is kept, and the transaction is given up. */
-static int write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
+int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
 {
     struct jent **slot;
 
@@ -712,7 +726,7 @@ int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
         errno = ENOMEM;
         return pl_errprintf(errp, "out of memory");
     }
-    return write_j(db, j, errp);
+    return db_write_j(db, j, errp);
 }
 
 int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
@@ -725,7 +739,7 @@ int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
         return pl_errprintf(errp, "out of memory");
     }
     j->rank = rank;
-    return write_j(db, j, errp);
+    return db_write_j(db, j, errp);
 }
 
 int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
@@ -744,7 +758,7 @@ int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
         return pl_errprintf(errp, "out of memory");
     }
     j->c.time = j->joined = now;
-    return write_j(db, j, errp);
+    return db_write_j(db, j, errp);
 }
 
 int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
@@ -761,5 +775,5 @@ int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
         errno = ENOMEM;
         return pl_errprintf(errp, "out of memory");
     }
-    return write_j(db, j, errp);
+    return db_write_j(db, j, errp);
 }

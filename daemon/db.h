@@ -225,6 +225,49 @@ int pl_db_task_not_by(struct pl_db *db, const uint64_t *ids, size_t n,
                       const char *name, uint64_t *other, char *by,
                       size_t bylen, struct pl_error *errp);
 
+/* ---- a Python call's input and result (db_py.c; docs/python.md) ---- */
+
+/* Store the input of the Python call 'id' (spec 's', fn pycall): its
+ * pickled call or file, prelude and interpreter, or 'prelude' and
+ * 'python' (the pilot's defaults, may be NULL) where 's' gives none.
+ * Not journaled, as the task's own insert (pl_db_task_insert()).  0, or
+ * -1 with errp set. */
+int pl_db_pyinput_add(struct pl_db *db, uint64_t id, const struct pl_spec *s,
+                      const char *prelude, const char *python,
+                      struct pl_error *errp);
+
+/* A call's input as read: each field owned, NULL when absent. */
+struct pl_db_pyinput {
+    unsigned char *input;
+    size_t ninput;
+    char *input_file, *prelude, *python;
+};
+/* Read the input of call 'id' into 'in'.  0, or -1 with errp (ENOENT:
+ * there is none; ENOMEM; the database's). */
+int pl_db_pyinput_get(struct pl_db *db, uint64_t id,
+                      struct pl_db_pyinput *in, struct pl_error *errp);
+void pl_db_pyinput_clear(struct pl_db_pyinput *in);
+
+/* A call's result: its status (enum pl_pyr), its size, and the pickle
+ * inline or the file holding it; 'repr' may be NULL.  Borrowed. */
+struct pl_db_result {
+    uint64_t id;
+    uint32_t attempt;
+    int status;
+    int64_t size;
+    const unsigned char *data;
+    size_t ndata;
+    const char *file;
+    const char *repr;
+};
+/* Record result 'r' (replacing one of an earlier attempt), journaled as
+ * a state change is: in the transaction of the call's end.  0, or -1
+ * with errp set (ENOMEM). */
+int pl_db_result_set(struct pl_db *db, const struct pl_db_result *r,
+                     struct pl_error *errp);
+
+/* ---- the ends a watch replays (db_task.c; daemon/watch.c) ---- */
+
 /* The largest end seq stored (0: none), into *seq.  0, or -1 with errp. */
 int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp);
 /* The ends stored with an end seq in after+1..upto, in order, at most

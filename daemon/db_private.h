@@ -25,13 +25,16 @@ enum {
     ST_BY_NAME,
     ST_ARRAY,
     ST_MEMBERS,
+    ST_PYIN_ADD,
+    ST_PYIN_GET,
+    ST_RESULT,
     ST_ENDS,
     ST_COUNT
 };
 
 /* One write since the last commit (not the insert of a submission),
  * kept to be done again when the commit fails. */
-enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META };
+enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT };
 
 struct jent {
     struct jent *next;
@@ -40,7 +43,13 @@ struct jent {
     uint32_t rank;           /* J_RANK */
     double joined;           /* J_NODE: the first time it was written */
     const char *s[4];        /* J_NODE: name, cores, gpus, state;
-                                J_META: key, value (NULL or into buf) */
+                                J_META: key, value (NULL or into buf);
+                                J_RESULT: file, repr */
+    const unsigned char *blob; /* J_RESULT: the pickle inline (into buf),
+                                'nblob' bytes, or NULL */
+    size_t nblob;
+    int status;              /* J_RESULT: enum pl_pyr */
+    int64_t size;            /* J_RESULT: bytes of the pickle */
     char buf[];
 };
 
@@ -77,5 +86,11 @@ int db_event(struct pl_db *db, int which, uint64_t id, double now, int state,
 /* The errno and text of the failed commit, for a write refused while it
  * holds.  Returns -1. */
 int db_refuse(struct pl_db *db, struct pl_error *errp);
+/* Keep 'j' (taken) in the journal and, unless the commit has failed, do
+ * it in the open transaction (db.c's write_j()). */
+int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp);
+/* Do the J_RESULT write 'j' (db_py.c). */
+int db_result_apply(struct pl_db *db, const struct jent *j,
+                    struct pl_error *errp);
 
 #endif /* !PL_DAEMON_DB_PRIVATE_H */

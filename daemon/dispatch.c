@@ -131,6 +131,35 @@ static void pool_fields(const struct pl_dtask *t, uint32_t r,
     run->group = group;
 }
 
+/* A Python call's fields of 'run': its input as stored (read into 'in',
+ * which 'run' borrows), where a large result goes (into 'result').  0,
+ * or -1 (logged). */
+static int pycall_fields(struct pl_daemon *d, const struct pl_dtask *t,
+                         struct pl_run *run, struct pl_db_pyinput *in,
+                         char *result, size_t len)
+{
+    struct pl_error err;
+
+    if (pl_db_pyinput_get(d->db, t->id, in, &err) < 0) {
+        pl_log(LOG_ERR, "task %llu: %s", (unsigned long long)t->id,
+               err.text);
+        return -1;
+    }
+    if (pl_path_task_result(d->dir, t->id, t->attempt, result, len) < 0) {
+        pl_log(LOG_ERR, "task %llu: its result's path is too long",
+               (unsigned long long)t->id);
+        return -1;
+    }
+    run->fn = PL_FN_PYCALL;
+    run->input = in->input;
+    run->ninput = in->ninput;
+    run->input_file = in->input_file;
+    run->py_prelude = in->prelude;
+    run->python = in->python;
+    run->result_file = result;
+    return 0;
+}
+
 /* Pack the entry of rank 'r' of 't' (docs/protocol.md, 202): a struct
  * pl_run borrowing from the task and its nodes. */
 static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
@@ -194,6 +223,13 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
     }
     if (t->pool && t->fn != PL_FN_POOL && whole)
         pool_fields(t, r, &run, group);
+    struct pl_db_pyinput in = { 0 };
+    char result[PL_PATH_MAX + 64];
+    if (t->fn == PL_FN_PYCALL && pycall_fields(d, t, &run, &in, result,
+                                               sizeof(result)) < 0) {
+        run.fn = PL_FN_PYCALL; /* without a result_file: the agent */
+        run.result_file = NULL; /* refuses it, and the task fails */
+    }
     if (t->comm == PL_COMM_TORCH && t->rank[0].node) {
         run.master_addr = (char *)t->rank[0].node->name;
         run.master_port = t->port;
@@ -220,6 +256,7 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
         run.rank_gpus = rank_gpus;
     }
     pl_run_encode(w, &run);
+    pl_db_pyinput_clear(&in);
     free(hosts);
     free(rank_cores);
     free(rank_gpus);
@@ -246,6 +283,10 @@ static size_t entry_bytes(const struct pl_daemon *d, const struct pl_dtask *t)
     if (t->comm == PL_COMM_MPI)
         n += (size_t)t->ranks * (260 + 21 * t->cores_per_rank
                                  + 260 * t->gpus_per_rank);
+    /* a Python call's input is read at dispatch: its largest */
+    if (t->fn == PL_FN_PYCALL)
+        n += PL_SPEC_MAX_INPUT + PL_SPEC_MAX_PRELUDE + PL_SPEC_MAX_PYTHON
+             + PL_SPEC_MAX_CWD + strlen(d->dir) + 96;
     return n;
 }
 

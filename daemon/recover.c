@@ -113,6 +113,8 @@ static int load_cb(struct pl_db_row *row, void *arg)
     t->array_index = row->array_index;
     t->attempt = row->attempts;
     t->state = row->state;
+    if (s->fn == PL_FN_PYCALL)
+        t->fn = s->fn; /* its input is read at dispatch */
     if (s->pool) {
         /* a pool restarts with its pilotd: its job and its tasks go back
          * to their queues (a running one's worker is killed as a stray

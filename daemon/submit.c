@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon/daemon_private.h"
 #include "daemon/pool.h"
@@ -17,12 +18,86 @@
 #include "proto/query.h"
 #include "proto/strv.h"
 
+/* A call's input file: under the pilot's inputs/ (what the client may
+ * write there is what the pilot's owner may run), a regular file of at
+ * most PL_SPEC_MAX_INPUT_FILE bytes. */
+static int input_file_check(struct pl_daemon *d, const char *path,
+                            struct pl_error *errp)
+{
+    char dir[PL_PATH_MAX + 16], real[PL_PATH_MAX], rdir[PL_PATH_MAX];
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "%s/inputs", d->dir);
+    if (!realpath(dir, rdir) || !realpath(path, real)
+        || strncmp(real, rdir, strlen(rdir)) || real[strlen(rdir)] != '/')
+        return pl_errset(errp, EINVAL, "input_file %.200s: not a file under "
+                         "the pilot's inputs/ (%s)", path, dir);
+    if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+        return pl_errset(errp, EINVAL, "input_file %.200s: not a regular "
+                         "file", path);
+    if ((uint64_t)st.st_size > PL_SPEC_MAX_INPUT_FILE)
+        return pl_errset(errp, EINVAL, "input_file %.200s: %lld bytes; at "
+                         "most %llu (256 MiB)", path, (long long)st.st_size,
+                         (unsigned long long)PL_SPEC_MAX_INPUT_FILE);
+    return 0;
+}
+
+/* The text of file DIR/'name' into *out (NULL when there is none), at
+ * most 'max' bytes.  0, or -1 with errp. */
+static int read_default(const char *dir, const char *name, size_t max,
+                        char **out, struct pl_error *errp)
+{
+    char path[PL_PATH_MAX + 32];
+    FILE *fp;
+    size_t n;
+
+    *out = NULL;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (!(fp = fopen(path, "re")))
+        return errno == ENOENT ? 0 : pl_errprintf(errp, "%s: %s", path,
+                                                  strerror(errno));
+    if (!(*out = calloc(1, max + 2))) {
+        fclose(fp);
+        return pl_errprintf(errp, "out of memory");
+    }
+    n = fread(*out, 1, max + 1, fp);
+    fclose(fp);
+    if (n > max || strlen(*out) != n || !pl_utf8_str(*out)) {
+        free(*out);
+        *out = NULL;
+        return pl_errset(errp, EINVAL, "%s: more than %zu bytes, or not "
+                         "UTF-8 text", path, max);
+    }
+    return 0;
+}
+
+int pl_submit_py_defaults(struct pl_daemon *d, struct pl_error *errp)
+{
+    if (read_default(d->dir, "py-prelude", PL_SPEC_MAX_PRELUDE,
+                     &d->py_prelude, errp) < 0
+        || read_default(d->dir, "py-python", PL_SPEC_MAX_PYTHON,
+                        &d->py_python, errp) < 0)
+        return -1;
+    /* a name on one line: the file may end with a newline */
+    if (d->py_python)
+        d->py_python[strcspn(d->py_python, "\n")] = '\0';
+    if (d->py_python && !d->py_python[0]) {
+        free(d->py_python);
+        d->py_python = NULL;
+    }
+    return 0;
+}
+
 /* Decode spec 'o' and check that some node of the pilot can hold it. */
 static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
                       struct pl_spec *s, struct pl_error *errp)
 {
     if (pl_spec_decode(o, s, errp) < 0)
         return -1;
+    if (s->input_file && input_file_check(d, s->input_file, errp) < 0) {
+        pl_spec_clear(s);
+        return -1;
+    }
     if (s->fn == PL_FN_POOL) {
         pl_spec_clear(s);
         errno = EINVAL;
@@ -174,6 +249,9 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
     if (s->append)
         row.array_id = s->append; /* element 0 is another request's */
     if (pl_db_task_insert(d->db, &row, state, t_now, &id, errp) < 0
+        || (s->fn == PL_FN_PYCALL
+            && pl_db_pyinput_add(d->db, id, s, d->py_prelude, d->py_python,
+                                 errp) < 0)
         || (s->array && k == 0 && !s->append
             && pl_db_task_array(d->db, id, idx, errp) < 0))
         goto error;
@@ -197,6 +275,8 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                 state == PL_ST_QUEUED && !s->pool,
                                 (int32_t)s->priority, &argv, &env, &cwd)))
         goto nomem;
+    if (s->fn == PL_FN_PYCALL)
+        t->fn = s->fn; /* its input is read at dispatch */
     if (s->pool) {
         t->fn = s->fn;
         t->pool = pl_poolctl_find(d, s->pool); /* spec_parse() found it */
@@ -411,8 +491,7 @@ void pl_submit(struct pl_daemon *d, const struct pl_req *r,
             goto bad;
         }
         total += pl_spec_count(&specs[i]);
-        bytes += pl_spec_count(&specs[i])
-                 * pl_spec_exec_bytes(specs[i].argv, specs[i].env);
+        bytes += pl_spec_count(&specs[i]) * pl_spec_store_bytes(&specs[i]);
     }
     /* the tasks of one request are stored in one turn of the loop */
     if (total > PL_SUBMIT_MAX_TASKS) {

@@ -6,6 +6,8 @@
 
 #include "proto/agentmsg.h"
 #include "proto/poolmsg.h"
+#include "proto/run.h"
+#include "proto/spec.h"
 #include "proto/state.h"
 #include "proto/strv.h"
 
@@ -46,7 +48,19 @@ void pl_event_init(struct pl_event *e, uint64_t id, uint64_t attempt,
     *e = (struct pl_event){ .id = id, .attempt = attempt, .rank = rank,
                             .state = state, .time = time, .pid = -1,
                             .exit_code = -1, .signal = -1,
-                            .maxrss_kb = -1 };
+                            .maxrss_kb = -1, .result_size = -1 };
+}
+
+const char *pl_pyr_name(int status)
+{
+    return status == PL_PYR_OK ? "ok" : status == PL_PYR_RAISED ? "raised"
+                                                                 : NULL;
+}
+
+int pl_pyr_parse(const char *s)
+{
+    return !s ? -1 : !strcmp(s, "ok") ? PL_PYR_OK
+                   : !strcmp(s, "raised") ? PL_PYR_RAISED : -1;
 }
 
 void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
@@ -71,6 +85,59 @@ void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
         pl_wm_str(&m, "error", e->error);
     if (e->lost)
         pl_wm_bool(&m, "lost", true);
+    if (e->result_status != PL_PYR_NONE) {
+        pl_wm_str(&m, "result_status", pl_pyr_name(e->result_status));
+        pl_wm_uint(&m, "result_size", (uint64_t)e->result_size);
+        if (e->result)
+            pl_wm_bin(&m, "result", e->result, e->nresult);
+        if (e->result_file)
+            pl_wm_str(&m, "result_file", e->result_file);
+        if (e->result_repr)
+            pl_wm_str(&m, "result_repr", e->result_repr);
+    }
+}
+
+/* A Python call's result fields into 'e' (checked: a status, and the
+ * bytes inline or a file of the size given). */
+static int result_decode(const msgpack_object *o, struct pl_event *e,
+                         struct pl_error *errp)
+{
+    const unsigned char *p;
+    char *st = NULL;
+    uint64_t size;
+    size_t n;
+    int has;
+
+    if ((has = pl_mp_str(o, "result_status", false, 16, &st, errp)) <= 0)
+        return has;
+    e->result_status = pl_pyr_parse(st);
+    free(st);
+    if (e->result_status < 0) {
+        e->result_status = PL_PYR_NONE;
+        return bad(errp, "bad result_status");
+    }
+    if (pl_mp_uint(o, "result_size", true, PL_PY_RESULT_MAX, &size, errp) < 0
+        || (has = pl_mp_bin(o, "result", false, PL_PY_RESULT_INLINE, &p, &n,
+                            errp)) < 0
+        || pl_mp_str(o, "result_file", false, PL_RUN_MAX_PATH,
+                     &e->result_file, errp) < 0
+        || pl_mp_str(o, "result_repr", false, PL_PYR_REPR_MAX,
+                     &e->result_repr, errp) < 0)
+        return -1;
+    e->result_size = (int64_t)size;
+    if (has == 1 && (e->result_file || n != size))
+        return bad(errp, "a result inline is 'result_size' bytes, and no "
+                         "file");
+    if (has != 1 && (!e->result_file || e->result_file[0] != '/'))
+        return bad(errp, "a result: its bytes, or an absolute file");
+    if (has == 1 && !(e->result = malloc(n ? n : 1)))
+        return pl_errprintf(errp, "out of memory");
+    if (has == 1) {
+        memcpy(e->result, p, n);
+        e->nresult = n;
+    }
+    pl_utf8_repair(e->result_repr);
+    return 0;
 }
 
 void pl_event_clear(struct pl_event *e)
@@ -78,6 +145,9 @@ void pl_event_clear(struct pl_event *e)
     int saved = errno;
 
     free(e->error);
+    free(e->result);
+    free(e->result_file);
+    free(e->result_repr);
     memset(e, 0, sizeof(*e));
     errno = saved;
 }
@@ -103,7 +173,8 @@ int pl_event_decode(const msgpack_object *o, struct pl_event *e,
         || (has_rss = pl_mp_uint(o, "maxrss_kb", false, INT64_MAX, &rss,
                                  errp)) < 0
         || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0
-        || pl_mp_bool(o, "lost", false, &e->lost, errp) < 0)
+        || pl_mp_bool(o, "lost", false, &e->lost, errp) < 0
+        || result_decode(o, e, errp) < 0)
         goto error;
     if ((e->state = pl_state_parse(state)) < 0) {
         pl_errprintf(errp, "bad state '%s'", state);

@@ -57,7 +57,27 @@ struct pl_event {
     bool lost;          /* a pool task's rank ended with its worker, by
                            no doing of its own (the pool's job went down
                            under it): the task runs again */
+    /* a Python call's end (docs/python.md): what it returned or raised,
+     * pickled, inline or in a file; all owned like 'error' */
+    int result_status;  /* enum pl_pyr: PL_PYR_NONE when there is none */
+    unsigned char *result; /* 'nresult' <= PL_PY_RESULT_INLINE, or NULL */
+    size_t nresult;
+    char *result_file;  /* or the file that holds it */
+    int64_t result_size; /* its bytes; -1: no result */
+    char *result_repr;  /* repr() of the value, at most PL_PYR_REPR_MAX
+                           bytes of UTF-8, or NULL */
 };
+
+/* What a Python call's result is. */
+enum pl_pyr {
+    PL_PYR_NONE = 0,
+    PL_PYR_OK,          /* the function's value */
+    PL_PYR_RAISED,      /* (exception, traceback text) */
+};
+#define PL_PYR_REPR_MAX 1024
+/* "ok", "raised" (NULL for another), and back (-1). */
+const char *pl_pyr_name(int status);
+int pl_pyr_parse(const char *s);
 
 /* An event with nothing but 'id', 'attempt', 'rank', 'state' and
  * 'time' set. */

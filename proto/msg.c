@@ -43,6 +43,10 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_W_ENTERED: return "entered";
     case PL_MSG_W_RETURN: return "return";
     case PL_MSG_W_CRASH: return "crash";
+    case PL_MSG_PY_HELLO: return "py-hello";
+    case PL_MSG_PY_CALL: return "py-call";
+    case PL_MSG_PY_RESULT: return "py-result";
+    case PL_MSG_PY_ENTERED: return "py-entered";
     }
     return "unknown";
 }
@@ -417,6 +421,25 @@ int pl_mp_str(const msgpack_object *map, const char *key, bool required,
     return 1;
 }
 
+int pl_mp_bin(const msgpack_object *map, const char *key, bool required,
+              size_t maxlen, const unsigned char **p, size_t *len,
+              struct pl_error *errp)
+{
+    const msgpack_object *o = NULL;
+    int rc = lookup(map, key, required, &o, errp);
+
+    if (rc <= 0)
+        return rc;
+    if (o->type != MSGPACK_OBJECT_BIN)
+        return proto_err(errp, "field '%s': not bytes", key);
+    if (o->via.bin.size > maxlen)
+        return proto_err(errp, "field '%s': %u bytes; at most %zu", key,
+                         o->via.bin.size, maxlen);
+    *p = (const unsigned char *)o->via.bin.ptr;
+    *len = o->via.bin.size;
+    return 1;
+}
+
 int pl_mp_array(const msgpack_object *map, const char *key, bool required,
                 uint32_t maxn, const msgpack_object **arr,
                 struct pl_error *errp)
@@ -590,6 +613,14 @@ void pl_wm_strv(struct pl_wmap *m, const char *key, char *const *v)
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
         pl_w_str(pk, v[i]);
+}
+
+void pl_wm_bin(struct pl_wmap *m, const char *key, const void *p, size_t len)
+{
+    msgpack_packer *pk = pl_wm_key(m, key);
+
+    msgpack_pack_bin(pk, len);
+    msgpack_pack_bin_body(pk, p, len);
 }
 
 void pl_wm_uintv(struct pl_wmap *m, const char *key, const uint64_t *v,

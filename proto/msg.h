@@ -72,6 +72,14 @@ enum pl_msg_type {
     PL_MSG_W_ENTERED = 403,
     PL_MSG_W_RETURN = 404,
     PL_MSG_W_CRASH = 405,
+
+    /* a warm Python worker <-> its agent (proto/pywmsg.h): not msgpack,
+     * a JSON header and raw bytes, so that the worker needs only
+     * Python's standard library */
+    PL_MSG_PY_HELLO = 406,
+    PL_MSG_PY_CALL = 407,
+    PL_MSG_PY_RESULT = 408,
+    PL_MSG_PY_ENTERED = 409,
 };
 
 /* Name of a type for logs ("submit"), or "unknown". */
@@ -127,6 +135,11 @@ int pl_mp_bool(const msgpack_object *map, const char *key, bool required,
  * NUL-terminated copy the caller owns. */
 int pl_mp_str(const msgpack_object *map, const char *key, bool required,
               size_t maxlen, char **s, struct pl_error *errp);
+/* Bytes (msgpack bin) of at most 'maxlen' bytes: *p and *len borrow
+ * them from the message. */
+int pl_mp_bin(const msgpack_object *map, const char *key, bool required,
+              size_t maxlen, const unsigned char **p, size_t *len,
+              struct pl_error *errp);
 /* An array of at most 'maxn' elements; *arr is borrowed. */
 int pl_mp_array(const msgpack_object *map, const char *key, bool required,
                 uint32_t maxn, const msgpack_object **arr,
@@ -184,6 +197,8 @@ void pl_wm_int(struct pl_wmap *m, const char *key, int64_t val);
 void pl_wm_double(struct pl_wmap *m, const char *key, double val);
 void pl_wm_bool(struct pl_wmap *m, const char *key, bool val);
 void pl_wm_strv(struct pl_wmap *m, const char *key, char *const *v);
+/* 'len' bytes at 'p' as a msgpack bin. */
+void pl_wm_bin(struct pl_wmap *m, const char *key, const void *p, size_t len);
 void pl_wm_uintv(struct pl_wmap *m, const char *key, const uint64_t *v,
                  uint32_t n);
 /* A value: a string (NULL packs nil). */

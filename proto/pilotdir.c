@@ -524,6 +524,21 @@ int pl_path_task_log(const char *dir, unsigned long long id,
     return 0;
 }
 
+int pl_path_task_result(const char *dir, unsigned long long id,
+                        unsigned attempt, char *buf, size_t len)
+{
+    int n = attempt > 1 ? snprintf(buf, len, "%s/tasks/%llu/%llu.%u.result",
+                                   dir, id / 1000, id, attempt)
+                        : snprintf(buf, len, "%s/tasks/%llu/%llu.result", dir,
+                                   id / 1000, id);
+
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 int pl_output_open(const char *path, bool shared, struct pl_error *errp)
 {
     char dir[PL_PATH_MAX];

@@ -110,6 +110,12 @@ int pl_path_task_log(const char *dir, unsigned long long id,
                      unsigned attempt, bool err, bool mkdirs, char *buf,
                      size_t len);
 
+/* Where a Python call's result over PL_PY_RESULT_INLINE goes: beside its
+ * output, DIR/tasks/<id / 1000>/<id>.result (<id>.<attempt>.result after
+ * the first attempt).  0, or -1 (ENAMETOOLONG). */
+int pl_path_task_result(const char *dir, unsigned long long id,
+                        unsigned attempt, char *buf, size_t len);
+
 /* Open a task's output file 'path' for writing: its directory is made
  * (0700) if missing and checked as the pilot tree's are; the file is
  * created (0600) and must not exist yet (O_EXCL, O_NOFOLLOW: nothing

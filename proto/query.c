@@ -7,6 +7,7 @@
 
 #include "proto/query.h"
 #include "proto/state.h"
+#include "proto/strv.h"
 
 #define TASK_COLS                                                              \
     "id, name, argv, cwd, ranks, cores_per_rank, gpus_per_rank, timeout, "    \
@@ -436,6 +437,37 @@ done:
     return ret;
 }
 
+/* A Python call's result (schema 9's results table: none in an older
+ * pilot's): result_status, result_size, result_repr, and the pickle as
+ * base64 in 'result' or its file in 'result_file'. */
+static void add_result(sqlite3 *db, uint64_t id, json_t *t)
+{
+    sqlite3_stmt *st = NULL;
+
+    if (sqlite3_prepare_v2(db, "SELECT status, size, data, file, repr "
+                               "FROM results WHERE task = ?1", -1, &st,
+                               NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        json_object_set_new(t, "result_status", col_json(st, 0));
+        json_object_set_new(t, "result_size", col_json(st, 1));
+        json_object_set_new(t, "result_repr", col_json(st, 4));
+        if (sqlite3_column_type(st, 2) == SQLITE_BLOB) {
+            char *b64 = pl_b64_encode(sqlite3_column_blob(st, 2),
+                                      (size_t)sqlite3_column_bytes(st, 2));
+            json_object_set_new(t, "result", b64 ? json_string(b64)
+                                                 : json_null());
+            free(b64);
+        }
+        else
+            json_object_set_new(t, "result_file", col_json(st, 3));
+    }
+    sqlite3_finalize(st);
+}
+
 json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
 {
     sqlite3_stmt *st = NULL;
@@ -487,6 +519,7 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     json_object_set_new(t, "events", ev);
     sqlite3_finalize(st);
     st = NULL;
+    add_result(db, id, t);
     /* where each rank is (or was, in the last attempt): "placement" */
     json_t *ranks = json_array();
     json_object_set_new(t, "placement", ranks);

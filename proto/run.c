@@ -31,6 +31,11 @@ void pl_run_clear(struct pl_run *r)
     free(r->err);
     free(r->pool);
     free(r->group);
+    free(r->input);
+    free(r->input_file);
+    free(r->py_prelude);
+    free(r->python);
+    free(r->result_file);
     memset(r, 0, sizeof(*r));
     errno = saved;
 }
@@ -138,6 +143,69 @@ void pl_run_encode(struct pl_wbuf *w, const struct pl_run *r)
         pl_wm_uint(&m, "world_rank", r->world_rank);
         pl_wm_uintv(&m, "group", r->group, (uint32_t)r->size);
     }
+    if (r->fn == PL_FN_PYCALL && !r->pool) {
+        pl_wm_str(&m, "fn", pl_fn_name(r->fn));
+        if (r->input)
+            pl_wm_bin(&m, "input", r->input, r->ninput);
+        if (r->input_file)
+            pl_wm_str(&m, "input_file", r->input_file);
+        if (r->py_prelude)
+            pl_wm_str(&m, "py_prelude", r->py_prelude);
+        if (r->python)
+            pl_wm_str(&m, "python", r->python);
+        pl_wm_str(&m, "result_file", r->result_file);
+    }
+}
+
+/* A Python call's fields ('fn' pycall without 'pool'). */
+static int decode_pycall(const msgpack_object *o, struct pl_run *r,
+                         struct pl_error *errp)
+{
+    const unsigned char *p;
+    char *fn = NULL;
+    size_t n = 0;
+    int has;
+
+    if (pl_mp_get(o, "pool"))
+        return 0;
+    if ((has = pl_mp_str(o, "fn", false, 8, &fn, errp)) <= 0)
+        return has;
+    r->fn = pl_fn_parse(fn);
+    free(fn);
+    if (r->fn != PL_FN_PYCALL)
+        return bad(errp, "field 'fn': without a pool, want pycall");
+    if ((has = pl_mp_bin(o, "input", false, PL_SPEC_MAX_INPUT, &p, &n, errp))
+            < 0
+        || pl_mp_str(o, "input_file", false, PL_SPEC_MAX_CWD, &r->input_file,
+                     errp) < 0
+        || pl_mp_str(o, "py_prelude", false, PL_SPEC_MAX_PRELUDE,
+                     &r->py_prelude, errp) < 0
+        || pl_mp_str(o, "python", false, PL_SPEC_MAX_PYTHON, &r->python,
+                     errp) < 0
+        || pl_mp_str(o, "result_file", true, PL_RUN_MAX_PATH, &r->result_file,
+                     errp) < 0)
+        return -1;
+    if (has && n) {
+        if (!(r->input = malloc(n)))
+            return pl_errprintf(errp, "out of memory");
+        memcpy(r->input, p, n);
+        r->ninput = n;
+    }
+    if (has && !n)
+        return bad(errp, "field 'input': empty");
+    if (r->input && r->input_file)
+        return bad(errp, "fields 'input' and 'input_file': one of them");
+    if (r->input_file && r->input_file[0] != '/')
+        return bad(errp, "field 'input_file': not an absolute path");
+    if (!r->input && !r->input_file && !strchr(r->argv[0], ':'))
+        return bad(errp, "a Python call's argv[0] is not MODULE:FUNCTION");
+    if (r->python && !r->python[0])
+        return bad(errp, "field 'python': empty");
+    if (r->result_file[0] != '/')
+        return bad(errp, "field 'result_file': not an absolute path");
+    if (r->size != 1 || r->comm != PL_COMM_NONE)
+        return bad(errp, "a Python call is one rank, comm none");
+    return 0;
 }
 
 /* A pool task's fields (the rank's own are decoded). */
@@ -453,7 +521,8 @@ int pl_run_decode(const msgpack_object *o, struct pl_run *r,
     if (!isfinite(r->timeout) || r->timeout < 0
         || r->timeout > PL_SPEC_MAX_TIMEOUT)
         return bad(errp, "field 'timeout': out of range");
-    if (decode_rank(o, r, errp) < 0 || decode_pool(o, r, errp) < 0)
+    if (decode_rank(o, r, errp) < 0 || decode_pool(o, r, errp) < 0
+        || decode_pycall(o, r, errp) < 0)
         return -1;
     return 0;
 }

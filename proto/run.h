@@ -66,6 +66,16 @@ struct pl_run {
     uint64_t pool_attempt;
     uint64_t world_rank;  /* the worker's rank in that job */
     uint64_t *group;      /* 'size' distinct world ranks: each rank's */
+    /* a Python call (fn PL_FN_PYCALL, no pool; docs/python.md): the
+     * pickled call inline or in a file, or argv "MODULE:FUNCTION" and
+     * its arguments */
+    unsigned char *input; /* 'ninput' bytes, or NULL */
+    size_t ninput;
+    char *input_file;     /* or NULL */
+    char *py_prelude;     /* run once by each worker, or NULL */
+    char *python;         /* the interpreter; NULL: PL_PY_DEFAULT_PYTHON */
+    char *result_file;    /* where a result over PL_PY_RESULT_INLINE goes
+                             (required with pycall) */
 };
 
 /* Start a RUN message of 'n' entries (seq: pilotd's count of RUNs to

@@ -65,7 +65,23 @@
     "  gpus TEXT,"                /* GPU ids */                                \
     "  state TEXT NOT NULL,"      /* up, lost, down */                         \
     "  joined REAL,"                                                           \
-    "  last_seen REAL);"
+    "  last_seen REAL);"                                                       \
+    /* schema 9: a Python call's input, read at dispatch (not kept in    */   \
+    /* pilotd's memory: a million queued calls), and its result          */   \
+    "CREATE TABLE IF NOT EXISTS pyinputs ("                                    \
+    "  task INTEGER PRIMARY KEY,"                                              \
+    "  input BLOB,"               /* the pickled call, or NULL */              \
+    "  input_file TEXT,"          /* ... or the file holding it */             \
+    "  prelude TEXT,"             /* run once by each worker */                \
+    "  python TEXT);"             /* the interpreter; NULL: python3 */        \
+    "CREATE TABLE IF NOT EXISTS results ("                                     \
+    "  task INTEGER PRIMARY KEY,"                                              \
+    "  attempt INTEGER NOT NULL,"                                              \
+    "  status TEXT NOT NULL,"     /* ok, raised */                             \
+    "  size INTEGER NOT NULL,"    /* bytes of the pickle */                    \
+    "  data BLOB,"                /* the pickle, or NULL: in 'file' */         \
+    "  file TEXT,"                                                             \
+    "  repr TEXT);"               /* repr() of the value, cut at 1 KiB */
 
 /* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
  * schema 3 to 8 lacks), then PL_SCHEMA_INDEXES. */

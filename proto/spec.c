@@ -24,11 +24,12 @@ const char *pl_comm_name(int comm)
     return comm >= 0 && comm < 3 ? comm_names[comm] : "unknown";
 }
 
-static const char *const fn_names[] = { "none", "c", "py", "pool" };
+static const char *const fn_names[] = { "none", "c", "py", "pool",
+                                         "pycall" };
 
 int pl_fn_parse(const char *s)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (s && !strcmp(s, fn_names[i]))
             return i;
     return -1;
@@ -36,7 +37,7 @@ int pl_fn_parse(const char *s)
 
 const char *pl_fn_name(int fn)
 {
-    return fn >= 0 && fn < 4 ? fn_names[fn] : "unknown";
+    return fn >= 0 && fn < 5 ? fn_names[fn] : "unknown";
 }
 
 /* ASCII, whatever the locale */
@@ -95,6 +96,10 @@ void pl_spec_clear(struct pl_spec *s)
     free(s->name);
     free(s->cwd);
     free(s->pool);
+    free(s->input);
+    free(s->input_file);
+    free(s->py_prelude);
+    free(s->python);
     pl_strv_free(s->argv);
     pl_strv_free(s->env);
     pl_strv_free(s->tags);
@@ -202,9 +207,16 @@ size_t pl_spec_exec_bytes(char *const *argv, char *const *env)
     return n;
 }
 
+size_t pl_spec_store_bytes(const struct pl_spec *s)
+{
+    return pl_spec_exec_bytes(s->argv, s->env) + s->ninput
+           + (s->py_prelude ? strlen(s->py_prelude) : 0)
+           + (s->python ? strlen(s->python) : 0);
+}
+
 uint64_t pl_spec_submit_cap(const struct pl_spec *s)
 {
-    uint64_t per = pl_spec_exec_bytes(s->argv, s->env);
+    uint64_t per = pl_spec_store_bytes(s);
     uint64_t n = per ? PL_SUBMIT_MAX_BYTES / per : PL_SUBMIT_MAX_TASKS;
 
     return n < 1 ? 1 : n > PL_SUBMIT_MAX_TASKS ? PL_SUBMIT_MAX_TASKS : n;
@@ -214,7 +226,8 @@ size_t pl_spec_wire_bytes(const struct pl_spec *s)
 {
     /* each string: its bytes and a str32 header; every other field: a
      * key and a number, 32 bytes is room to spare */
-    size_t n = 512 + pl_spec_exec_bytes(s->argv, s->env);
+    size_t n = 512 + pl_spec_store_bytes(s)
+               + (s->input_file ? strlen(s->input_file) + 32 : 0);
 
     n += (s->name ? strlen(s->name) : 0) + (s->cwd ? strlen(s->cwd) : 0)
          + (s->pool ? strlen(s->pool) + 32 : 0);
@@ -342,14 +355,59 @@ static bool py_name_ok(const char *s)
     return !start;
 }
 
+/* A Python call: one rank, in no pool, its function named in argv[0] or
+ * pickled in its input (docs/python.md). */
+static int pycall_check(const struct pl_spec *s, struct pl_error *errp)
+{
+    const char *f = s->input_file;
+
+    if (s->pool)
+        return pl_errset(errp, EINVAL, "a Python call runs in its agent's "
+                         "warm workers, not in a pool");
+    if (s->comm != PL_COMM_NONE || s->launcher != PL_LAUNCHER_UNSET
+        || s->nodes > 1 || s->rpn > 1)
+        return pl_errset(errp, EINVAL, "a Python call is one rank: no "
+                         "--comm, --launcher, --nodes or --ranks-per-node");
+    if (s->input && s->input_file)
+        return pl_errset(errp, EINVAL, "give input or input_file, not both");
+    if (s->input && (s->ninput == 0 || s->ninput > PL_SPEC_MAX_INPUT))
+        return pl_errset(errp, EINVAL, "the pickled call is %zu bytes; "
+                         "inline it is 1 to %d (256 KiB): write it to a file "
+                         "under the pilot's inputs/ (input_file)", s->ninput,
+                         PL_SPEC_MAX_INPUT);
+    if (f && (f[0] != '/' || strlen(f) > PL_SPEC_MAX_CWD || strstr(f, "/../")
+              || !pl_utf8_str(f)))
+        return pl_errset(errp, EINVAL, "input_file '%.100s': want an "
+                         "absolute path without '..'", f);
+    if (!s->input && !f && !py_name_ok(s->argv[0]))
+        return pl_errset(errp, EINVAL, "--py-call '%.200s': want "
+                         "MODULE:FUNCTION (a dotted module, a Python "
+                         "identifier)", s->argv[0]);
+    if (s->py_prelude && (strlen(s->py_prelude) > PL_SPEC_MAX_PRELUDE
+                          || !pl_utf8_str(s->py_prelude)))
+        return pl_errset(errp, EINVAL, "--py-prelude: at most %d bytes of "
+                         "UTF-8", PL_SPEC_MAX_PRELUDE);
+    if (s->python && (!s->python[0] || strlen(s->python) > PL_SPEC_MAX_PYTHON
+                      || !pl_utf8_str(s->python)))
+        return pl_errset(errp, EINVAL, "--python: want a program's name or "
+                         "path, at most %d bytes of UTF-8",
+                         PL_SPEC_MAX_PYTHON);
+    return 0;
+}
+
 /* A pool task's function and what it may not ask for (its ranks are the
  * pool's workers, whose cores and GPUs the pool set). */
 static int fn_check(const struct pl_spec *s, struct pl_error *errp)
 {
     const char *f = s->argv[0], *colon = strrchr(f, ':');
 
-    if (s->fn < PL_FN_NONE || s->fn > PL_FN_POOL)
+    if (s->fn < PL_FN_NONE || s->fn > PL_FN_PYCALL)
         return pl_errset(errp, EINVAL, "unknown fn");
+    if (s->fn == PL_FN_PYCALL)
+        return pycall_check(s, errp);
+    if (s->input || s->input_file || s->py_prelude || s->python)
+        return pl_errset(errp, EINVAL, "input, input_file, py_prelude and "
+                         "python are a Python call's (fn pycall)");
     if (s->pool && !pl_pool_name_ok(s->pool))
         return pl_errset(errp, EINVAL, "pool name '%.64s': want 1 to %d of "
                          "A-Z a-z 0-9 _ . -, starting with a letter or a "
@@ -412,6 +470,9 @@ int pl_spec_check(struct pl_spec *s, struct pl_error *errp)
         return pl_errset(errp, EINVAL, "unknown comm");
     if (fn_check(s, errp) < 0)
         return -1;
+    if (s->fn == PL_FN_PYCALL && ranks != 1)
+        return pl_errset(errp, EINVAL, "a Python call is one rank, not %llu",
+                         (unsigned long long)ranks);
     if (s->launcher < PL_LAUNCHER_UNSET || s->launcher > PL_LAUNCHER_MPIRUN)
         return pl_errset(errp, EINVAL, "unknown launcher");
     if (s->launcher != PL_LAUNCHER_UNSET && s->comm != PL_COMM_MPI)
@@ -506,6 +567,46 @@ static int array_decode(const msgpack_object *o, struct pl_spec *s,
     return 0;
 }
 
+/* A Python call's fields: 'input' (bytes, copied), 'input_file',
+ * 'py_prelude', 'python'. */
+static int pycall_decode(const msgpack_object *o, struct pl_spec *s,
+                         struct pl_error *errp)
+{
+    const msgpack_object *in = pl_mp_get(o, "input");
+    const unsigned char *p;
+    size_t n;
+    int rc;
+
+    /* in words before the generic check: a person may hit it */
+    if (in && in->type == MSGPACK_OBJECT_BIN
+        && in->via.bin.size > PL_SPEC_MAX_INPUT)
+        return pl_errset(errp, EINVAL, "the pickled call is %u bytes; "
+                         "inline it is at most %d (256 KiB): write it to a "
+                         "file under the pilot's inputs/ (input_file)",
+                         in->via.bin.size, PL_SPEC_MAX_INPUT);
+    if ((rc = pl_mp_bin(o, "input", false, PL_SPEC_MAX_INPUT, &p, &n, errp))
+        < 0)
+        return -1;
+    if (rc && n) {
+        if (!(s->input = malloc(n))) {
+            errno = ENOMEM;
+            return pl_errprintf(errp, "out of memory");
+        }
+        memcpy(s->input, p, n);
+    }
+    s->ninput = rc ? n : 0;
+    if (rc && !n)
+        return pl_errset(errp, EINVAL, "the pickled call is empty");
+    if (pl_mp_str(o, "input_file", false, PL_SPEC_MAX_CWD, &s->input_file,
+                  errp) < 0
+        || pl_mp_str(o, "py_prelude", false, PL_SPEC_MAX_PRELUDE,
+                     &s->py_prelude, errp) < 0
+        || pl_mp_str(o, "python", false, PL_SPEC_MAX_PYTHON, &s->python,
+                     errp) < 0)
+        return -1;
+    return 0;
+}
+
 /* 'key' as one of 'names' (an enum's): *v, or -1 with errp (EINVAL). */
 static int name_decode(const msgpack_object *o, const char *key,
                        int (*parse)(const char *), const char *what,
@@ -588,7 +689,9 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
                       errp) < 0
         || pl_mp_uint(o, "append", false, INT64_MAX, &s->append, errp) < 0
         || pl_mp_str(o, "pool", false, PL_POOL_NAME_MAX, &s->pool, errp) < 0
-        || name_decode(o, "fn", pl_fn_parse, "c or py", &s->fn, errp) < 0
+        || name_decode(o, "fn", pl_fn_parse, "c, py or pycall", &s->fn,
+                       errp) < 0
+        || pycall_decode(o, s, errp) < 0
         || after_decode(o, s, errp) < 0 || array_decode(o, s, errp) < 0)
         goto error;
     s->has_ranks = has_ranks == 1;
@@ -655,6 +758,14 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_str(&m, "pool", s->pool);
     if (s->fn != PL_FN_NONE)
         pl_wm_str(&m, "fn", pl_fn_name(s->fn));
+    if (s->input)
+        pl_wm_bin(&m, "input", s->input, s->ninput);
+    if (s->input_file)
+        pl_wm_str(&m, "input_file", s->input_file);
+    if (s->py_prelude)
+        pl_wm_str(&m, "py_prelude", s->py_prelude);
+    if (s->python)
+        pl_wm_str(&m, "python", s->python);
     if (s->nafter) {
         pk = pl_wm_key(&m, "after");
         msgpack_pack_array(pk, s->nafter);

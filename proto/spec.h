@@ -65,6 +65,25 @@
  * of 1.4 MB held the loop 3.1 s). */
 #define PL_SUBMIT_MAX_BYTES (2 * 1024 * 1024)
 
+/* A Python call ('fn' pycall, docs/python.md).  Its pickled function and
+ * arguments come inline ('input', counted with the commands against
+ * PL_SUBMIT_MAX_BYTES: 8 of the largest fill a request) or, larger, in
+ * a file the client wrote under the pilot's inputs/ ('input_file'). */
+#define PL_SPEC_MAX_INPUT (256 * 1024)
+#define PL_SPEC_MAX_INPUT_FILE (UINT64_C(256) << 20)
+#define PL_SPEC_MAX_PRELUDE (64 * 1024)    /* bytes of 'py_prelude' */
+#define PL_SPEC_MAX_PYTHON 4096            /* bytes of 'python' */
+/* A call's result (pickled) travels in its end event up to this size;
+ * larger, the worker writes it to a file beside the task's output, up to
+ * PL_PY_RESULT_MAX: more fails the call. */
+#define PL_PY_RESULT_INLINE (64 * 1024)
+#define PL_PY_RESULT_MAX (UINT64_C(256) << 20)
+/* The interpreter of a call that names none (and whose pilot set no
+ * default: pilot up --python): found in the PATH of the task's
+ * environment, as a command is, so that a venv's or conda's comes
+ * first where it is activated. */
+#define PL_PY_DEFAULT_PYTHON "python3"
+
 /* How the ranks of a task find each other ('comm'). */
 enum pl_comm {
     PL_COMM_NONE = 0, /* independent ranks */
@@ -87,8 +106,11 @@ enum pl_fn {
     PL_FN_PY,       /* argv[0] is "MODULE:FUNCTION" */
     PL_FN_POOL,     /* the pool's own MPI job of workers; pilotd makes it,
                        a client may not */
+    PL_FN_PYCALL,   /* a Python call in a warm worker of its agent: the
+                       pickled 'input' (argv a label), or argv[0]
+                       "MODULE:FUNCTION" and string arguments */
 };
-/* The fn named 's' ("none", "c", "py", "pool"), or -1. */
+/* The fn named 's' ("none", "c", "py", "pool", "pycall"), or -1. */
 int pl_fn_parse(const char *s);
 /* The name of 'fn', or "unknown". */
 const char *pl_fn_name(int fn);
@@ -153,6 +175,13 @@ struct pl_spec {
                                            this id (its element 0's),
                                            made by an earlier request;
                                            0: they make a new one */
+    /* fn pycall only (each NULL when absent) */
+    unsigned char *input;               /* the pickled call, 'ninput'
+                                           bytes (1..PL_SPEC_MAX_INPUT) */
+    size_t ninput;
+    char *input_file;                   /* ... or an absolute path to it */
+    char *py_prelude;                   /* run once when a worker starts */
+    char *python;                       /* the interpreter */
 };
 
 /* A spec with the defaults: one rank of one core, comm none. */
@@ -167,6 +196,11 @@ uint64_t pl_spec_count(const struct pl_spec *s);
 /* The bytes 'argv' and 'env' (either may be NULL) take as execve()
  * counts them against ARG_MAX: each string with its NUL, and a pointer. */
 size_t pl_spec_exec_bytes(char *const *argv, char *const *env);
+
+/* The bytes a task of 's' costs pilotd to store: its command as
+ * pl_spec_exec_bytes() counts it, and a Python call's input, prelude
+ * and interpreter. */
+size_t pl_spec_store_bytes(const struct pl_spec *s);
 
 /* How many tasks of spec 's' one submit request may make: at most
  * PL_SUBMIT_MAX_TASKS and PL_SUBMIT_MAX_BYTES of commands, at least 1. */

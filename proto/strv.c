@@ -153,3 +153,68 @@ double pl_mono(void)
 {
     return clock_s(CLOCK_MONOTONIC);
 }
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *pl_b64_encode(const void *p, size_t len)
+{
+    const unsigned char *in = p;
+    char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = i + 1 < len ? b64[v >> 6 & 63] : '=';
+        *o++ = i + 2 < len ? b64[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+int pl_b64_decode(const char *s, unsigned char **out, size_t *len)
+{
+    size_t n = strlen(s), k = 0;
+    unsigned char *buf;
+
+    if (n % 4) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(buf = malloc(n / 4 * 3 + 1)))
+        return -1;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int j = 0; j < 4; j++) {
+            const char *c = s[i + j] ? strchr(b64, s[i + j]) : NULL;
+            if (s[i + j] == '=' && i + 4 == n && j >= 2
+                && (j == 3 || s[i + 3] == '=')) {
+                pad++;
+                v <<= 6;
+                continue;
+            }
+            if (!c || pad) {
+                free(buf);
+                errno = EINVAL;
+                return -1;
+            }
+            v = v << 6 | (uint32_t)(c - b64);
+        }
+        buf[k++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            buf[k++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            buf[k++] = (unsigned char)v;
+    }
+    *out = buf;
+    *len = k;
+    return 0;
+}

@@ -21,6 +21,13 @@ bool pl_utf8_str(const char *s);
  * place: for a text a peer sent that must become JSON (an error). */
 void pl_utf8_repair(char *s);
 
+/* Base64 (RFC 4648, with padding): a Python call's result travels as
+ * JSON so.  Encode: a new string, or NULL (ENOMEM).  Decode: the bytes
+ * of 's' into *out (malloc()) and *len; -1 with errno EINVAL (not
+ * base64) or ENOMEM. */
+char *pl_b64_encode(const void *p, size_t len);
+int pl_b64_decode(const char *s, unsigned char **out, size_t *len);
+
 /* Make room in the array *v ('*cap' elements of 'size' bytes, 'n' in
  * use) for at least 'more' more: doubling from 16, so that appends cost
  * amortised O(1).  0, or -1 (ENOMEM, or an overflow: EOVERFLOW) with

@@ -44,7 +44,8 @@ declare -A pkgs=(
     # strace: t0930 counts pilotd's syncs of its WAL; libfaketime:
     # t0850 steps pilotd's wall clock; the Python package binds libpilot
     # through cffi's ABI mode (python3-cffi), pickles with cloudpickle,
-    # and its tests are pytest's (tests/py/, t1160)
+    # and its tests are pytest's (tests/py/, t1160); the warm Python
+    # workers unpickle calls with cloudpickle too (t1120)
     [tests]="python3 clang libclang-rt-14-dev strace libfaketime
              python3-cffi python3-cloudpickle python3-pytest"
     # the pipeline demo (make demo, and its small version in make check):

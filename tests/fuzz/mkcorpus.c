@@ -258,6 +258,30 @@ static void run_pool(msgpack_packer *pk)
     raw_kuintv(pk, "group", group, 2);
 }
 
+static void run_pycall(msgpack_packer *pk)
+{
+    static char fn[] = "pickled";
+    char *argv[] = { fn, NULL };
+    uint64_t core[] = { 0 };
+    static const unsigned char in[] = { 0x80, 0x05, 0x95, 0x00 };
+
+    msgpack_pack_map(pk, 11);
+    raw_kuint(pk, "id", 9);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", argv);
+    raw_kstr(pk, "cwd", "/tmp");
+    raw_kuintv(pk, "cores", core, 1);
+    raw_kstr(pk, "stdout", "/tmp/p1/tasks/0/9.out");
+    raw_kstr(pk, "stderr", "/tmp/p1/tasks/0/9.err");
+    raw_kstr(pk, "fn", "pycall");
+    msgpack_pack_str(pk, 5);
+    msgpack_pack_str_body(pk, "input", 5);
+    msgpack_pack_bin(pk, sizeof(in));
+    msgpack_pack_bin_body(pk, in, sizeof(in));
+    raw_kstr(pk, "py_prelude", "import os");
+    raw_kstr(pk, "result_file", "/tmp/p1/tasks/0/9.result");
+}
+
 static void run_mpi(msgpack_packer *pk)
 {
     char *hosts[] = { n1, n1, n2, n2, NULL };
@@ -306,6 +330,24 @@ static void event_full(msgpack_packer *pk)
     raw_kstr(pk, "error", "spawn: no such file or directory");
 }
 
+static void event_result(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 10);
+    raw_kuint(pk, "id", 9);
+    raw_kuint(pk, "attempt", 1);
+    raw_kuint(pk, "rank", 0);
+    raw_kstr(pk, "state", "done");
+    raw_kdouble(pk, "time", 1700000000.75);
+    raw_kint(pk, "exit_code", 0);
+    raw_kstr(pk, "result_status", "ok");
+    raw_kuint(pk, "result_size", 4);
+    msgpack_pack_str(pk, 6);
+    msgpack_pack_str_body(pk, "result", 6);
+    msgpack_pack_bin(pk, 4);
+    msgpack_pack_bin_body(pk, "\x80\x05K\x02", 4);
+    raw_kstr(pk, "result_repr", "2");
+}
+
 static void event_running(msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 6);
@@ -315,6 +357,47 @@ static void event_running(msgpack_packer *pk)
     raw_kstr(pk, "state", "running");
     raw_kdouble(pk, "time", 1700000000.5);
     raw_kuint(pk, "pid", 4243);
+}
+
+/* ---- a warm Python worker's frames (proto/pywmsg.h) ---- */
+
+/* Frames from a worker, as the agent reads them: each a 4-byte length,
+ * a 4-byte header length, the JSON header and the payload. */
+static size_t pyframe(unsigned char *buf, const char *h, const char *data)
+{
+    size_t hl = strlen(h), dl = strlen(data), n = 4 + hl + dl;
+
+    for (int i = 0; i < 4; i++) {
+        buf[i] = (unsigned char)(n >> (24 - 8 * i));
+        buf[4 + i] = (unsigned char)(hl >> (24 - 8 * i));
+    }
+    memcpy(buf + 8, h, hl);
+    memcpy(buf + 8 + hl, data, dl);
+    return 4 + n;
+}
+
+static void pywmsg(void)
+{
+    unsigned char buf[2048];
+    size_t n;
+
+    n = pyframe(buf, "{\"kind\":406,\"pid\":77,\"version\":\"3.11.2\"}",
+                "");
+    put("pywmsg", "hello", buf, n);
+    n += pyframe(buf + n, "{\"kind\":409,\"id\":3,\"attempt\":1}", "");
+    n += pyframe(buf + n, "{\"kind\":408,\"id\":3,\"attempt\":1,"
+                 "\"status\":\"ok\",\"size\":5,\"repr\":\"5\"}",
+                 "\x80\x05K\x05.");
+    put("pywmsg", "hello-result", buf, n);
+    n = pyframe(buf, "{\"kind\":408,\"id\":3,\"attempt\":2,"
+                "\"status\":\"raised\",\"size\":70000,\"file\":"
+                "\"/tmp/p1/tasks/0/3.2.result\",\"reason\":\"ValueError: "
+                "x\",\"interrupted\":false}", "");
+    put("pywmsg", "result-file", buf, n);
+    n = pyframe(buf, "{\"kind\":408,\"id\":3,\"attempt\":1,"
+                "\"status\":\"error\",\"reason\":\"the prelude failed: "
+                "ImportError: no torch\"}", "");
+    put("pywmsg", "result-error", buf, n);
 }
 
 /* ---- key files (proto/keys.c, proto/allow.c) ---- */
@@ -829,6 +912,7 @@ int main(int argc, char **argv)
     taskfiles();
     replies();
     agentseqs();
+    pywmsg();
     put_entry("spec-min", spec_min);
     put_entry("spec-full", spec_full);
     put_entry("spec-torch", spec_torch);
@@ -836,6 +920,8 @@ int main(int argc, char **argv)
     put_entry("run-torch", run_torch);
     put_entry("run-mpi", run_mpi);
     put_entry("run-pool", run_pool);
+    put_entry("run-pycall", run_pycall);
+    put_entry("event-result", event_result);
     put_entry("event-full", event_full);
     put_entry("event-running", event_running);
     return 0;

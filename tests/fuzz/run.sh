@@ -12,6 +12,8 @@
 #   fuzz_reply  a reply frame as the CLI reads it: JSON, client/output.c
 #   fuzz_agentseq  sequences of frames from several fake agents, handled
 #               by pilotd's own code (libpilotd.a, SQLite), invariants checked
+#   fuzz_pywmsg  what a warm Python worker sends its agent: frames, hello,
+#               results
 #
 # Each TARGET runs BINDIR/TARGET for SECONDS on its seed corpus
 # tests/fuzz/corpus/<kind> (fuzz_msg -> msg) and its regression inputs
@@ -24,7 +26,7 @@
 set -u
 
 if (($# < 3)); then
-    sed -n '4,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '4,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 bindir=$1

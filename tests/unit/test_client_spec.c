@@ -1,14 +1,17 @@
 /* tests/unit/test_client_spec.c - the spec pilot submit builds: flags and
  * file entries give the same spec, each rule has its words */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "client/spec.h"
+#include "client/spec_py.h"
 #include "proto/strv.h"
 #include "tests/unit/helpers.h"
 #include "tests/unit/tap.h"
@@ -536,11 +539,66 @@ static void test_checked(void)
     }
 }
 
+/* --py-call and --input: a Python call, its pickle inline or staged
+ * under the pilot directory's inputs/, too large refused. */
+static void test_pycall(const char *dir)
+{
+    struct pl_cli_spec b;
+    struct pl_error e = { "" };
+    char *words[] = { (char *)"1", (char *)"2" };
+    char path[PATH_MAX + 32];
+    FILE *fp;
+
+    pl_cli_spec_init(&b);
+    ok(pl_cli_spec_py(&b, "py-call", "mod:add", &e) == 0
+           && pl_cli_spec_py(&b, "py-prelude", "import os", &e) == 0
+           && pl_cli_spec_command(&b, 2, words, &e) == 0
+           && b.spec.fn == PL_FN_PYCALL && !strcmp(b.spec.argv[0], "mod:add")
+           && !strcmp(b.spec.argv[2], "2")
+           && !strcmp(b.spec.py_prelude, "import os")
+           && pl_spec_check(&b.spec, &e) == 0,
+       "--py-call mod:add --py-prelude ... -- 1 2 (%s)", e.text);
+    pl_cli_spec_clear(&b);
+    snprintf(path, sizeof(path), "%s/small.pkl", dir);
+    if ((fp = fopen(path, "w"))) {
+        fputs("pickled", fp);
+        fclose(fp);
+    }
+    pl_cli_spec_init(&b);
+    ok(pl_cli_spec_py_input(&b, path, dir, &e) == 0 && b.spec.ninput == 7
+           && !memcmp(b.spec.input, "pickled", 7) && !b.spec.input_file,
+       "--input of 7 bytes: inline (%s)", e.text);
+    pl_cli_spec_clear(&b);
+    snprintf(path, sizeof(path), "%s/mid.pkl", dir);
+    if (truncate(path, 0) < 0 && (fp = fopen(path, "w")))
+        fclose(fp);
+    ok(truncate(path, PL_SPEC_MAX_INPUT + 1) == 0, "a pickle of 256 KiB + 1");
+    pl_cli_spec_init(&b);
+    struct stat st;
+    ok(pl_cli_spec_py_input(&b, path, dir, &e) == 0 && !b.spec.input
+           && b.spec.input_file
+           && !strncmp(b.spec.input_file, dir, strlen(dir))
+           && strstr(b.spec.input_file, "/inputs/")
+           && stat(b.spec.input_file, &st) == 0
+           && st.st_size == PL_SPEC_MAX_INPUT + 1
+           && (st.st_mode & 0777) == 0600,
+       "--input over 256 KiB: copied under inputs/ (0600) (%s)", e.text);
+    pl_cli_spec_clear(&b);
+    ok(truncate(path, (off_t)PL_SPEC_MAX_INPUT_FILE + 1) == 0,
+       "a pickle of 256 MiB + 1 (sparse)");
+    pl_cli_spec_init(&b);
+    errno = 0;
+    ok(pl_cli_spec_py_input(&b, path, dir, &e) < 0 && errno == E2BIG
+           && strstr(e.text, "(256 MiB)"),
+       "--input over 256 MiB: refused (%s)", e.text);
+    pl_cli_spec_clear(&b);
+}
+
 int main(void)
 {
     char tmp[64];
 
-    plan(105);
+    plan(111);
     if (!t_tmpdir("client-spec", tmp, sizeof(tmp)) || chdir(tmp) < 0
         || !getcwd(here, sizeof(here)))
         return 1;
@@ -552,6 +610,7 @@ int main(void)
     test_command();
     test_entry_rules();
     test_checked();
+    test_pycall(here);
     if (chdir("/") == 0)
         t_rmtree(tmp);
     return done_testing();

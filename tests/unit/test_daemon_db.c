@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "daemon/db.h"
+#include "proto/agentmsg.h"
 #include "proto/schema.h"
 #include "proto/query.h"
 #include "proto/state.h"
@@ -574,6 +575,73 @@ static void arrays_tags(const char *dir)
     unlink(path);
 }
 
+/* A Python call's input (written at submit, read at dispatch) and its
+ * result: stored, replaced by a later attempt's, journaled while the
+ * database cannot be written, and as show gives it. */
+static void pycall_rows(const char *dir)
+{
+    char path[300];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    struct pl_db_pyinput in;
+    uint64_t id = 0;
+
+    snprintf(path, sizeof(path), "%s/pycall.db", dir);
+    if (!ok((db = pl_db_open(path, &e)) != NULL, "pycall: open")) {
+        diag("%s", e.text);
+        return;
+    }
+    char *argv[] = { (char *)"label", NULL };
+    struct pl_spec s = { .argv = argv, .ranks = 1, .cpr = 1,
+                         .fn = PL_FN_PYCALL, .input = (unsigned char *)"\x80\0x",
+                         .ninput = 3 };
+    struct pl_db_task t = { .spec = &s };
+    ok(pl_db_task_insert(db, &t, PL_ST_QUEUED, 1.0, &id, &e) == 0
+           && pl_db_pyinput_add(db, id, &s, "import os", "/usr/bin/python3",
+                                &e) == 0
+           && pl_db_commit(db, &e) == 0,
+       "pycall: a call and its input stored (%s)", e.text);
+    ok(pl_db_pyinput_get(db, id, &in, &e) == 0 && in.ninput == 3
+           && !memcmp(in.input, "\x80\0x", 3) && !in.input_file
+           && !strcmp(in.prelude, "import os")
+           && !strcmp(in.python, "/usr/bin/python3"),
+       "pycall: its input read back, the pilot's defaults filled in");
+    pl_db_pyinput_clear(&in);
+    errno = 0;
+    ok(pl_db_pyinput_get(db, id + 1, &in, &e) < 0 && errno == ENOENT,
+       "pycall: no input of a task that is not a call: ENOENT");
+    struct pl_db_result r = { .id = id, .attempt = 1, .status = PL_PYR_OK,
+                              .size = 4, .data = (const unsigned char *)"abcd",
+                              .ndata = 4, .repr = "'abcd'" };
+    sqlite3 *h = pl_db_handle(db);
+    sqlite3_exec(h, "PRAGMA query_only = 1", NULL, NULL, NULL);
+    is(pl_db_result_set(db, &r, &e), 0, "pycall: a result while the "
+       "database cannot be written: journaled");
+    ok(pl_db_commit(db, &e) < 0, "... its commit fails");
+    sqlite3_exec(h, "PRAGMA query_only = 0", NULL, NULL, NULL);
+    ok(pl_db_commit(db, &e) == 0, "... the retry stores it (%s)", e.text);
+    json_t *j = pl_query_task(h, id, &e);
+    ok(j && !strcmp(jstr(j, "result_status"), "ok")
+           && jint(j, "result_size") == 4
+           && !strcmp(jstr(j, "result"), "YWJjZA==")
+           && !strcmp(jstr(j, "result_repr"), "'abcd'")
+           && !json_object_get(j, "result_file")
+           && !strcmp(jstr(j, "fn"), "pycall"),
+       "pycall: show gives its result, base64");
+    json_decref(j);
+    r = (struct pl_db_result){ .id = id, .attempt = 2,
+                               .status = PL_PYR_RAISED, .size = 70000,
+                               .file = "/p/tasks/0/1.2.result" };
+    ok(pl_db_result_set(db, &r, &e) == 0 && pl_db_commit(db, &e) == 0
+           && (j = pl_query_task(h, id, &e))
+           && !strcmp(jstr(j, "result_status"), "raised")
+           && !strcmp(jstr(j, "result_file"), "/p/tasks/0/1.2.result")
+           && !json_object_get(j, "result"),
+       "pycall: a later attempt's result, in a file, replaces it");
+    json_decref(j);
+    pl_db_close(db);
+}
+
 static void journal(void)
 {
     char dir[64];
@@ -582,6 +650,7 @@ static void journal(void)
         return;
     journal_page_limit(dir);
     journal_readonly(dir);
+    pycall_rows(dir);
     journal_full(dir); /* last: it may leave our mount namespace private */
     t_rmtree(dir);
 }
@@ -593,7 +662,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(169);
+    plan(178);
     if (!t_tmpdir("db", tmp, sizeof(tmp)))
         return 1;
     snprintf(path, sizeof(path), "%s/state.db", tmp);

@@ -410,9 +410,58 @@ static void test_round_trips(void)
        "node names and GPU ids: the rules the decoders use");
 }
 
+/* A Python call's end: its result inline, or in a file. */
+static void test_result(void)
+{
+    struct pl_wbuf w;
+    struct pl_msg m;
+    struct pl_error e = { "" };
+    const msgpack_object *o, *arr;
+    struct pl_event ev[2], back;
+
+    pl_event_init(&ev[0], 9, 1, 0, PL_ST_DONE, 12.5);
+    ev[0].result_status = PL_PYR_OK;
+    ev[0].result = (unsigned char *)"\x80\x05K\x05.";
+    ev[0].nresult = 5;
+    ev[0].result_size = 5;
+    ev[0].result_repr = (char *)"5";
+    pl_event_init(&ev[1], 10, 1, 0, PL_ST_FAILED, 12.5);
+    ev[1].result_status = PL_PYR_RAISED;
+    ev[1].result_file = (char *)"/p/tasks/0/10.result";
+    ev[1].result_size = 70000;
+    pl_events_begin(&w, 4, 2);
+    pl_event_encode(&w, &ev[0]);
+    pl_event_encode(&w, &ev[1]);
+    ok((o = reread(&w, &m, PL_MSG_EVENTS)) && pl_events_decode(o, &arr, &e)
+           == 0 && pl_event_decode(&arr->via.array.ptr[0], &back, &e) == 0
+           && back.result_status == PL_PYR_OK && back.nresult == 5
+           && !memcmp(back.result, ev[0].result, 5) && back.result_size == 5
+           && !back.result_file && !strcmp(back.result_repr, "5"),
+       "result: inline, its bytes, size and repr (%s)", e.text);
+    pl_event_clear(&back);
+    ok(o && pl_event_decode(&arr->via.array.ptr[1], &back, &e) == 0
+           && back.result_status == PL_PYR_RAISED && !back.result
+           && back.result_size == 70000
+           && !strcmp(back.result_file, "/p/tasks/0/10.result"),
+       "result: raised, in its file (%s)", e.text);
+    pl_event_clear(&back);
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    /* inline bytes of another size than said: refused */
+    ev[0].result_size = 6;
+    pl_events_begin(&w, 5, 1);
+    pl_event_encode(&w, &ev[0]);
+    ok((o = reread(&w, &m, PL_MSG_EVENTS)) && pl_events_decode(o, &arr, &e)
+           == 0 && pl_event_decode(&arr->via.array.ptr[0], &back, &e) < 0,
+       "result: bytes and size that disagree refused (%s)", e.text);
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+}
+
 int main(void)
 {
-    plan(53);
+    plan(56);
+    test_result();
     test_register();
     test_event();
     test_round_trips();

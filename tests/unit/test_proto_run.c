@@ -79,7 +79,34 @@ int main(void)
     char *hosts[] = { (char *)"n1", (char *)"n1", (char *)"n2", NULL };
     uint64_t cores[] = { 2, 3 }, gpus[] = { 1 };
 
-    plan(9);
+    plan(12);
+    /* a Python call */
+    unsigned char in[] = { 0x80, 0x05, 0x00 };
+    char *pyargv[] = { (char *)"label", NULL };
+    r = (struct pl_run){ .id = 50, .attempt = 1, .size = 1, .local_size = 1,
+                         .argv = pyargv, .cores = cores, .ncores = 1,
+                         .out = (char *)"/d/50.out", .err = (char *)"/d/50.err",
+                         .fn = PL_FN_PYCALL, .input = in, .ninput = 3,
+                         .py_prelude = (char *)"import os",
+                         .python = (char *)"python3",
+                         .result_file = (char *)"/d/50.result" };
+    ok(round_trip(&r, &b, &e) == 0 && same_base(&r, &b)
+           && b.fn == PL_FN_PYCALL && b.ninput == 3 && !memcmp(b.input, in, 3)
+           && !strcmp(b.py_prelude, "import os")
+           && !strcmp(b.python, "python3")
+           && !strcmp(b.result_file, "/d/50.result") && !b.pool,
+       "pycall: its fields round-trip (%s)", e.text);
+    pl_run_clear(&b);
+    r.result_file = NULL;
+    ok(round_trip(&r, &b, &e) < 0 && strstr(e.text, "result_file"),
+       "pycall: without result_file refused (%s)", e.text);
+    pl_run_clear(&b);
+    r.result_file = (char *)"/d/50.result";
+    r.input = NULL;
+    r.ninput = 0;
+    ok(round_trip(&r, &b, &e) < 0 && strstr(e.text, "MODULE:FUNCTION"),
+       "pycall: no input and argv[0] without ':' refused (%s)", e.text);
+    pl_run_clear(&b);
     /* a plain task of one rank */
     r = (struct pl_run){ .id = 41, .attempt = 2, .size = 1, .local_size = 1,
                          .argv = argv, .cores = cores, .ncores = 2,

@@ -575,12 +575,76 @@ static void test_exec_limits(void)
     pl_spec_clear(&s);
 }
 
+/* A Python call (fn pycall): its fields round-trip, its rules hold. */
+static void test_pycall(void)
+{
+    struct pl_spec s, t;
+    struct pl_error e = { "" };
+    struct pl_wbuf w;
+    struct pl_msg m;
+
+    spec_make(&s);
+    s.fn = PL_FN_PYCALL;
+    s.input = malloc(5);
+    memcpy(s.input, "\x80\x05\x00\xff.", 5);
+    s.ninput = 5;
+    s.py_prelude = strdup("import torch");
+    s.python = strdup("/usr/bin/python3");
+    s.cpr = 2;
+    ok(pl_spec_check(&s, &e) == 0, "pycall: a pickled call checks (%s)",
+       e.text);
+    ok(encode_decode(&s, &w, &m, &t, &e) == 0
+           && t.fn == PL_FN_PYCALL && t.ninput == 5
+           && !memcmp(t.input, s.input, 5)
+           && !strcmp(t.py_prelude, "import torch")
+           && !strcmp(t.python, "/usr/bin/python3") && t.cpr == 2,
+       "pycall: input (bytes), prelude, python round-trip (%s)", e.text);
+    ok(pl_spec_store_bytes(&s) == pl_spec_exec_bytes(s.argv, NULL) + 5 + 12
+                                      + 16,
+       "pycall: its input, prelude and python count as stored bytes");
+    pl_spec_clear(&t);
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    s.ranks = 2;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "one rank"),
+       "pycall: 2 ranks refused (%s)", e.text);
+    s.ranks = 1;
+    s.input_file = strdup("/p/inputs/x.pkl");
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "not both"),
+       "pycall: input and input_file refused (%s)", e.text);
+    free(s.input);
+    s.input = NULL;
+    s.ninput = 0;
+    free(s.input_file);
+    s.input_file = strdup("/p/inputs/../x.pkl");
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "'..'"),
+       "pycall: an input_file with '..' refused (%s)", e.text);
+    free(s.input_file);
+    s.input_file = NULL;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "MODULE:FUNCTION"),
+       "pycall: no input and argv[0] not MODULE:FUNCTION refused (%s)",
+       e.text);
+    free(s.argv[0]);
+    s.argv[0] = strdup("pkg.mod:fn");
+    ok(pl_spec_check(&s, &e) == 0, "pycall: --py-call pkg.mod:fn checks");
+    s.pool = strdup("etl");
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "not in a pool"),
+       "pycall: in a pool refused (%s)", e.text);
+    free(s.pool);
+    s.pool = NULL;
+    s.fn = PL_FN_NONE;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "fn pycall"),
+       "a command task with a prelude refused (%s)", e.text);
+    pl_spec_clear(&s);
+}
+
 int main(void)
 {
-    plan(71);
+    plan(81);
     test_spec();
     test_check();
     test_round_trip();
     test_exec_limits();
+    test_pycall();
     return done_testing();
 }

@@ -1,0 +1,143 @@
+/* daemon/db_py.c - SQLite state of the Python calls: their inputs, read
+ * at dispatch, and their results, written with their end */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/db.h"
+#include "daemon/db_private.h"
+#include "proto/agentmsg.h"
+
+static void bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n)
+{
+    if (p)
+        sqlite3_bind_blob64(st, i, p, n, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+int pl_db_pyinput_add(struct pl_db *db, uint64_t id, const struct pl_spec *s,
+                      const char *prelude, const char *python,
+                      struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_PYIN_ADD];
+
+    if (db->failed)
+        return db_refuse(db, errp);
+    if (db_begin(db, errp) < 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    bind_blob(st, 2, s->input, s->ninput);
+    db_bind_text(st, 3, s->input_file);
+    db_bind_text(st, 4, s->py_prelude ? s->py_prelude : prelude);
+    db_bind_text(st, 5, s->python ? s->python : python);
+    return db_step(db, ST_PYIN_ADD, errp);
+}
+
+void pl_db_pyinput_clear(struct pl_db_pyinput *in)
+{
+    int saved = errno;
+
+    free(in->input);
+    free(in->input_file);
+    free(in->prelude);
+    free(in->python);
+    memset(in, 0, sizeof(*in));
+    errno = saved;
+}
+
+/* A copy of text column 'i' of 'st' into *s (NULL stays NULL).  0, or -1
+ * (ENOMEM). */
+static int col_dup(sqlite3_stmt *st, int i, char **s)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+
+    *s = NULL;
+    if (!t)
+        return 0;
+    return (*s = strdup((const char *)t)) ? 0 : -1;
+}
+
+int pl_db_pyinput_get(struct pl_db *db, uint64_t id,
+                      struct pl_db_pyinput *in, struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_PYIN_GET];
+    int rc;
+
+    memset(in, 0, sizeof(*in));
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if ((rc = sqlite3_step(st)) == SQLITE_DONE) {
+        sqlite3_reset(st);
+        errno = ENOENT;
+        return pl_errprintf(errp, "no input stored for call %llu",
+                            (unsigned long long)id);
+    }
+    if (rc != SQLITE_ROW) {
+        db_err(db, errp, "read a call's input");
+        sqlite3_reset(st);
+        return -1;
+    }
+    const void *b = sqlite3_column_blob(st, 0);
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    if ((b && !(in->input = malloc(n ? n : 1)))
+        || col_dup(st, 1, &in->input_file) || col_dup(st, 2, &in->prelude)
+        || col_dup(st, 3, &in->python)) {
+        sqlite3_reset(st);
+        pl_db_pyinput_clear(in);
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    if (b) {
+        memcpy(in->input, b, n);
+        in->ninput = n;
+    }
+    sqlite3_reset(st);
+    return 0;
+}
+
+int db_result_apply(struct pl_db *db, const struct jent *j,
+                    struct pl_error *errp)
+{
+    sqlite3_stmt *st = db->st[ST_RESULT];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->c.id);
+    sqlite3_bind_int64(st, 2, j->c.attempt);
+    sqlite3_bind_text(st, 3, pl_pyr_name(j->status), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, j->size);
+    bind_blob(st, 5, j->blob, j->nblob);
+    db_bind_text(st, 6, j->s[0]);
+    db_bind_text(st, 7, j->s[1]);
+    return db_step(db, ST_RESULT, errp);
+}
+
+int pl_db_result_set(struct pl_db *db, const struct pl_db_result *r,
+                     struct pl_error *errp)
+{
+    size_t lf = r->file ? strlen(r->file) + 1 : 0;
+    size_t lr = r->repr ? strlen(r->repr) + 1 : 0;
+    struct jent *j;
+
+    if (!pl_pyr_name(r->status)) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a result of no status");
+    }
+    if (!(j = calloc(1, sizeof(*j) + lf + lr + r->ndata))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    j->kind = J_RESULT;
+    j->c.id = r->id;
+    j->c.attempt = r->attempt;
+    j->status = r->status;
+    j->size = r->size;
+    if (lf)
+        j->s[0] = memcpy(j->buf, r->file, lf);
+    if (lr)
+        j->s[1] = memcpy(j->buf + lf, r->repr, lr);
+    if (r->data) {
+        memcpy(j->buf + lf + lr, r->data, r->ndata);
+        j->blob = (const unsigned char *)j->buf + lf + lr;
+        j->nblob = r->ndata;
+    }
+    return db_write_j(db, j, errp);
+}
