@@ -84,6 +84,9 @@ static const char help[] =
     "                          queued if an entry is wrong\n"
     "  --pilot ID              the pilot to submit to\n"
     "  --json                  print {\"ids\": [ID...]}\n"
+    "  --parsable              for scripts: print only the id (an array's\n"
+    "                          id with --array; with --file the ids, one a\n"
+    "                          line) and nothing else, on a terminal too\n"
     "  -h, --help              this help\n"
     "\n"
     "Every rank gets PILOT_TASK_ID, PILOT_RANK, PILOT_SIZE,\n"
@@ -110,6 +113,8 @@ static const char help[] =
     "  pilot submit --after $A --name train -- ./train\n"
     "  # once array $A has ended: its failed indexes again\n"
     "  pilot submit --retry-failed $A -- ./prep part-{}.csv\n"
+    "  # for a script or a workflow manager: the id alone on stdout\n"
+    "  id=$(pilot submit --parsable --name align -- ./job.sh)\n"
     "  # a file: {\"name\": \"a\", \"cmd\": \"./prep\"}\n"
     "  #         {\"argv\": [\"./train\"], \"after\": [\"a\"]}\n"
     "  pilot submit --file tasks.jsonl\n";
@@ -117,12 +122,14 @@ static const char help[] =
 enum {
     OPT_SPEC = PL_OPT_CMD, /* an option that describes the task */
     OPT_FILE,
+    OPT_PARSABLE,
 };
 
 /* Parse the options: the task's into 'b', --file into *file.  Returns
  * -1 to go on, else the exit code (help printed, or a usage error). */
 static int parse_opts(struct pl_cli *cli, int argc, char **argv,
-                      struct pl_cli_spec *b, const char **file)
+                      struct pl_cli_spec *b, const char **file,
+                      bool *parsable)
 {
     static const struct option opts[] = {
         { "name", required_argument, NULL, OPT_SPEC },
@@ -148,6 +155,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "fn", required_argument, NULL, OPT_SPEC },
         { "py", required_argument, NULL, OPT_SPEC },
         { "file", required_argument, NULL, OPT_FILE },
+        { "parsable", no_argument, NULL, OPT_PARSABLE },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -167,12 +175,18 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             *file = optarg;
             continue;
         }
+        if (c == OPT_PARSABLE) {
+            *parsable = true;
+            continue;
+        }
         task_opts = true;
         if (pl_cli_spec_flag(b, opts[idx].name, optarg, &err) < 0)
             return pl_cli_usage(cli, "%s", err.text);
     }
     if (b->spec.launcher != PL_LAUNCHER_UNSET && b->spec.comm != PL_COMM_MPI)
         return pl_cli_usage(cli, "--launcher goes with --comm mpi");
+    if (*parsable && cli->json)
+        return pl_cli_usage(cli, "--parsable and --json: choose one");
     if (*file) {
         if (task_opts)
             return pl_cli_usage(cli, "--file: the file says what each task "
@@ -373,11 +387,12 @@ static int send_array(struct sender *snd, const struct pl_spec *specs,
  * (pilotd stores a request in one turn of its loop); an array larger
  * than that, or a retry, goes in requests of its own (send_array).  An
  * error of spec K of a request names its line when 'lines' is given.
+ * Progress goes to a terminal unless 'quiet' (--parsable).
  * 0, or -1 after printing the error, 'ids' then holding those of the
  * requests that were queued before it. */
 static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
                       size_t n, const size_t *lines, const char *file,
-                      json_t *ids)
+                      bool quiet, json_t *ids)
 {
     struct pl_error err;
     struct sender snd = { .lines = lines, .file = file, .ids = ids };
@@ -389,7 +404,8 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
     }
     for (size_t i = 0; i < n; i++)
         snd.total += elements(&specs[i]);
-    snd.tty = isatty(STDERR_FILENO) && snd.total > PL_SUBMIT_MAX_TASKS;
+    snd.tty = !quiet && isatty(STDERR_FILENO)
+              && snd.total > PL_SUBMIT_MAX_TASKS;
     for (size_t off = 0, m; off < n; off += m) {
         size_t bytes = 0;
         uint64_t tasks = 0, cmds = 0, more;
@@ -465,8 +481,9 @@ static void print_ids(const struct pl_cli *cli, json_t *ids,
     free(bl);
 }
 
-/* The id of an array (its first task's). */
-static void print_array(const struct pl_cli *cli, json_t *ids)
+/* The id of an array (its first task's), and its size on a terminal
+ * unless 'quiet' (--parsable). */
+static void print_array(const struct pl_cli *cli, json_t *ids, bool quiet)
 {
     long long first = json_integer_value(json_array_get(ids, 0));
     size_t n = json_array_size(ids);
@@ -479,7 +496,7 @@ static void print_array(const struct pl_cli *cli, json_t *ids)
         return;
     }
     printf("%lld\n", first);
-    if (isatty(STDERR_FILENO))
+    if (!quiet && isatty(STDERR_FILENO))
         fprintf(stderr, "array %lld: %zu tasks (%lld..%lld)\n", first, n,
                 first,
                 (long long)json_integer_value(json_array_get(ids, n - 1)));
@@ -494,6 +511,7 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
     const char *file = NULL;
     json_t *ids = json_array();
     size_t n = 1;
+    bool parsable = false;
     int rc;
 
     pl_cli_spec_init(&b);
@@ -501,7 +519,7 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         rc = pl_cli_error("out of memory");
         goto done;
     }
-    if ((rc = parse_opts(cli, argc, argv, &b, &file)) >= 0)
+    if ((rc = parse_opts(cli, argc, argv, &b, &file, &parsable)) >= 0)
         goto done;
     rc = PL_EXIT_ERROR;
     if (file) {
@@ -517,16 +535,16 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
     }
     if (check_specs(specs, n, tf.lines, file) < 0)
         goto done;
-    if (send_specs(cli, specs, n, tf.lines, file, ids) < 0) {
+    if (send_specs(cli, specs, n, tf.lines, file, parsable, ids) < 0) {
         /* nothing queued is left without its id (issue 12) */
         if (json_array_size(ids) > 0 && (b.spec.array || b.spec.retry))
-            print_array(cli, ids);
+            print_array(cli, ids, parsable);
         else if (json_array_size(ids) > 0)
             print_ids(cli, ids, tf.lines);
         goto done;
     }
     if (b.spec.array || b.spec.retry)
-        print_array(cli, ids);
+        print_array(cli, ids, parsable);
     else
         print_ids(cli, ids, json_array_size(ids) == n ? tf.lines : NULL);
     rc = PL_EXIT_OK;
