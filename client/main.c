@@ -21,6 +21,8 @@ static const struct cmd cmds[] = {
     { "show", pl_cmd_show, "one task: spec, state, node, times, events" },
     { "wait", pl_cmd_wait, "wait until tasks end, with a progress bar" },
     { "cancel", pl_cmd_cancel, "cancel tasks" },
+    { "state", pl_cmd_state,
+      "running, success or failed per task (for workflow managers)" },
     { "logs", pl_cmd_logs, "a task's output; -f follows it" },
     { "status", pl_cmd_status,
       "the pilot: nodes, cores and GPUs busy, tasks by state" },
