@@ -42,8 +42,9 @@ declare -A pkgs=(
     # clang 14's libFuzzer and sanitizer runtimes (libclang_rt.fuzzer-x86_64.a):
     # clang-14 only recommends it, and we install without recommends.
     # strace: t0930 counts pilotd's syncs of its WAL; libfaketime:
-    # t0850 steps pilotd's wall clock
-    [tests]="python3 clang libclang-rt-14-dev strace libfaketime"
+    # t0850 steps pilotd's wall clock; snakemake (7.21): t1110 runs a
+    # workflow through contrib/snakemake, the profile we ship
+    [tests]="python3 clang libclang-rt-14-dev strace libfaketime snakemake"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
