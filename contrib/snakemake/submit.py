@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -IS
 """contrib/snakemake/submit.py - Snakemake's --cluster: a job as a pilot task
 
 Snakemake runs 'submit.py JOBSCRIPT' and takes the first line of its
@@ -11,7 +11,9 @@ jobscript ('# properties = {...}'); they become pilot submit options:
   resources.mem_mb    --tag mem_mb=N: pilot does not limit memory
   rule (group id)     --name RULE (group-GROUPID)
 
-and the task runs JOBSCRIPT.  PILOT names the pilot program (default:
+and the task runs JOBSCRIPT.  Snakemake runs this once a job, one
+after another: -S (no site module) saves 20 ms of Python's start each,
+-I keeps the user's PYTHON* variables and site-packages out.  PILOT names the pilot program (default:
 pilot, from PATH); PILOT_SUBMIT_OPTS adds options (split on spaces), as
 '--exclusive' or '--priority 10'.
 """
