@@ -106,6 +106,7 @@ int pl_cmd_show(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_result(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_wait(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_cancel(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_state(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_status(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_down(struct pl_cli *cli, int argc, char **argv);

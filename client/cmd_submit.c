@@ -102,6 +102,9 @@ static const char help[] =
     "                          queued if an entry is wrong\n"
     "  --pilot ID              the pilot to submit to\n"
     "  --json                  print {\"ids\": [ID...]}\n"
+    "  --parsable              for scripts: print only the id (an array's\n"
+    "                          id with --array; with --file the ids, one a\n"
+    "                          line) and nothing else, on a terminal too\n"
     "  -h, --help              this help\n"
     "\n"
     "Every rank gets PILOT_TASK_ID, PILOT_RANK, PILOT_SIZE,\n"
@@ -130,6 +133,8 @@ static const char help[] =
     "  pilot submit --retry-failed $A -- ./prep part-{}.csv\n"
     "  # a Python call in a warm worker: its result's repr in pilot show\n"
     "  pilot submit --py-call mymod:score -- data.csv 0.5\n"
+    "  # for a script or a workflow manager: the id alone on stdout\n"
+    "  id=$(pilot submit --parsable --name align -- ./job.sh)\n"
     "  # a file: {\"name\": \"a\", \"cmd\": \"./prep\"}\n"
     "  #         {\"argv\": [\"./train\"], \"after\": [\"a\"]}\n"
     "  pilot submit --file tasks.jsonl\n";
@@ -139,13 +144,14 @@ enum {
     OPT_FILE,
     OPT_PY,                /* a Python call's (client/spec_py.h) */
     OPT_INPUT,
+    OPT_PARSABLE,
 };
 
 /* Parse the options: the task's into 'b', --file into *file.  Returns
  * -1 to go on, else the exit code (help printed, or a usage error). */
 static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                       struct pl_cli_spec *b, const char **file,
-                      const char **input)
+                      const char **input, bool *parsable)
 {
     static const struct option opts[] = {
         { "name", required_argument, NULL, OPT_SPEC },
@@ -175,6 +181,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "py-prelude", required_argument, NULL, OPT_PY },
         { "python", required_argument, NULL, OPT_PY },
         { "input", required_argument, NULL, OPT_INPUT },
+        { "parsable", no_argument, NULL, OPT_PARSABLE },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -192,6 +199,10 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             if (!*optarg)
                 return pl_cli_usage(cli, "--file: empty file name");
             *file = optarg;
+            continue;
+        }
+        if (c == OPT_PARSABLE) {
+            *parsable = true;
             continue;
         }
         task_opts = true;
@@ -218,6 +229,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                             "in a warm worker of its agent, not in a pool");
     if (b->spec.launcher != PL_LAUNCHER_UNSET && b->spec.comm != PL_COMM_MPI)
         return pl_cli_usage(cli, "--launcher goes with --comm mpi");
+    if (*parsable && cli->json)
+        return pl_cli_usage(cli, "--parsable and --json: choose one");
     if (*file) {
         if (task_opts)
             return pl_cli_usage(cli, "--file: the file says what each task "
@@ -303,11 +316,12 @@ static void progress_cb(size_t done, uint64_t total, void *arg)
 
 /* Send the 'n' specs (pl_submit_specs()); their ids into 'ids'.  An
  * error of spec K of a request names its line when 'lines' is given.
+ * Progress goes to a terminal unless 'quiet' (--parsable).
  * 0, or -1 after printing the error, 'ids' then holding those of the
  * requests that were queued before it. */
 static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
                       size_t n, const size_t *lines, const char *file,
-                      json_t *ids)
+                      bool quiet, json_t *ids)
 {
     struct pl_error err;
     struct pl_submit_fail f;
@@ -320,7 +334,7 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
         pl_cli_error("%s", err.text);
         return -1;
     }
-    tty = isatty(STDERR_FILENO)
+    tty = !quiet && isatty(STDERR_FILENO)
           && pl_submit_tasks(specs, n) > PL_SUBMIT_MAX_TASKS;
     rc = pl_submit_specs(conn, specs, n, ids, tty ? progress_cb : NULL, NULL,
                          &f, &err);
@@ -394,8 +408,9 @@ static void print_ids(const struct pl_cli *cli, json_t *ids,
     free(bl);
 }
 
-/* The id of an array (its first task's). */
-static void print_array(const struct pl_cli *cli, json_t *ids)
+/* The id of an array (its first task's), and its size on a terminal
+ * unless 'quiet' (--parsable). */
+static void print_array(const struct pl_cli *cli, json_t *ids, bool quiet)
 {
     long long first = json_integer_value(json_array_get(ids, 0));
     size_t n = json_array_size(ids);
@@ -408,7 +423,7 @@ static void print_array(const struct pl_cli *cli, json_t *ids)
         return;
     }
     printf("%lld\n", first);
-    if (isatty(STDERR_FILENO))
+    if (!quiet && isatty(STDERR_FILENO))
         fprintf(stderr, "array %lld: %zu tasks (%lld..%lld)\n", first, n,
                 first,
                 (long long)json_integer_value(json_array_get(ids, n - 1)));
@@ -445,6 +460,7 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
     const char *file = NULL, *input = NULL;
     json_t *ids = json_array();
     size_t n = 1;
+    bool parsable = false;
     int rc;
 
     pl_cli_spec_init(&b);
@@ -452,7 +468,7 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         rc = pl_cli_error("out of memory");
         goto done;
     }
-    if ((rc = parse_opts(cli, argc, argv, &b, &file, &input)) >= 0)
+    if ((rc = parse_opts(cli, argc, argv, &b, &file, &input, &parsable)) >= 0)
         goto done;
     rc = PL_EXIT_ERROR;
     if (file) {
@@ -469,16 +485,16 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
     }
     if (check_specs(specs, n, tf.lines, file) < 0)
         goto done;
-    if (send_specs(cli, specs, n, tf.lines, file, ids) < 0) {
+    if (send_specs(cli, specs, n, tf.lines, file, parsable, ids) < 0) {
         /* nothing queued is left without its id (issue 12) */
         if (json_array_size(ids) > 0 && (b.spec.array || b.spec.retry))
-            print_array(cli, ids);
+            print_array(cli, ids, parsable);
         else if (json_array_size(ids) > 0)
             print_ids(cli, ids, tf.lines);
         goto done;
     }
     if (b.spec.array || b.spec.retry)
-        print_array(cli, ids);
+        print_array(cli, ids, parsable);
     else
         print_ids(cli, ids, json_array_size(ids) == n ? tf.lines : NULL);
     rc = PL_EXIT_OK;

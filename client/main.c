@@ -22,6 +22,8 @@ static const struct cmd cmds[] = {
     { "result", pl_cmd_result, "a Python call's pickled result" },
     { "wait", pl_cmd_wait, "wait until tasks end, with a progress bar" },
     { "cancel", pl_cmd_cancel, "cancel tasks" },
+    { "state", pl_cmd_state,
+      "running, success or failed per task (for workflow managers)" },
     { "logs", pl_cmd_logs, "a task's output; -f follows it" },
     { "status", pl_cmd_status,
       "the pilot: nodes, cores and GPUs busy, tasks by state" },

@@ -45,9 +45,10 @@ declare -A pkgs=(
     # t0850 steps pilotd's wall clock; the Python package binds libpilot
     # through cffi's ABI mode (python3-cffi), pickles with cloudpickle,
     # and its tests are pytest's (tests/py/, t1160); the warm Python
-    # workers unpickle calls with cloudpickle too (t1120)
+    # workers unpickle calls with cloudpickle too (t1120); snakemake
+    # (7.21): t1110 runs a workflow through contrib/snakemake, our profile
     [tests]="python3 clang libclang-rt-14-dev strace libfaketime
-             python3-cffi python3-cloudpickle python3-pytest"
+             python3-cffi python3-cloudpickle python3-pytest snakemake"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
