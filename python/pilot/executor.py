@@ -39,6 +39,7 @@ MAX_CALL = 256 << 20      # bytes of a pickled call (the workers' limit)
 BATCH_N = 2000            # specs a submit request
 BATCH_S = 0.002           # seconds calls gather while requests follow
 RESULTS_N = 1000          # ids a "results" request
+MAX_REFS = 64             # futures among a call's arguments (libpilot's)
 WATCH_WAIT_S = 0.5        # a watch.next() wait, to see shutdown
 GONE_S = 60               # a pilot that does not run for this long:
                           # its pending futures fail
@@ -143,6 +144,21 @@ def _dumps(ex, call):
                                 "%d bytes (%d MiB): a pickled call may be no "
                                 "larger; pass a path to the data instead"
                                 % (MAX_CALL, MAX_CALL >> 20)) from None
+
+
+def _bad_spec(e, n):
+    """The index of the one spec libpilot refused ("specs[3]: ..."), or
+    None."""
+    if n < 2 or not isinstance(e, errors.BadRequest):
+        return None
+    text = str(e)
+    if not text.startswith("specs["):
+        return None
+    try:
+        k = int(text[6:text.index("]")])
+    except ValueError:
+        return None
+    return k if 0 <= k < n else None
 
 
 def _label(fn):
@@ -353,6 +369,10 @@ class Executor(cf.Executor):
             # (its id must exist before a call can name it)
             self._flush_now()
             data, refs = _dumps(self, call)
+        if len(refs) > MAX_REFS:
+            raise errors.BadRequest(_errno.EINVAL, "%d futures among the "
+                                    "arguments of one call; at most %d"
+                                    % (len(refs), MAX_REFS))
         spec = self._spec(over, data, refs, fn)
         f = Future(self)
         with self._lock:
@@ -399,13 +419,28 @@ class Executor(cf.Executor):
     def _send(self, batch):
         """One submit request (under self._send_lock)."""
         ids, err = [], None
-        try:
-            tasks = self._client.submit_many([s for _, s in batch],
-                                             watch=self._watch)
-            ids = [t.id for t in tasks]
-        except Exception as e:
-            err = e
-            ids = list(getattr(e, "ids", []) or [])
+        while True:
+            try:
+                tasks = self._client.submit_many([s for _, s in batch],
+                                                 watch=self._watch)
+                ids = [t.id for t in tasks]
+            except Exception as e:
+                err = e
+                ids = list(getattr(e, "ids", []) or [])
+                bad = _bad_spec(e, len(batch)) if not ids else None
+                if bad is not None:
+                    # one spec refused (checked before anything is
+                    # sent): it fails, the others go again
+                    f, _ = batch.pop(bad)
+                    with self._lock:
+                        self._inflight -= 1
+                        f._where = "failed"
+                    if _start(f):
+                        f.set_exception(e)
+                    err = None
+                    if batch:
+                        continue
+            break
         self._last_send = time.monotonic()
         late = []
         with self._lock:
@@ -492,16 +527,20 @@ class Executor(cf.Executor):
             return
         want = [end["id"] for f, end in mine if f._state == _cfb.PENDING]
         results = {}
-        for k in range(0, len(want), RESULTS_N):
-            part = want[k:k + RESULTS_N]
+        while want:
+            part, want = want[:RESULTS_N], want[RESULTS_N:]
             try:
                 got = self._rclient.call("results", ids=part)
             except Exception as e:
                 for i in part:
                     results[i] = e
                 continue
+            # a reply is cut past 32 MiB: the rest are marked "more"
+            more = [r["id"] for r in got if r.get("more")]
             for r in got:
-                results[r["id"]] = r
+                if not r.get("more"):
+                    results[r["id"]] = r
+            want = more + want
         for f, end in mine:
             self._resolve(f, end, results.get(end["id"]))
 
