@@ -6,7 +6,6 @@ own for the test that kills pilotd.  The functions are tests/py/exfn.py's
 lambda or two (pickled by value).
 """
 import collections
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ import pytest
 
 import pilot
 import pilot.executor as pex
-from conftest import REPO, pilot_cli
+from conftest import REPO
 
 import exfn
 
@@ -33,14 +32,19 @@ def ex(client):
     e.shutdown(wait=True, cancel_futures=True)
 
 
-def wait_state(c, task_id, states, timeout=30):
+def wait_state(c, f, states, timeout=30):
+    """Wait until the call of future f is in one of 'states'."""
     end = time.monotonic() + timeout
+    st = None
     while time.monotonic() < end:
-        st = c.show(task_id)["state"]
+        if f.task_id is None:
+            time.sleep(0.01)
+            continue
+        st = c.show(f.task_id)["state"]
         if st in states:
             return st
         time.sleep(0.05)
-    raise AssertionError("task %d is %s, not in %s" % (task_id, st, states))
+    raise AssertionError("call %s is %s, not in %s" % (f.task_id, st, states))
 
 
 def test_submit_and_result(ex):
@@ -81,13 +85,13 @@ def test_as_completed_and_wait(ex):
                                 return_when=pilot.FIRST_COMPLETED)
     assert done == {quick} and not_done == {slow}
     assert quick.result() == "quick"
-    wait_state(ex._client, slow.task_id, ("running",))
+    wait_state(ex._client, slow, ("running",))
     assert slow.cancel() is False      # it runs: cancel() cannot
     assert slow.kill() is True         # kill() can
     assert slow.cancelled()
     with pytest.raises(pilot.CancelledError):
         slow.result()
-    assert wait_state(ex._client, slow.task_id, FINAL) == "canceled"
+    assert wait_state(ex._client, slow, FINAL) == "canceled"
 
 
 def test_exception_with_remote_traceback(ex):
@@ -192,13 +196,14 @@ def test_shutdown_cancels_pending(client):
 
 
 def test_cancel_queued(ex):
-    cores = ex._client.status()["cores"]["total"]
+    cores = len(ex._client.status()["nodes"][0]["cores"])
     hold = ex.options(cores=cores).submit(exfn.nap, 10)
-    wait_state(ex._client, hold.task_id, ("running",))
+    wait_state(ex._client, hold, ("running",))
     queued = ex.submit(exfn.square, 2)
+    wait_state(ex._client, queued, ("queued",))
     assert queued.cancel() is True
     assert queued.cancelled()
-    assert wait_state(ex._client, queued.task_id, FINAL) == "canceled"
+    assert wait_state(ex._client, queued, FINAL) == "canceled"
     assert hold.kill() is True
     assert ex.submit(exfn.square, 5).result(60) == 25
 
