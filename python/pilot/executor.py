@@ -40,7 +40,7 @@ BATCH_N = 2000            # specs a submit request
 BATCH_S = 0.002           # seconds calls gather while requests follow
 RESULTS_N = 1000          # ids a "results" request
 MAX_REFS = 64             # futures among a call's arguments (libpilot's)
-WATCH_WAIT_S = 0.5        # a watch.next() wait, to see shutdown
+WATCH_WAIT_S = 0.2        # a watch.next() wait, to see shutdown
 GONE_S = 60               # a pilot that does not run for this long:
                           # its pending futures fail
 
@@ -59,9 +59,13 @@ exec("def chunk(fn, items):\n"
 _chunk = _CHUNK_NS["chunk"]
 
 
-class _HasFuture(Exception):
+class _HasFuture(TypeError):
     """A Future met while pickling without references (Future.__reduce_ex__):
-    pickle again, with them."""
+    pickle again, with them.  Elsewhere: a Future does not pickle."""
+
+    def __init__(self):
+        super().__init__("a pilot.Future pickles only among the arguments "
+                         "of Executor.submit()")
 
 
 class _Unsent(Exception):
