@@ -367,6 +367,10 @@ static int refs_check(const struct pl_spec *s, struct pl_error *errp)
     if (s->nrefs && s->array)
         return pl_errset(errp, EINVAL, "refs: a call with refs is one call, "
                          "not an array");
+    if (s->nrefs && !s->input && !s->input_file)
+        return pl_errset(errp, EINVAL, "refs: a call receives values "
+                         "through its pickle (input, input_file), not "
+                         "py_call's string arguments");
     for (uint32_t i = 0; i < s->nrefs; i++) {
         uint32_t k = 0;
         if (s->refs[i] == 0 || s->refs[i] > INT64_MAX)
