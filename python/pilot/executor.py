@@ -534,7 +534,7 @@ class Executor(cf.Executor):
         while want:
             part, want = want[:RESULTS_N], want[RESULTS_N:]
             try:
-                got = self._rclient.call("results", ids=part)
+                got = self._results(part)
             except Exception as e:
                 for i in part:
                     results[i] = e
@@ -547,6 +547,18 @@ class Executor(cf.Executor):
             want = more + want
         for f, end in mine:
             self._resolve(f, end, results.get(end["id"]))
+
+    def _results(self, ids):
+        """One "results" request; asked again while pilotd is away (it was
+        killed and comes back, say), for up to GONE_S."""
+        t0 = time.monotonic()
+        while True:
+            try:
+                return self._rclient.call("results", ids=ids)
+            except (errors.Timeout, errors.NotRunning, errors.NoPilot):
+                if time.monotonic() - t0 > GONE_S:
+                    raise
+                time.sleep(0.2)
 
     def _resolve(self, f, end, res):
         if not _start(f):
