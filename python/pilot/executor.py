@@ -550,15 +550,26 @@ class Executor(cf.Executor):
 
     def _results(self, ids):
         """One "results" request; asked again while pilotd is away (it was
-        killed and comes back, say), for up to GONE_S."""
+        killed and comes back, say), for up to GONE_S, on a connection
+        opened again (a local pilotd started again listens on another
+        port: a connection made before does not follow it)."""
         t0 = time.monotonic()
         while True:
             try:
                 return self._rclient.call("results", ids=ids)
-            except (errors.Timeout, errors.NotRunning, errors.NoPilot):
+            except (errors.BadRequest, errors.Denied, LookupError):
+                raise
+            except errors.Error:
                 if time.monotonic() - t0 > GONE_S:
                     raise
-                time.sleep(0.2)
+            time.sleep(0.2)
+            try:
+                from .client import Client
+                fresh = Client(self._pilot_id, self._client._home)
+            except errors.Error:
+                continue
+            old, self._rclient = self._rclient, fresh
+            old.close()
 
     def _resolve(self, f, end, res):
         if not _start(f):

@@ -70,9 +70,10 @@ def test_map(ex):
     assert got == [i + i + 100 for i in range(100)]
     # an empty input, and the timeout of a slow one
     assert list(ex.map(exfn.square, [])) == []
-    it = ex.map(exfn.nap, [5], timeout=0.5)
+    slow = ex.map(exfn.nap, [0, 2.5], timeout=1)
+    assert next(slow) is None
     with pytest.raises(TimeoutError):
-        next(it)
+        next(slow)
 
 
 def test_as_completed_and_wait(ex):
