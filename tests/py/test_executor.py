@@ -241,12 +241,12 @@ def test_pilotd_killed_and_restarted(empty_home, monkeypatch):
                 except ProcessLookupError:
                     break
                 time.sleep(0.05)
-            subprocess.Popen([os.path.join(os.environ["PILOT_BIN"],
-                                           "pilotd"), "--dir", c.dir,
-                              "--local"], start_new_session=True,
-                             stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+            # (setsid -f: the new pilotd is not our child, so that no
+            # zombie of it outlives it: pilot down waits for its pid)
+            subprocess.run(["setsid", "-f", os.path.join(
+                os.environ["PILOT_BIN"], "pilotd"), "--dir", c.dir,
+                "--local"], check=True, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             assert [f.result(timeout=120) for f in fs] == list(range(60))
         assert len(seen) == 60 and set(seen.values()) == {1}
     finally:
