@@ -37,9 +37,12 @@ __all__ = ["connect", "up", "Client", "Task", "Watch", "Executor", "Future",
 
 def __getattr__(name):
     # Client and Task load libpilot (cffi): only when asked for
-    if name in ("Client", "Task", "Watch"):
+    if name in ("Client", "Task"):
         from . import client
         return getattr(client, name)
+    if name == "Watch":
+        from ._watch import Watch
+        return Watch
     if name in ("Executor", "Future"):
         from . import executor
         return getattr(executor, name)

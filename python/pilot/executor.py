@@ -302,7 +302,7 @@ class Executor(cf.Executor):
         # the reader's requests go on a connection of their own: a
         # large submit on the client's does not hold up results
         self._rclient = Client(client.id, client._home)
-        from .client import Watch
+        from ._watch import Watch
         self._watch = Watch(client)
         self._stop = False
         self._flusher = threading.Thread(target=self._flush_loop,
@@ -497,8 +497,8 @@ class Executor(cf.Executor):
             except Exception as e:
                 self._trouble(e)
                 continue
-            if got and got.get("ends"):
-                self._finish(got["ends"])
+            if got:
+                self._finish(got)
         self._close_connections()
 
     def _trouble(self, e):
