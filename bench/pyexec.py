@@ -70,10 +70,11 @@ class Exec7:
         self.pilot = pilot
 
     def warm_noop(self, ex, n):
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         fs = [ex.submit(noop) for _ in range(n)]
         for f in fs:
             f.result()
+        self.client_cpu_us = (time.process_time() - c0) / n * 1e6
         return n / (time.monotonic() - t0)
 
     def fresh(self, p, n):
@@ -97,12 +98,13 @@ class Exec7:
         out = {"n": c["n"], "n_fresh": c["n_fresh"], "map_n": c["map_n"]}
         try:
             client = self.pilot.connect(p["id"], b.home)
-            ex = self.pilot.Executor(client, cwd="/tmp")
+            # the interpreter of the fresh tasks and of the pool: this one
+            ex = self.pilot.Executor(client, cwd="/tmp", python=sys.executable)
             pool = concurrent.futures.ProcessPoolExecutor(b.ncores)
             self.warm_noop(ex, 4 * b.ncores)
             self.ppe(pool, 4 * b.ncores)
             runs = {"warm": [], "fresh": [], "ppe": [], "warm_over_fresh": [],
-                    "warm_over_ppe": []}
+                    "warm_over_ppe": [], "client_cpu_us": []}
             for rep in range(b.cfg["reps"]):
                 order = ["warm", "fresh", "ppe"]
                 order = order[rep % 3:] + order[:rep % 3]
@@ -111,6 +113,7 @@ class Exec7:
                     h.log("7 executor: %s no-op, rep %d" % (k, rep + 1))
                     if k == "warm":
                         got[k] = self.warm_noop(ex, c["n"])
+                        runs["client_cpu_us"].append(self.client_cpu_us)
                     elif k == "fresh":
                         got[k] = self.fresh(p, c["n_fresh"])
                     else:
@@ -177,6 +180,8 @@ def rows(r, add):
         "wall: submit .. wait exits 0", "tasks/s", nz["fresh"])
     add(sc, "no-op, ProcessPoolExecutor (a worker a core)", r["n"],
         "wall: submits .. last result", "tasks/s", nz["ppe"])
+    add(sc, "no-op, Executor: this process's CPU a call", r["n"],
+        "utime+stime (all its threads)", "us/task", nz["client_cpu_us"])
     add(sc, "no-op, Executor / fresh interpreter", r["n"], "ratio", "x",
         nz["warm_over_fresh"])
     add(sc, "no-op, Executor / ProcessPoolExecutor", r["n"], "ratio", "x",
