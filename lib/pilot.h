@@ -105,12 +105,13 @@ int pilot_is_live(struct pilot *p);
  * Python calls whose values this one receives: its pickle names each as
  * the persistent id ("pilot-ref", ID); each is added to "after" as
  * "ID:ok"); "argv"/"cmd" are then a label, optional.  A name in "after"
- * may be an earlier spec's of the same call.  Large submits go in several requests as
- * pilot submit sends them (at most 5,000 tasks each; an array of more
- * in slices that append to it).  On success *reply_json is
- * {"ids": [ID, ...]}: every task's id in the order of the specs, each
- * element of an array.  On failure nothing is queued if a spec is
- * refused before any request (err->text names it: "specs[3]: ...");
+ * may be an earlier spec's of the same call.  Large submits go in
+ * several requests as pilot submit sends them (at most 5,000 tasks
+ * each; an array of more in slices that append to it).  On success
+ * *reply_json is {"ids": [ID, ...]}: every task's id in the order of
+ * the specs, each element of an array.  On failure nothing is queued
+ * if a spec is refused before any request (err->text names it:
+ * "specs[3]: ...");
  * if a later request fails, the tasks of the earlier ones stay queued
  * and *reply_json holds their ids (else it is NULL).  errno: EINVAL (a
  * spec pilotd would refuse, or not JSON), E2BIG, ENOTCONN, ETIMEDOUT,

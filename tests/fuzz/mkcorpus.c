@@ -839,6 +839,11 @@ static void messages(void)
         };
         pl_ends_encode(&w, "fuzz-watch-token-01", 3, 1, ends, 2);
         put_msg("ends-1", &w);
+        /* a Python call's small result with its end */
+        ends[0].result = "\x80\x05K*.";
+        ends[0].result_size = 5;
+        pl_ends_encode(&w, "fuzz-watch-token-01", 4, 0, ends, 1);
+        put_msg("ends-2", &w);
     }
 
     /* pools: the requests, an agent's HELLO report, a worker's messages
