@@ -253,7 +253,7 @@ static int send_call(struct pl_pyw *p, struct worker *w, struct pl_run *r,
         .env = pl_env_vector(env), .cwd = r->cwd, .out = r->out,
         .err = r->err, .result_file = r->result_file,
         .prelude = r->py_prelude, .inline_max = PL_PY_RESULT_INLINE,
-        .result_max = PL_PY_RESULT_MAX,
+        .result_max = PL_PY_RESULT_MAX, .refs = r->refs, .nrefs = r->nrefs,
     };
     struct wreq *q = calloc(1, sizeof(*q));
     unsigned dropped = 0;
@@ -266,6 +266,15 @@ static int send_call(struct pl_pyw *p, struct worker *w, struct pl_run *r,
         free(q);
         return -1;
     }
+    /* the refs' results (up to 4 MiB) are in the frame now: not held
+     * through the call */
+    for (uint32_t i = 0; i < r->nrefs; i++) {
+        free(r->refs[i].data);
+        free(r->refs[i].file);
+    }
+    free(r->refs);
+    r->refs = NULL;
+    r->nrefs = 0;
     if (dropped)
         pl_log(LOG_INFO, "task %llu: %u environment entries that are not "
                "UTF-8 left out of its Python call", (unsigned long long)r->id,

@@ -286,6 +286,29 @@ static int read_file(const char *path, struct pl_taskfile *tf)
     return rc;
 }
 
+/* A task file's pickled calls over 256 KiB go to new files under the
+ * pilot's inputs/, as --input's do (pl_cli_spec_py_stage()).  0, or -1
+ * after printing the error. */
+static int stage_inputs(struct pl_cli *cli, struct pl_spec *specs,
+                        size_t n, const size_t *lines, const char *file)
+{
+    struct pl_pilot p;
+    struct pl_error err;
+    bool found = false;
+
+    for (size_t i = 0; i < n; i++) {
+        if (!specs[i].input || specs[i].ninput <= PL_SPEC_MAX_INPUT)
+            continue;
+        if (!found && pl_conn_find(&cli->find, PL_CONN_WRITE, &p, &err) < 0)
+            return pl_cli_error("%s", err.text);
+        found = true;
+        if (pl_cli_spec_py_stage(&specs[i], p.dir, &err) < 0)
+            return pl_cli_error("%s: line %zu: %s", file, lines[i],
+                                err.text);
+    }
+    return 0;
+}
+
 /* Check each spec as pilotd will (pl_spec_check()), in the order they
  * are sent: a fault is named by its line when 'lines' is given.  0, or
  * -1 after printing the error. */
@@ -472,7 +495,8 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         goto done;
     rc = PL_EXIT_ERROR;
     if (file) {
-        if (read_file(file, &tf) < 0)
+        if (read_file(file, &tf) < 0
+            || stage_inputs(cli, tf.specs, tf.n, tf.lines, file) < 0)
             goto done;
         specs = tf.specs;
         n = tf.n;

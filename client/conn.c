@@ -526,6 +526,21 @@ json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
     return call(c, &w, JSON_OBJECT, "counts", errp);
 }
 
+json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
+                        uint32_t n, struct pl_error *errp)
+{
+    struct pl_results_req r = { .ids = (uint64_t *)ids, .nids = n };
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (c->db)
+        return pl_query_results(c->db, ids, n, PL_RESULTS_REPLY_MAX, errp);
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_results_req_encode(&w, seq, &r);
+    return call(c, &w, JSON_ARRAY, "results", errp);
+}
+
 json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
                        uint32_t n, struct pl_error *errp)
 {

@@ -89,6 +89,10 @@ json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
 json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
                        struct pl_error *errp);
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp);
+/* results: the results of the Python calls 'ids' (1 to
+ * PL_RESULTS_MAX_IDS), an array as pl_query_results() makes it. */
+json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
+                        uint32_t n, struct pl_error *errp);
 
 /* The requests that change the pilot, to pilotd only.  Each returns
  * pilotd's reply data as a new JSON value (shutdown: 0), or NULL (-1)

@@ -9,13 +9,14 @@
 
 #include "client/parse.h"
 #include "client/spec.h"
+#include "client/spec_py.h"
 #include "proto/strv.h"
 
 /* The fields a task is described by, as a flag and as an entry's key. */
 enum field {
     F_ARGV, F_CMD, F_NAME, F_CWD, F_RANKS, F_NODES, F_RPN, F_CPR, F_GPR,
     F_RETRIES, F_RETRY, F_TIMEOUT, F_EXCLUSIVE, F_COMM, F_LAUNCHER, F_ENV,
-    F_POOL, F_FN, F_PY,
+    F_POOL, F_FN, F_PY, F_PYCALL,
     F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT,
 };
 
@@ -49,6 +50,13 @@ static const struct {
     { F_POOL, "pool", "pool", 0, 0 },
     { F_FN, "fn", "fn", 0, 0 },
     { F_PY, "py", "py", 0, 0 },
+    /* a Python call's (client/spec_py.c) */
+    { F_PYCALL, NULL, "py_call", 0, 0 },
+    { F_PYCALL, NULL, "input", 0, 0 },
+    { F_PYCALL, NULL, "input_file", 0, 0 },
+    { F_PYCALL, NULL, "py_prelude", 0, 0 },
+    { F_PYCALL, NULL, "python", 0, 0 },
+    { F_PYCALL, NULL, "refs", 0, 0 },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -772,6 +780,8 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
                    ? set_fn(b, fields[f].id == F_FN ? PL_FN_C : PL_FN_PY, key,
                             json_string_value(v), errp)
                    : wrong(key, errp);
+    case F_PYCALL:
+        return pl_cli_spec_py_entry(b, key, v, here, errp);
     }
     return 0;
 }
@@ -787,6 +797,8 @@ int pl_cli_spec_entry(struct pl_cli_spec *b, const json_t *entry,
     json_object_foreach((json_t *)entry, key, v)
         if (entry_field(b, key, v, here, errp) < 0)
             return -1;
+    if (pl_cli_spec_py_done(b, entry, errp) < 0)
+        return -1;
     if (b->fn_name && !b->spec.argv && set_argv(&b->spec, 0, NULL, errp) < 0)
         return -1;
     if (fn_first(b, errp) < 0)

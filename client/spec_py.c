@@ -10,6 +10,7 @@
 
 #include "client/spec.h"
 #include "client/spec_py.h"
+#include "proto/msg.h"
 #include "proto/pilotdir.h"
 #include "proto/strv.h"
 
@@ -126,47 +127,231 @@ static int stage(const char *dir, const unsigned char *p, size_t len,
     return 0;
 }
 
-int pl_cli_spec_py_input(struct pl_cli_spec *b, const char *file,
-                         const char *dir, struct pl_error *errp)
+int pl_cli_spec_py_stage(struct pl_spec *s, const char *dir,
+                         struct pl_error *errp)
 {
-    struct pl_spec *s = &b->spec;
     char path[PL_PATH_MAX + 64];
+    char *copy;
+
+    if (!s->input || s->ninput <= PL_SPEC_MAX_INPUT)
+        return 0;
+    if (!dir)
+        return pl_errset(errp, E2BIG, "the pickled call is %zu bytes: over "
+                         "%d (256 KiB) it goes to a file under the pilot's "
+                         "inputs/, and no pilot is known here", s->ninput,
+                         PL_SPEC_MAX_INPUT);
+    if (stage(dir, s->input, s->ninput, path, sizeof(path), errp) < 0)
+        return -1;
+    if (!(copy = strdup(path))) {
+        unlink(path);
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    free(s->input);
+    s->input = NULL;
+    s->ninput = 0;
+    s->input_file = copy;
+    return 0;
+}
+
+/* The bytes of FILE ('-': stdin) as the pickled call of 's', any size
+ * up to PL_SPEC_MAX_INPUT_FILE ('what' names it in an error).  0, or -1
+ * with errp. */
+static int read_input(struct pl_spec *s, const char *what, const char *file,
+                      struct pl_error *errp)
+{
     unsigned char *buf = NULL;
     size_t len;
     int fd, rc = -1;
 
     if ((fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0) < 0)
-        return pl_errprintf(errp, "--input: cannot open %s: %s", file,
+        return pl_errprintf(errp, "%s: cannot open %s: %s", what, file,
                             strerror(errno));
     if (slurp(fd, PL_SPEC_MAX_INPUT_FILE, &buf, &len) < 0) {
-        pl_errprintf(errp, "--input: cannot read %s: %s", file,
+        pl_errprintf(errp, "%s: cannot read %s: %s", what, file,
                      strerror(errno));
         goto done;
     }
     if (len > PL_SPEC_MAX_INPUT_FILE) {
-        pl_errset(errp, E2BIG, "--input %s: more than %llu bytes (256 MiB): "
+        pl_errset(errp, E2BIG, "%s %s: more than %llu bytes (256 MiB): "
                   "a pickled call may be no larger; pass a path to the data "
-                  "instead", file,
+                  "instead", what, file,
                   (unsigned long long)PL_SPEC_MAX_INPUT_FILE);
         goto done;
     }
     if (len == 0) {
-        pl_errset(errp, EINVAL, "--input %s: empty", file);
+        pl_errset(errp, EINVAL, "%s %s: empty", what, file);
         goto done;
     }
+    free(s->input);
+    s->input = buf; /* staged by pl_cli_spec_py_stage() when large */
+    s->ninput = len;
     s->fn = PL_FN_PYCALL;
-    if (len <= PL_SPEC_MAX_INPUT) {
-        s->input = buf; /* inline, in the spec */
-        s->ninput = len;
-        buf = NULL;
-    }
-    else if (stage(dir, buf, len, path, sizeof(path), errp) < 0
-             || !(s->input_file = strdup(path)))
-        goto done;
+    buf = NULL;
     rc = 0;
 done:
     free(buf);
     if (fd > 0)
         close(fd);
     return rc;
+}
+
+int pl_cli_spec_py_input(struct pl_cli_spec *b, const char *file,
+                         const char *dir, struct pl_error *errp)
+{
+    if (read_input(&b->spec, "--input", file, errp) < 0)
+        return -1;
+    return pl_cli_spec_py_stage(&b->spec, dir, errp);
+}
+
+/* ------------------------------------------------------------ entries */
+
+static int wrong(const char *key, const char *want, struct pl_error *errp)
+{
+    return pl_errset(errp, EINVAL, "field '%s': want %s", key, want);
+}
+
+/* "input": the pickled call in base64 (at most 256 MiB decoded). */
+static int entry_input(struct pl_spec *s, const json_t *v,
+                       struct pl_error *errp)
+{
+    unsigned char *buf;
+    size_t len;
+
+    if (!json_is_string(v))
+        return wrong("input", "the pickled call in base64", errp);
+    if (json_string_length(v) / 4 * 3 > PL_SPEC_MAX_INPUT_FILE)
+        return pl_errset(errp, E2BIG, "field 'input': more than %llu bytes "
+                         "(256 MiB): a pickled call may be no larger; pass "
+                         "a path to the data instead",
+                         (unsigned long long)PL_SPEC_MAX_INPUT_FILE);
+    if (pl_b64_decode(json_string_value(v), &buf, &len) < 0) {
+        if (errno == ENOMEM)
+            return pl_errprintf(errp, "out of memory");
+        return wrong("input", "the pickled call in base64 (A-Z a-z 0-9 + /, "
+                     "'=' padded, no line breaks)", errp);
+    }
+    if (len == 0) {
+        free(buf);
+        return pl_errset(errp, EINVAL, "field 'input': empty");
+    }
+    free(s->input);
+    s->input = buf;
+    s->ninput = len;
+    s->fn = PL_FN_PYCALL;
+    return 0;
+}
+
+/* "refs": task ids; each joins 'after' (:ok) when it is not there. */
+static int entry_refs(struct pl_cli_spec *b, const json_t *v,
+                      struct pl_error *errp)
+{
+    struct pl_spec *s = &b->spec;
+    size_t n = json_array_size(v), i;
+    json_t *x;
+
+    if (!json_is_array(v) || n == 0)
+        return wrong("refs", "a list of task ids (Python calls)", errp);
+    if (n > PL_SPEC_MAX_REFS)
+        return pl_errset(errp, EINVAL, "field 'refs': %zu calls; at most %d",
+                         n, PL_SPEC_MAX_REFS);
+    free(s->refs);
+    s->nrefs = 0;
+    if (!(s->refs = calloc(n, sizeof(*s->refs)))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    json_array_foreach(v, i, x) {
+        if (!json_is_integer(x) || json_integer_value(x) <= 0)
+            return wrong("refs", "a list of task ids (Python calls)", errp);
+        s->refs[s->nrefs++] = (uint64_t)json_integer_value(x);
+    }
+    return 0;
+}
+
+int pl_cli_spec_py_entry(struct pl_cli_spec *b, const char *key,
+                         const json_t *v, const char *here,
+                         struct pl_error *errp)
+{
+    char path[PL_PATH_MAX + 8];
+    const char *f;
+
+    if (!strcmp(key, "input"))
+        return entry_input(&b->spec, v, errp);
+    if (!strcmp(key, "refs"))
+        return entry_refs(b, v, errp);
+    if (!json_is_string(v))
+        return wrong(key, "a string", errp);
+    if (!strcmp(key, "input_file")) {
+        /* read here as --input reads it: the file is the client's */
+        f = json_string_value(v);
+        if (!*f)
+            return wrong(key, "a file's path", errp);
+        if (f[0] != '/'
+            && (size_t)snprintf(path, sizeof(path), "%s/%s", here, f)
+                   >= sizeof(path)) {
+            errno = ENAMETOOLONG;
+            return pl_errprintf(errp, "field 'input_file': path too long");
+        }
+        return read_input(&b->spec, "input_file", f[0] == '/' ? f : path,
+                          errp);
+    }
+    return pl_cli_spec_py(b, !strcmp(key, "py_call") ? "py-call"
+                             : !strcmp(key, "py_prelude") ? "py-prelude"
+                                                          : "python",
+                          json_string_value(v), errp);
+}
+
+int pl_cli_spec_py_done(struct pl_cli_spec *b, const json_t *entry,
+                        struct pl_error *errp)
+{
+    struct pl_spec *s = &b->spec;
+    bool input = json_object_get(entry, "input") != NULL;
+    bool file = json_object_get(entry, "input_file") != NULL;
+    const char *label;
+
+    if (input && file)
+        return pl_errset(errp, EINVAL, "input and input_file: give one of "
+                         "them");
+    if ((input || file) && json_object_get(entry, "py_call"))
+        return pl_errset(errp, EINVAL, "py_call and %s: give one of them "
+                         "(the pickled call holds its function)",
+                         input ? "input" : "input_file");
+    if (s->nrefs && s->fn != PL_FN_PYCALL)
+        return pl_errset(errp, EINVAL, "refs: only a Python call (py_call, "
+                         "input or input_file) receives other calls' values");
+    if (s->fn != PL_FN_PYCALL)
+        return 0;
+    if (!input && !file && !json_object_get(entry, "py_call"))
+        return pl_errset(errp, EINVAL, "py_prelude and python go with "
+                         "py_call, input or input_file");
+    if (s->pool || json_object_get(entry, "fn") || json_object_get(entry, "py"))
+        return pl_errset(errp, EINVAL, "a Python call (py_call, input, "
+                         "input_file) runs in a warm worker of its agent: "
+                         "no pool, fn or py");
+    /* each ref is waited for, with its value: after ID:ok */
+    for (uint32_t i = 0; i < s->nrefs; i++) {
+        char id[24];
+        bool there = false;
+        for (uint32_t k = 0; k < s->nafter; k++)
+            there |= !s->after[k].name && !s->after[k].elem
+                     && s->after[k].id == s->refs[i];
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)s->refs[i]);
+        if (!there && pl_cli_spec_flag(b, "after", id, errp) < 0)
+            return -1;
+    }
+    if (s->argv || (!input && !file))
+        return 0;
+    /* the command words of a pickled call are a label: its file's name,
+     * else "input" */
+    label = file ? json_string_value(json_object_get(entry, "input_file"))
+                 : "input";
+    if (strrchr(label, '/'))
+        label = strrchr(label, '/') + 1;
+    if (!(s->argv = calloc(2, sizeof(char *)))
+        || !(s->argv[0] = strdup(*label ? label : "input"))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    return 0;
 }

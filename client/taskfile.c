@@ -197,7 +197,9 @@ static bool text_field(const char *key)
 {
     static const char *const keys[] = { "name", "cmd", "argv", "cwd",
                                         "env", "comm", "launcher", "after",
-                                        "tags", NULL };
+                                        "tags", "py_call", "input",
+                                        "input_file", "py_prelude",
+                                        "python", NULL };
 
     return is_any(key, keys);
 }

@@ -2,7 +2,7 @@
  *
  * Requests go through a table by type; each is decoded and checked by
  * proto/clientmsg.h before its handler acts, and answered once the batch
- * has committed (outq.c).  Reads (list, show, counts) are the same
+ * has committed (outq.c).  Reads (list, show, counts, results) are the same
  * proto/query.c queries the CLI runs on the database of a pilot that is
  * down.
  */
@@ -99,6 +99,26 @@ static void h_show(struct pl_daemon *d, const struct pl_req *r,
 bad:
     pl_out_err(d, r, errno, err.text);
     free(res_ids);
+}
+
+/* RESULTS: many calls' results in one reply (proto/clientmsg.h). */
+static void h_results(struct pl_daemon *d, const struct pl_req *r,
+                      const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_results_req q;
+    json_t *res;
+
+    if (pl_results_req_decode(m->body, &q, &err) < 0) {
+        pl_out_err(d, r, errno, err.text);
+        return;
+    }
+    if (!(res = pl_query_results(pl_db_handle(d->db), q.ids, q.nids,
+                                 PL_RESULTS_REPLY_MAX, &err)))
+        pl_out_err(d, r, errno, err.text);
+    else
+        pl_out_json(d, r, res);
+    pl_results_req_clear(&q);
 }
 
 static void h_counts(struct pl_daemon *d, const struct pl_req *r,
@@ -318,6 +338,7 @@ static const struct {
     { PL_MSG_POOL_LIST, pl_poolctl_list, R_READ, "list the pools" },
     { PL_MSG_WATCH, pl_watch_req, R_READ, "watch tasks" },
     { PL_MSG_UNWATCH, pl_unwatch_req, R_READ, "watch tasks" },
+    { PL_MSG_RESULTS, h_results, R_READ, "read results" },
     { 0, NULL, 0, NULL },
 };
 

@@ -63,9 +63,12 @@ static const char *sql[ST_COUNT] = {
     /* a Python call's input and result (db_py.c); a result's write
      * replayed for a task whose submission was undone writes nothing */
     [ST_PYIN_ADD] = "INSERT OR REPLACE INTO pyinputs (task, input, "
-                    "input_file, prelude, python) VALUES (?1,?2,?3,?4,?5)",
-    [ST_PYIN_GET] = "SELECT input, input_file, prelude, python FROM "
+                    "input_file, prelude, python, refs) VALUES (?1,?2,?3,?4,"
+                    "?5,?6)",
+    [ST_PYIN_GET] = "SELECT input, input_file, prelude, python, refs FROM "
                     "pyinputs WHERE task = ?1",
+    [ST_REF_GET] = "SELECT status, data, file FROM results WHERE task = ?1",
+    [ST_TASK_FN] = "SELECT fn FROM tasks WHERE id = ?1",
     [ST_RESULT] = "INSERT OR REPLACE INTO results (task, attempt, status, "
                   "size, data, file, repr) SELECT ?1,?2,?3,?4,?5,?6,?7 "
                   "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
@@ -91,6 +94,8 @@ static const char *const st_name[ST_COUNT] = {
     [ST_PYIN_ADD] = "store a call's input",
     [ST_PYIN_GET] = "read a call's input",
     [ST_RESULT] = "store a call's result",
+    [ST_REF_GET] = "read a ref's result",
+    [ST_TASK_FN] = "read a task's fn",
     [ST_ENDS] = "read the ends",
 };
 

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "proto/error.h"
+#include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/watchmsg.h"
 
@@ -68,6 +69,7 @@ struct pl_db_row {
     uint32_t nafter;
     uint64_t array_id;
     uint64_t array_index;
+    uint32_t nrefs;            /* a Python call's refs (pyinputs.refs) */
 };
 
 /* Open (creating if needed) the database at 'path': WAL journal,
@@ -241,12 +243,29 @@ struct pl_db_pyinput {
     unsigned char *input;
     size_t ninput;
     char *input_file, *prelude, *python;
+    struct pl_run_ref *refs;   /* the results of its refs, as stored now
+                                  (proto/run.h), 'nrefs' */
+    uint32_t nrefs;
 };
-/* Read the input of call 'id' into 'in'.  0, or -1 with errp (ENOENT:
+/* Read the input of call 'id' into 'in', with the result of each of its
+ * refs (PL_PYR_NONE where there is none).  0, or -1 with errp (ENOENT:
  * there is none; ENOMEM; the database's). */
 int pl_db_pyinput_get(struct pl_db *db, uint64_t id,
                       struct pl_db_pyinput *in, struct pl_error *errp);
 void pl_db_pyinput_clear(struct pl_db_pyinput *in);
+
+/* A copy (malloc()) of the pickle of call 'id''s result when it is
+ * stored inline and is at most 'max' bytes, its size in *len; NULL
+ * otherwise (no result, a larger one, one in a file, out of memory, a
+ * database error: the client asks for it with RESULTS). */
+void *pl_db_result_small(struct pl_db *db, uint64_t id, size_t max,
+                         size_t *len);
+
+/* Whether each of the 'n' refs of a call being submitted is a Python
+ * call (fn pycall).  0, or -1 with errp: EINVAL "refs: no task 12",
+ * "refs: task 12 is not a Python call", or the database's. */
+int pl_db_refs_check(struct pl_db *db, const uint64_t *refs, uint32_t n,
+                     struct pl_error *errp);
 
 /* A call's result: its status (enum pl_pyr), its size, and the pickle
  * inline or the file holding it; 'repr' may be NULL.  Borrowed. */

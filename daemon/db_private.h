@@ -29,6 +29,8 @@ enum {
     ST_PYIN_GET,
     ST_RESULT,
     ST_ENDS,
+    ST_REF_GET,
+    ST_TASK_FN,
     ST_COUNT
 };
 

@@ -409,6 +409,9 @@ static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
     s->priority = sqlite3_column_int64(st, 20);
     s->output_limit = (uint64_t)sqlite3_column_int64(st, 21); /* NULL: 0 */
     s->fn = fn && pl_fn_parse(fn) > 0 ? pl_fn_parse(fn) : PL_FN_NONE;
+    r->nrefs = (uint32_t)sqlite3_column_int64(st, 24); /* NULL: 0 */
+    if (r->nrefs > PL_SPEC_MAX_REFS)
+        r->nrefs = PL_SPEC_MAX_REFS;
     errno = EINVAL;
     if (!argv || !(s->argv = strv_json(argv)) || !s->argv[0]
         || (env && !(s->env = strv_json(env)))
@@ -436,7 +439,9 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
                            "attempts, nodes, ranks_per_node, exclusive, comm, "
                            "launcher, after, array_id, array_index, priority, "
-                           "output_limit, pool, fn FROM tasks WHERE state NOT "
+                           "output_limit, pool, fn, (SELECT "
+                           "json_array_length(refs) FROM pyinputs WHERE "
+                           "task = tasks.id) FROM tasks WHERE state NOT "
                            "IN ('done', 'failed', "
                            "'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)

@@ -157,6 +157,8 @@ static int pycall_fields(struct pl_daemon *d, const struct pl_dtask *t,
     run->py_prelude = in->prelude;
     run->python = in->python;
     run->result_file = result;
+    run->refs = in->refs;
+    run->nrefs = in->nrefs;
     return 0;
 }
 
@@ -286,7 +288,10 @@ static size_t entry_bytes(const struct pl_daemon *d, const struct pl_dtask *t)
     /* a Python call's input is read at dispatch: its largest */
     if (t->fn == PL_FN_PYCALL)
         n += PL_SPEC_MAX_INPUT + PL_SPEC_MAX_PRELUDE + PL_SPEC_MAX_PYTHON
-             + PL_SPEC_MAX_CWD + strlen(d->dir) + 96;
+             + PL_SPEC_MAX_CWD + strlen(d->dir) + 96
+             /* and its refs' results, each inline or a path */
+             + (size_t)t->nrefs * (PL_PY_RESULT_INLINE + PL_RUN_MAX_PATH
+                                   + 64);
     return n;
 }
 

@@ -113,8 +113,10 @@ static int load_cb(struct pl_db_row *row, void *arg)
     t->array_index = row->array_index;
     t->attempt = row->attempts;
     t->state = row->state;
-    if (s->fn == PL_FN_PYCALL)
+    if (s->fn == PL_FN_PYCALL) {
         t->fn = s->fn; /* its input is read at dispatch */
+        t->nrefs = (uint8_t)row->nrefs;
+    }
     if (s->pool) {
         /* a pool restarts with its pilotd: its job and its tasks go back
          * to their queues (a running one's worker is killed as a stray

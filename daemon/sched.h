@@ -84,6 +84,8 @@ struct pl_dtask {
     bool inq;                  /* linked in the queue (qent valid) */
     bool unsent;               /* listed in the daemon's 'unsent' (its
                                   RUN waits: daemon/dispatch.c) */
+    uint8_t nrefs;             /* a Python call's refs: their results go
+                                  in its RUN entry (<= PL_SPEC_MAX_REFS) */
     TAILQ_ENTRY(pl_dtask) qent; /* in the queue while queued */
     uint32_t ndeps;            /* waiting: dependencies not ended yet */
     uint64_t *deps;            /* owned: the live tasks it waits for (as

@@ -94,7 +94,9 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
 {
     if (pl_spec_decode(o, s, errp) < 0)
         return -1;
-    if (s->input_file && input_file_check(d, s->input_file, errp) < 0) {
+    if ((s->input_file && input_file_check(d, s->input_file, errp) < 0)
+        || (s->nrefs && pl_db_refs_check(d->db, s->refs, s->nrefs, errp)
+                            < 0)) {
         pl_spec_clear(s);
         return -1;
     }
@@ -275,8 +277,10 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                 state == PL_ST_QUEUED && !s->pool,
                                 (int32_t)s->priority, &argv, &env, &cwd)))
         goto nomem;
-    if (s->fn == PL_FN_PYCALL)
+    if (s->fn == PL_FN_PYCALL) {
         t->fn = s->fn; /* its input is read at dispatch */
+        t->nrefs = (uint8_t)s->nrefs; /* ... with its refs' results */
+    }
     if (s->pool) {
         t->fn = s->fn;
         t->pool = pl_poolctl_find(d, s->pool); /* spec_parse() found it */

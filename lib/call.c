@@ -29,6 +29,8 @@ struct args {
     uint64_t limit;
     struct pl_pool_req pool;
     char **env;                               /* the pool's, owned */
+    uint64_t *rids;                           /* results: its ids */
+    uint32_t nrids;
 };
 
 static void args_clear(struct args *a)
@@ -37,6 +39,7 @@ static void args_clear(struct args *a)
         free(a->tagbuf[i]);
     pl_sel_req_clear(&a->sel);
     pl_strv_free(a->env);
+    free(a->rids);
 }
 
 static int bad(const struct args *a, const char *key, const char *want,
@@ -246,6 +249,36 @@ static int pool_args(struct args *a, const json_t *args, bool start,
     return pl_pool_req_check(&a->pool, errp);
 }
 
+/* The arguments of results: "ids", 1 to PL_RESULTS_MAX_IDS task ids
+ * (integers, or their decimal text), each that task alone. */
+static int results_args(struct args *a, const json_t *args,
+                        struct pl_error *errp)
+{
+    static const char *const keys[] = { "ids", NULL };
+    json_t *v = json_object_get(args, "ids"), *x;
+    size_t i;
+
+    if (known_keys(a, args, keys, errp) < 0)
+        return -1;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return bad(a, "ids", "a list of 1 to 1000 task ids", errp);
+    if (json_array_size(v) > PL_RESULTS_MAX_IDS)
+        return pl_errset(errp, E2BIG, "results: %zu ids; at most %d at once",
+                         json_array_size(v), PL_RESULTS_MAX_IDS);
+    if (!(a->rids = calloc(json_array_size(v), sizeof(*a->rids))))
+        return pl_errset(errp, ENOMEM, "out of memory");
+    json_array_foreach(v, i, x) {
+        uint64_t id = 0;
+        if (json_is_integer(x) && json_integer_value(x) > 0)
+            id = (uint64_t)json_integer_value(x);
+        else if (!json_is_string(x)
+                 || pl_parse_id(json_string_value(x), &id, NULL) < 0)
+            return bad(a, "ids", "task ids (positive integers)", errp);
+        a->rids[a->nrids++] = id;
+    }
+    return 0;
+}
+
 /* The arguments of 'op' ('args' an object) into 'a': 0, or -1. */
 static int get_args(struct args *a, const json_t *args,
                     struct pl_error *errp)
@@ -277,19 +310,22 @@ static int get_args(struct args *a, const json_t *args,
     }
     if (!strcmp(op, "pool_start") || !strcmp(op, "pool_stop"))
         return pool_args(a, args, !strcmp(op, "pool_start"), errp);
+    if (!strcmp(op, "results"))
+        return results_args(a, args, errp);
     if (!strcmp(op, "status") || !strcmp(op, "pool_list")
         || !strcmp(op, "shutdown"))
         return known_keys(a, args, none, errp);
     return pl_errset(errp, EINVAL, "unknown op '%.40s' (list, show, counts, "
-                     "status, cancel, pool_start, pool_stop, pool_list, "
-                     "shutdown)", op);
+                     "status, results, cancel, pool_start, pool_stop, "
+                     "pool_list, shutdown)", op);
 }
 
 /* Whether 'op' reads what the state database can answer too. */
 static bool is_read(const char *op)
 {
     return !strcmp(op, "list") || !strcmp(op, "show")
-           || !strcmp(op, "counts") || !strcmp(op, "status");
+           || !strcmp(op, "counts") || !strcmp(op, "status")
+           || !strcmp(op, "results");
 }
 
 /* Send op's request; its reply data as a new JSON value, or NULL. */
@@ -308,6 +344,8 @@ static json_t *request(struct pl_conn *c, const struct args *a,
         return pl_conn_counts(c, sel, errp);
     if (!strcmp(op, "status"))
         return pl_conn_status(c, errp);
+    if (!strcmp(op, "results"))
+        return pl_conn_results(c, a->rids, a->nrids, errp);
     if (!strcmp(op, "cancel"))
         return pl_conn_cancel(c, &a->sel, errp);
     if (!strcmp(op, "pool_start"))

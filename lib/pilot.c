@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "client/spec.h"
+#include "client/spec_py.h"
 #include "client/submit.h"
 #include "lib/pilot_private.h"
 #include "proto/pilotdir.h"
@@ -179,10 +180,11 @@ int pilot_is_live(struct pilot *p)
 }
 
 /* The specs of 'in' (a JSON array of task-file entries) into *specsp
- * (n of them, each checked by pl_spec_check()).  0, or -1 with err set
- * naming the spec at fault. */
-static int build_specs(const json_t *in, struct pl_spec **specsp,
-                       struct pilot_error *err)
+ * (n of them, each checked by pl_spec_check()), a pickled call over
+ * 256 KiB staged under the pilot directory 'dir''s inputs/.  0, or -1
+ * with err set naming the spec at fault. */
+static int build_specs(const json_t *in, const char *dir,
+                       struct pl_spec **specsp, struct pilot_error *err)
 {
     size_t n = json_array_size(in), built = 0;
     struct pl_spec *specs;
@@ -208,7 +210,8 @@ static int build_specs(const json_t *in, struct pl_spec **specsp,
             goto error;
         }
         pl_cli_spec_take(&b, &specs[built]);
-        if (pl_spec_check(&specs[built], &e) < 0) {
+        if (pl_cli_spec_py_stage(&specs[built], dir, &e) < 0
+            || pl_spec_check(&specs[built], &e) < 0) {
             pl_spec_clear(&specs[built]);
             goto error;
         }
@@ -278,7 +281,7 @@ int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
         pl_errset(&e, EINVAL, "specs: want a JSON array of task objects");
         return pl_lib_fail(err, &e);
     }
-    if (build_specs(in, &specs, err) < 0) {
+    if (build_specs(in, p->conn->pilot.dir, &specs, err) < 0) {
         json_decref(in);
         return -1;
     }

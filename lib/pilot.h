@@ -96,13 +96,22 @@ int pilot_is_live(struct pilot *p);
  * "comm", "launcher", "timeout", "output_limit", "retries", "env" and
  * "tags" ({"K": "V"} or ["K=V"]), "after" (ids, "ID.N", names, each
  * string with ":ok" or ":any"), "array" ("A-B:S" or [A, B, S]),
- * "priority", "pool", "fn", "py".  A name in "after" may be an earlier
- * spec's of the same call.  Large submits go in several requests as
- * pilot submit sends them (at most 5,000 tasks each; an array of more
- * in slices that append to it).  On success *reply_json is
- * {"ids": [ID, ...]}: every task's id in the order of the specs, each
- * element of an array.  On failure nothing is queued if a spec is
- * refused before any request (err->text names it: "specs[3]: ...");
+ * "priority", "pool", "fn", "py".  A Python call in a warm worker of
+ * its agent: "py_call" ("MOD:FN", "argv" its string arguments), or
+ * "input" (the cloudpickle of (function, args, kwargs) in base64: inline
+ * up to 256 KiB, larger written by the library to a new file under the
+ * pilot's inputs/, over 256 MiB refused) or "input_file" (a file holding
+ * it, read here); "py_prelude", "python"; "refs": [ID, ...] (at most 64
+ * Python calls whose values this one receives: its pickle names each as
+ * the persistent id ("pilot-ref", ID); each is added to "after" as
+ * "ID:ok"); "argv"/"cmd" are then a label, optional.  A name in "after"
+ * may be an earlier spec's of the same call.  Large submits go in
+ * several requests as pilot submit sends them (at most 5,000 tasks
+ * each; an array of more in slices that append to it).  On success
+ * *reply_json is {"ids": [ID, ...]}: every task's id in the order of
+ * the specs, each element of an array.  On failure nothing is queued
+ * if a spec is refused before any request (err->text names it:
+ * "specs[3]: ...");
  * if a later request fails, the tasks of the earlier ones stay queued
  * and *reply_json holds their ids (else it is NULL).  errno: EINVAL (a
  * spec pilotd would refuse, or not JSON), E2BIG, ENOTCONN, ETIMEDOUT,
@@ -116,6 +125,10 @@ int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
  *   "show"       {id} -> task with "events"
  *   "counts"     {ids?} -> {total, waiting, queued, ..., unknown}
  *   "status"     {} -> the status object
+ *   "results"    {ids: [ID, ...] (1..1000)} -> [{id, status: "ok" or
+ *                "raised", size, result: base64 or result_file: path},
+ *                or {id, status: null}: no result; past 32 MiB of
+ *                results the rest are {id, more: true}: ask again]
  *   "cancel"     {ids} -> {canceled: [...], final: [...]}
  *   "pool_start" {name, ranks_per_node, nodes?, cores_per_rank?,
  *                 gpus_per_rank?, launcher?, env?} -> the pool

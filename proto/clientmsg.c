@@ -1,4 +1,4 @@
-/* proto/clientmsg.c - the requests a client sends pilotd (101-107) */
+/* proto/clientmsg.c - the requests a client sends pilotd (101-111, 114) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +177,43 @@ int pl_submit_decode(const msgpack_object *body,
         errno = EINVAL;
         return pl_errprintf(errp, "no tasks in the request");
     }
+    return 0;
+}
+
+void pl_results_req_encode(struct pl_wbuf *w, uint64_t seq,
+                           const struct pl_results_req *r)
+{
+    pl_wbuf_init(w, PL_MSG_RESULTS, seq);
+    pl_wm_uintv(&w->body, "ids", r->ids, r->nids);
+}
+
+void pl_results_req_clear(struct pl_results_req *r)
+{
+    int saved = errno;
+
+    free(r->ids);
+    memset(r, 0, sizeof(*r));
+    errno = saved;
+}
+
+int pl_results_req_decode(const msgpack_object *body,
+                          struct pl_results_req *r, struct pl_error *errp)
+{
+    memset(r, 0, sizeof(*r));
+    if (pl_mp_uintv(body, "ids", true, PL_RESULTS_MAX_IDS, INT64_MAX,
+                    &r->ids, &r->nids, errp) < 0)
+        return -1;
+    if (r->nids == 0) {
+        pl_results_req_clear(r);
+        errno = EINVAL;
+        return pl_errprintf(errp, "results: no task named (ids)");
+    }
+    for (uint32_t i = 0; i < r->nids; i++)
+        if (r->ids[i] == 0) {
+            pl_results_req_clear(r);
+            errno = EINVAL;
+            return pl_errprintf(errp, "results: task id 0");
+        }
     return 0;
 }
 

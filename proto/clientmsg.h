@@ -1,4 +1,4 @@
-/* proto/clientmsg.h - the requests a client sends pilotd (101-107)
+/* proto/clientmsg.h - the requests a client sends pilotd (101-111, 114)
  *
  * Each request has its encoder (the CLI's) and its decoder (pilotd's,
  * which checks every field before a handler sees it); the replies are
@@ -109,5 +109,25 @@ void pl_submit_begin_watch(struct pl_wbuf *w, uint64_t seq, uint32_t n,
                            const char *watch);
 int pl_submit_decode(const msgpack_object *body,
                      const msgpack_object **specs, struct pl_error *errp);
+
+/* RESULTS (114): the results of Python calls, by task id (each id is
+ * that one task: an array's id is not its elements), 1 to
+ * PL_RESULTS_MAX_IDS of them: pilotd reads them in one statement (one
+ * read transaction), about 2 us an id and the bytes.  The reply is
+ * proto/query.h's pl_query_results(): one entry per id, in order, with
+ * at most PL_RESULTS_REPLY_MAX bytes of results (base64); the entries
+ * after the cut are {"id": ID, "more": true}, to be asked again. */
+#define PL_RESULTS_MAX_IDS 1000
+#define PL_RESULTS_REPLY_MAX (PL_MSG_MAX / 2)
+struct pl_results_req {
+    uint64_t *ids;         /* task ids, each 1..INT64_MAX; owned when
+                              decoded (pl_results_req_clear()) */
+    uint32_t nids;
+};
+void pl_results_req_encode(struct pl_wbuf *w, uint64_t seq,
+                           const struct pl_results_req *r);
+int pl_results_req_decode(const msgpack_object *body,
+                          struct pl_results_req *r, struct pl_error *errp);
+void pl_results_req_clear(struct pl_results_req *r);
 
 #endif /* !PL_PROTO_CLIENTMSG_H */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/agentmsg.h"
 #include "proto/msg.h"
 #include "proto/pywmsg.h"
 #include "proto/strv.h"
@@ -257,9 +258,37 @@ static json_t *strv_json(char *const *v, unsigned *dropped)
     return a;
 }
 
+/* The header's "refs": each ref's id, status and where its bytes are
+ * (inline: "size", counted into *inline_bytes; or "file"). */
+static json_t *refs_json(const struct pl_pycall *c, size_t *inline_bytes)
+{
+    json_t *a = json_array();
+
+    *inline_bytes = 0;
+    for (uint32_t i = 0; a && i < c->nrefs; i++) {
+        const struct pl_run_ref *f = &c->refs[i];
+        const char *st = pl_pyr_name(f->status);
+        json_t *e = json_pack("{s:I, s:s}", "id", (json_int_t)f->id,
+                              "status", st ? st : "none");
+        if (e && st && f->data) {
+            json_object_set_new(e, "size", json_integer((json_int_t)
+                                                        f->ndata));
+            *inline_bytes += f->ndata;
+        }
+        else if (e && st && f->file)
+            json_object_set_new(e, "file", json_string(f->file));
+        if (!e || json_array_append_new(a, e) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 int pl_pycall_encode(const struct pl_pycall *c, unsigned char **buf,
                      size_t *len, unsigned *dropped, struct pl_error *errp)
 {
+    size_t nref = 0;
     unsigned drop = 0, drop_argv = 0;
     json_t *h = json_object();
     char *text = NULL;
@@ -289,6 +318,12 @@ int pl_pycall_encode(const struct pl_pycall *c, unsigned char **buf,
         || (c->prelude
             && json_object_set_new(h, "prelude", json_string(c->prelude))
                    < 0)
+        || (c->nrefs
+            && (json_object_set_new(h, "refs", refs_json(c, &nref)) < 0
+                || json_object_set_new(h, "input_size",
+                                       json_integer((json_int_t)(
+                                           c->input ? c->ninput : 0)))
+                       < 0))
         || !(text = json_dumps(h, JSON_COMPACT))) {
         /* N.B. json_string() of bytes that are not UTF-8 is NULL too; the
          * paths and the prelude were checked (a spec is UTF-8) */
@@ -299,7 +334,7 @@ int pl_pycall_encode(const struct pl_pycall *c, unsigned char **buf,
     }
     json_decref(h);
     hlen = strlen(text);
-    size_t n = 8 + hlen + (c->input ? c->ninput : 0);
+    size_t n = 8 + hlen + (c->input ? c->ninput : 0) + nref;
     if (n - 4 > UINT32_MAX || !(*buf = malloc(n))) {
         free(text);
         errno = ENOMEM;
@@ -308,8 +343,16 @@ int pl_pycall_encode(const struct pl_pycall *c, unsigned char **buf,
     put32(*buf, (uint32_t)(n - 4));
     put32(*buf + 4, (uint32_t)hlen);
     memcpy(*buf + 8, text, hlen);
-    if (c->input)
-        memcpy(*buf + 8 + hlen, c->input, c->ninput);
+    size_t off = 8 + hlen;
+    if (c->input) {
+        memcpy(*buf + off, c->input, c->ninput);
+        off += c->ninput;
+    }
+    for (uint32_t i = 0; i < c->nrefs; i++)
+        if (pl_pyr_name(c->refs[i].status) && c->refs[i].data) {
+            memcpy(*buf + off, c->refs[i].data, c->refs[i].ndata);
+            off += c->refs[i].ndata;
+        }
     free(text);
     *len = n;
     if (dropped)

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "proto/error.h"
+#include "proto/run.h"
 
 /* A worker's header is at most this long (its longest field, a reason,
  * is cut at 4 KiB by the worker), and a frame from it holds at most an
@@ -73,8 +74,15 @@ struct pl_pycall {
     const char *prelude;         /* what the worker runs first, or NULL */
     uint64_t inline_max;         /* a result up to this comes inline */
     uint64_t result_max;         /* more than this fails the call */
+    const struct pl_run_ref *refs; /* the values the pickled call names
+                                    (proto/run.h), 'nrefs', or NULL */
+    uint32_t nrefs;
 };
 /* The whole frame (its length first) into *buf (malloc()) and *len.
+ * With refs, the header's "refs" lists them in order, {"id", "status":
+ * "ok", "raised" or "none", "size" of its bytes inline or "file"}, and
+ * "input_size" says how many bytes of the payload are the input: the
+ * refs' inline bytes follow it, in their order.
  * Environment entries that are not UTF-8 are left out (JSON cannot
  * hold them); how many into *dropped (may be NULL).  0, or -1 with errp
  * (ENOMEM). */

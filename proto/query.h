@@ -56,6 +56,17 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp);
 json_t *pl_query_counts(sqlite3 *db, const uint64_t *ids, size_t nids,
                         struct pl_error *errp);
 
+/* The results of the Python calls 'ids' (n of them, each one task), in
+ * one statement (one read transaction), as an array of one entry per
+ * id in order: {"id", "status": "ok" or "raised" (show's result_status),
+ * "size": bytes of the pickle, and "result": the pickle in base64, or
+ * "result_file": its path}; {"id", "status": null} for a task with no
+ * result (not ended, not a call, no such task).  Once the entries hold
+ * 'budget' bytes of results (at least one entry is whole), the rest are
+ * {"id", "more": true}.  query_py.c.  NULL with errp set. */
+json_t *pl_query_results(sqlite3 *db, const uint64_t *ids, size_t n,
+                         size_t budget, struct pl_error *errp);
+
 /* The node table as an array of objects. */
 json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp);
 

@@ -36,6 +36,11 @@ void pl_run_clear(struct pl_run *r)
     free(r->py_prelude);
     free(r->python);
     free(r->result_file);
+    for (uint32_t i = 0; i < r->nrefs; i++) {
+        free(r->refs[i].data);
+        free(r->refs[i].file);
+    }
+    free(r->refs);
     memset(r, 0, sizeof(*r));
     errno = saved;
 }
@@ -86,6 +91,26 @@ static void pack_lists(msgpack_packer *pk, const char *v, uint64_t n,
             p += ilen + (p[ilen] == ',');
         }
         v += len + (v[len] == ';');
+    }
+}
+
+/* A call's refs, each {"id", "status": "ok", "raised" or "none", and
+ * "data" (bin) or "file" (str)}. */
+static void pack_refs(struct pl_wbuf *w, msgpack_packer *pk,
+                      const struct pl_run_ref *refs, uint32_t n)
+{
+    msgpack_pack_array(pk, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct pl_run_ref *f = &refs[i];
+        const char *st = pl_pyr_name(f->status);
+        struct pl_wmap e;
+        pl_wmap_begin(w, &e);
+        pl_wm_uint(&e, "id", f->id);
+        pl_wm_str(&e, "status", st ? st : "none");
+        if (st && f->data)
+            pl_wm_bin(&e, "data", f->data, f->ndata);
+        else if (st && f->file)
+            pl_wm_str(&e, "file", f->file);
     }
 }
 
@@ -154,7 +179,49 @@ void pl_run_encode(struct pl_wbuf *w, const struct pl_run *r)
         if (r->python)
             pl_wm_str(&m, "python", r->python);
         pl_wm_str(&m, "result_file", r->result_file);
+        if (r->nrefs)
+            pack_refs(w, pl_wm_key(&m, "refs"), r->refs, r->nrefs);
     }
+}
+
+/* Ref 'o' into 'f': a known status, and its pickle inline (1 to
+ * PL_PY_RESULT_INLINE bytes) or an absolute path, not both, none
+ * without a result.  0, or -1 with errp. */
+static int decode_ref(const msgpack_object *o, struct pl_run_ref *f,
+                      struct pl_error *errp)
+{
+    const unsigned char *p;
+    char *st = NULL;
+    size_t n = 0;
+    int has;
+
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return bad(errp, "field 'refs': want maps");
+    if (pl_mp_uint(o, "id", true, INT64_MAX, &f->id, errp) < 0
+        || pl_mp_str(o, "status", true, 8, &st, errp) < 0
+        || (has = pl_mp_bin(o, "data", false, PL_PY_RESULT_INLINE, &p, &n,
+                            errp)) < 0
+        || pl_mp_str(o, "file", false, PL_RUN_MAX_PATH, &f->file, errp) < 0) {
+        free(st);
+        return -1;
+    }
+    f->status = strcmp(st, "none") ? pl_pyr_parse(st) : PL_PYR_NONE;
+    free(st);
+    if (f->id == 0 || f->status < 0)
+        return bad(errp, "field 'refs': want an id and a status of ok, "
+                   "raised or none");
+    if (has && n && !(f->data = malloc(n)))
+        return pl_errprintf(errp, "out of memory");
+    if (has && n) {
+        memcpy(f->data, p, n);
+        f->ndata = n;
+    }
+    if ((has && !n) || (f->status == PL_PYR_NONE) != (!has && !f->file)
+        || (has && f->file) || (f->file && f->file[0] != '/'))
+        return bad(errp, "field 'refs': a result's pickle inline (data) or "
+                   "its absolute path (file), one of them; none without a "
+                   "result");
+    return 0;
 }
 
 /* A Python call's fields ('fn' pycall without 'pool'). */
@@ -205,6 +272,21 @@ static int decode_pycall(const msgpack_object *o, struct pl_run *r,
         return bad(errp, "field 'result_file': not an absolute path");
     if (r->size != 1 || r->comm != PL_COMM_NONE)
         return bad(errp, "a Python call is one rank, comm none");
+    const msgpack_object *refs;
+    if ((has = pl_mp_array(o, "refs", false, PL_SPEC_MAX_REFS, &refs,
+                           errp)) < 0)
+        return -1;
+    if (!has || !refs->via.array.size)
+        return 0;
+    if (!r->input && !r->input_file)
+        return bad(errp, "field 'refs': a call that is not pickled");
+    if (!(r->refs = calloc(refs->via.array.size, sizeof(*r->refs))))
+        return pl_errprintf(errp, "out of memory");
+    for (uint32_t i = 0; i < refs->via.array.size; i++) {
+        r->nrefs++; /* cleared by pl_run_clear() whatever comes */
+        if (decode_ref(&refs->via.array.ptr[i], &r->refs[i], errp) < 0)
+            return -1;
+    }
     return 0;
 }
 

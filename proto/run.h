@@ -25,6 +25,19 @@
  * (PILOT_ARRAY_INDEX, PILOT_ARRAY_ID). */
 #define PL_RUN_MAX_ENV (PL_SPEC_MAX_ENV + 2)
 
+/* The value a Python call receives from another call (its 'refs'): the
+ * result pilotd stored for that call. */
+struct pl_run_ref {
+    uint64_t id;          /* the call it is the result of */
+    int status;           /* enum pl_pyr (proto/agentmsg.h): OK or RAISED;
+                             PL_PYR_NONE: that call has no result */
+    unsigned char *data;  /* the pickle inline, 'ndata' bytes (1 to
+                             PL_PY_RESULT_INLINE), or NULL */
+    size_t ndata;
+    char *file;           /* or the file holding it (an absolute path in
+                             the pilot directory, which every node sees) */
+};
+
 /* One entry: one rank of a task.  A decoded entry owns every pointer
  * (pl_run_clear()); one filled in to be encoded may borrow them all
  * (pilotd's are borrowed from its task and node) and is then never
@@ -76,6 +89,10 @@ struct pl_run {
     char *python;         /* the interpreter; NULL: PL_PY_DEFAULT_PYTHON */
     char *result_file;    /* where a result over PL_PY_RESULT_INLINE goes
                              (required with pycall) */
+    struct pl_run_ref *refs; /* the results of the calls its pickle names
+                             ("pilot-ref" persistent ids), 'nrefs' (at
+                             most PL_SPEC_MAX_REFS), or NULL */
+    uint32_t nrefs;
 };
 
 /* Start a RUN message of 'n' entries (seq: pilotd's count of RUNs to

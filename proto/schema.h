@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 9
+#define PL_SCHEMA_VERSION 10
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -73,7 +73,9 @@
     "  input BLOB,"               /* the pickled call, or NULL */              \
     "  input_file TEXT,"          /* ... or the file holding it */             \
     "  prelude TEXT,"             /* run once by each worker */                \
-    "  python TEXT);"             /* the interpreter; NULL: python3 */        \
+    "  python TEXT,"              /* the interpreter; NULL: python3 */        \
+    "  refs TEXT);"               /* schema 10: JSON [id...], the calls */    \
+                                  /* whose values it receives, or NULL */     \
     "CREATE TABLE IF NOT EXISTS results ("                                     \
     "  task INTEGER PRIMARY KEY,"                                              \
     "  attempt INTEGER NOT NULL,"                                              \
@@ -84,7 +86,7 @@
     "  repr TEXT);"               /* repr() of the value, cut at 1 KiB */
 
 /* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
- * schema 3 to 8 lacks), then PL_SCHEMA_INDEXES. */
+ * schema 3 to 9 lacks), then PL_SCHEMA_INDEXES. */
 #define PL_SCHEMA_NEW_COLUMNS                                                  \
     { "ALTER TABLE tasks ADD COLUMN after TEXT",                               \
       "ALTER TABLE tasks ADD COLUMN array_id INTEGER",                         \
@@ -95,7 +97,8 @@
       "ALTER TABLE tasks ADD COLUMN output_limit INTEGER",                     \
       "ALTER TABLE tasks ADD COLUMN pool TEXT",                                \
       "ALTER TABLE tasks ADD COLUMN fn TEXT",                                  \
-      "ALTER TABLE tasks ADD COLUMN end_seq INTEGER" }
+      "ALTER TABLE tasks ADD COLUMN end_seq INTEGER",                          \
+      "ALTER TABLE pyinputs ADD COLUMN refs TEXT" }
 #define PL_SCHEMA_INDEXES                                                      \
     "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
     "  WHERE name IS NOT NULL;"                                                \

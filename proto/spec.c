@@ -100,6 +100,7 @@ void pl_spec_clear(struct pl_spec *s)
     free(s->input_file);
     free(s->py_prelude);
     free(s->python);
+    free(s->refs);
     pl_strv_free(s->argv);
     pl_strv_free(s->env);
     pl_strv_free(s->tags);
@@ -235,7 +236,7 @@ size_t pl_spec_wire_bytes(const struct pl_spec *s)
         n += strlen(s->tags[i]) + 16;
     for (uint32_t i = 0; i < s->nafter; i++)
         n += 48 + (s->after[i].name ? strlen(s->after[i].name) : 0);
-    return n + 9 * (size_t)s->nindex;
+    return n + 9 * (size_t)s->nindex + 9 * (size_t)s->nrefs + 16;
 }
 
 /* The command and its environment: sizes, KEY=VALUE, UTF-8.  N.B. argv
@@ -355,6 +356,44 @@ static bool py_name_ok(const char *s)
     return !start;
 }
 
+/* A call's refs: at most PL_SPEC_MAX_REFS task ids, each waited for
+ * with its value (in 'after' as that id, :ok): a ref's value is its
+ * result, which only a call that ended done has. */
+static int refs_check(const struct pl_spec *s, struct pl_error *errp)
+{
+    if (s->nrefs > PL_SPEC_MAX_REFS)
+        return pl_errset(errp, EINVAL, "refs: %u calls; at most %d",
+                         s->nrefs, PL_SPEC_MAX_REFS);
+    if (s->nrefs && s->array)
+        return pl_errset(errp, EINVAL, "refs: a call with refs is one call, "
+                         "not an array");
+    if (s->nrefs && !s->input && !s->input_file)
+        return pl_errset(errp, EINVAL, "refs: a call receives values "
+                         "through its pickle (input, input_file), not "
+                         "py_call's string arguments");
+    for (uint32_t i = 0; i < s->nrefs; i++) {
+        uint32_t k = 0;
+        if (s->refs[i] == 0 || s->refs[i] > INT64_MAX)
+            return pl_errset(errp, EINVAL, "refs: want task ids");
+        while (k < s->nafter
+               && (s->after[k].name || s->after[k].elem
+                   || s->after[k].id != s->refs[i]))
+            k++;
+        if (k == s->nafter)
+            return pl_errset(errp, EINVAL, "refs: %llu is not in after (a "
+                             "call waits for the values it receives: after "
+                             "%llu:ok)", (unsigned long long)s->refs[i],
+                             (unsigned long long)s->refs[i]);
+        if (s->after[k].any)
+            return pl_errset(errp, EINVAL, "refs: %llu is in after with :any; "
+                             "a call receives the value of a call that "
+                             "ended done (after %llu:ok)",
+                             (unsigned long long)s->refs[i],
+                             (unsigned long long)s->refs[i]);
+    }
+    return 0;
+}
+
 /* A Python call: one rank, in no pool, its function named in argv[0] or
  * pickled in its input (docs/python.md). */
 static int pycall_check(const struct pl_spec *s, struct pl_error *errp)
@@ -392,7 +431,7 @@ static int pycall_check(const struct pl_spec *s, struct pl_error *errp)
         return pl_errset(errp, EINVAL, "--python: want a program's name or "
                          "path, at most %d bytes of UTF-8",
                          PL_SPEC_MAX_PYTHON);
-    return 0;
+    return refs_check(s, errp);
 }
 
 /* A pool task's function and what it may not ask for (its ranks are the
@@ -405,9 +444,9 @@ static int fn_check(const struct pl_spec *s, struct pl_error *errp)
         return pl_errset(errp, EINVAL, "unknown fn");
     if (s->fn == PL_FN_PYCALL)
         return pycall_check(s, errp);
-    if (s->input || s->input_file || s->py_prelude || s->python)
-        return pl_errset(errp, EINVAL, "input, input_file, py_prelude and "
-                         "python are a Python call's (fn pycall)");
+    if (s->input || s->input_file || s->py_prelude || s->python || s->nrefs)
+        return pl_errset(errp, EINVAL, "input, input_file, py_prelude, "
+                         "python and refs are a Python call's (fn pycall)");
     if (s->pool && !pl_pool_name_ok(s->pool))
         return pl_errset(errp, EINVAL, "pool name '%.64s': want 1 to %d of "
                          "A-Z a-z 0-9 _ . -, starting with a letter or a "
@@ -602,7 +641,9 @@ static int pycall_decode(const msgpack_object *o, struct pl_spec *s,
         || pl_mp_str(o, "py_prelude", false, PL_SPEC_MAX_PRELUDE,
                      &s->py_prelude, errp) < 0
         || pl_mp_str(o, "python", false, PL_SPEC_MAX_PYTHON, &s->python,
-                     errp) < 0)
+                     errp) < 0
+        || pl_mp_uintv(o, "refs", false, PL_SPEC_MAX_REFS, INT64_MAX,
+                       &s->refs, &s->nrefs, errp) < 0)
         return -1;
     return 0;
 }
@@ -766,6 +807,8 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_str(&m, "py_prelude", s->py_prelude);
     if (s->python)
         pl_wm_str(&m, "python", s->python);
+    if (s->nrefs)
+        pl_wm_uintv(&m, "refs", s->refs, s->nrefs);
     if (s->nafter) {
         pk = pl_wm_key(&m, "after");
         msgpack_pack_array(pk, s->nafter);

@@ -73,6 +73,10 @@
 #define PL_SPEC_MAX_INPUT_FILE (UINT64_C(256) << 20)
 #define PL_SPEC_MAX_PRELUDE (64 * 1024)    /* bytes of 'py_prelude' */
 #define PL_SPEC_MAX_PYTHON 4096            /* bytes of 'python' */
+/* Calls whose values a call receives ('refs'): each result goes with
+ * the call to its worker, at most PL_PY_RESULT_INLINE bytes inline, so
+ * that a RUN entry stays within 64 x 64 KiB = 4 MiB of them. */
+#define PL_SPEC_MAX_REFS 64
 /* A call's result (pickled) travels in its end event up to this size;
  * larger, the worker writes it to a file beside the task's output, up to
  * PL_PY_RESULT_MAX: more fails the call. */
@@ -182,6 +186,12 @@ struct pl_spec {
     char *input_file;                   /* ... or an absolute path to it */
     char *py_prelude;                   /* run once when a worker starts */
     char *python;                       /* the interpreter */
+    uint64_t *refs;                     /* Python calls whose values
+                                           this call's pickle names
+                                           (persistent ids "pilot-ref");
+                                           each is in 'after' (:ok);
+                                           'nrefs', or NULL */
+    uint32_t nrefs;
 };
 
 /* A spec with the defaults: one rank of one core, comm none. */

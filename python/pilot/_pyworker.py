@@ -21,9 +21,15 @@ traceback) pickled with cloudpickle, inline or, when large, written to
 the file the agent names.  A SIGINT (a timeout, a cancel) raises
 KeyboardInterrupt in the call: the worker answers and stays warm.  It
 exits when the agent closes its socket.
+
+A pickled call may name the values of other calls, its refs, as the
+persistent ids ("pilot-ref", ID): the call's frame carries each ref's
+result (its bytes after the input's, or its file), and load_call()
+gives the unpickled value in its place (docs/python.md, "Refs").
 """
 
 import importlib
+import io
 import json
 import os
 import pickle
@@ -172,12 +178,20 @@ class Worker:
     def target(self, h, payload):
         """The function and its arguments."""
         if h.get("pickled"):
-            import cloudpickle
+            import cloudpickle  # noqa: F401 (what its pickles are made of)
+            refs = {}
+            if "refs" in h:
+                # the input first, then each inline ref's bytes in order
+                off = h["input_size"]
+                for r in h["refs"]:
+                    if "size" in r:
+                        r["data"] = payload[off:off + r["size"]]
+                        off += r["size"]
+                    refs[r["id"]] = r
+                payload = payload[:h["input_size"]]
             if h.get("input_file"):
-                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-                with os.fdopen(os.open(h["input_file"], flags), "rb") as f:
-                    payload = f.read()
-            fn, args, kwargs = cloudpickle.loads(payload)
+                payload = read_file(h["input_file"])
+            fn, args, kwargs = load_call(payload, refs)
             if not callable(fn):
                 raise TypeError("the pickled call's function is a %s, not "
                                 "a callable" % type(fn).__name__)
@@ -291,6 +305,50 @@ class Worker:
             self.phase = "idle"
             if go:
                 return
+
+
+class RefError(Exception):
+    """A value the call names (a persistent id ("pilot-ref", ID)) that
+    it cannot be given."""
+
+
+def read_file(path):
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags), "rb") as f:
+        return f.read()
+
+
+def load_call(data, refs):
+    """Unpickle a call whose pickle may name the values of other calls:
+    a persistent id ("pilot-ref", ID) is the value call ID returned, its
+    result as pilotd stored it ('refs': ID -> {"status", "data" or
+    "file"}), each unpickled once."""
+    values = {}
+
+    def value(rid):
+        ref = refs.get(rid)
+        if ref is None:
+            raise RefError("the call names the value of call %r, which is "
+                           "not one of its refs" % (rid,))
+        if ref.get("status") == "raised":
+            raise RefError("ref %d: that call raised, it has no value"
+                           % rid)
+        if ref.get("status") != "ok":
+            raise RefError("ref %d: that call has no result" % rid)
+        data = ref["data"] if "data" in ref else read_file(ref["file"])
+        return pickle.loads(data)
+
+    class Loader(pickle.Unpickler):
+        def persistent_load(self, pid):
+            if (not isinstance(pid, tuple) or len(pid) != 2
+                    or pid[0] != "pilot-ref"):
+                raise pickle.UnpicklingError("unknown persistent id %r"
+                                             % (pid,))
+            if pid[1] not in values:
+                values[pid[1]] = value(pid[1])
+            return values[pid[1]]
+
+    return Loader(io.BytesIO(data)).load()
 
 
 def pickler():
