@@ -147,8 +147,8 @@ void pilot_free(void *ptr);
  * pilot_submit()'s, and: EINVAL (a bad option or token), ENOENT (pilotd
  * has no watch TOKEN: it expired, or pilotd restarted), EACCES (another
  * key's watch), E2BIG (the watch would hold more than 1,000,000 tasks).
- * A watch of this struct pilot is also told the ids, so that it holds
- * them if it must be made again (pilotd restarted). */
+ * A watch of this process is also told the ids, so that it holds them
+ * if it must be made again (pilotd restarted). */
 int pilot_submit_opts(struct pilot *p, const char *specs_json,
                       const char *opts_json, char **reply_json,
                       struct pilot_error *err);
@@ -165,8 +165,9 @@ int pilot_submit_opts(struct pilot *p, const char *specs_json,
  * in or enter.  Opaque. */
 struct pilot_watch;
 
-/* Open a watch on the running pilot of 'p' ('p' must outlive it: close
- * it before pilot_close(p)).  args_json (NULL or "": {}), a JSON object:
+/* Open a watch on the running pilot of 'p' (a connection of its own,
+ * found as 'p' found its pilot: 'p' may be closed first).  args_json
+ * (NULL or "": {}), a JSON object:
  *   {"ids": [ID or "ID.N", ...]}  these tasks (an array's id: all its
  *                                 elements), as pilot_call()'s "cancel"
  *   {"all": true}                 every task of the pilot, those
@@ -219,7 +220,8 @@ const char *pilot_watch_token(const struct pilot_watch *w);
  * connection, or when pilotd was killed and started again (a local
  * pilot's on another port too) it asks pilotd for what came after its
  * last end, and makes the watch again if pilotd lost it: nothing is
- * lost, nothing given twice.  errno: ENOTCONN (the pilot does not run:
+ * lost, nothing given twice (asking pilotd again may hold a call up to
+ * one request's timeout, pilot_open()'s).  errno: ENOTCONN (the pilot does not run:
  * a later call asks again), EACCES, ENOENT (a resumed watch that pilotd
  * lost, with nothing to make it again from), ENOMEM. */
 int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
