@@ -359,8 +359,8 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
     }
     tty = !quiet && isatty(STDERR_FILENO)
           && pl_submit_tasks(specs, n) > PL_SUBMIT_MAX_TASKS;
-    rc = pl_submit_specs(conn, specs, n, ids, tty ? progress_cb : NULL, NULL,
-                         &f, &err);
+    rc = pl_submit_specs(conn, specs, n, NULL, ids,
+                         tty ? progress_cb : NULL, NULL, &f, &err);
     pl_conn_free(conn);
     if (rc == 0) {
         if (tty)

@@ -542,14 +542,15 @@ json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
 }
 
 json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
-                       uint32_t n, struct pl_error *errp)
+                       uint32_t n, const char *watch,
+                       struct pl_error *errp)
 {
     struct pl_wbuf w;
     uint64_t seq;
 
     if (!(seq = next_seq(c, errp)))
         return NULL;
-    pl_submit_begin(&w, seq, n);
+    pl_submit_begin_watch(&w, seq, n, watch);
     for (uint32_t i = 0; i < n; i++)
         pl_spec_encode(&w, &specs[i]);
     return call(c, &w, -1, "submit", errp);

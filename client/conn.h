@@ -99,9 +99,11 @@ json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
  * with errno and errp set: ENOTCONN if the pilot does not run,
  * ETIMEDOUT if pilotd did not answer, or what pilotd replied.
  * submit: the 'n' specs (borrowed; checked: pl_spec_check()), at most
- * PL_SPEC_MAX_SUBMIT, as one request; cancel: the tasks of 'sel'. */
+ * PL_SPEC_MAX_SUBMIT, as one request, the tasks it makes joining the
+ * watch 'watch' (a token; NULL: none); cancel: the tasks of 'sel'. */
 json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
-                       uint32_t n, struct pl_error *errp);
+                       uint32_t n, const char *watch,
+                       struct pl_error *errp);
 json_t *pl_conn_cancel(struct pl_conn *c, const struct pl_sel_req *sel,
                        struct pl_error *errp);
 int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp);

@@ -18,8 +18,11 @@ struct pl_sub {
     void *arg;
     bool made;                 /* pilotd made the watch for us */
     bool all;                  /* it holds every task */
+    bool empty;                /* it was made empty (pl_sub_add()) */
     struct pl_sel_req *sels;   /* what it was given, to make it again */
     size_t nsels, capsels;
+    uint64_t *noted;           /* the tasks submits added (pl_sub_note()) */
+    size_t nnoted, capnoted;
     uint64_t last_seq;         /* the last end given to cb */
     uint64_t last_n;           /* the last push read */
     uint64_t pending;
@@ -143,6 +146,7 @@ void pl_sub_free(struct pl_sub *s)
     for (size_t i = 0; i < s->nsels; i++)
         pl_sel_req_clear(&s->sels[i]);
     free(s->sels);
+    free(s->noted);
     free(s);
     errno = saved;
 }
@@ -218,19 +222,21 @@ int pl_sub_add(struct pl_sub *s, const struct pl_sel_req *sel, bool all,
     struct pl_watch_req q = { .attach = true, .all = all };
     struct pl_watch_reply rep;
 
+    bool some = !all && sel && pl_sel_req_given(sel);
+
     snprintf(q.token, sizeof(q.token), "%s", s->token);
-    if (!all && sel)
+    if (some)
         q.sel = *sel; /* borrowed by the encoder */
-    if (!all && (!sel || !pl_sel_req_given(sel)))
-        return pl_errset(errp, EINVAL, "watch: no tasks given");
-    if (!all && keep_sel(s, sel) < 0)
+    q.make = !all && !some;
+    if (some && keep_sel(s, sel) < 0)
         return pl_errset(errp, ENOMEM, "out of memory");
     if (watch_call(s, &q, &rep, errp) < 0) {
-        if (!all)
+        if (some)
             pl_sel_req_clear(&s->sels[--s->nsels]);
         return -1;
     }
     s->all = s->all || all;
+    s->empty = s->empty || q.make;
     if (!s->made) {
         /* a new watch pushes what ends from now on */
         s->made = true;
@@ -242,6 +248,51 @@ int pl_sub_add(struct pl_sub *s, const struct pl_sel_req *sel, bool all,
     s->pending = rep.pending;
     s->heard = pl_mono();
     s->got = true;
+    return 0;
+}
+
+int pl_sub_note(struct pl_sub *s, const uint64_t *ids, size_t n)
+{
+    if (pl_grow(&s->noted, &s->capnoted, s->nnoted, n, sizeof(*s->noted))
+        < 0)
+        return -1;
+    memcpy(s->noted + s->nnoted, ids, n * sizeof(*ids));
+    s->nnoted += n;
+    return 0;
+}
+
+/* Make the watch again, not attached, from what it was given: every
+ * task, or its selections, the tasks submits added to it (in requests
+ * of at most PL_REQ_MAX_IDS), or nothing if it was made empty.  With
+ * none of these it is not made: the resume gets ENOENT. */
+static int remake(struct pl_sub *s, struct pl_watch_req *mk,
+                  struct pl_watch_reply *rep, struct pl_error *errp)
+{
+    snprintf(mk->token, sizeof(mk->token), "%s", s->token);
+    if (s->all) {
+        mk->all = true;
+        return watch_call(s, mk, rep, errp);
+    }
+    if (s->empty) {
+        mk->make = true;
+        if (watch_call(s, mk, rep, errp) < 0)
+            return -1;
+        mk->make = false;
+    }
+    for (size_t i = 0; i < s->nsels; i++) {
+        mk->sel = s->sels[i];
+        if (watch_call(s, mk, rep, errp) < 0)
+            return -1;
+    }
+    for (size_t off = 0; off < s->nnoted; off += PL_REQ_MAX_IDS) {
+        size_t m = s->nnoted - off;
+        mk->sel = (struct pl_sel_req){
+            .ids = s->noted + off,
+            .nids = (uint32_t)(m < PL_REQ_MAX_IDS ? m : PL_REQ_MAX_IDS),
+        };
+        if (watch_call(s, mk, rep, errp) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -260,15 +311,8 @@ static int resync(struct pl_sub *s, struct pl_error *errp)
     if (rc < 0 && errno == ENOENT) {
         /* made again, not attached: the resume below attaches it, once
          * it holds every task (its replay reads them all) */
-        struct pl_watch_req mk = { .all = s->all };
-        snprintf(mk.token, sizeof(mk.token), "%s", s->token);
-        rc = 0;
-        if (s->all)
-            rc = watch_call(s, &mk, &rep, errp);
-        for (size_t i = 0; rc == 0 && !s->all && i < s->nsels; i++) {
-            mk.sel = s->sels[i];
-            rc = watch_call(s, &mk, &rep, errp);
-        }
+        struct pl_watch_req mk = { 0 };
+        rc = remake(s, &mk, &rep, errp);
         if (rc == 0)
             rc = watch_call(s, &q, &rep, errp);
     }

@@ -46,12 +46,19 @@ void pl_sub_free(struct pl_sub *s);
 const char *pl_sub_token(const struct pl_sub *s);
 
 /* Add the tasks of 'sel' (copied), or every task of the pilot ('all'),
- * to the watch, making it if new, with this connection attached.  Ends
- * of tasks that had ended before are not pushed.  0, or -1 with errno
- * and errp: pilotd's answer (ENOENT: no such task; E2BIG, EMFILE: a
- * limit), ETIMEDOUT, ENOMEM. */
+ * to the watch, making it if new, with this connection attached; with
+ * neither ('sel' NULL or empty, 'all' false), make it empty if new, for
+ * tasks a submit's 'watch' adds (pl_sub_note() them).  Ends of tasks
+ * that had ended before are not pushed.  0, or -1 with errno and errp:
+ * pilotd's answer (ENOENT: no such task; E2BIG, EMFILE: a limit),
+ * ETIMEDOUT, ENOMEM. */
 int pl_sub_add(struct pl_sub *s, const struct pl_sel_req *sel, bool all,
                struct pl_error *errp);
+
+/* Remember that the tasks 'ids' ('n' of them, copied) joined the watch
+ * in pilotd by a submit's 'watch' field: a watch made again (pilotd
+ * restarted) holds them too.  Nothing is sent.  0, or -1 (ENOMEM). */
+int pl_sub_note(struct pl_sub *s, const uint64_t *ids, size_t n);
 
 /* A client that comes back (it was killed, say) to its watch 'token'
  * (given to pl_sub_new()) with the last end seq it had, 'after': the

@@ -11,6 +11,7 @@
 /* A submit in progress: its connection, the ids pilotd gave so far. */
 struct sender {
     struct pl_conn *conn;
+    const char *watch;        /* a watch's token, or NULL */
     json_t *ids;
     uint64_t total;           /* the tasks the specs make, for progress */
     pl_submit_progress_f progress;
@@ -42,7 +43,7 @@ static int send_req(struct sender *snd, const struct pl_spec *specs,
                     uint64_t *more, struct pl_error *errp)
 {
     json_t *reply = pl_conn_submit(snd->conn, slice ? slice : specs + off,
-                                   (uint32_t)m, errp);
+                                   (uint32_t)m, snd->watch, errp);
     json_t *got, *jm;
 
     *snd->fail = (struct pl_submit_fail){ .off = off, .m = m,
@@ -116,12 +117,12 @@ static int send_array(struct sender *snd, const struct pl_spec *specs,
 }
 
 int pl_submit_specs(struct pl_conn *conn, const struct pl_spec *specs,
-                    size_t n, json_t *ids, pl_submit_progress_f progress,
+                    size_t n, const char *watch, json_t *ids, pl_submit_progress_f progress,
                     void *arg, struct pl_submit_fail *fail,
                     struct pl_error *errp)
 {
     struct pl_submit_fail ignored;
-    struct sender snd = { .conn = conn, .ids = ids,
+    struct sender snd = { .conn = conn, .watch = watch, .ids = ids,
                           .total = pl_submit_tasks(specs, n),
                           .progress = progress, .arg = arg,
                           .fail = fail ? fail : &ignored };

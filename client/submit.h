@@ -39,14 +39,16 @@ typedef void (*pl_submit_progress_f)(size_t done, uint64_t total,
 uint64_t pl_submit_tasks(const struct pl_spec *specs, size_t n);
 
 /* Send the 'n' specs (borrowed, each passed pl_spec_check()) over
- * 'conn' in as few requests as pilotd takes; their ids are appended to
+ * 'conn' in as few requests as pilotd takes, each with the watch token
+ * 'watch' (NULL: none: the tasks join that watch as they are made);
+ * their ids are appended to
  * 'ids' (a JSON array) in the order of the specs, an array's every
  * element.  'progress' (may be NULL) is called after each request.
  * 0, or -1 with errno and errp set (pilotd's refusal, ETIMEDOUT,
  * ENOTCONN...) and *fail saying which request failed; 'ids' then holds
  * those of the requests queued before it: they are not undone. */
 int pl_submit_specs(struct pl_conn *conn, const struct pl_spec *specs,
-                    size_t n, json_t *ids, pl_submit_progress_f progress,
+                    size_t n, const char *watch, json_t *ids, pl_submit_progress_f progress,
                     void *arg, struct pl_submit_fail *fail,
                     struct pl_error *errp);
 

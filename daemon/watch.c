@@ -659,7 +659,10 @@ void pl_watch_req(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno, err.text);
         return;
     }
-    bool adds = q.all || pl_sel_req_given(&q.sel);
+    /* 'make' alone: an empty watch, for tasks a submit's 'watch' adds
+     * (without it, a WATCH of no tasks only finds one: a client asks so
+     * whether pilotd still has its watch) */
+    bool adds = q.all || pl_sel_req_given(&q.sel) || q.make;
     if (!(w = owned(d, r, q.token, !adds, &err))) {
         if (errno)
             goto bad;

@@ -115,6 +115,18 @@ done:
     return rc;
 }
 
+int pl_lib_sel(const char *what, const json_t *ids, struct pl_sel_req *sel,
+               struct pl_error *errp)
+{
+    struct args a = { .op = what };
+    int rc = get_sel(&a, "ids", ids, errp);
+
+    *sel = a.sel; /* empty on failure */
+    a.sel = (struct pl_sel_req){ 0 };
+    args_clear(&a);
+    return rc;
+}
+
 /* "KEY=VALUE" (or "KEY": tags of a listing) from [..] or {K: V}, into
  * *out (NULL-terminated, 'max' at most), each passing 'ok'. */
 static int get_kv(struct args *a, const char *key, const json_t *v,

@@ -2,8 +2,8 @@
 # over it (docs/libpilot.md)
 #
 # The library is lib/*.c over the client modules that find a pilot and
-# speak to it (the CLI's own: conn, pilot, spec, submit, parse, slurm)
-# and libpl; every object is built -fPIC (Makefile), so the same objects
+# speak to it (the CLI's own: conn, pilot, spec, submit, parse, slurm,
+# sub) and libpl; every object is built -fPIC (Makefile), so the same objects
 # go into the programs and the library.  Only pilot_* is exported
 # (lib/libpilot.map), and nothing in it prints or exits (the code that
 # would, pl_fatal() and the log, is left out by --gc-sections): the link
@@ -14,8 +14,8 @@ LIBPILOT        := $(BUILD)/lib/$(LIBPILOT_REAL)
 LIBPILOT_LINKS  := $(BUILD)/lib/$(LIBPILOT_SONAME) $(BUILD)/lib/libpilot.so
 LIBPILOT_OBJ    := $(call obj,$(wildcard lib/*.c) client/conn.c \
                      client/pilot.c client/spec.c client/spec_py.c \
-                     client/submit.c \
-                     client/parse.c client/slurm.c)
+                     client/submit.c client/parse.c client/slurm.c \
+                     client/sub.c)
 LIBPILOT_LIBS   := $(shell pkg-config --libs libzmq libuv sqlite3 msgpack \
                      jansson 2>/dev/null) -lslurm -lpthread -lm
 # a program of ours that links the library as others do: -lpilot, found
@@ -70,6 +70,14 @@ $(BUILD)/tests/test_lib_%: $(BUILD)/tests/unit/test_lib_%.o $(LIBPILOT_LINKS)
 TOOLS += $(BUILD)/tests/libpilot_e2e
 $(BUILD)/tests/libpilot_e2e: $(BUILD)/tests/lib/libpilot_e2e.o \
                              $(LIBPILOT_LINKS)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $< $(LINK_LIBPILOT) \
+	    $(shell pkg-config --libs jansson) -lpthread
+
+# ... and its watch's (t1170)
+TOOLS += $(BUILD)/tests/libpilot_watch
+$(BUILD)/tests/libpilot_watch: $(BUILD)/tests/lib/libpilot_watch.o \
+                               $(LIBPILOT_LINKS)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $< $(LINK_LIBPILOT) \
 	    $(shell pkg-config --libs jansson) -lpthread

@@ -11,6 +11,7 @@
 #include "client/submit.h"
 #include "lib/pilot_private.h"
 #include "proto/pilotdir.h"
+#include "proto/watchmsg.h"
 
 /* libslurm keeps its state in globals: slurm_init() reads the Slurm
  * configuration into them and slurm_fini() frees them for every user,
@@ -22,13 +23,13 @@
 static pthread_mutex_t slurm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pl_slurm *slurm_session;
 
-static void slurm_lend(struct pl_find *f)
+void pl_lib_slurm_lend(struct pl_find *f)
 {
     pthread_mutex_lock(&slurm_lock);
     f->slurm = slurm_session;
 }
 
-static void slurm_return(struct pl_find *f)
+void pl_lib_slurm_return(struct pl_find *f)
 {
     slurm_session = f->slurm;
     f->slurm = NULL;
@@ -74,9 +75,9 @@ bool pl_lib_recheck(struct pilot *p)
 {
     bool switched;
 
-    slurm_lend(&p->find);
+    pl_lib_slurm_lend(&p->find);
     switched = pl_conn_recheck(p->conn);
-    slurm_return(&p->find);
+    pl_lib_slurm_return(&p->find);
     return switched;
 }
 
@@ -136,9 +137,9 @@ struct pilot *pilot_open(const char *id, const char *home, int timeout_ms,
     /* a pilot named by its id may be read when it no longer runs, as
      * 'pilot ls --pilot ID' does; the one found is a running one */
     need = p->find.pilot ? PL_CONN_READ : PL_CONN_WRITE;
-    slurm_lend(&p->find);
+    pl_lib_slurm_lend(&p->find);
     p->conn = pl_conn_open(&p->find, need, &e);
-    slurm_return(&p->find);
+    pl_lib_slurm_return(&p->find);
     if (!p->conn)
         goto error;
     return p;
@@ -255,14 +256,64 @@ static int submit_failed(struct pilot_error *err, size_t n,
     return pl_lib_fail(err, e);
 }
 
+/* The options of pilot_submit_opts() ('opts' NULL: none) into 'watch'
+ * (a token, or "").  0, or -1 with errp (EINVAL). */
+static int submit_opts(const char *opts, char *watch, size_t len,
+                       struct pl_error *errp)
+{
+    json_t *o, *v;
+    json_error_t jerr;
+    const char *k;
+    int rc = -1;
+
+    watch[0] = '\0';
+    if (!opts || !*opts)
+        return 0;
+    if (!(o = json_loads(opts, JSON_REJECT_DUPLICATES, &jerr)))
+        return pl_errset(errp, EINVAL, "submit options: not JSON: %s",
+                         jerr.text);
+    if (!json_is_object(o)) {
+        pl_errset(errp, EINVAL, "submit options: want a JSON object");
+        goto done;
+    }
+    json_object_foreach(o, k, v) {
+        if (strcmp(k, "watch")) {
+            pl_errset(errp, EINVAL, "submit options: unknown field '%.40s' "
+                      "(watch)", k);
+            goto done;
+        }
+        if (json_is_null(v))
+            continue;
+        if (!json_is_string(v) || !pl_watch_token_ok(json_string_value(v))
+            || json_string_length(v) >= len) {
+            pl_errset(errp, EINVAL, "submit options: 'watch' must be a "
+                      "watch's token (pilot_watch_token())");
+            goto done;
+        }
+        snprintf(watch, len, "%s", json_string_value(v));
+    }
+    rc = 0;
+done:
+    json_decref(o);
+    return rc;
+}
+
 int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
                  struct pilot_error *err)
+{
+    return pilot_submit_opts(p, specs_json, NULL, reply_json, err);
+}
+
+int pilot_submit_opts(struct pilot *p, const char *specs_json,
+                      const char *opts_json, char **reply_json,
+                      struct pilot_error *err)
 {
     struct pl_error e = { { 0 } };
     struct pl_submit_fail f;
     struct pl_spec *specs = NULL;
     json_t *in = NULL, *ids = NULL, *out = NULL;
     json_error_t jerr;
+    char watch[PL_WATCH_TOKEN_MAX + 1];
     size_t n = 0;
     int rc = -1;
 
@@ -272,6 +323,8 @@ int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
         pl_errset(&e, EINVAL, "pilot_submit: a NULL argument");
         return pl_lib_fail(err, &e);
     }
+    if (submit_opts(opts_json, watch, sizeof(watch), &e) < 0)
+        return pl_lib_fail(err, &e);
     if (!(in = json_loads(specs_json, JSON_REJECT_DUPLICATES, &jerr))) {
         pl_errset(&e, EINVAL, "specs: not JSON: %s", jerr.text);
         return pl_lib_fail(err, &e);
@@ -292,10 +345,13 @@ int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
         goto done;
     }
     pthread_mutex_lock(&p->lock);
-    rc = pl_submit_specs(p->conn, specs, n, ids, NULL, NULL, &f, &e);
+    rc = pl_submit_specs(p->conn, specs, n, watch[0] ? watch : NULL, ids,
+                         NULL, NULL, &f, &e);
     pthread_mutex_unlock(&p->lock);
     if (rc < 0)
         submit_failed(err, n, &f, &e);
+    if (watch[0] && json_array_size(ids) > 0)
+        pl_lib_watch_noted(watch, ids); /* preserves errno */
     /* the ids queued, all of them or those before the failed request */
     if ((rc == 0 || json_array_size(ids) > 0)
         && (!(out = json_pack("{s:O}", "ids", ids))

@@ -152,8 +152,106 @@ int pilot_log_path(const struct pilot *p, uint64_t id, unsigned attempt,
 /* Free what a call returned through a char **; NULL is ignored. */
 void pilot_free(void *ptr);
 
-/* (pilot_watch_*: the pushed ends of tasks come with the subscription,
- * messages 112 and 113: not in this version yet.) */
+/* pilot_submit() with options.  opts_json: NULL (as pilot_submit()) or
+ * a JSON object: {"watch": TOKEN}: the tasks made join the watch TOKEN
+ * (pilot_watch_token(): a watch of the same key) in the request that
+ * makes them, before anything can end them, so that no end falls
+ * between the submit and the watch.  The reply and the errors are
+ * pilot_submit()'s, and: EINVAL (a bad option or token), ENOENT (pilotd
+ * has no watch TOKEN: it expired, or pilotd restarted), EACCES (another
+ * key's watch), E2BIG (the watch would hold more than 1,000,000 tasks).
+ * A watch of this process is also told the ids, so that it holds them
+ * if it must be made again (pilotd restarted). */
+int pilot_submit_opts(struct pilot *p, const char *specs_json,
+                      const char *opts_json, char **reply_json,
+                      struct pilot_error *err);
+
+/* A watch: a subscription to the ends of tasks, which pilotd pushes as
+ * it stores them (no polling), each once, in the order of its end
+ * sequence ("seq": every end of the pilot takes the next number).  A
+ * watch has its own connection to pilotd, so one thread may block in
+ * pilot_watch_next() while others use the struct pilot it came from
+ * (its requests never wait for the watch, nor the watch for them).
+ * Calls on one watch may come from several threads: they take turns
+ * (a pilot_watch_next() that waits lets the others go within 0.1 s),
+ * except pilot_watch_close(), which no other call on the watch may be
+ * in or enter.  Opaque. */
+struct pilot_watch;
+
+/* Open a watch on the running pilot of 'p' (a connection of its own,
+ * found as 'p' found its pilot: 'p' may be closed first).  args_json
+ * (NULL or "": {}), a JSON object:
+ *   {"ids": [ID or "ID.N", ...]}  these tasks (an array's id: all its
+ *                                 elements), as pilot_call()'s "cancel"
+ *   {"all": true}                 every task of the pilot, those
+ *                                 submitted later too
+ *   {}                            none yet: pilot_watch_add() them, or
+ *                                 give the token to pilot_submit_opts()
+ * and optionally "token": the token of a watch to come back to (one
+ * another process or struct pilot opened: the same key's), with
+ * "after": the last end seq that one had (pilot_watch_last_seq()):
+ * the ends of its tasks after it are pushed again, in order, then the
+ * new ones.  Without "after", a new watch gives the ends from now on (a
+ * task that has ended already is not given: read it with "show").  A
+ * resumed watch that pilotd no longer has (it expired 10 minutes after
+ * its last client went, or pilotd restarted) is made again from "ids"
+ * or "all" if given, else ENOENT.  Returns the watch
+ * (pilot_watch_close()), or NULL: EINVAL (not JSON, an unknown field, a
+ * bad id or token, "ids" with "all", "after" without "token"), ENOTCONN
+ * (the pilot does not run: 'p' reads its state database), ENOENT (no
+ * such task, no such watch to resume), EACCES (another key's watch),
+ * E2BIG, EMFILE (pilotd's limits: 1,000,000 tasks a watch, 1,024
+ * watches, 64 a key), ETIMEDOUT. */
+struct pilot_watch *pilot_watch_open(struct pilot *p, const char *args_json,
+                                     struct pilot_error *err);
+
+/* Add tasks to the watch: ids_json a JSON array of ids (ID, or "ID.N")
+ * as in pilot_call()'s "cancel".  A task that has ended already is not
+ * given (read it with "show").  0, or -1: EINVAL, ENOENT (no such
+ * task), E2BIG, ENOTCONN, ETIMEDOUT. */
+int pilot_watch_add(struct pilot_watch *w, const char *ids_json,
+                    struct pilot_error *err);
+
+/* The watch's token (16 to 64 of A-Z a-z 0-9 _ -): borrowed, valid until
+ * pilot_watch_close().  Give it as "watch" to pilot_submit_opts() so the
+ * tasks are watched from their submit on, or as "token" to
+ * pilot_watch_open() to come back to the watch from elsewhere. */
+const char *pilot_watch_token(const struct pilot_watch *w);
+
+/* Wait up to timeout_ms (0: take only what has come; < 0: no limit) for
+ * ends.  Returns 1 with *ends_json (pilot_free()):
+ *   {"ends": [{"seq": S, "id": ID, "state": "done" | "failed" |
+ *     "canceled" | "timeout", "exit_code": N | null, "signal": N | null,
+ *     "end_time": T (s since the epoch), "reason": "..." | null}, ...],
+ *    "pending": N | null, "last_seq": S}
+ * the ends in ascending seq, each given once; "pending": the watch's
+ * tasks that had not ended (or whose end was not pushed yet) when
+ * pilotd last said, null before it said; "last_seq": the last end's
+ * seq.  0 when the time passed with nothing (*ends_json NULL), -1 on
+ * failure (*ends_json NULL; ends taken before it are given by the next
+ * call).  The watch reconnects and resumes by itself: after a lost
+ * connection, or when pilotd was killed and started again (a local
+ * pilot's on another port too) it asks pilotd for what came after its
+ * last end, and makes the watch again if pilotd lost it: nothing is
+ * lost, nothing given twice (asking pilotd again may hold a call up to
+ * one request's timeout, pilot_open()'s).  errno: ENOTCONN (the pilot does not run:
+ * a later call asks again), EACCES, ENOENT (a resumed watch that pilotd
+ * lost, with nothing to make it again from), ENOMEM. */
+int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
+                     struct pilot_error *err);
+
+/* The seq of the last end pilot_watch_next() gave (at open: pilotd's
+ * last seq then, or the "after" resumed from): what to resume with. */
+uint64_t pilot_watch_last_seq(const struct pilot_watch *w);
+
+/* The watch's tasks not ended (or whose end was not given yet) as
+ * pilotd last said; UINT64_MAX: unknown. */
+uint64_t pilot_watch_pending(const struct pilot_watch *w);
+
+/* Close the watch and free 'w'; NULL is ignored.  unwatch != 0 also
+ * drops it in pilotd; 0 leaves it there for a resume (its ends are kept
+ * for it) until it expires, 10 minutes later.  Preserves errno. */
+void pilot_watch_close(struct pilot_watch *w, int unwatch);
 /* cdef: end */
 
 #ifdef __cplusplus

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "client/conn.h"
+#include "proto/clientmsg.h"
 #include "lib/pilot.h"
 #include "proto/error.h"
 
@@ -37,5 +38,23 @@ int pl_lib_dump(const json_t *j, char **out, struct pl_error *errp);
  * the state database (the read may be asked again).  Called with
  * p->lock held. */
 bool pl_lib_recheck(struct pilot *p);
+
+/* Lend f->slurm the process's libslurm session, and take it back
+ * (lib/pilot.c says why there is one).  Around a call that may look at
+ * a Slurm pilot: pl_conn_open(), pl_pilot_probe(). */
+void pl_lib_slurm_lend(struct pl_find *f);
+void pl_lib_slurm_return(struct pl_find *f);
+
+/* 'ids' (one id, or an array of them: ID or "ID.N") into *sel, as
+ * pilot_call()'s ops read them; errors name 'what'.  0 (pl_sel_req_clear()
+ * it), or -1 with errp (EINVAL, E2BIG, ENOMEM). */
+int pl_lib_sel(const char *what, const json_t *ids, struct pl_sel_req *sel,
+               struct pl_error *errp);
+
+/* The tasks 'ids' (a JSON array of ids) that a submit with the watch
+ * 'token' added to it in pilotd: told to the watches of this process
+ * that have that token (lib/watch.c), so that a watch made again holds
+ * them.  Preserves errno. */
+void pl_lib_watch_noted(const char *token, const json_t *ids);
 
 #endif /* !PL_LIB_PILOT_PRIVATE_H */

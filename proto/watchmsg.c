@@ -54,6 +54,8 @@ void pl_watch_req_encode(struct pl_wbuf *w, uint64_t seq,
         pl_wm_bool(&w->body, "attach", true);
     if (r->all)
         pl_wm_bool(&w->body, "all", true);
+    if (r->make)
+        pl_wm_bool(&w->body, "make", true);
     if (r->has_after)
         pl_wm_uint(&w->body, "after", r->after);
     if (r->sel.nids)
@@ -76,6 +78,7 @@ int pl_watch_req_decode(const msgpack_object *body, struct pl_watch_req *r,
     if (token_decode(body, "token", r->token, errp) < 0
         || pl_mp_bool(body, "attach", false, &r->attach, errp) < 0
         || pl_mp_bool(body, "all", false, &r->all, errp) < 0
+        || pl_mp_bool(body, "make", false, &r->make, errp) < 0
         || (has = pl_mp_uint(body, "after", false, INT64_MAX, &r->after,
                              errp)) < 0
         || pl_sel_req_decode(body, &r->sel, errp) < 0)

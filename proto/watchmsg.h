@@ -43,7 +43,8 @@ bool pl_watch_token_ok(const char *s);
 
 /* WATCH (112): make the watch 'token' (or find it: it belongs to the key
  * that made it), add the tasks of 'sel' or make it 'all' (every task of
- * the pilot, those submitted later too), attach this connection as the
+ * the pilot, those submitted later too), or with 'make' alone make it
+ * empty (tasks join it later: a submit's 'watch'), attach this connection as the
  * one its pushes go to ('attach'), and with 'has_after' resume: what it
  * pushes next are the ends of its tasks whose end seq is above 'after',
  * read from the database, then the live ones.  'sel' is owned once
@@ -52,6 +53,7 @@ struct pl_watch_req {
     char token[PL_WATCH_TOKEN_MAX + 1];
     bool attach;
     bool all;
+    bool make;             /* make it even with no tasks (an empty one) */
     bool has_after;
     uint64_t after;
     struct pl_sel_req sel;

@@ -20,16 +20,20 @@ import subprocess
 from .errors import (BadRequest, Denied, Error, NoPilot, NoSuchPool,
                      NoSuchTask, NotRunning, Timeout)
 
-__all__ = ["connect", "up", "Client", "Task", "Error", "NoPilot",
+__all__ = ["connect", "up", "Client", "Task", "Watch", "ALL_COMPLETED",
+           "FIRST_COMPLETED", "Error", "NoPilot",
            "NoSuchTask", "NoSuchPool", "BadRequest", "Timeout", "Denied",
            "NotRunning"]
 
 
 def __getattr__(name):
     # Client and Task load libpilot (cffi): only when asked for
-    if name in ("Client", "Task"):
+    if name in ("Client", "Task", "ALL_COMPLETED", "FIRST_COMPLETED"):
         from . import client
         return getattr(client, name)
+    if name == "Watch":
+        from ._watch import Watch
+        return Watch
     raise AttributeError("module 'pilot' has no attribute %r" % name)
 
 

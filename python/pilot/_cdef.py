@@ -24,4 +24,18 @@ int pilot_call(struct pilot *p, const char *op, const char *args_json,
 int pilot_log_path(const struct pilot *p, uint64_t id, unsigned attempt,
                    int stream, char *buf, size_t len);
 void pilot_free(void *ptr);
+int pilot_submit_opts(struct pilot *p, const char *specs_json,
+                      const char *opts_json, char **reply_json,
+                      struct pilot_error *err);
+struct pilot_watch;
+struct pilot_watch *pilot_watch_open(struct pilot *p, const char *args_json,
+                                     struct pilot_error *err);
+int pilot_watch_add(struct pilot_watch *w, const char *ids_json,
+                    struct pilot_error *err);
+const char *pilot_watch_token(const struct pilot_watch *w);
+int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
+                     struct pilot_error *err);
+uint64_t pilot_watch_last_seq(const struct pilot_watch *w);
+uint64_t pilot_watch_pending(const struct pilot_watch *w);
+void pilot_watch_close(struct pilot_watch *w, int unwatch);
 """

@@ -14,6 +14,11 @@ from . import errors
 from ._ffi import ffi, lib
 
 FINAL = frozenset(("done", "failed", "canceled", "timeout"))
+# Client.wait()'s return_when, as concurrent.futures names them
+ALL_COMPLETED = "ALL_COMPLETED"
+FIRST_COMPLETED = "FIRST_COMPLETED"
+# ids in one watch or list request (pilotd takes 100,000)
+_WATCH_CHUNK = 50000
 
 
 def _text(cdata):
@@ -156,8 +161,12 @@ class Task:
     def wait(self, timeout=None):
         """Wait until the task (an array: every element) has ended, at most
         'timeout' seconds (None: no limit); returns self, refreshed.
-        pilot.Timeout (a TimeoutError) if it has not ended by then."""
-        _poll_until_ended(self, timeout)
+        pilot.Timeout (a TimeoutError) if it has not ended by then.  The
+        end is pushed by pilotd (a Watch): nothing polls."""
+        _, left = self.client.wait([self], timeout)
+        if left:
+            raise errors.Timeout(_errno.ETIMEDOUT, "task %d has not ended "
+                                 "within %g s" % (self.id, timeout))
         return self.refresh()
 
     def log_path(self, stream="stdout", attempt=0):
@@ -182,9 +191,15 @@ class Task:
             return ""
 
     def _follow(self, stream, want, poll):
+        from ._watch import Watch
+        # the watch first: an end after it is pushed, one before it is
+        # in the state read next
+        w = Watch(self.client, ids=[self.id])
         info = self.refresh().info
+        ended = info.get("state") in FINAL
         cur = want or max(int(info.get("attempts") or 0), 1)
         f, partial = None, b""
+        looked = time.monotonic()
         try:
             while True:
                 if f is None:
@@ -200,19 +215,23 @@ class Task:
                     for line in lines:
                         yield line.decode("utf-8", "replace") + "\n"
                     continue
-                ended = info.get("state") in FINAL
-                att = int(info.get("attempts") or 0)
-                if not want and att > cur:
-                    # run again: the rest of this file, then the next one
-                    if partial:
-                        yield partial.decode("utf-8", "replace")
-                    partial = b""
-                    if f:
-                        f.close()
-                    f, cur = None, att
-                    continue
+                if not want and (ended or time.monotonic() - looked >= 1.0):
+                    # run again (retries): its attempts, asked for once a
+                    # second of silence and at the end
+                    info = self.refresh().info
+                    looked = time.monotonic()
+                    att = int(info.get("attempts") or 0)
+                    if att > cur:
+                        # the rest of this file, then the next one
+                        if partial:
+                            yield partial.decode("utf-8", "replace")
+                        partial = b""
+                        if f:
+                            f.close()
+                        f, cur = None, att
+                        continue
                 if ended:
-                    # the state came before this last read: all is in
+                    # the end came before this last read: all is in
                     if f:
                         rest = f.read()
                         if rest:
@@ -224,44 +243,14 @@ class Task:
                     if partial:
                         yield partial.decode("utf-8", "replace")
                     return
-                time.sleep(poll)
-                info = self.refresh().info
+                # nothing new: wait for more output, or for the end (an
+                # array's id watches all its elements: this one's)
+                if any(e["id"] == self.id for e in w.next(timeout=poll)):
+                    ended = True
         finally:
             if f:
                 f.close()
-
-
-def _poll_until_ended(task, timeout):
-    """Wait until 'task' has ended (an array's Task: all its elements),
-    asking pilotd again and again: show (an array: counts of its id).
-
-    N.B. a stopgap: this polls, every 50 ms at first and backing off to
-    1 s, until the push subscription (messages 112 WATCH and 113 UNWATCH,
-    push type 2 ENDS; pilot_watch_* in libpilot) lands; Task.wait() will
-    then block on the pushed end instead.  Nothing else here waits for
-    ends."""
-    client = task.client
-    deadline = None if timeout is None else time.monotonic() + timeout
-    pause = 0.05
-    while True:
-        if len(task.ids) > 1:
-            c = client.counts([task.id])
-            if sum(c.get(s, 0) for s in FINAL) >= c.get("total", 0):
-                return
-        elif task.refresh().info.get("state") in FINAL:
-            return
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise errors.Timeout(_errno.ETIMEDOUT, "task %d has not "
-                                     "ended within %g s" % (task.id, timeout))
-            pause = min(pause, left)
-        if not client.live:
-            raise errors.NotRunning(_errno.ENOTCONN, "pilot %s does not run: "
-                                    "task %d will not end" % (client.id,
-                                                              task.id))
-        time.sleep(pause)
-        pause = min(pause * 1.5, 1.0)
+            w.close()
 
 
 # ------------------------------------------------------------ the client
@@ -338,11 +327,16 @@ class Client:
 
     # ---- submitting
 
-    def _submit(self, specs):
+    def _submit(self, specs, watch=None):
         err = ffi.new("struct pilot_error *")
         out = ffi.new("char **")
-        rc = self._lib.pilot_submit(self._handle(),
-                                    json.dumps(specs).encode(), out, err)
+        opts = ffi.NULL
+        if watch is not None:
+            opts = json.dumps({"watch": getattr(watch, "token", watch)})
+            opts = opts.encode()
+        rc = self._lib.pilot_submit_opts(self._handle(),
+                                         json.dumps(specs).encode(), opts,
+                                         out, err)
         reply = _text(out[0]) if out[0] != ffi.NULL else None
         self._lib.pilot_free(out[0])
         if rc < 0:
@@ -361,7 +355,7 @@ class Client:
             return [Task(self, i) for i in ids]
         return tasks
 
-    def submit(self, argv, **opts):
+    def submit(self, argv, watch=None, **opts):
         """Submit one task, argv (a list, or a str: a shell line), with
         the options of a task file by their keys: name=, ranks=, nodes=,
         ranks_per_node=, cores_per_rank=, gpus_per_rank=, exclusive=,
@@ -369,21 +363,81 @@ class Client:
         output_limit=, retries=, cwd= (default: this directory), env=
         {K: V}, tags= {K: V}, after= [Task, id, "ID.N", name, (t, "any")],
         array= ("A-B:S", [A, B, S] or a range), priority=, pool=, fn=,
-        py=.  Returns the Task (with array=: the array's).  Raises
+        py=.  watch=: a pilot.Watch the task joins in the same request
+        (its end is given by that watch's next(), however soon it
+        comes).  Returns the Task (with array=: the array's).  Raises
         pilot.BadRequest for an option pilotd would refuse."""
         spec = _spec(argv, **opts)
-        return self._tasks([spec], self._submit([spec]))[0]
+        return self._tasks([spec], self._submit([spec], watch))[0]
 
-    def submit_many(self, specs):
+    def submit_many(self, specs, watch=None):
         """Submit many tasks at once: a list of dicts, each a task file's
         entry ({"argv": [...], "ranks": 2, ...}; values as submit() takes
         them).  One request per 5,000 tasks.  Returns their Tasks in
         order.  If a request fails after others were queued, the
-        pilot.Error's .ids holds the queued ids."""
+        pilot.Error's .ids holds the queued ids.  watch=: as submit()."""
         specs = [_spec(**dict(s)) for s in specs]
         if not specs:
             return []
-        return self._tasks(specs, self._submit(specs))
+        return self._tasks(specs, self._submit(specs, watch))
+
+    # ---- waiting
+
+    def watch(self, ids=None, all=False, token=None, after=None):
+        """A pilot.Watch of this pilot (see there)."""
+        from ._watch import Watch
+        return Watch(self, ids, all, token, after)
+
+    def wait(self, tasks, timeout=None, return_when=ALL_COMPLETED):
+        """Wait until the tasks (Tasks or ids; an array's Task: all its
+        elements) have ended, all of them (return_when=ALL_COMPLETED) or
+        one (FIRST_COMPLETED), at most 'timeout' seconds (None: no
+        limit), as concurrent.futures.wait() does: returns (done,
+        not_done), two sets of Tasks; it does not raise when the time
+        passes.  The ends are pushed by pilotd (a Watch): nothing polls.
+        pilot.NotRunning if the pilot stops running meanwhile."""
+        from ._watch import Watch
+        if return_when not in (ALL_COMPLETED, FIRST_COMPLETED):
+            raise errors.BadRequest(_errno.EINVAL, "return_when: "
+                                    "ALL_COMPLETED or FIRST_COMPLETED, not "
+                                    "%r" % (return_when,))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        tasks = [t if isinstance(t, Task) else Task(self, _id_arg(t))
+                 for t in tasks]
+        done, left = set(), {}        # left: Task -> its element ids left
+        owner = {}                    # an element's id -> its Task
+        for t in tasks:
+            if (len(t.ids) == 1 and t.info
+                    and t.info.get("state") in FINAL):
+                done.add(t)  # a final state never changes
+                continue
+            left[t] = set(t.ids)
+            for i in t.ids:
+                owner[i] = t
+        if not left:
+            return done, set()
+        # the watch first: an end after it is pushed, one before it is in
+        # the states read next (an array's id names all its elements)
+        names = [t.id for t in left]
+        w = Watch(self, ids=names[:_WATCH_CHUNK])
+        try:
+            for k in range(_WATCH_CHUNK, len(names), _WATCH_CHUNK):
+                w.add(names[k:k + _WATCH_CHUNK])
+            for k in range(0, len(names), _WATCH_CHUNK):
+                for info in self.call("list", ids=names[k:k + _WATCH_CHUNK]):
+                    if info.get("state") in FINAL:
+                        _ended(info["id"], owner, left, done)
+            while left and not (done and return_when == FIRST_COMPLETED):
+                t = None
+                if deadline is not None:
+                    t = deadline - time.monotonic()
+                    if t <= 0:
+                        break
+                for end in w.next(t):
+                    _ended(end["id"], owner, left, done)
+        finally:
+            w.close()
+        return done, set(left)
 
     # ---- reading
 
@@ -480,6 +534,18 @@ class Client:
         if self._home is not None:
             env = dict(os.environ, PILOT_HOME=self._home)
         _run_cli(["down", "--pilot", self.id], timeout, env)
+
+
+def _ended(id, owner, left, done):
+    """Task element 'id' has ended: its Task is done once all its
+    elements are."""
+    t = owner.get(id)
+    if t is None or t not in left:
+        return
+    left[t].discard(id)
+    if not left[t]:
+        del left[t]
+        done.add(t)
 
 
 def _id_arg(t):

@@ -513,6 +513,55 @@ static void test_submit(struct rig *g)
     free(gt);
 }
 
+/* 'make' alone: an empty watch, which a submit's 'watch' then fills
+ * (what libpilot's pilot_watch_open(p, "{}") sends) */
+static void test_make(struct rig *g)
+{
+    struct pl_daemon *d = g->d;
+    struct got *gt = calloc(1, sizeof(*gt));
+    struct pl_watch_reply rep;
+    struct pl_wbuf w;
+    struct pl_msg m;
+    struct pl_error e;
+    const msgpack_object *data;
+    char text[200], *t = NULL;
+    char *argv[] = { (char *)"true", NULL };
+    const char *tok = "unit-test-watch-make";
+    int64_t errnum = -1;
+    uint64_t *sid = NULL;
+    uint32_t ns = 0;
+
+    struct pl_watch_req q = { .attach = true };
+    snprintf(q.token, sizeof(q.token), "%s", tok);
+    is(watch(g, &q, &g->key, &rep, text, sizeof(text)), ENOENT,
+       "a WATCH of no tasks without 'make' makes nothing: ENOENT (%s)", text);
+    q.make = true;
+    is(watch(g, &q, &g->key, &rep, text, sizeof(text)), 0,
+       "with 'make': an empty watch (%s)", text);
+    ok(rep.watching == 0 && rep.pending == 0, "... of no task, none pending");
+    pl_submit_begin_watch(&w, ++g->seq, 1, tok);
+    struct pl_spec s1 = { .argv = argv, .ranks = 1, .cpr = 1 };
+    pl_spec_encode(&w, &s1);
+    request(g, &w, &g->key, submit_h);
+    if (next(g, &m, 2000) == 0) {
+        pl_reply_decode(m.body, &errnum, &t, &data, &e);
+        if (data && data->type == MSGPACK_OBJECT_MAP)
+            pl_mp_uintv(data, "ids", false, 10, UINT64_MAX, &sid, &ns, &e);
+        pl_msg_release(&m);
+    }
+    free(t);
+    ok(errnum == 0 && ns == 1, "a submit with its token is stored");
+    gt->last_n = rep.n;
+    if (ns == 1)
+        pl_dtask_cancel(d, pl_sched_task_get(d->sched, sid[0]));
+    pl_daemon_flush(d);
+    drain(g, tok, gt, 200);
+    ok(ns == 1 && gt->n == 1 && gt->id[0] == sid[0] && gt->pending == 0,
+       "... its end is pushed to the watch made empty, pending 0");
+    free(sid);
+    free(gt);
+}
+
 static void test_limits(struct rig *g)
 {
     struct pl_daemon *d = g->d;
@@ -622,13 +671,14 @@ int main(void)
 {
     struct rig g;
 
-    plan(34);
+    plan(39);
     if (!t_tmpdir("watch", dir, sizeof(dir)))
         return 1;
     rig_make(&g);
     test_commit_order(&g);
     test_overflow(&g);
     test_submit(&g);
+    test_make(&g);
     test_limits(&g);
     test_results(&g);
     rig_drop(&g);

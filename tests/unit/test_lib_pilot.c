@@ -311,11 +311,42 @@ static void test_threads(const char *home)
     pilot_close(p);
 }
 
+/* A watch needs a running pilotd; its arguments are checked first. */
+static void test_watch(const char *home)
+{
+    struct pilot_error err;
+    struct pilot *p = pilot_open("p1", home, 2000, &err);
+    struct pilot_watch *w;
+    char *out = (char *)"x";
+
+    if (!ok(p != NULL, "open p1 (down) for a watch"))
+        return;
+    errno = 0;
+    w = pilot_watch_open(p, "{\"ids\": [1]}", &err);
+    ok(!w && errno == ENOTCONN && err.errnum == ENOTCONN
+           && strstr(err.text, "not running"),
+       "pilot_watch_open on a pilot that does not run: ENOTCONN (%s)",
+       err.text);
+    w = pilot_watch_open(p, "{\"all\": 1}", &err);
+    ok(!w && err.errnum == EINVAL && strstr(err.text, "'all' must be"),
+       "... a bad argument is refused first: EINVAL (%s)", err.text);
+    ok(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]",
+                         "{\"watch\": 3}", &out, &err) < 0
+           && err.errnum == EINVAL && !out,
+       "pilot_submit_opts with a bad 'watch': EINVAL (%s)", err.text);
+    ok(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]", "{\"wach\": 3}",
+                         &out, &err) < 0
+           && err.errnum == EINVAL && strstr(err.text, "unknown field"),
+       "... an unknown option: EINVAL (%s)", err.text);
+    pilot_watch_close(NULL, 1);
+    pilot_close(p);
+}
+
 int main(void)
 {
     char tmp[128], home[256];
 
-    plan(57);
+    plan(62);
     is(pilot_api_version(), PILOT_API_VERSION, "pilot_api_version() is %d",
        PILOT_API_VERSION);
     if (!t_tmpdir("lib-pilot", tmp, sizeof(tmp)))
@@ -330,6 +361,7 @@ int main(void)
     test_args(home);
     test_log_path(home);
     test_threads(home);
+    test_watch(home);
     pilot_close(NULL);
     pilot_free(NULL);
     t_rmtree(tmp);

@@ -78,8 +78,16 @@ static void test_watch_req(void)
     struct pl_watch_req all = { .token = TOKEN, .all = true };
     pl_watch_req_encode(&w, 6, &all);
     ok((b = reread(&w, &m)) && pl_watch_req_decode(b, &d, &e) == 0 && d.all
-           && !d.attach && !d.has_after && !pl_sel_req_given(&d.sel),
+           && !d.attach && !d.has_after && !pl_sel_req_given(&d.sel)
+           && !d.make,
        "watch: 'all' alone, no 'after': absent, not 0");
+    pl_msg_release(&m);
+
+    struct pl_watch_req mk = { .token = TOKEN, .make = true };
+    pl_watch_req_encode(&w, 6, &mk);
+    ok((b = reread(&w, &m)) && pl_watch_req_decode(b, &d, &e) == 0 && d.make
+           && !d.all && !pl_sel_req_given(&d.sel),
+       "watch: 'make' alone (an empty watch) round-trips");
     pl_msg_release(&m);
 
     /* what a client must not send */
@@ -309,7 +317,7 @@ static void test_submit_watch(void)
 
 int main(void)
 {
-    plan(28);
+    plan(29);
     test_token();
     test_watch_req();
     test_reply();
