@@ -254,6 +254,13 @@ int pl_db_pyinput_get(struct pl_db *db, uint64_t id,
                       struct pl_db_pyinput *in, struct pl_error *errp);
 void pl_db_pyinput_clear(struct pl_db_pyinput *in);
 
+/* A copy (malloc()) of the pickle of call 'id''s result when it is
+ * stored inline and is at most 'max' bytes, its size in *len; NULL
+ * otherwise (no result, a larger one, one in a file, out of memory, a
+ * database error: the client asks for it with RESULTS). */
+void *pl_db_result_small(struct pl_db *db, uint64_t id, size_t max,
+                         size_t *len);
+
 /* Whether each of the 'n' refs of a call being submitted is a Python
  * call (fn pycall).  0, or -1 with errp: EINVAL "refs: no task 12",
  * "refs: task 12 is not a Python call", or the database's. */

@@ -55,6 +55,26 @@ int pl_db_pyinput_add(struct pl_db *db, uint64_t id, const struct pl_spec *s,
     return db_step(db, ST_PYIN_ADD, errp);
 }
 
+void *pl_db_result_small(struct pl_db *db, uint64_t id, size_t max,
+                         size_t *len)
+{
+    sqlite3_stmt *st = db->st[ST_REF_GET];
+    void *copy = NULL;
+
+    *len = 0;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (sqlite3_step(st) == SQLITE_ROW
+        && sqlite3_column_type(st, 1) == SQLITE_BLOB) {
+        size_t n = (size_t)sqlite3_column_bytes(st, 1);
+        if (n && n <= max && (copy = malloc(n))) {
+            memcpy(copy, sqlite3_column_blob(st, 1), n);
+            *len = n;
+        }
+    }
+    sqlite3_reset(st);
+    return copy;
+}
+
 int pl_db_refs_check(struct pl_db *db, const uint64_t *refs, uint32_t n,
                      struct pl_error *errp)
 {

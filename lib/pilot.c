@@ -111,7 +111,6 @@ struct pilot *pilot_open(const char *id, const char *home, int timeout_ms,
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
-    pthread_mutex_init(&p->wlock, NULL);
     if (pl_find_init(&p->find, &e) < 0)
         goto error;
     /* the environment's strings may change under us: our copies */
@@ -155,9 +154,7 @@ void pilot_close(struct pilot *p)
     if (!p)
         return;
     int saved = errno;
-    pl_lib_watch_orphan(p);
     pl_conn_free(p->conn);
-    pthread_mutex_destroy(&p->wlock);
     pthread_mutex_destroy(&p->lock);
     free(p);
     errno = saved;
@@ -354,7 +351,7 @@ int pilot_submit_opts(struct pilot *p, const char *specs_json,
     if (rc < 0)
         submit_failed(err, n, &f, &e);
     if (watch[0] && json_array_size(ids) > 0)
-        pl_lib_watch_noted(p, watch, ids); /* preserves errno */
+        pl_lib_watch_noted(watch, ids); /* preserves errno */
     /* the ids queued, all of them or those before the failed request */
     if ((rc == 0 || json_array_size(ids) > 0)
         && (!(out = json_pack("{s:O}", "ids", ids))

@@ -96,13 +96,22 @@ int pilot_is_live(struct pilot *p);
  * "comm", "launcher", "timeout", "output_limit", "retries", "env" and
  * "tags" ({"K": "V"} or ["K=V"]), "after" (ids, "ID.N", names, each
  * string with ":ok" or ":any"), "array" ("A-B:S" or [A, B, S]),
- * "priority", "pool", "fn", "py".  A name in "after" may be an earlier
- * spec's of the same call.  Large submits go in several requests as
- * pilot submit sends them (at most 5,000 tasks each; an array of more
- * in slices that append to it).  On success *reply_json is
- * {"ids": [ID, ...]}: every task's id in the order of the specs, each
- * element of an array.  On failure nothing is queued if a spec is
- * refused before any request (err->text names it: "specs[3]: ...");
+ * "priority", "pool", "fn", "py".  A Python call in a warm worker of
+ * its agent: "py_call" ("MOD:FN", "argv" its string arguments), or
+ * "input" (the cloudpickle of (function, args, kwargs) in base64: inline
+ * up to 256 KiB, larger written by the library to a new file under the
+ * pilot's inputs/, over 256 MiB refused) or "input_file" (a file holding
+ * it, read here); "py_prelude", "python"; "refs": [ID, ...] (at most 64
+ * Python calls whose values this one receives: its pickle names each as
+ * the persistent id ("pilot-ref", ID); each is added to "after" as
+ * "ID:ok"); "argv"/"cmd" are then a label, optional.  A name in "after"
+ * may be an earlier spec's of the same call.  Large submits go in
+ * several requests as pilot submit sends them (at most 5,000 tasks
+ * each; an array of more in slices that append to it).  On success
+ * *reply_json is {"ids": [ID, ...]}: every task's id in the order of
+ * the specs, each element of an array.  On failure nothing is queued
+ * if a spec is refused before any request (err->text names it:
+ * "specs[3]: ...");
  * if a later request fails, the tasks of the earlier ones stay queued
  * and *reply_json holds their ids (else it is NULL).  errno: EINVAL (a
  * spec pilotd would refuse, or not JSON), E2BIG, ENOTCONN, ETIMEDOUT,
@@ -116,6 +125,10 @@ int pilot_submit(struct pilot *p, const char *specs_json, char **reply_json,
  *   "show"       {id} -> task with "events"
  *   "counts"     {ids?} -> {total, waiting, queued, ..., unknown}
  *   "status"     {} -> the status object
+ *   "results"    {ids: [ID, ...] (1..1000)} -> [{id, status: "ok" or
+ *                "raised", size, result: base64 or result_file: path},
+ *                or {id, status: null}: no result; past 32 MiB of
+ *                results the rest are {id, more: true}: ask again]
  *   "cancel"     {ids} -> {canceled: [...], final: [...]}
  *   "pool_start" {name, ranks_per_node, nodes?, cores_per_rank?,
  *                 gpus_per_rank?, launcher?, env?} -> the pool
@@ -147,8 +160,8 @@ void pilot_free(void *ptr);
  * pilot_submit()'s, and: EINVAL (a bad option or token), ENOENT (pilotd
  * has no watch TOKEN: it expired, or pilotd restarted), EACCES (another
  * key's watch), E2BIG (the watch would hold more than 1,000,000 tasks).
- * A watch of this struct pilot is also told the ids, so that it holds
- * them if it must be made again (pilotd restarted). */
+ * A watch of this process is also told the ids, so that it holds them
+ * if it must be made again (pilotd restarted). */
 int pilot_submit_opts(struct pilot *p, const char *specs_json,
                       const char *opts_json, char **reply_json,
                       struct pilot_error *err);
@@ -165,8 +178,9 @@ int pilot_submit_opts(struct pilot *p, const char *specs_json,
  * in or enter.  Opaque. */
 struct pilot_watch;
 
-/* Open a watch on the running pilot of 'p' ('p' must outlive it: close
- * it before pilot_close(p)).  args_json (NULL or "": {}), a JSON object:
+/* Open a watch on the running pilot of 'p' (a connection of its own,
+ * found as 'p' found its pilot: 'p' may be closed first).  args_json
+ * (NULL or "": {}), a JSON object:
  *   {"ids": [ID or "ID.N", ...]}  these tasks (an array's id: all its
  *                                 elements), as pilot_call()'s "cancel"
  *   {"all": true}                 every task of the pilot, those
@@ -219,7 +233,8 @@ const char *pilot_watch_token(const struct pilot_watch *w);
  * connection, or when pilotd was killed and started again (a local
  * pilot's on another port too) it asks pilotd for what came after its
  * last end, and makes the watch again if pilotd lost it: nothing is
- * lost, nothing given twice.  errno: ENOTCONN (the pilot does not run:
+ * lost, nothing given twice (asking pilotd again may hold a call up to
+ * one request's timeout, pilot_open()'s).  errno: ENOTCONN (the pilot does not run:
  * a later call asks again), EACCES, ENOENT (a resumed watch that pilotd
  * lost, with nothing to make it again from), ENOMEM. */
 int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,

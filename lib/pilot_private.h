@@ -19,9 +19,6 @@
  * whose requests 'lock' sends one at a time. */
 struct pilot {
     pthread_mutex_t lock;      /* held across each call's requests */
-    pthread_mutex_t wlock;     /* guards 'watches' (never held across a
-                                  request) */
-    struct pilot_watch *watches; /* opened on it, not closed yet */
     struct pl_find find;       /* how it was found; conn->find points
                                   here */
     char home[PL_PATH_MAX];    /* find.home's copy, when given */
@@ -55,12 +52,9 @@ int pl_lib_sel(const char *what, const json_t *ids, struct pl_sel_req *sel,
                struct pl_error *errp);
 
 /* The tasks 'ids' (a JSON array of ids) that a submit with the watch
- * 'token' added to it in pilotd: told to the watches of 'p' that have
- * that token (lib/watch.c), so that a watch made again holds them. */
-void pl_lib_watch_noted(struct pilot *p, const char *token,
-                        const json_t *ids);
-
-/* pilot_close(): its watches no longer name it. */
-void pl_lib_watch_orphan(struct pilot *p);
+ * 'token' added to it in pilotd: told to the watches of this process
+ * that have that token (lib/watch.c), so that a watch made again holds
+ * them.  Preserves errno. */
+void pl_lib_watch_noted(const char *token, const json_t *ids);
 
 #endif /* !PL_LIB_PILOT_PRIVATE_H */

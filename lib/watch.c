@@ -28,8 +28,7 @@
 #define WAIT_SLICE_MS 100
 
 struct pilot_watch {
-    struct pilot *p;            /* borrowed; NULL once it is closed */
-    struct pilot_watch *next;   /* in p->watches, under p->wlock */
+    struct pilot_watch *next;   /* in 'watches', under 'watches_lock' */
     struct pl_find find;        /* p's, with our copies of its strings */
     char home[PL_PATH_MAX];
     char id[PL_ID_MAX];
@@ -50,6 +49,13 @@ struct pilot_watch {
     _Atomic uint64_t last_seq;  /* the last end given out */
     _Atomic uint64_t pending;   /* pl_sub_pending() at the last turn */
 };
+
+/* The open watches of the process, for pilot_submit_opts() to tell the
+ * ids its submits added to one (pl_lib_watch_noted()): a submit may go
+ * through any struct pilot, and a watch needs no struct pilot once it
+ * is open.  Never held across a request. */
+static pthread_mutex_t watches_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pilot_watch *watches;
 
 /* Called with w->lock held: the ids submits added go to the sub. */
 static void absorb(struct pilot_watch *w)
@@ -201,14 +207,13 @@ static int open_args(const json_t *args, struct open_args *a,
     return 0;
 }
 
-void pl_lib_watch_noted(struct pilot *p, const char *token,
-                        const json_t *ids)
+void pl_lib_watch_noted(const char *token, const json_t *ids)
 {
     int saved = errno;
     size_t n = json_array_size(ids);
 
-    pthread_mutex_lock(&p->wlock);
-    for (struct pilot_watch *w = p->watches; w; w = w->next) {
+    pthread_mutex_lock(&watches_lock);
+    for (struct pilot_watch *w = watches; w; w = w->next) {
         if (strcmp(w->token, token))
             continue;
         pthread_mutex_lock(&w->lock);
@@ -221,34 +226,20 @@ void pl_lib_watch_noted(struct pilot *p, const char *token,
                     (uint64_t)json_integer_value(json_array_get(ids, i));
         pthread_mutex_unlock(&w->lock);
     }
-    pthread_mutex_unlock(&p->wlock);
+    pthread_mutex_unlock(&watches_lock);
     errno = saved;
-}
-
-void pl_lib_watch_orphan(struct pilot *p)
-{
-    pthread_mutex_lock(&p->wlock);
-    for (struct pilot_watch *w = p->watches; w; w = w->next)
-        w->p = NULL;
-    p->watches = NULL;
-    pthread_mutex_unlock(&p->wlock);
 }
 
 static void unlist(struct pilot_watch *w)
 {
-    struct pilot *p = w->p;
-
-    if (!p)
-        return;
-    pthread_mutex_lock(&p->wlock);
-    for (struct pilot_watch **pp = &p->watches; *pp; pp = &(*pp)->next) {
+    pthread_mutex_lock(&watches_lock);
+    for (struct pilot_watch **pp = &watches; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
             *pp = w->next;
             break;
         }
     }
-    pthread_mutex_unlock(&p->wlock);
-    w->p = NULL;
+    pthread_mutex_unlock(&watches_lock);
 }
 
 /* Refuse a selection with a task pilotd does not have (WATCH takes an
@@ -354,11 +345,10 @@ struct pilot_watch *pilot_watch_open(struct pilot *p, const char *args_json,
         goto done;
     w->pending = pl_sub_pending(w->sub);
     w->last_seq = a.has_after ? a.after : pl_sub_last_seq(w->sub);
-    w->p = p;
-    pthread_mutex_lock(&p->wlock);
-    w->next = p->watches;
-    p->watches = w;
-    pthread_mutex_unlock(&p->wlock);
+    pthread_mutex_lock(&watches_lock);
+    w->next = watches;
+    watches = w;
+    pthread_mutex_unlock(&watches_lock);
     rc = 0;
 done:
     if (rc < 0) {
@@ -434,7 +424,9 @@ uint64_t pilot_watch_pending(const struct pilot_watch *w)
  * next call either way). */
 static int lost(struct pilot_watch *w, struct pl_error *e)
 {
-    if (errno != ETIMEDOUT && errno != EPROTO)
+    int errnum = errno;
+
+    if (errnum != ETIMEDOUT && errnum != EPROTO)
         return -1;
     pl_lib_slurm_lend(&w->find);
     pl_pilot_probe(&w->find, &w->conn->pilot);
@@ -445,9 +437,15 @@ static int lost(struct pilot_watch *w, struct pl_error *e)
                             "of its tasks come when it runs again",
                             w->conn->pilot.id, w->conn->pilot.why);
     }
-    if (pl_conn_moved(w->conn))
+    if (pl_conn_moved(w->conn)) {
         pl_sub_set_rpc(w->sub, w->conn->rpc);
-    return 0;
+        return 0;
+    }
+    /* a pilotd that is slow, or started again on the same endpoint (a
+     * Slurm pilot's), answers a later request; EPROTO comes at once and
+     * would come again at once (another server key, another version) */
+    errno = errnum;
+    return errnum == ETIMEDOUT ? 0 : -1;
 }
 
 /* The ends taken, as pilot_watch_next() gives them, into *out. */

@@ -178,6 +178,8 @@ void pl_ends_encode(struct pl_wbuf *w, const char *token, uint64_t n,
         if (e->reason)
             pl_wm_str(&m, "reason", e->reason);
         pl_wm_double(&m, "end_time", e->end_time);
+        if (e->result)
+            pl_wm_bin(&m, "result", e->result, e->result_size);
     }
 }
 

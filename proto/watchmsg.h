@@ -31,9 +31,12 @@
  * 127 bytes in pilotd), so a push never holds a client's loop long. */
 #define PL_ENDS_MAX 1000
 #define PL_END_REASON_MAX 1024      /* bytes of an end's reason, decoded */
-/* Reserved for the Python executor's results (not sent yet): a decoder
- * takes a 'result' bin of at most this many bytes and ignores it. */
+/* A decoder takes an end's 'result' bin of at most this many bytes;
+ * pilotd sends a Python call's result with its end when it is stored
+ * inline and is at most PL_END_RESULT_INLINE (1,000 of them, 4 MB, in
+ * one push): an Executor needs no request for a small value. */
 #define PL_END_RESULT_MAX (64 * 1024)
+#define PL_END_RESULT_INLINE 4096
 
 /* Whether 's' is a token: 16 to 64 of [A-Za-z0-9_-]. */
 bool pl_watch_token_ok(const char *s);
@@ -100,8 +103,11 @@ struct pl_end {
     int signal;            /* -1: none */
     double end_time;       /* s since the epoch */
     char *reason;          /* NULL: none.  Owned when decoded */
-    const void *result;    /* reserved (the Python executor's): borrowed
-                              from the message when decoded; never sent */
+    const void *result;    /* a Python call's result (the pickle: its
+                              value if 'state' is done, (exception,
+                              traceback) if failed), or NULL: none, or
+                              not small (ask with RESULTS).  Borrowed:
+                              from the message when decoded */
     size_t result_size;
 };
 

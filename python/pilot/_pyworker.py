@@ -21,6 +21,11 @@ traceback) pickled with cloudpickle, inline or, when large, written to
 the file the agent names.  A SIGINT (a timeout, a cancel) raises
 KeyboardInterrupt in the call: the worker answers and stays warm.  It
 exits when the agent closes its socket.
+
+A pickled call may name the values of other calls, its refs, as the
+persistent ids ("pilot-ref", ID): the call's frame carries each ref's
+result (its bytes after the input's, or its file), and load_call()
+gives the unpickled value in its place (docs/python.md, "Refs").
 """
 
 import importlib

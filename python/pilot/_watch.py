@@ -36,7 +36,8 @@ class Watch:
     (its .last_seq): the ends after it are given again, in order.
 
     Safe to use from several threads; close() waits until a next() in
-    another thread has returned (at most a second)."""
+    another thread has returned (within a second, unless pilotd is not
+    answering: then within a request's timeout)."""
 
     def __init__(self, client, ids=None, all=False, token=None, after=None):
         from .client import _id_arg, _raise

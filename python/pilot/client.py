@@ -243,8 +243,9 @@ class Task:
                     if partial:
                         yield partial.decode("utf-8", "replace")
                     return
-                # nothing new: wait for more output, or for the end
-                if w.next(timeout=poll):
+                # nothing new: wait for more output, or for the end (an
+                # array's id watches all its elements: this one's)
+                if any(e["id"] == self.id for e in w.next(timeout=poll)):
                     ended = True
         finally:
             if f:

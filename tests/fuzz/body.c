@@ -117,6 +117,18 @@ static void queries(const msgpack_object *body)
     errno = 0;
     rc = pl_show_req_decode(body, &sh, &e);
     check_refusal(rc, &e);
+    struct pl_results_req rr;
+    errno = 0;
+    rc = pl_results_req_decode(body, &rr, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(rr.nids >= 1 && rr.nids <= PL_RESULTS_MAX_IDS);
+        for (uint32_t i = 0; i < rr.nids; i++)
+            CHECK(rr.ids[i] >= 1 && rr.ids[i] <= INT64_MAX);
+        pl_results_req_clear(&rr);
+    }
+    else
+        CHECK(!rr.ids);
 }
 
 /* ---- agent messages, as pilotd reads them (daemon/agents.c) ---- */
@@ -211,6 +223,15 @@ static void run(const msgpack_object *body)
             if (s.comm == PL_COMM_MPI)
                 CHECK(s.hosts && pl_strv_len(s.hosts) == s.size
                       && s.rank_cores);
+            CHECK(s.nrefs <= PL_SPEC_MAX_REFS
+                  && (!s.nrefs || s.input || s.input_file));
+            for (uint32_t k = 0; k < s.nrefs; k++) {
+                const struct pl_run_ref *f = &s.refs[k];
+                CHECK(f->id >= 1 && f->ndata <= PL_PY_RESULT_INLINE);
+                CHECK(!(f->data && f->file)
+                      && (f->status == PL_PYR_NONE) == (!f->data && !f->file));
+                CHECK(!f->file || f->file[0] == '/');
+            }
         }
         pl_run_clear(&s);
     }

@@ -282,6 +282,67 @@ static void run_pycall(msgpack_packer *pk)
     raw_kstr(pk, "result_file", "/tmp/p1/tasks/0/9.result");
 }
 
+/* a pickled call that receives the values of calls 7 (inline), 8 (in
+ * a file) and 6 (none) */
+static void run_pycall_refs(msgpack_packer *pk)
+{
+    static char fn[] = "pickled";
+    char *argv[] = { fn, NULL };
+    uint64_t core[] = { 0 };
+    static const unsigned char in[] = { 0x80, 0x05, 0x95, 0x00 };
+
+    msgpack_pack_map(pk, 10);
+    raw_kuint(pk, "id", 9);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", argv);
+    raw_kuintv(pk, "cores", core, 1);
+    raw_kstr(pk, "stdout", "/tmp/p1/tasks/0/9.out");
+    raw_kstr(pk, "stderr", "/tmp/p1/tasks/0/9.err");
+    raw_kstr(pk, "fn", "pycall");
+    raw_key(pk, "input");
+    msgpack_pack_bin(pk, sizeof(in));
+    msgpack_pack_bin_body(pk, in, sizeof(in));
+    raw_kstr(pk, "result_file", "/tmp/p1/tasks/0/9.result");
+    raw_key(pk, "refs");
+    msgpack_pack_array(pk, 3);
+    msgpack_pack_map(pk, 3);
+    raw_kuint(pk, "id", 7);
+    raw_kstr(pk, "status", "ok");
+    raw_key(pk, "data");
+    msgpack_pack_bin(pk, 3);
+    msgpack_pack_bin_body(pk, "\x80\x05K", 3);
+    msgpack_pack_map(pk, 3);
+    raw_kuint(pk, "id", 8);
+    raw_kstr(pk, "status", "raised");
+    raw_kstr(pk, "file", "/tmp/p1/tasks/0/8.result");
+    msgpack_pack_map(pk, 2);
+    raw_kuint(pk, "id", 6);
+    raw_kstr(pk, "status", "none");
+}
+
+/* a pickled call spec with refs, each in its after */
+static void spec_refs(msgpack_packer *pk)
+{
+    static char fn[] = "pickled";
+    char *argv[] = { fn, NULL };
+    uint64_t refs[] = { 7, 8 };
+    static const unsigned char in[] = { 0x80, 0x05, 0x95, 0x00 };
+
+    msgpack_pack_map(pk, 5);
+    raw_kstrv(pk, "argv", argv);
+    raw_kstr(pk, "fn", "pycall");
+    raw_key(pk, "input");
+    msgpack_pack_bin(pk, sizeof(in));
+    msgpack_pack_bin_body(pk, in, sizeof(in));
+    raw_kuintv(pk, "refs", refs, 2);
+    raw_key(pk, "after");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_map(pk, 1);
+    raw_kuint(pk, "id", 7);
+    msgpack_pack_map(pk, 1);
+    raw_kuint(pk, "id", 8);
+}
+
 static void run_mpi(msgpack_packer *pk)
 {
     char *hosts[] = { n1, n1, n2, n2, NULL };
@@ -741,6 +802,12 @@ static void messages(void)
     raw_wbuf_init(&w, PL_MSG_COUNTS, 8, 1);
     raw_kuintv(&w.pk, "ids", ids, 2);
     put_msg("counts-1", &w);
+    {
+        uint64_t rids[] = { 7, 8, 9 };
+        struct pl_results_req rq = { .ids = rids, .nids = 3 };
+        pl_results_req_encode(&w, 16, &rq);
+        put_msg("results-1", &w);
+    }
 
     /* watches: WATCH, UNWATCH, a submit with 'watch', a reply, a push */
     {
@@ -772,6 +839,11 @@ static void messages(void)
         };
         pl_ends_encode(&w, "fuzz-watch-token-01", 3, 1, ends, 2);
         put_msg("ends-1", &w);
+        /* a Python call's small result with its end */
+        ends[0].result = "\x80\x05K*.";
+        ends[0].result_size = 5;
+        pl_ends_encode(&w, "fuzz-watch-token-01", 4, 0, ends, 1);
+        put_msg("ends-2", &w);
     }
 
     /* pools: the requests, an agent's HELLO report, a worker's messages
@@ -921,6 +993,8 @@ int main(int argc, char **argv)
     put_entry("run-mpi", run_mpi);
     put_entry("run-pool", run_pool);
     put_entry("run-pycall", run_pycall);
+    put_entry("run-pycall-refs", run_pycall_refs);
+    put_entry("spec-refs", spec_refs);
     put_entry("event-result", event_result);
     put_entry("event-full", event_full);
     put_entry("event-running", event_running);

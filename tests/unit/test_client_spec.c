@@ -594,11 +594,97 @@ static void test_pycall(const char *dir)
     pl_cli_spec_clear(&b);
 }
 
+/* A task file's (and pilot_submit()'s) Python call: py_call, input in
+ * base64, input_file read here, refs waited for; a large input staged
+ * under inputs/ by the --input code; the rules between the keys. */
+static void test_pycall_entry(const char *dir)
+{
+    struct pl_cli_spec b;
+    struct pl_error e = { "" };
+    struct pl_spec s;
+    char text[PATH_MAX + 16];
+
+    pl_cli_spec_init(&b);
+    ok(entry(&b, "{\"py_call\": \"mod:add\", \"argv\": [\"1\", \"2\"], "
+                 "\"python\": \"/usr/bin/python3\"}", &e) == 0
+           && b.spec.fn == PL_FN_PYCALL && !strcmp(b.spec.argv[0], "mod:add")
+           && !strcmp(b.spec.argv[2], "2") && pl_strv_len(b.spec.argv) == 3
+           && !strcmp(b.spec.python, "/usr/bin/python3")
+           && pl_spec_check(&b.spec, &e) == 0,
+       "entry: py_call with argv its string arguments (%s)", e.text);
+    pl_cli_spec_clear(&b);
+    pl_cli_spec_init(&b);
+    ok(entry(&b, "{\"input\": \"gAVLBS4=\", \"refs\": [7, 9], "
+                 "\"after\": [\"9:ok\", 3]}", &e) == 0
+           && b.spec.fn == PL_FN_PYCALL && b.spec.ninput == 5
+           && !memcmp(b.spec.input, "\x80\x05K\x05.", 5)
+           && !strcmp(b.spec.argv[0], "input") && b.spec.nrefs == 2
+           && b.spec.nafter == 3 && b.spec.after[2].id == 7
+           && !b.spec.after[2].any && pl_spec_check(&b.spec, &e) == 0,
+       "entry: input in base64, its label 'input', a ref not in after "
+       "added (:ok) (%s)", e.text);
+    pl_cli_spec_clear(&b);
+    snprintf(text, sizeof(text), "%s/call.pkl", dir);
+    FILE *fp = fopen(text, "w");
+    if (fp) {
+        fputs("pickled", fp);
+        fclose(fp);
+    }
+    pl_cli_spec_init(&b);
+    ok(entry(&b, "{\"input_file\": \"call.pkl\", \"name\": \"c\"}", &e)
+           == 0 && b.spec.ninput == 7 && !memcmp(b.spec.input, "pickled", 7)
+           && !strcmp(b.spec.argv[0], "call.pkl"),
+       "entry: input_file read here (relative), its name the label (%s)",
+       e.text);
+    pl_cli_spec_clear(&b);
+    /* 256 KiB + 1 in base64: kept whole, then staged as --input's is */
+    size_t n = PL_SPEC_MAX_INPUT + 1;
+    unsigned char *raw = calloc(1, n);
+    char *b64 = pl_b64_encode(raw, n), *js = malloc(strlen(b64) + 32);
+    snprintf(js, strlen(b64) + 32, "{\"input\": \"%s\"}", b64);
+    pl_cli_spec_init(&b);
+    ok(entry(&b, js, &e) == 0 && b.spec.ninput == n, "entry: an input of "
+       "256 KiB + 1 in base64 read whole (%s)", e.text);
+    pl_cli_spec_take(&b, &s);
+    errno = 0;
+    ok(pl_cli_spec_py_stage(&s, NULL, &e) < 0 && errno == E2BIG,
+       "... without a pilot directory: refused (%s)", e.text);
+    struct stat st;
+    ok(pl_cli_spec_py_stage(&s, dir, &e) == 0 && !s.input && s.input_file
+           && strstr(s.input_file, "/inputs/")
+           && stat(s.input_file, &st) == 0 && (size_t)st.st_size == n
+           && pl_spec_check(&s, &e) == 0,
+       "... staged under inputs/, named in input_file (%s)", e.text);
+    pl_spec_clear(&s);
+    free(raw);
+    free(b64);
+    free(js);
+    entry_fails("{\"input\": \"gAV!\"}", "field 'input': want the pickled "
+                "call in base64 (A-Z a-z 0-9 + /, '=' padded, no line "
+                "breaks)");
+    entry_fails("{\"input\": \"\"}", "field 'input': empty");
+    entry_fails("{\"input\": \"gAVLBS4=\", \"py_call\": \"m:f\"}",
+                "py_call and input: give one of them (the pickled call "
+                "holds its function)");
+    entry_fails("{\"input\": \"gAVLBS4=\", \"input_file\": \"call.pkl\"}",
+                "input and input_file: give one of them");
+    entry_fails("{\"argv\": [\"x\"], \"refs\": [1]}", "refs: only a Python "
+                "call (py_call, input or input_file) receives other calls' "
+                "values");
+    entry_fails("{\"input\": \"gAVLBS4=\", \"refs\": [0]}",
+                "field 'refs': want a list of task ids (Python calls)");
+    entry_fails("{\"argv\": [\"x\"], \"python\": \"python3\"}",
+                "py_prelude and python go with py_call, input or input_file");
+    entry_fails("{\"input\": \"gAVLBS4=\", \"pool\": \"p\"}",
+                "a Python call (py_call, input, input_file) runs in a warm "
+                "worker of its agent: no pool, fn or py");
+}
+
 int main(void)
 {
     char tmp[64];
 
-    plan(111);
+    plan(125);
     if (!t_tmpdir("client-spec", tmp, sizeof(tmp)) || chdir(tmp) < 0
         || !getcwd(here, sizeof(here)))
         return 1;
@@ -611,6 +697,7 @@ int main(void)
     test_entry_rules();
     test_checked();
     test_pycall(here);
+    test_pycall_entry(here);
     if (chdir("/") == 0)
         t_rmtree(tmp);
     return done_testing();

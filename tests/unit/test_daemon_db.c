@@ -642,6 +642,123 @@ static void pycall_rows(const char *dir)
     pl_db_close(db);
 }
 
+/* pl_db_load_live()'s callback: the refs of task *arg's row. */
+static int refs_cb(struct pl_db_row *row, void *arg)
+{
+    uint64_t *want = arg;
+
+    if (row->id == want[0])
+        want[1] = row->nrefs;
+    return 0;
+}
+
+/* A call's refs: checked to be calls at submit, stored with its input,
+ * read back at dispatch with each one's result as it is now; many
+ * results in one read (RESULTS), cut at a budget. */
+static void refs_rows(const char *dir)
+{
+    char path[300];
+    struct pl_error e = { "" };
+    struct pl_db *db;
+    struct pl_db_pyinput in;
+    uint64_t a = 0, b = 0, cmd = 0, c = 0;
+    char *argv[] = { (char *)"label", NULL };
+    struct pl_spec s = { .argv = argv, .ranks = 1, .cpr = 1,
+                         .fn = PL_FN_PYCALL, .input = (unsigned char *)"\x80",
+                         .ninput = 1 };
+    struct pl_spec sc = { .argv = argv, .ranks = 1, .cpr = 1 };
+    struct pl_db_task t = { .spec = &s }, tc = { .spec = &sc };
+
+    snprintf(path, sizeof(path), "%s/refs.db", dir);
+    /* a pyinputs table of schema 9, without refs: the column is added */
+    sqlite3 *old;
+    ok(sqlite3_open(path, &old) == SQLITE_OK
+           && sqlite3_exec(old, "CREATE TABLE pyinputs (task INTEGER PRIMARY "
+                                "KEY, input BLOB, input_file TEXT, prelude "
+                                "TEXT, python TEXT)", NULL, NULL, NULL)
+                  == SQLITE_OK,
+       "refs: a database of schema 9's pyinputs");
+    sqlite3_close(old);
+    if (!ok((db = pl_db_open(path, &e)) != NULL,
+            "refs: it opens as schema 10 (%s)", e.text))
+        return;
+    sqlite3 *h = pl_db_handle(db);
+    is(count(h, "SELECT count(refs) FROM pyinputs"), 0,
+       "refs: ... pyinputs has its refs column");
+    ok(pl_db_task_insert(db, &t, PL_ST_DONE, 1.0, &a, &e) == 0
+           && pl_db_pyinput_add(db, a, &s, NULL, NULL, &e) == 0
+           && pl_db_task_insert(db, &t, PL_ST_DONE, 1.0, &b, &e) == 0
+           && pl_db_pyinput_add(db, b, &s, NULL, NULL, &e) == 0
+           && pl_db_task_insert(db, &tc, PL_ST_DONE, 1.0, &cmd, &e) == 0,
+       "refs: two calls and a command stored (%s)", e.text);
+    uint64_t good[] = { a, b }, bad1[] = { a, cmd }, bad2[] = { 999999 };
+    ok(pl_db_refs_check(db, good, 2, &e) == 0, "refs: two calls pass");
+    ok(pl_db_refs_check(db, bad1, 2, &e) < 0 && errno == EINVAL
+           && strstr(e.text, "is not a Python call"),
+       "refs: a command refused (%s)", e.text);
+    ok(pl_db_refs_check(db, bad2, 1, &e) < 0 && errno == EINVAL
+           && !strcmp(e.text, "refs: no task 999999"),
+       "refs: an unknown task refused (%s)", e.text);
+    struct pl_db_result r = { .id = a, .attempt = 1, .status = PL_PYR_OK,
+                              .size = 4, .data = (const unsigned char *)"abcd",
+                              .ndata = 4 };
+    ok(pl_db_result_set(db, &r, &e) == 0, "refs: a's result, inline");
+    uint64_t refs[] = { a, b };
+    struct pl_dep after[] = { { .id = a }, { .id = b } };
+    s.refs = refs;
+    s.nrefs = 2;
+    s.after = after;
+    s.nafter = 2;
+    ok(pl_db_task_insert(db, &t, PL_ST_WAITING, 1.0, &c, &e) == 0
+           && pl_db_pyinput_add(db, c, &s, NULL, NULL, &e) == 0
+           && pl_db_commit(db, &e) == 0,
+       "refs: a call of refs a and b stored (%s)", e.text);
+    ok(pl_db_pyinput_get(db, c, &in, &e) == 0 && in.nrefs == 2
+           && in.refs[0].id == a && in.refs[0].status == PL_PYR_OK
+           && in.refs[0].ndata == 4 && !memcmp(in.refs[0].data, "abcd", 4)
+           && in.refs[1].id == b && in.refs[1].status == PL_PYR_NONE
+           && !in.refs[1].data && !in.refs[1].file,
+       "refs: read back at dispatch, a's result inline, b's none yet");
+    pl_db_pyinput_clear(&in);
+    r = (struct pl_db_result){ .id = b, .attempt = 1, .status = PL_PYR_OK,
+                               .size = 70000, .file = "/p/tasks/0/2.result" };
+    ok(pl_db_result_set(db, &r, &e) == 0 && pl_db_commit(db, &e) == 0
+           && pl_db_pyinput_get(db, c, &in, &e) == 0 && in.nrefs == 2
+           && in.refs[1].status == PL_PYR_OK && !in.refs[1].data
+           && !strcmp(in.refs[1].file, "/p/tasks/0/2.result"),
+       "refs: b's result in a file, its path");
+    pl_db_pyinput_clear(&in);
+    uint64_t want[2] = { c, 0 };
+    ok(pl_db_load_live(db, refs_cb, want, &e) == 0 && want[1] == 2,
+       "refs: a restarted pilotd counts the refs of a waiting call");
+    uint64_t q[] = { b, 424242, a, cmd };
+    json_t *j = pl_query_results(h, q, 4, 1 << 20, &e), *x;
+    ok(json_array_size(j) == 4
+           && jint(json_array_get(j, 0), "id") == (json_int_t)b
+           && !strcmp(jstr(json_array_get(j, 0), "result_file"),
+                      "/p/tasks/0/2.result")
+           && jint(json_array_get(j, 0), "size") == 70000
+           && json_is_null(json_object_get(json_array_get(j, 1), "status"))
+           && !strcmp(jstr(json_array_get(j, 2), "status"), "ok")
+           && !strcmp(jstr(json_array_get(j, 2), "result"), "YWJjZA==")
+           && json_is_null(json_object_get(json_array_get(j, 3), "status")),
+       "results: in the ids' order; none (unknown, a command): null");
+    json_decref(j);
+    q[0] = a;
+    q[2] = a;
+    j = pl_query_results(h, q, 3, 10, &e);
+    x = json_array_get(j, 1);
+    ok(json_array_size(j) == 3
+           && !strcmp(jstr(json_array_get(j, 0), "result"), "YWJjZA==")
+           && json_is_true(json_object_get(x, "more"))
+           && !json_object_get(x, "status")
+           && jint(x, "id") == 424242
+           && json_is_true(json_object_get(json_array_get(j, 2), "more")),
+       "results: over the budget, the first whole, the rest 'more'");
+    json_decref(j);
+    pl_db_close(db);
+}
+
 static void journal(void)
 {
     char dir[64];
@@ -651,6 +768,7 @@ static void journal(void)
     journal_page_limit(dir);
     journal_readonly(dir);
     pycall_rows(dir);
+    refs_rows(dir);
     journal_full(dir); /* last: it may leave our mount namespace private */
     t_rmtree(dir);
 }
@@ -662,7 +780,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(178);
+    plan(192);
     if (!t_tmpdir("db", tmp, sizeof(tmp)))
         return 1;
     snprintf(path, sizeof(path), "%s/state.db", tmp);

@@ -215,6 +215,8 @@ static struct pl_dtask *task_new(struct pl_daemon *d)
  * 'token' or its counter skips (*n: the last). */
 struct got {
     uint64_t id[20000], seq[20000];
+    size_t rsize[20000];         /* each end's result's bytes, 0: none */
+    unsigned char r0[20000];     /* ... and its first byte */
     size_t n;
     uint64_t pushes, last_n, pending;
     bool bad;
@@ -245,6 +247,10 @@ static void drain(struct rig *g, const char *token, struct got *gt, int ms)
         gt->pending = e.pending;
         for (uint32_t i = 0; i < e.nends && gt->n < 20000; i++) {
             gt->id[gt->n] = e.ends[i].id;
+            gt->rsize[gt->n] = e.ends[i].result ? e.ends[i].result_size : 0;
+            gt->r0[gt->n] = e.ends[i].result
+                                ? *(const unsigned char *)e.ends[i].result
+                                : 0;
             gt->seq[gt->n++] = e.ends[i].seq;
         }
         pl_ends_clear(&e);
@@ -602,11 +608,70 @@ static void test_limits(struct rig *g)
        "after an unwatch there is room again");
 }
 
+/* A Python call's result of at most 4 KiB stored inline goes with its
+ * end, live and replayed; a larger one, or one in a file, does not. */
+static void test_results(struct rig *g)
+{
+    static const char *tok = "unit-test-watch-results-1";
+    static unsigned char small[PL_END_RESULT_INLINE], big[5000];
+    struct pl_daemon *d = g->d;
+    struct pl_dtask *t[3];
+    struct pl_watch_reply rep;
+    struct got *gt = calloc(1, sizeof(*gt));
+    struct pl_error e;
+    char text[200];
+    uint64_t ids[3];
+
+    memset(small, 's', sizeof(small));
+    memset(big, 'b', sizeof(big));
+    for (int i = 0; i < 3; i++) {
+        t[i] = task_new(d);
+        ids[i] = t[i]->id;
+    }
+    struct pl_db_result r[3] = {
+        { .id = ids[0], .attempt = 1, .status = PL_PYR_OK,
+          .size = sizeof(small), .data = small, .ndata = sizeof(small) },
+        { .id = ids[1], .attempt = 1, .status = PL_PYR_OK,
+          .size = sizeof(big), .data = big, .ndata = sizeof(big) },
+        { .id = ids[2], .attempt = 1, .status = PL_PYR_OK, .size = 70000,
+          .file = "/p/tasks/0/3.result" },
+    };
+    for (int i = 0; i < 3; i++)
+        pl_db_result_set(d->db, &r[i], &e);
+    pl_daemon_flush(d);
+    struct pl_watch_req q = { .token = "", .attach = true,
+                              .sel = { ids, 3, NULL, 0 } };
+    snprintf(q.token, sizeof(q.token), "%s", tok);
+    is(watch(g, &q, &g->key, &rep, text, sizeof(text)), 0,
+       "results: a watch of 3 calls (%s)", text);
+    for (int i = 0; i < 3; i++)
+        pl_dtask_cancel(d, t[i]);
+    pl_daemon_flush(d);
+    drain(g, tok, gt, 200);
+    ok(gt->n == 3 && gt->rsize[0] == PL_END_RESULT_INLINE
+           && gt->r0[0] == 's' && gt->rsize[1] == 0 && gt->rsize[2] == 0
+           && !gt->bad,
+       "results: a result of 4 KiB goes with its end; 5,000 bytes or a "
+       "file do not");
+    struct pl_watch_req res = { .attach = true, .has_after = true,
+                                .after = 0 };
+    snprintf(res.token, sizeof(res.token), "%s", tok);
+    is(watch(g, &res, &g->key, &rep, text, sizeof(text)), 0,
+       "results: a resume from the start (%s)", text);
+    turns(g);
+    size_t before = gt->n;
+    drain(g, tok, gt, 200);
+    ok(gt->n == before + 3 && gt->rsize[before] == PL_END_RESULT_INLINE
+           && gt->rsize[before + 1] == 0 && !gt->bad,
+       "results: ... replayed from the database, the same");
+    free(gt);
+}
+
 int main(void)
 {
     struct rig g;
 
-    plan(35);
+    plan(39);
     if (!t_tmpdir("watch", dir, sizeof(dir)))
         return 1;
     rig_make(&g);
@@ -615,6 +680,7 @@ int main(void)
     test_submit(&g);
     test_make(&g);
     test_limits(&g);
+    test_results(&g);
     rig_drop(&g);
     uv_run(&g.loop, UV_RUN_DEFAULT);
     is(uv_loop_close(&g.loop), 0, "every handle closed");

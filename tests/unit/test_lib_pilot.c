@@ -147,6 +147,15 @@ static void test_down(const char *home)
            && json_integer_value(json_object_get(j, "done")) == 1,
        "counts: 3 in all, 1 done");
     json_decref(j);
+    rc = call(p, "results", "{\"ids\": [2, \"1\", 99]}", &j, &err);
+    ok(rc == 0 && json_array_size(j) == 3
+           && json_integer_value(json_object_get(json_array_get(j, 1),
+                                                 "id")) == 1
+           && json_is_null(json_object_get(json_array_get(j, 0), "status"))
+           && json_is_null(json_object_get(json_array_get(j, 2), "status")),
+       "results {ids: [2, \"1\", 99]}: one entry each, none a call's: "
+       "null");
+    json_decref(j);
     rc = call(p, "status", "", &j, &err);
     ok(rc == 0 && !strcmp(json_string_value(json_object_get(j, "state")),
                           "down"),
@@ -188,6 +197,10 @@ static void test_args(const char *home)
         { "pool_start", "{\"name\": \"w\", \"launcher\": \"ssh\"}",
           "'launcher' must be srun or mpirun" },
         { "status", "{\"verbose\": true}", "unknown field 'verbose'" },
+        { "results", "{}", "'ids' must be a list of 1 to 1000 task ids" },
+        { "results", "{\"ids\": [\"3.1\"]}", "'ids' must be task ids" },
+        { "results", "{\"ids\": [1], \"wait\": 1}",
+          "results: unknown field 'wait'" },
     };
     static const struct {
         const char *specs, *text;
@@ -201,6 +214,9 @@ static void test_args(const char *home)
         { "[{\"argv\": [\"x\"], \"comm\": \"smoke\"}]", "unknown comm" },
         { "[{\"cmd\": \"x\", \"argv\": [\"x\"]}]", "give one of them" },
         { "[{\"argv\": [\"x\"], \"array\": \"5-1\"}]", "ends before" },
+        { "[{\"input\": \"gAVLBS4=\", \"refs\": [1], \"after\": "
+          "[\"1:any\"]}]", "refs: 1 is in after with :any" },
+        { "[{\"input\": \"%%%\"}]", "field 'input': want the pickled call" },
     };
     struct pilot_error err;
     struct pilot *p = pilot_open("p1", home, 2000, &err);
@@ -295,11 +311,42 @@ static void test_threads(const char *home)
     pilot_close(p);
 }
 
+/* A watch needs a running pilotd; its arguments are checked first. */
+static void test_watch(const char *home)
+{
+    struct pilot_error err;
+    struct pilot *p = pilot_open("p1", home, 2000, &err);
+    struct pilot_watch *w;
+    char *out = (char *)"x";
+
+    if (!ok(p != NULL, "open p1 (down) for a watch"))
+        return;
+    errno = 0;
+    w = pilot_watch_open(p, "{\"ids\": [1]}", &err);
+    ok(!w && errno == ENOTCONN && err.errnum == ENOTCONN
+           && strstr(err.text, "not running"),
+       "pilot_watch_open on a pilot that does not run: ENOTCONN (%s)",
+       err.text);
+    w = pilot_watch_open(p, "{\"all\": 1}", &err);
+    ok(!w && err.errnum == EINVAL && strstr(err.text, "'all' must be"),
+       "... a bad argument is refused first: EINVAL (%s)", err.text);
+    ok(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]",
+                         "{\"watch\": 3}", &out, &err) < 0
+           && err.errnum == EINVAL && !out,
+       "pilot_submit_opts with a bad 'watch': EINVAL (%s)", err.text);
+    ok(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]", "{\"wach\": 3}",
+                         &out, &err) < 0
+           && err.errnum == EINVAL && strstr(err.text, "unknown field"),
+       "... an unknown option: EINVAL (%s)", err.text);
+    pilot_watch_close(NULL, 1);
+    pilot_close(p);
+}
+
 int main(void)
 {
     char tmp[128], home[256];
 
-    plan(51);
+    plan(62);
     is(pilot_api_version(), PILOT_API_VERSION, "pilot_api_version() is %d",
        PILOT_API_VERSION);
     if (!t_tmpdir("lib-pilot", tmp, sizeof(tmp)))
@@ -314,6 +361,7 @@ int main(void)
     test_args(home);
     test_log_path(home);
     test_threads(home);
+    test_watch(home);
     pilot_close(NULL);
     pilot_free(NULL);
     t_rmtree(tmp);

@@ -23,6 +23,71 @@ static const msgpack_object *reread(struct pl_wbuf *w, struct pl_msg *m)
     return m->body;
 }
 
+/* RESULTS (114): 1 to 1,000 task ids, none 0. */
+static void test_results(void)
+{
+    static uint64_t many[PL_RESULTS_MAX_IDS + 1];
+    uint64_t ids[] = { 4, 2, 9 }, zero[] = { 3, 0 };
+    struct pl_results_req r = { .ids = ids, .nids = 3 }, r2;
+    struct pl_error e = { "" };
+    const msgpack_object *o;
+    struct pl_wbuf w;
+    struct pl_msg m;
+
+    pl_results_req_encode(&w, 8, &r);
+    ok((o = reread(&w, &m)) && m.type == PL_MSG_RESULTS && m.seq == 8
+           && pl_results_req_decode(o, &r2, &e) == 0 && r2.nids == 3
+           && r2.ids[0] == 4 && r2.ids[2] == 9,
+       "results: its ids round-trip in order (%s)", e.text);
+    pl_results_req_clear(&r2);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    for (size_t i = 0; i <= PL_RESULTS_MAX_IDS; i++)
+        many[i] = i + 1;
+    r = (struct pl_results_req){ .ids = many, .nids = PL_RESULTS_MAX_IDS };
+    pl_results_req_encode(&w, 8, &r);
+    ok((o = reread(&w, &m)) && pl_results_req_decode(o, &r2, &e) == 0
+           && r2.nids == PL_RESULTS_MAX_IDS,
+       "results: %d ids pass", PL_RESULTS_MAX_IDS);
+    pl_results_req_clear(&r2);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    r.nids = PL_RESULTS_MAX_IDS + 1;
+    pl_results_req_encode(&w, 8, &r);
+    errno = 0;
+    ok((o = reread(&w, &m)) && pl_results_req_decode(o, &r2, &e) < 0
+           && errno == EPROTO && !r2.ids,
+       "results: %d ids refused (%s)", PL_RESULTS_MAX_IDS + 1, e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    r = (struct pl_results_req){ .ids = zero, .nids = 2 };
+    pl_results_req_encode(&w, 8, &r);
+    ok((o = reread(&w, &m)) && pl_results_req_decode(o, &r2, &e) < 0
+           && errno == EINVAL && strstr(e.text, "id 0") && !r2.ids,
+       "results: id 0 refused (%s)", e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    r.nids = 0;
+    pl_results_req_encode(&w, 8, &r);
+    ok((o = reread(&w, &m)) && pl_results_req_decode(o, &r2, &e) < 0
+           && errno == EINVAL && strstr(e.text, "no task"),
+       "results: no ids refused (%s)", e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    raw_wbuf_init(&w, PL_MSG_RESULTS, 1, 0);
+    ok((o = reread(&w, &m)) && pl_results_req_decode(o, &r2, &e) < 0
+           && errno == EPROTO,
+       "results: a body without ids refused (%s)", e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+}
+
 int main(void)
 {
     struct pl_wbuf w;
@@ -32,7 +97,7 @@ int main(void)
     uint64_t ids[] = { 3, 9, 12 }, elems[] = { 40, 7, 40, 8 };
     char *tags[] = { (char *)"model=lstm", (char *)"stage", NULL };
 
-    plan(12);
+    plan(18);
     /* CANCEL / COUNTS: a selection */
     struct pl_sel_req s = { .ids = ids, .nids = 3, .elems = elems,
                             .nelems = 2 }, s2;
@@ -158,5 +223,6 @@ int main(void)
     if (o)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
+    test_results();
     return done_testing();
 }

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "proto/agentmsg.h"
 #include "proto/msg.h"
 #include "proto/pywmsg.h"
 #include "tests/unit/tap.h"
@@ -253,11 +254,67 @@ static void test_call(void)
     free(buf);
 }
 
+/* A call with refs: the header lists them, "input_size" splits the
+ * payload, the inline results follow the input in their order. */
+static void test_call_refs(void)
+{
+    unsigned char in[] = { 1, 2, 3 }, v1[] = { 'a', 'b' }, v3[] = { 'z' };
+    char *argv[] = { (char *)"f", NULL };
+    struct pl_run_ref refs[] = {
+        { .id = 4, .status = PL_PYR_OK, .data = v1, .ndata = 2 },
+        { .id = 5, .status = PL_PYR_OK, .file = (char *)"/d/5.result" },
+        { .id = 6, .status = PL_PYR_NONE },
+        { .id = 7, .status = PL_PYR_RAISED, .data = v3, .ndata = 1 },
+    };
+    struct pl_pycall c = {
+        .id = 9, .attempt = 1, .argv = argv, .pickled = true, .input = in,
+        .ninput = sizeof(in), .out = "/o", .err = "/o", .result_file = "/r",
+        .inline_max = 65536, .result_max = 1 << 20, .refs = refs, .nrefs = 4,
+    };
+    struct pl_error e = { "" };
+    struct pl_pyw_msg m;
+    unsigned char *buf;
+    size_t len;
+
+    is(pl_pycall_encode(&c, &buf, &len, NULL, &e), 0, "refs: encoded");
+    is(pl_pyw_decode(buf + 4, len - 4, &m, &e), 0, "refs: it decodes (%s)",
+       e.text);
+    json_t *r = json_object_get(m.h, "refs");
+    ok(json_integer_value(json_object_get(m.h, "input_size")) == 3
+           && m.ndata == 6 && !memcmp(m.data, in, 3)
+           && !memcmp(m.data + 3, "ab", 2) && m.data[5] == 'z',
+       "refs: the input, then the inline results in order");
+    ok(json_array_size(r) == 4
+           && json_integer_value(json_object_get(json_array_get(r, 0),
+                                                 "size")) == 2
+           && !strcmp(json_string_value(json_object_get(
+                          json_array_get(r, 1), "file")), "/d/5.result")
+           && !strcmp(json_string_value(json_object_get(
+                          json_array_get(r, 2), "status")), "none")
+           && !json_object_get(json_array_get(r, 2), "size")
+           && !strcmp(json_string_value(json_object_get(
+                          json_array_get(r, 3), "status")), "raised")
+           && json_integer_value(json_object_get(json_array_get(r, 3),
+                                                 "id")) == 7,
+       "refs: each ref's id, status and where its bytes are");
+    pl_pyw_msg_clear(&m);
+    free(buf);
+    c.refs = NULL;
+    c.nrefs = 0;
+    is(pl_pycall_encode(&c, &buf, &len, NULL, &e), 0, "no refs: encoded");
+    is(pl_pyw_decode(buf + 4, len - 4, &m, &e), 0, "no refs: decodes");
+    ok(!json_object_get(m.h, "refs") && !json_object_get(m.h, "input_size")
+           && m.ndata == 3, "no refs: no refs, no input_size: as before");
+    pl_pyw_msg_clear(&m);
+    free(buf);
+}
+
 int main(void)
 {
-    plan(46);
+    plan(53);
     test_frames();
     test_results();
     test_call();
+    test_call_refs();
     return done_testing();
 }

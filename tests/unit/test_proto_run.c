@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/agentmsg.h"
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/strv.h"
@@ -69,6 +70,168 @@ static bool same_base(const struct pl_run *a, const struct pl_run *b)
            && a->timeout == b->timeout;
 }
 
+/* A pycall entry 'r' encoded, its "refs" value replaced by the msgpack
+ * packed by 'pack' (a broken pilotd's), decoded: the decoder's return. */
+static int swapped_refs(const struct pl_run *r, void (*pack)(msgpack_packer *),
+                        struct pl_error *e)
+{
+    struct pl_wbuf w;
+    struct pl_msg m;
+    const msgpack_object *entries;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_unpacked u;
+    struct pl_run back;
+    bool have_id;
+    int rc = -2;
+
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack(&pk);
+    msgpack_unpacked_init(&u);
+    pl_run_msg_begin(&w, 3, 1);
+    pl_run_encode(&w, r);
+    if (msgpack_unpack_next(&u, sb.data, sb.size, NULL)
+            == MSGPACK_UNPACK_SUCCESS
+        && pl_msg_decode(w.sb.data, w.sb.size, &m, e) == 0) {
+        if (pl_run_msg_decode(m.body, &entries, e) == 0) {
+            msgpack_object_map *em = &entries->via.array.ptr[0].via.map;
+            for (uint32_t i = 0; i < em->size; i++)
+                if (em->ptr[i].key.via.str.size == 4
+                    && !memcmp(em->ptr[i].key.via.str.ptr, "refs", 4))
+                    em->ptr[i].val = u.data;
+            rc = pl_run_decode(&entries->via.array.ptr[0], &back, &have_id,
+                               e);
+            pl_run_clear(&back);
+        }
+        pl_msg_release(&m);
+    }
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+    pl_wbuf_destroy(&w);
+    return rc;
+}
+
+static void ref_head(msgpack_packer *pk, uint32_t n, const char *status)
+{
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, n);
+    pl_w_str(pk, "id");
+    msgpack_pack_uint64(pk, 7);
+    pl_w_str(pk, "status");
+    pl_w_str(pk, status);
+}
+
+/* a ref with its pickle inline and a file */
+static void ref_both(msgpack_packer *pk)
+{
+    ref_head(pk, 4, "ok");
+    pl_w_str(pk, "data");
+    msgpack_pack_bin(pk, 1);
+    msgpack_pack_bin_body(pk, "x", 1);
+    pl_w_str(pk, "file");
+    pl_w_str(pk, "/d/7.result");
+}
+
+static void ref_status(msgpack_packer *pk)
+{
+    ref_head(pk, 3, "maybe");
+    pl_w_str(pk, "file");
+    pl_w_str(pk, "/d/7.result");
+}
+
+static void ref_none_data(msgpack_packer *pk)
+{
+    ref_head(pk, 3, "none");
+    pl_w_str(pk, "file");
+    pl_w_str(pk, "/d/7.result");
+}
+
+static void ref_not_map(msgpack_packer *pk)
+{
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_uint64(pk, 7);
+}
+
+/* A Python call's refs: the results of other calls round-trip, inline,
+ * in a file or none; what a broken pilotd could send is refused. */
+static void test_refs(void)
+{
+    struct pl_run r, b;
+    struct pl_error e = { "" };
+    unsigned char in[] = { 0x80, 0x05, 0x00 }, v1[] = { 1, 2, 3, 4 };
+    char *pyargv[] = { (char *)"label", NULL };
+    uint64_t cores[] = { 0 };
+    struct pl_run_ref refs[PL_SPEC_MAX_REFS + 1] = {
+        { .id = 11, .status = PL_PYR_OK, .data = v1, .ndata = 4 },
+        { .id = 12, .status = PL_PYR_RAISED, .file = (char *)"/d/12.result" },
+        { .id = 13, .status = PL_PYR_NONE },
+    };
+
+    r = (struct pl_run){ .id = 50, .attempt = 1, .size = 1, .local_size = 1,
+                         .argv = pyargv, .cores = cores, .ncores = 1,
+                         .out = (char *)"/d/50.out", .err = (char *)"/d/50.err",
+                         .fn = PL_FN_PYCALL, .input = in, .ninput = 3,
+                         .result_file = (char *)"/d/50.result",
+                         .refs = refs, .nrefs = 3 };
+    ok(round_trip(&r, &b, &e) == 0 && b.nrefs == 3 && b.refs[0].id == 11
+           && b.refs[0].status == PL_PYR_OK && b.refs[0].ndata == 4
+           && !memcmp(b.refs[0].data, v1, 4) && !b.refs[0].file
+           && b.refs[1].id == 12 && b.refs[1].status == PL_PYR_RAISED
+           && !b.refs[1].data && !strcmp(b.refs[1].file, "/d/12.result")
+           && b.refs[2].id == 13 && b.refs[2].status == PL_PYR_NONE
+           && !b.refs[2].data && !b.refs[2].file,
+       "refs: inline, in a file and none round-trip (%s)", e.text);
+    pl_run_clear(&b);
+    for (uint32_t i = 0; i <= PL_SPEC_MAX_REFS; i++)
+        refs[i] = (struct pl_run_ref){ .id = i + 1, .status = PL_PYR_NONE };
+    r.nrefs = PL_SPEC_MAX_REFS + 1;
+    ok(round_trip(&r, &b, &e) < 0 && errno == EPROTO,
+       "refs: %d refused (%s)", PL_SPEC_MAX_REFS + 1, e.text);
+    pl_run_clear(&b);
+    r.nrefs = 1;
+    refs[0] = (struct pl_run_ref){ .id = 11, .status = PL_PYR_OK };
+    ok(round_trip(&r, &b, &e) < 0 && strstr(e.text, "refs"),
+       "refs: a result with neither bytes nor a file refused (%s)", e.text);
+    pl_run_clear(&b);
+    refs[0].file = (char *)"d/12.result";
+    ok(round_trip(&r, &b, &e) < 0 && strstr(e.text, "refs"),
+       "refs: a relative file refused (%s)", e.text);
+    pl_run_clear(&b);
+    unsigned char *big = calloc(1, PL_PY_RESULT_INLINE + 1);
+    refs[0] = (struct pl_run_ref){ .id = 11, .status = PL_PYR_OK,
+                                   .data = big,
+                                   .ndata = PL_PY_RESULT_INLINE + 1 };
+    ok(round_trip(&r, &b, &e) < 0 && errno == EPROTO,
+       "refs: a result inline over %d bytes refused (%s)",
+       PL_PY_RESULT_INLINE, e.text);
+    pl_run_clear(&b);
+    free(big);
+    refs[0] = (struct pl_run_ref){ .id = 0, .status = PL_PYR_NONE };
+    ok(round_trip(&r, &b, &e) < 0 && strstr(e.text, "refs"),
+       "refs: id 0 refused (%s)", e.text);
+    pl_run_clear(&b);
+    refs[0].id = 11;
+    char *named[] = { (char *)"mod:fn", NULL };
+    r.argv = named;
+    r.input = NULL;
+    r.ninput = 0;
+    ok(round_trip(&r, &b, &e) < 0 && strstr(e.text, "not pickled"),
+       "refs: on a call that is not pickled refused (%s)", e.text);
+    pl_run_clear(&b);
+    r.argv = pyargv;
+    r.input = in;
+    r.ninput = 3;
+    ok(swapped_refs(&r, ref_both, &e) == -1 && errno == EPROTO,
+       "refs: bytes inline and a file refused (%s)", e.text);
+    ok(swapped_refs(&r, ref_status, &e) == -1 && errno == EPROTO,
+       "refs: an unknown status refused (%s)", e.text);
+    ok(swapped_refs(&r, ref_none_data, &e) == -1 && errno == EPROTO,
+       "refs: none with a file refused (%s)", e.text);
+    ok(swapped_refs(&r, ref_not_map, &e) == -1 && errno == EPROTO,
+       "refs: an entry that is not a map refused (%s)", e.text);
+}
+
 int main(void)
 {
     struct pl_run r, b;
@@ -79,7 +242,8 @@ int main(void)
     char *hosts[] = { (char *)"n1", (char *)"n1", (char *)"n2", NULL };
     uint64_t cores[] = { 2, 3 }, gpus[] = { 1 };
 
-    plan(12);
+    plan(23);
+    test_refs();
     /* a Python call */
     unsigned char in[] = { 0x80, 0x05, 0x00 };
     char *pyargv[] = { (char *)"label", NULL };

@@ -638,13 +638,80 @@ static void test_pycall(void)
     pl_spec_clear(&s);
 }
 
+/* A call's refs: each waited for in 'after' (:ok), at most
+ * PL_SPEC_MAX_REFS, a pickled call's only; they round-trip. */
+static void test_refs(void)
+{
+    struct pl_spec s, t;
+    struct pl_error e = { "" };
+    struct pl_wbuf w;
+    struct pl_msg m;
+
+    spec_make(&s);
+    s.fn = PL_FN_PYCALL;
+    s.input = malloc(3);
+    memcpy(s.input, "\x80\x05.", 3);
+    s.ninput = 3;
+    s.refs = calloc(PL_SPEC_MAX_REFS + 1, sizeof(*s.refs));
+    s.after = calloc(PL_SPEC_MAX_REFS + 1, sizeof(*s.after));
+    s.refs[0] = 7;
+    s.refs[1] = 8;
+    s.nrefs = 2;
+    s.after[0] = (struct pl_dep){ .id = 8 };
+    s.nafter = 1;
+    ok(pl_spec_check(&s, &e) < 0
+           && strstr(e.text, "refs: 7 is not in after (a call waits for "
+                             "the values it receives: after 7:ok)"),
+       "refs: a ref not in after refused (%s)", e.text);
+    s.after[1] = (struct pl_dep){ .id = 7, .any = true };
+    s.nafter = 2;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "with :any"),
+       "refs: a ref in after with :any refused (%s)", e.text);
+    s.after[1].any = false;
+    ok(pl_spec_check(&s, &e) == 0, "refs: each in after (:ok) checks (%s)",
+       e.text);
+    ok(encode_decode(&s, &w, &m, &t, &e) == 0 && t.nrefs == 2
+           && t.refs[0] == 7 && t.refs[1] == 8,
+       "refs: round-trip (%s)", e.text);
+    pl_spec_clear(&t);
+    pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    s.array = true;
+    s.astart = 0;
+    s.aend = 3;
+    s.astep = 1;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "not an array"),
+       "refs: an array refused (%s)", e.text);
+    s.array = false;
+    for (uint32_t i = 0; i <= PL_SPEC_MAX_REFS; i++) {
+        s.refs[i] = i + 1;
+        s.after[i] = (struct pl_dep){ .id = i + 1 };
+    }
+    s.nrefs = s.nafter = PL_SPEC_MAX_REFS + 1;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "at most 64"),
+       "refs: 65 refused (%s)", e.text);
+    s.nrefs = s.nafter = 1;
+    free(s.input);
+    s.input = NULL;
+    s.ninput = 0;
+    free(s.argv[0]);
+    s.argv[0] = strdup("mod:fn");
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "through its pickle"),
+       "refs: a --py-call call's refused (%s)", e.text);
+    s.fn = PL_FN_NONE;
+    ok(pl_spec_check(&s, &e) < 0 && strstr(e.text, "Python call's"),
+       "refs: a command's refused (%s)", e.text);
+    pl_spec_clear(&s);
+}
+
 int main(void)
 {
-    plan(81);
+    plan(89);
     test_spec();
     test_check();
     test_round_trip();
     test_exec_limits();
     test_pycall();
+    test_refs();
     return done_testing();
 }
