@@ -222,8 +222,11 @@ const char *pilot_watch_token(const struct pilot_watch *w);
  * ends.  Returns 1 with *ends_json (pilot_free()):
  *   {"ends": [{"seq": S, "id": ID, "state": "done" | "failed" |
  *     "canceled" | "timeout", "exit_code": N | null, "signal": N | null,
- *     "end_time": T (s since the epoch), "reason": "..." | null}, ...],
- *    "pending": N | null, "last_seq": S}
+ *     "end_time": T (s since the epoch), "reason": "..." | null,
+ *     "result": base64 (a Python call's result pickle, when pilotd
+ *     pushed it: stored inline and at most 4 KiB; its value if "done",
+ *     (exception, traceback) if "failed"; else absent: ask with
+ *     "results")}, ...], "pending": N | null, "last_seq": S}
  * the ends in ascending seq, each given once; "pending": the watch's
  * tasks that had not ended (or whose end was not pushed yet) when
  * pilotd last said, null before it said; "last_seq": the last end's

@@ -118,6 +118,14 @@ static void end_cb(struct pl_sub *s, const struct pl_end *e, void *arg)
                                            : json_null(),
                   "end_time", e->end_time, "reason",
                   e->reason ? json_string(e->reason) : json_null());
+    if (o && e->result) {
+        /* a small Python result rides along: the client needs no
+         * "results" request for it (without it, it asks) */
+        char *b64 = pl_b64_encode(e->result, e->result_size);
+        if (b64)
+            json_object_set_new(o, "result", json_string(b64));
+        free(b64);
+    }
     if (!o || json_array_append_new(w->ends, o) < 0)
         w->lost_end = true;
 }

@@ -18,10 +18,11 @@ and fetched by this process.  Three threads share the work:
   end can be missed); an idle Executor sends a lone call at once, a busy
   one lets calls gather for ~2 ms between requests;
 - the reader: blocks on the watch (pilot.Watch, its own connection) and,
-  for each batch of ends, fetches the results with one "results" request
-  a 1,000 ids and resolves each future once: the map id -> future loses
-  the id at its first end, so an end pushed again after a reconnect
-  finds nothing to resolve.
+  for each batch of ends, takes the small results that came with them
+  (pilotd pushes those of at most 4 KiB) and fetches the others with
+  one "results" request a 1,000 ids, and resolves each future once: the
+  map id -> future loses the id at its first end, so an end pushed again
+  after a reconnect finds nothing to resolve.
 """
 import base64
 import concurrent.futures as cf
@@ -529,8 +530,19 @@ class Executor(cf.Executor):
                     self._early[end["id"]] = end
         if not mine:
             return
-        want = [end["id"] for f, end in mine if f._state == _cfb.PENDING]
-        results = {}
+        want, results = [], {}
+        for f, end in mine:
+            if f._state != _cfb.PENDING:
+                continue
+            if end.get("result") is not None and \
+                    end.get("state") in ("done", "failed"):
+                # a small result came with its end (pilotd pushes those
+                # of at most 4 KiB): no request
+                results[end["id"]] = {
+                    "id": end["id"], "result": end["result"],
+                    "status": "ok" if end["state"] == "done" else "raised"}
+            else:
+                want.append(end["id"])
         while want:
             part, want = want[:RESULTS_N], want[RESULTS_N:]
             try:

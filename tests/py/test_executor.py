@@ -150,8 +150,21 @@ def test_sizes(ex, monkeypatch):
     monkeypatch.undo()
     # a value over 64 KiB (a result file) and one over 256 KiB as an
     # argument (an input file) both ways
+    asked = []
+    fetch = ex._results
+    monkeypatch.setattr(ex, "_results", lambda ids: asked.append(ids) or
+                        fetch(ids))
+    # a small value comes with its end (no request); a larger one is
+    # asked for, from pilotd's table (> 4 KiB) or a file (> 64 KiB)
+    small = ex.submit(exfn.blob, 4000)
+    assert small.result(60) == b"\xab" * 4000
+    assert asked == []
+    mid = ex.submit(exfn.blob, 20_000)
+    assert mid.result(60) == b"\xab" * 20_000
+    assert asked == [[mid.task_id]]
     big = ex.submit(exfn.blob, 300_000)
     assert big.result(60) == b"\xab" * 300_000
+    assert asked[-1] == [big.task_id]
     assert ex.submit(len, b"\xcd" * 400_000).result(60) == 400_000
 
 
