@@ -245,7 +245,9 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
 uint64_t pilot_watch_last_seq(const struct pilot_watch *w);
 
 /* The watch's tasks not ended (or whose end was not given yet) as
- * pilotd last said; UINT64_MAX: unknown. */
+ * pilotd last said; UINT64_MAX: unknown.  After a submit into the watch
+ * (pilot_submit_opts()) pilotd is asked, so that its tasks are counted
+ * (at least 1 if it does not answer: pilot_watch_next() says why). */
 uint64_t pilot_watch_pending(const struct pilot_watch *w);
 
 /* Close the watch and free 'w'; NULL is ignored.  unwatch != 0 also

@@ -44,6 +44,8 @@ struct pilot_watch {
                                    for the sub at the next turn */
     size_t ninbox, capinbox;
     bool lost_inbox;            /* one could not be kept (ENOMEM) */
+    bool stale;                 /* a submit added tasks: 'pending' may not
+                                   count them until pilotd is asked */
     json_t *ends;               /* from the sub, not given out yet */
     bool lost_end;              /* one could not be kept (ENOMEM) */
     _Atomic uint64_t last_seq;  /* the last end given out */
@@ -81,10 +83,20 @@ static void take(struct pilot_watch *w, bool yield)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Called with the turn: the tasks not ended or whose end was not given
+ * out, as pilotd last said (its count leaves out the ends it pushed,
+ * and some of those may not have been given out yet). */
+static uint64_t pending_now(struct pilot_watch *w)
+{
+    uint64_t n = pl_sub_pending(w->sub);
+
+    return n == UINT64_MAX ? n : n + json_array_size(w->ends);
+}
+
 static void give(struct pilot_watch *w)
 {
     pthread_mutex_lock(&w->lock);
-    w->pending = pl_sub_pending(w->sub);
+    w->pending = pending_now(w);
     w->busy = false;
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->lock);
@@ -224,6 +236,7 @@ void pl_lib_watch_noted(const char *token, const json_t *ids)
             for (size_t i = 0; i < n; i++)
                 w->inbox[w->ninbox++] =
                     (uint64_t)json_integer_value(json_array_get(ids, i));
+        w->stale = true;
         pthread_mutex_unlock(&w->lock);
     }
     pthread_mutex_unlock(&watches_lock);
@@ -412,9 +425,35 @@ uint64_t pilot_watch_last_seq(const struct pilot_watch *w)
     return w->last_seq;
 }
 
-uint64_t pilot_watch_pending(const struct pilot_watch *w)
+uint64_t pilot_watch_pending(const struct pilot_watch *cw)
 {
-    return w->pending;
+    /* const to its caller, who sees no change; the watch itself is
+     * never const (pilot_watch_open() allocates it) */
+    struct pilot_watch *w = (struct pilot_watch *)cw;
+    struct pl_error e;
+    bool stale;
+    int rc = -1;
+
+    pthread_mutex_lock(&w->lock);
+    stale = w->stale;
+    w->stale = false; /* a submit noted from here on sets it again */
+    pthread_mutex_unlock(&w->lock);
+    if (!stale)
+        return w->pending;
+    /* pilotd counts a submit's tasks in the watch, but says so only in
+     * its next push: ask it, or the caller's "while pending" loop ends
+     * before the first of them ends */
+    take(w, false);
+    if (w->conn->rpc)
+        rc = pl_sub_refresh(w->sub, &e);
+    give(w);
+    if (rc == 0)
+        return w->pending;
+    pthread_mutex_lock(&w->lock);
+    w->stale = true;
+    pthread_mutex_unlock(&w->lock);
+    /* they have not been seen to end: pilot_watch_next() says why not */
+    return w->pending == 0 ? 1 : w->pending;
 }
 
 /* After pl_sub_wait() failed with 'e': go on (0) while pilotd may still

@@ -136,8 +136,15 @@ class Watch:
     @property
     def pending(self):
         """The watched tasks not ended (or whose end was not given yet),
-        as pilotd last said; None if it has not said."""
-        n = int(self._lib.pilot_watch_pending(self._handle()))
+        as pilotd last said; None if it has not said.  After a submit
+        into the watch pilotd is asked (close() waits for it)."""
+        with self._cond:
+            w = self._handle()
+            self._busy += 1
+        try:
+            n = int(self._lib.pilot_watch_pending(w))
+        finally:
+            self._done()
         return None if n == _UNKNOWN else n
 
     def close(self, unwatch=True):
