@@ -173,9 +173,11 @@ int pilot_submit_opts(struct pilot *p, const char *specs_json,
  * pilot_watch_next() while others use the struct pilot it came from
  * (its requests never wait for the watch, nor the watch for them).
  * Calls on one watch may come from several threads: they take turns
- * (a pilot_watch_next() that waits lets the others go within 0.1 s),
- * except pilot_watch_close(), which no other call on the watch may be
- * in or enter.  Opaque. */
+ * (a pilot_watch_next() that waits lets the others go within 0.1 s).
+ * pilot_watch_close() may come while another thread waits in
+ * pilot_watch_next() (that call returns -1, ECANCELED, within 0.1 s,
+ * and the close waits for it), but no call may begin once the close has
+ * begun.  Opaque. */
 struct pilot_watch;
 
 /* Open a watch on the running pilot of 'p' (a connection of its own,

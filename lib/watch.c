@@ -40,6 +40,8 @@ struct pilot_watch {
     pthread_cond_t cond;
     bool busy;                  /* a call has the turn */
     unsigned want;              /* calls waiting for it */
+    unsigned users;             /* calls in progress (enter()) */
+    bool closing;               /* pilot_watch_close() waits for them */
     uint64_t *inbox;            /* ids submits added (pl_lib_watch_noted),
                                    for the sub at the next turn */
     size_t ninbox, capinbox;
@@ -67,20 +69,49 @@ static void absorb(struct pilot_watch *w)
     w->ninbox = 0;
 }
 
+/* A call begins: 0, or -1 (ECANCELED, errp) when pilot_watch_close()
+ * has begun: a thread may block in pilot_watch_next() while another
+ * closes the watch, and the close waits until such calls have left. */
+static int enter(struct pilot_watch *w, struct pl_error *errp)
+{
+    bool closing;
+
+    pthread_mutex_lock(&w->lock);
+    closing = w->closing;
+    if (!closing)
+        w->users++;
+    pthread_mutex_unlock(&w->lock);
+    return closing ? pl_errset(errp, ECANCELED, "the watch was closed") : 0;
+}
+
+static void leave(struct pilot_watch *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->users--;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
 /* Take the turn.  'yield': the caller had it and gave it up for those
- * waiting: let them go first. */
-static void take(struct pilot_watch *w, bool yield)
+ * waiting: let them go first.  -1 (ECANCELED, errp): the watch is being
+ * closed, and the turn is not taken. */
+static int take(struct pilot_watch *w, bool yield, struct pl_error *errp)
 {
     pthread_mutex_lock(&w->lock);
     if (!yield)
         w->want++;
-    while (w->busy || (yield && w->want > 0))
+    while (!w->closing && (w->busy || (yield && w->want > 0)))
         pthread_cond_wait(&w->cond, &w->lock);
     if (!yield)
         w->want--;
+    if (w->closing) {
+        pthread_mutex_unlock(&w->lock);
+        return pl_errset(errp, ECANCELED, "the watch was closed");
+    }
     w->busy = true;
     absorb(w);
     pthread_mutex_unlock(&w->lock);
+    return 0;
 }
 
 /* Called with the turn: the tasks not ended or whose end was not given
@@ -399,14 +430,18 @@ int pilot_watch_add(struct pilot_watch *w, const char *ids_json,
     }
     if (pl_lib_sel("watch", ids, &sel, &e) < 0)
         goto done;
-    take(w, false);
-    if (!w->conn->rpc) {
-        errno = ENOTCONN;
-        pl_errprintf(&e, "pilot %s is not running", w->conn->pilot.id);
+    if (enter(w, &e) < 0)
+        goto done;
+    if (take(w, false, &e) == 0) {
+        if (!w->conn->rpc) {
+            errno = ENOTCONN;
+            pl_errprintf(&e, "pilot %s is not running", w->conn->pilot.id);
+        }
+        else if (known(w, &sel, &e) == 0)
+            rc = pl_sub_add(w->sub, &sel, false, &e);
+        give(w);
     }
-    else if (known(w, &sel, &e) == 0)
-        rc = pl_sub_add(w->sub, &sel, false, &e);
-    give(w);
+    leave(w);
 done:
     if (rc < 0)
         pl_lib_fail(err, &e);
@@ -443,10 +478,14 @@ uint64_t pilot_watch_pending(const struct pilot_watch *cw)
     /* pilotd counts a submit's tasks in the watch, but says so only in
      * its next push: ask it, or the caller's "while pending" loop ends
      * before the first of them ends */
-    take(w, false);
-    if (w->conn->rpc)
-        rc = pl_sub_refresh(w->sub, &e);
-    give(w);
+    if (enter(w, &e) < 0)
+        return w->pending;
+    if (take(w, false, &e) == 0) {
+        if (w->conn->rpc)
+            rc = pl_sub_refresh(w->sub, &e);
+        give(w);
+    }
+    leave(w);
     if (rc == 0)
         return w->pending;
     pthread_mutex_lock(&w->lock);
@@ -524,7 +563,12 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
         return pl_lib_fail(err, &e);
     }
     end = timeout_ms < 0 ? INFINITY : pl_mono() + timeout_ms / 1000.0;
-    take(w, false);
+    if (enter(w, &e) < 0)
+        return pl_lib_fail(err, &e);
+    if (take(w, false, &e) < 0) {
+        leave(w);
+        return pl_lib_fail(err, &e);
+    }
     for (;;) {
         if (w->lost_end || w->lost_inbox) {
             errno = ENOMEM;
@@ -555,10 +599,14 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
             break; /* 0: nothing came */
         if (wanted(w)) {
             give(w);
-            take(w, true);
+            if (take(w, true, &e) < 0) {
+                leave(w); /* closing: the ends taken are dropped */
+                return pl_lib_fail(err, &e);
+            }
         }
     }
     give(w);
+    leave(w);
     if (rc < 0)
         pl_lib_fail(err, &e);
     return rc;
@@ -571,6 +619,15 @@ void pilot_watch_close(struct pilot_watch *w, int unwatch)
     if (!w)
         return;
     int saved = errno;
+    /* a call that waits in another thread gives the turn up within
+     * WAIT_SLICE_MS (it sees 'want'), finds 'closing' and returns */
+    pthread_mutex_lock(&w->lock);
+    w->closing = true;
+    w->want++;
+    pthread_cond_broadcast(&w->cond);
+    while (w->users > 0)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
     unlist(w);
     if (unwatch && w->conn->rpc)
         (void)pl_sub_unwatch(w->sub, &e); /* else it expires in 10 min */

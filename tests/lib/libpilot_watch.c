@@ -221,6 +221,49 @@ static void test_threads(struct pilot *p)
     pilot_watch_close(t.w, 1);
 }
 
+struct closed {
+    struct pilot_watch *w;
+    int rc;
+    struct pilot_error err;
+    double back;           /* when pilot_watch_next() returned */
+};
+
+static void *closed_main(void *arg)
+{
+    struct closed *c = arg;
+    char *ends = NULL;
+
+    c->rc = pilot_watch_next(c->w, -1, &ends, &c->err);
+    c->back = now();
+    free(ends);
+    return NULL;
+}
+
+/* 1b. pilot_watch_close() while another thread waits in
+ * pilot_watch_next() (with no timeout): that call returns, ECANCELED,
+ * and the close frees nothing it still uses (it crashed in libuv) */
+static void test_close_while_waiting(struct pilot *p)
+{
+    struct pilot_error err;
+    struct closed c = { .rc = 9 };
+    pthread_t th;
+    double t0;
+
+    c.w = pilot_watch_open(p, "{}", &err);
+    if (!check(c.w != NULL, "pilot_watch_open(p, \"{}\")%s%s",
+               c.w ? "" : ": ", c.w ? "" : err.text))
+        return;
+    pthread_create(&th, NULL, closed_main, &c);
+    usleep(300000);
+    t0 = now();
+    pilot_watch_close(c.w, 1);
+    pthread_join(th, NULL);
+    check(c.rc == -1 && c.err.errnum == ECANCELED && c.back - t0 < 1.0,
+          "pilot_watch_close() while another thread waits in "
+          "pilot_watch_next(w, -1): it returns -1, ECANCELED, in %.3f s "
+          "(rc %d, %s)", c.back - t0, c.rc, c.rc < 0 ? c.err.text : "");
+}
+
 /* 2. a watch of ids; pilot_watch_add(); timeouts */
 static void test_ids(struct pilot *p)
 {
@@ -496,6 +539,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_threads(p);
+    test_close_while_waiting(p);
     test_ids(p);
     test_resume(p, argv[1]);
     test_bad(p);
