@@ -66,6 +66,7 @@ class Worker:
         self.prelude_done = False
         self.prelude_error = None
         self.prelude_ns = {"__name__": "__pilot_prelude__"}
+        self.pid = os.getpid()
 
     # ---- frames
 
@@ -245,6 +246,17 @@ class Worker:
             raised = e
             tb = traceback.format_exc()
             sys.stderr.write(tb)
+        if os.getpid() != self.pid:
+            # a child the function forked (os.fork()) returned into us:
+            # only the worker answers the agent (the child's answer was a
+            # second result on our socket: taken for the call's, or the
+            # worker killed for a message while idle)
+            for f in (sys.stdout, sys.stderr):
+                try:
+                    f.flush()
+                except BaseException:
+                    pass
+            os._exit(0 if raised is None else 1)
         dumps = pickler()
         try:
             if raised is None:

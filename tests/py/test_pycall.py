@@ -1,0 +1,44 @@
+"""tests/py/test_pycall.py - hostile Python calls in warm workers: what a
+function does to its worker must not change another call's result or
+cost the worker"""
+import base64
+import pickle
+import textwrap
+
+import pilot
+
+PY = "/usr/bin/python3"
+
+
+def value(client, t):
+    r = client.call("results", ids=[t.id])[0]
+    assert r["status"] == "ok", r
+    return pickle.loads(base64.b64decode(r["result"]))
+
+
+def test_a_call_that_forks_and_returns(client, tmp_path):
+    # os.fork() in the function: the child returns into the worker too.
+    # It answered the agent as the worker, a second result on the
+    # worker's socket: the agent took it for a bad message and killed the
+    # worker (and, had it come first, the child's 0 was the call's value)
+    (tmp_path / "forkmod.py").write_text(textwrap.dedent("""\
+        import os
+        def forky():
+            return os.fork()
+        def pid():
+            return os.getpid()
+        """))
+    cwd = str(tmp_path)
+    first = client.submit(None, py_call="forkmod:pid",
+                          python=PY, cwd=cwd)
+    first.wait(60)
+    worker = value(client, first)
+    for _ in range(3):
+        t = client.submit(None, py_call="forkmod:forky", python=PY, cwd=cwd)
+        t.wait(60)
+        assert t.state == "done", t.refresh()
+        child = value(client, t)
+        assert child not in (0, worker)
+        again = client.submit(None, py_call="forkmod:pid", python=PY, cwd=cwd)
+        again.wait(60)
+        assert value(client, again) == worker, "the worker was replaced"
