@@ -224,9 +224,13 @@ const char *pilot_watch_token(const struct pilot_watch *w);
  * ends.  Returns 1 with *ends_json (pilot_free()):
  *   {"ends": [{"seq": S, "id": ID, "state": "done" | "failed" |
  *     "canceled" | "timeout", "exit_code": N | null, "signal": N | null,
- *     "end_time": T (s since the epoch), "reason": "..." | null}, ...],
- *    "pending": N | null, "last_seq": S}
- * the ends in ascending seq, each given once; "pending": the watch's
+ *     "end_time": T (s since the epoch), "reason": "..." | null,
+ *     "result": "<base64>" | null}, ...], "pending": N | null,
+ *    "last_seq": S}
+ * the ends in ascending seq, each given once; "result": a Python call's
+ * result pickle (its value if "done", (exception, traceback) if
+ * "failed") when it is at most 4 KiB and stored inline, else null (ask
+ * with the "results" request); "pending": the watch's
  * tasks that had not ended (or whose end was not pushed yet) when
  * pilotd last said, null before it said; "last_seq": the last end's
  * seq.  0 when the time passed with nothing (*ends_json NULL), -1 on

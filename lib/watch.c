@@ -149,10 +149,15 @@ static bool wanted(struct pilot_watch *w)
 static void end_cb(struct pl_sub *s, const struct pl_end *e, void *arg)
 {
     struct pilot_watch *w = arg;
+    char *b64 = NULL;
     json_t *o;
     (void)s;
 
-    o = json_pack("{s:I, s:I, s:s, s:o, s:o, s:f, s:o}", "seq",
+    /* a Python call's small result, pushed with its end: the caller
+     * needs no "results" request for it (out of memory: it asks) */
+    if (e->result && e->result_size)
+        b64 = pl_b64_encode(e->result, e->result_size);
+    o = json_pack("{s:I, s:I, s:s, s:o, s:o, s:f, s:o, s:o}", "seq",
                   (json_int_t)e->seq, "id", (json_int_t)e->id, "state",
                   pl_state_name(e->state), "exit_code",
                   e->exit_code >= 0 ? json_integer(e->exit_code)
@@ -160,7 +165,9 @@ static void end_cb(struct pl_sub *s, const struct pl_end *e, void *arg)
                   "signal", e->signal >= 0 ? json_integer(e->signal)
                                            : json_null(),
                   "end_time", e->end_time, "reason",
-                  e->reason ? json_string(e->reason) : json_null());
+                  e->reason ? json_string(e->reason) : json_null(),
+                  "result", b64 ? json_string(b64) : json_null());
+    free(b64);
     if (!o || json_array_append_new(w->ends, o) < 0)
         w->lost_end = true;
 }

@@ -100,7 +100,10 @@ class Watch:
         """The ends that come within 'timeout' seconds (None: until one
         comes; 0: those here now), a list of dicts in ascending "seq":
         {"seq", "id", "state", "exit_code", "signal", "end_time",
-        "reason"}; [] if none came in time.  pilot.NotRunning if the
+        "reason", "result"} ("result": a Python call's result pickle in
+        base64 when it is at most 4 KiB, else None: ask with
+        client.call("results", ids=[...])); [] if none came in time.
+        pilot.NotRunning if the
         pilot does not run (a later call asks again)."""
         from .client import _raise
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -44,3 +44,24 @@ def test_a_call_that_forks_and_returns(client, tmp_path):
         again = client.submit(None, py_call="forkmod:pid", python=PY, cwd=cwd)
         again.wait(60)
         assert value(client, again) == worker, "the worker was replaced"
+
+
+def test_small_results_come_with_their_ends(client, tmp_path):
+    # pilotd pushes a call's result (<= 4 KiB) with its end; the watch
+    # dropped it, so a client asked for every value again
+    (tmp_path / "sizemod.py").write_text(textwrap.dedent("""\
+        def blob(n):
+            return b"x" * int(n)
+        """))
+    with pilot.Watch(client) as w:
+        small, big = client.submit_many(
+            [{"py_call": "sizemod:blob", "argv": [n], "python": PY,
+              "cwd": str(tmp_path)} for n in ("10", "5000")], watch=w)
+        ends = {}
+        while w.pending:
+            for e in w.next(timeout=60):
+                ends[e["id"]] = e
+    assert pickle.loads(base64.b64decode(ends[small.id]["result"])) == \
+        b"x" * 10
+    assert ends[big.id]["state"] == "done"
+    assert ends[big.id].get("result") is None  # over 4 KiB: ask for it
