@@ -23,8 +23,8 @@ DIR=$(pilot_dir "$P")
 checks() {
     while IFS= read -r line; do
         case $line in
-        "ok - "*) pass "${line#ok - }" ;;
-        "not ok - "*) fail "${line#not ok - }" ;;
+        "ok "[0-9]*" - "*) pass "${line#ok * - }" ;;
+        "not ok "[0-9]*" - "*) fail "${line#not ok * - }" ;;
         *) diag "$line" ;;
         esac
     done
