@@ -380,10 +380,11 @@ def last_line(e):
 
 
 def cut(text, limit):
-    """'text' cut to at most 'limit' bytes of UTF-8."""
-    b = text.encode("utf-8", "replace")
-    if len(b) <= limit:
-        return text
+    """'text' cut to at most 'limit' bytes of UTF-8, as the agent's JSON
+    takes it: a NUL written \\x00 (the agent refused the header: the
+    call failed, its worker killed) and a lone surrogate \\udcff (it
+    would not encode: the worker died)."""
+    b = text.replace("\0", "\\x00").encode("utf-8", "backslashreplace")
     return b[:limit].decode("utf-8", "ignore")
 
 

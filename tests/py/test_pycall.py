@@ -38,7 +38,7 @@ def test_a_call_that_forks_and_returns(client, tmp_path):
     for _ in range(3):
         t = client.submit(None, py_call="forkmod:forky", python=PY, cwd=cwd)
         t.wait(60)
-        assert t.state == "done", t.refresh()
+        assert t.state == "done", t.refresh().info
         child = value(client, t)
         assert child not in (0, worker)
         again = client.submit(None, py_call="forkmod:pid", python=PY, cwd=cwd)
@@ -65,3 +65,47 @@ def test_small_results_come_with_their_ends(client, tmp_path):
         b"x" * 10
     assert ends[big.id]["state"] == "done"
     assert ends[big.id].get("result") is None  # over 4 KiB: ask for it
+
+
+def test_reprs_and_reasons_of_any_text(client, tmp_path):
+    # the worker sends the value's repr and the exception's last line in
+    # a JSON header: a NUL in one made the agent refuse the header (the
+    # call failed, "a bad message", the worker killed) and a lone
+    # surrogate would not encode (the worker died)
+    (tmp_path / "textmod.py").write_text(textwrap.dedent("""\
+        import os
+        class Odd:
+            def __init__(self, text):
+                self.text = text
+            def __repr__(self):
+                return self.text
+            def __reduce__(self):
+                return (str, ("odd",))
+        def nul():
+            return Odd("a\\x00b")
+        def surrogate():
+            return Odd("c\\udcffd")
+        def raise_nul():
+            raise ValueError("e\\x00f")
+        def pid():
+            return os.getpid()
+        """))
+    kw = {"python": PY, "cwd": str(tmp_path)}
+    first = client.submit([], py_call="textmod:pid", **kw)
+    first.wait(60)
+    worker = value(client, first)
+    for fn, state, text in (("nul", "done", "a\\x00b"),
+                            ("surrogate", "done", "c\\udcffd"),
+                            ("raise_nul", "failed", "ValueError: e\\x00f")):
+        t = client.submit([], py_call="textmod:" + fn, **kw)
+        t.wait(60)
+        info = t.refresh().info
+        assert info["state"] == state, (fn, info)
+        if state == "done":
+            assert info["result_repr"] == text
+            assert value(client, t) == "odd"
+        else:
+            assert info["reason"] == text
+        again = client.submit([], py_call="textmod:pid", **kw)
+        again.wait(60)
+        assert value(client, again) == worker, fn + ": the worker went"
