@@ -3,11 +3,14 @@
 # not as pilotd recorded it: removed (its error, not "not under the
 # pilot's tasks/"), cut short or grown (refused before a byte reaches
 # stdout: it printed the file, then failed), a fifo in its place (it
-# hung in open()), a link (refused); then as it was, whole.  On a local
+# hung in open()), a link (refused); then as it was, whole.  And a
+# refused submit of a call over 256 KiB leaves no file under inputs/
+# (pilot submit --input, --file, libpilot's pilot_submit() through the
+# Python client): each left its staged copy there for good.  On a local
 # pilot, /usr/bin/python3.
 . "$(dirname "$0")/lib.sh"
 
-plan 14
+plan 19
 
 CODE=$WORK/code
 mkdir -p "$CODE"
@@ -70,6 +73,42 @@ cp "$WORK/keep" "$F"
 result "$WORK/whole"
 is "$RC" 0 "the file as it was: exit 0"
 ok "... the pickle whole" cmp -s "$WORK/whole" "$WORK/keep"
+
+export PILOT_LIBPILOT=$PILOT_BIN/../lib/libpilot.so.1
+export PYTHONPATH=$REPO/python${PYTHONPATH:+:$PYTHONPATH}
+INPUTS=$(pilot_dir "$P")/inputs
+staged() { find "$INPUTS" -type f 2>/dev/null | wc -l; }
+"$PY" -c 'import cloudpickle, sys
+sys.stdout.buffer.write(cloudpickle.dumps((len, (b"z" * 400000,), {})))' \
+    >"$WORK/big.pkl"
+B64=$(base64 -w0 "$WORK/big.pkl")
+capture pilot submit --python /usr/bin/python3 --input "$WORK/big.pkl" \
+    --after 999999
+is "$RC,$(staged)" "1,0" \
+    "a 400 KB --input refused by pilotd (no task 999999): inputs/ empty" \
+    || diag "$ERR"
+printf '{"input": "%s"}\n{"argv": ["true"], "after": ["nosuch"]}\n' \
+    "$B64" >"$WORK/two.jsonl"
+capture pilot submit --file "$WORK/two.jsonl"
+is "$RC,$(staged)" "1,0" \
+    "a task file of a 400 KB input and a refused line: inputs/ empty" \
+    || diag "$ERR"
+capture "$PY" -c 'import base64, sys, pilot
+c = pilot.Client()
+b64 = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
+try:
+    c.submit_many([{"input": b64}, {"argv": ["true"], "after": [999999]}])
+except pilot.Error as e:
+    print("refused:", e)' "$WORK/big.pkl"
+is "$RC,$(staged)" "0,0" \
+    "the same through pilot_submit() (the Python client): inputs/ empty" \
+    || diag "$OUT" "$ERR"
+like "$OUT" "refused" "... it was refused"
+capture pilot submit --parsable --python /usr/bin/python3 \
+    --input "$WORK/big.pkl"
+pilot wait "$OUT" --timeout 60 >/dev/null 2>&1
+is "$(staged),$(pilot show "$OUT" --json | json 'j["result_repr"]')" \
+    "1,400000" "one submitted: its input stays staged, and it runs"
 
 capture pilot down --pilot "$P"
 is "$RC" 0 "pilot down" || diag "$ERR"
