@@ -446,7 +446,15 @@ void pl_pyw_reap(struct pl_pyw *p)
         next = w->next; /* worker_dead() unlinks it */
         memset(&info, 0, sizeof(info));
         if (w->reaped
-            || waitid(P_PID, (id_t)w->pid, &info, WEXITED | WNOHANG) != 0
+            || waitid(P_PID, (id_t)w->pid, &info,
+                      WEXITED | WNOHANG | WNOWAIT) != 0
+            || info.si_pid != w->pid)
+            continue;
+        /* what its calls started and left in its group goes with it (a
+         * worker that exits on EOF or dies leaves them to init); its pid,
+         * a zombie until the wait below, names no other group */
+        (void)kill(-w->pid, SIGKILL);
+        if (waitid(P_PID, (id_t)w->pid, &info, WEXITED | WNOHANG) != 0
             || info.si_pid != w->pid)
             continue;
         worker_dead(w, info.si_code == CLD_EXITED ? info.si_status << 8

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/cli.h"
@@ -55,17 +56,37 @@ static int copy_file(const char *dir, const char *path, long long size)
 {
     char real[PATH_MAX], tasks[PATH_MAX + 16], rtasks[PATH_MAX];
     unsigned char buf[65536];
+    struct stat st;
     long long total = 0;
+    int bad = 0;
     ssize_t n;
     int fd;
 
     snprintf(tasks, sizeof(tasks), "%s/tasks", dir);
-    if (!realpath(tasks, rtasks) || !realpath(path, real)
-        || strncmp(real, rtasks, strlen(rtasks)) || real[strlen(rtasks)] != '/')
+    if (!realpath(tasks, rtasks))
+        return pl_cli_error("%s: %s", tasks, strerror(errno));
+    if (!realpath(path, real))
+        return pl_cli_error("result file %s: %s", path, strerror(errno));
+    if (strncmp(real, rtasks, strlen(rtasks)) || real[strlen(rtasks)] != '/')
         return pl_cli_error("result file %s: not under the pilot's tasks/",
                             path);
-    if ((fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    /* O_NONBLOCK: a fifo put there must not hang us (a file ignores it) */
+    if ((fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
+        < 0)
         return pl_cli_error("result file %s: %s", path, strerror(errno));
+    /* checked before a byte is written: a cut or changed file must not
+     * land half in the caller's output */
+    if (fstat(fd, &st) < 0)
+        bad = pl_cli_error("result file %s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        bad = pl_cli_error("result file %s: not a regular file", path);
+    else if (st.st_size != size)
+        bad = pl_cli_error("result file %s: %lld bytes, not the %lld "
+                           "recorded", path, (long long)st.st_size, size);
+    if (bad) {
+        close(fd);
+        return bad;
+    }
     while ((n = read(fd, buf, sizeof(buf))) > 0) {
         if (write_all(STDOUT_FILENO, buf, (size_t)n) < 0) {
             close(fd);

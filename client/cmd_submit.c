@@ -341,18 +341,20 @@ static void progress_cb(size_t done, uint64_t total, void *arg)
  * error of spec K of a request names its line when 'lines' is given.
  * Progress goes to a terminal unless 'quiet' (--parsable).
  * 0, or -1 after printing the error, 'ids' then holding those of the
- * requests that were queued before it. */
+ * requests that were queued before it, and *unsent the first spec that
+ * pilotd surely did not store (n: it may have stored them all). */
 static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
                       size_t n, const size_t *lines, const char *file,
-                      bool quiet, json_t *ids)
+                      bool quiet, json_t *ids, size_t *unsent)
 {
     struct pl_error err;
     struct pl_submit_fail f;
     struct pl_conn *conn;
     bool tty;
     unsigned k;
-    int used = 0, rc;
+    int used = 0, rc, errnum;
 
+    *unsent = 0;
     if (!(conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err))) {
         pl_cli_error("%s", err.text);
         return -1;
@@ -361,12 +363,18 @@ static int send_specs(struct pl_cli *cli, const struct pl_spec *specs,
           && pl_submit_tasks(specs, n) > PL_SUBMIT_MAX_TASKS;
     rc = pl_submit_specs(conn, specs, n, NULL, ids,
                          tty ? progress_cb : NULL, NULL, &f, &err);
+    errnum = errno;
     pl_conn_free(conn);
     if (rc == 0) {
         if (tty)
             fprintf(stderr, "\n");
         return 0;
     }
+    /* pilotd refused the request that failed, and stored none of it (a
+     * slice's array keeps the elements sent before); one it did not
+     * answer, or answered without ids, it may have stored */
+    *unsent = f.bad_reply || errnum == ETIMEDOUT ? n
+              : f.off + (f.slice ? 1 : 0);
     if (f.bad_reply) {
         pl_cli_error("%s", err.text);
         return -1;
@@ -482,7 +490,7 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
     struct pl_error err;
     const char *file = NULL, *input = NULL;
     json_t *ids = json_array();
-    size_t n = 1;
+    size_t n = 1, unsent = 0;
     bool parsable = false;
     int rc;
 
@@ -495,9 +503,12 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         goto done;
     rc = PL_EXIT_ERROR;
     if (file) {
-        if (read_file(file, &tf) < 0
-            || stage_inputs(cli, tf.specs, tf.n, tf.lines, file) < 0)
+        if (read_file(file, &tf) < 0)
             goto done;
+        if (stage_inputs(cli, tf.specs, tf.n, tf.lines, file) < 0) {
+            pl_cli_spec_py_unstage(tf.specs, tf.n, 0);
+            goto done;
+        }
         specs = tf.specs;
         n = tf.n;
     }
@@ -507,9 +518,13 @@ int pl_cmd_submit(struct pl_cli *cli, int argc, char **argv)
         pl_cli_error("%s", err.text);
         goto done;
     }
-    if (check_specs(specs, n, tf.lines, file) < 0)
+    if (check_specs(specs, n, tf.lines, file) < 0) {
+        pl_cli_spec_py_unstage(specs, n, 0);
         goto done;
-    if (send_specs(cli, specs, n, tf.lines, file, parsable, ids) < 0) {
+    }
+    if (send_specs(cli, specs, n, tf.lines, file, parsable, ids, &unsent)
+        < 0) {
+        pl_cli_spec_py_unstage(specs, n, unsent);
         /* nothing queued is left without its id (issue 12) */
         if (json_array_size(ids) > 0 && (b.spec.array || b.spec.retry))
             print_array(cli, ids, parsable);

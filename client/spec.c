@@ -641,14 +641,15 @@ static int entry_array(struct pl_spec *s, const json_t *v,
     return set_array(s, text, errp);
 }
 
-/* An entry's "argv": a non-empty list of strings. */
+/* An entry's "argv": a list of strings, empty only for a function's
+ * arguments (py_call: none; checked once every key is read). */
 static int entry_argv(struct pl_spec *s, const json_t *v,
                       struct pl_error *errp)
 {
     size_t n = json_array_size(v);
     char **argv;
 
-    if (n == 0)
+    if (!json_is_array(v))
         return wrong("argv", errp);
     for (size_t i = 0; i < n; i++)
         if (!json_is_string(json_array_get(v, i)))
@@ -797,6 +798,8 @@ int pl_cli_spec_entry(struct pl_cli_spec *b, const json_t *entry,
     json_object_foreach((json_t *)entry, key, v)
         if (entry_field(b, key, v, here, errp) < 0)
             return -1;
+    if (b->spec.argv && !b->spec.argv[0] && !b->fn_name)
+        return wrong("argv", errp); /* no function to take no arguments */
     if (pl_cli_spec_py_done(b, entry, errp) < 0)
         return -1;
     if (b->fn_name && !b->spec.argv && set_argv(&b->spec, 0, NULL, errp) < 0)

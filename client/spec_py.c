@@ -269,6 +269,17 @@ static int entry_refs(struct pl_cli_spec *b, const json_t *v,
     return 0;
 }
 
+void pl_cli_spec_py_unstage(const struct pl_spec *specs, size_t n,
+                            size_t from)
+{
+    int saved = errno;
+
+    for (size_t i = from; i < n; i++)
+        if (specs[i].input_file)
+            (void)unlink(specs[i].input_file);
+    errno = saved;
+}
+
 int pl_cli_spec_py_entry(struct pl_cli_spec *b, const char *key,
                          const json_t *v, const char *here,
                          struct pl_error *errp)

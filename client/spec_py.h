@@ -33,6 +33,13 @@ int pl_cli_spec_py_input(struct pl_cli_spec *b, const char *file,
 int pl_cli_spec_py_stage(struct pl_spec *s, const char *dir,
                          struct pl_error *errp);
 
+/* Remove the files pl_cli_spec_py_stage() wrote for specs[from..n)
+ * (each input_file of a spec a client built is one), which pilotd did
+ * not store: a refused submit of a large call leaves no file behind (up
+ * to 256 MiB each, for nothing).  Preserves errno. */
+void pl_cli_spec_py_unstage(const struct pl_spec *specs, size_t n,
+                            size_t from);
+
 /* A task file's key of a Python call (pl_cli_spec_entry()): "py_call"
  * ("MODULE:FUNCTION", with "argv" its string arguments), "input" (the
  * pickled call in base64), "input_file" (a file holding it, relative to

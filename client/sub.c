@@ -251,6 +251,24 @@ int pl_sub_add(struct pl_sub *s, const struct pl_sel_req *sel, bool all,
     return 0;
 }
 
+int pl_sub_refresh(struct pl_sub *s, struct pl_error *errp)
+{
+    struct pl_watch_req q = { .attach = true };
+    struct pl_watch_reply rep;
+
+    snprintf(q.token, sizeof(q.token), "%s", s->token);
+    if (watch_call(s, &q, &rep, errp) < 0) {
+        if (errno == ENOENT)
+            s->resync = true;
+        return -1;
+    }
+    if (rep.n > s->last_n)
+        s->resync = true; /* a push before the reply was lost */
+    s->pending = rep.pending;
+    s->heard = pl_mono();
+    return 0;
+}
+
 int pl_sub_note(struct pl_sub *s, const uint64_t *ids, size_t n)
 {
     if (pl_grow(&s->noted, &s->capnoted, s->nnoted, n, sizeof(*s->noted))

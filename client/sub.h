@@ -78,6 +78,13 @@ int pl_sub_resume(struct pl_sub *s, uint64_t after,
  * the next call). */
 int pl_sub_wait(struct pl_sub *s, int timeout_ms, struct pl_error *errp);
 
+/* Ask pilotd how many of the watch's tasks are pending (a submit with
+ * its token added some, and no push since may have counted them): the
+ * pushes that came before the reply are read first, so what it says
+ * is exact after them.  0, or -1 with errno and errp (ENOENT: pilotd
+ * lost the watch; it is made again at the next pl_sub_wait()). */
+int pl_sub_refresh(struct pl_sub *s, struct pl_error *errp);
+
 /* The tasks of the watch that pilotd last said were not ended (or whose
  * end it had not pushed yet); UINT64_MAX before its first answer. */
 uint64_t pl_sub_pending(const struct pl_sub *s);

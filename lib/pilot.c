@@ -213,6 +213,7 @@ static int build_specs(const json_t *in, const char *dir,
         pl_cli_spec_take(&b, &specs[built]);
         if (pl_cli_spec_py_stage(&specs[built], dir, &e) < 0
             || pl_spec_check(&specs[built], &e) < 0) {
+            pl_cli_spec_py_unstage(&specs[built], 1, 0);
             pl_spec_clear(&specs[built]);
             goto error;
         }
@@ -221,6 +222,7 @@ static int build_specs(const json_t *in, const char *dir,
     return 0;
 error:
     fail_spec(err, built, n, &e);
+    pl_cli_spec_py_unstage(specs, built, 0); /* preserves errno */
     for (size_t k = 0; k < built; k++)
         pl_spec_clear(&specs[k]); /* preserves errno */
     free(specs);
@@ -348,8 +350,14 @@ int pilot_submit_opts(struct pilot *p, const char *specs_json,
     rc = pl_submit_specs(p->conn, specs, n, watch[0] ? watch : NULL, ids,
                          NULL, NULL, &f, &e);
     pthread_mutex_unlock(&p->lock);
-    if (rc < 0)
+    if (rc < 0) {
+        /* what pilotd refused it did not store (a slice's array keeps
+         * the elements sent before); what it did not answer it may have */
+        size_t unsent = f.bad_reply || errno == ETIMEDOUT
+                            ? n : f.off + (f.slice ? 1 : 0);
         submit_failed(err, n, &f, &e);
+        pl_cli_spec_py_unstage(specs, n, unsent); /* preserves errno */
+    }
     if (watch[0] && json_array_size(ids) > 0)
         pl_lib_watch_noted(watch, ids); /* preserves errno */
     /* the ids queued, all of them or those before the failed request */

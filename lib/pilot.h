@@ -173,9 +173,11 @@ int pilot_submit_opts(struct pilot *p, const char *specs_json,
  * pilot_watch_next() while others use the struct pilot it came from
  * (its requests never wait for the watch, nor the watch for them).
  * Calls on one watch may come from several threads: they take turns
- * (a pilot_watch_next() that waits lets the others go within 0.1 s),
- * except pilot_watch_close(), which no other call on the watch may be
- * in or enter.  Opaque. */
+ * (a pilot_watch_next() that waits lets the others go within 0.1 s).
+ * pilot_watch_close() may come while another thread waits in
+ * pilot_watch_next() (that call returns -1, ECANCELED, within 0.1 s,
+ * and the close waits for it), but no call may begin once the close has
+ * begun.  Opaque. */
 struct pilot_watch;
 
 /* Open a watch on the running pilot of 'p' (a connection of its own,
@@ -223,11 +225,12 @@ const char *pilot_watch_token(const struct pilot_watch *w);
  *   {"ends": [{"seq": S, "id": ID, "state": "done" | "failed" |
  *     "canceled" | "timeout", "exit_code": N | null, "signal": N | null,
  *     "end_time": T (s since the epoch), "reason": "..." | null,
- *     "result": base64 (a Python call's result pickle, when pilotd
- *     pushed it: stored inline and at most 4 KiB; its value if "done",
- *     (exception, traceback) if "failed"; else absent: ask with
- *     "results")}, ...], "pending": N | null, "last_seq": S}
- * the ends in ascending seq, each given once; "pending": the watch's
+ *     "result": "<base64>" | null}, ...], "pending": N | null,
+ *    "last_seq": S}
+ * the ends in ascending seq, each given once; "result": a Python call's
+ * result pickle (its value if "done", (exception, traceback) if
+ * "failed") when it is at most 4 KiB and stored inline, else null (ask
+ * with the "results" request); "pending": the watch's
  * tasks that had not ended (or whose end was not pushed yet) when
  * pilotd last said, null before it said; "last_seq": the last end's
  * seq.  0 when the time passed with nothing (*ends_json NULL), -1 on
@@ -248,7 +251,9 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
 uint64_t pilot_watch_last_seq(const struct pilot_watch *w);
 
 /* The watch's tasks not ended (or whose end was not given yet) as
- * pilotd last said; UINT64_MAX: unknown. */
+ * pilotd last said; UINT64_MAX: unknown.  After a submit into the watch
+ * (pilot_submit_opts()) pilotd is asked, so that its tasks are counted
+ * (at least 1 if it does not answer: pilot_watch_next() says why). */
 uint64_t pilot_watch_pending(const struct pilot_watch *w);
 
 /* Close the watch and free 'w'; NULL is ignored.  unwatch != 0 also

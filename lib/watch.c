@@ -40,10 +40,14 @@ struct pilot_watch {
     pthread_cond_t cond;
     bool busy;                  /* a call has the turn */
     unsigned want;              /* calls waiting for it */
+    unsigned users;             /* calls in progress (enter()) */
+    bool closing;               /* pilot_watch_close() waits for them */
     uint64_t *inbox;            /* ids submits added (pl_lib_watch_noted),
                                    for the sub at the next turn */
     size_t ninbox, capinbox;
     bool lost_inbox;            /* one could not be kept (ENOMEM) */
+    bool stale;                 /* a submit added tasks: 'pending' may not
+                                   count them until pilotd is asked */
     json_t *ends;               /* from the sub, not given out yet */
     bool lost_end;              /* one could not be kept (ENOMEM) */
     _Atomic uint64_t last_seq;  /* the last end given out */
@@ -65,26 +69,65 @@ static void absorb(struct pilot_watch *w)
     w->ninbox = 0;
 }
 
+/* A call begins: 0, or -1 (ECANCELED, errp) when pilot_watch_close()
+ * has begun: a thread may block in pilot_watch_next() while another
+ * closes the watch, and the close waits until such calls have left. */
+static int enter(struct pilot_watch *w, struct pl_error *errp)
+{
+    bool closing;
+
+    pthread_mutex_lock(&w->lock);
+    closing = w->closing;
+    if (!closing)
+        w->users++;
+    pthread_mutex_unlock(&w->lock);
+    return closing ? pl_errset(errp, ECANCELED, "the watch was closed") : 0;
+}
+
+static void leave(struct pilot_watch *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->users--;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
 /* Take the turn.  'yield': the caller had it and gave it up for those
- * waiting: let them go first. */
-static void take(struct pilot_watch *w, bool yield)
+ * waiting: let them go first.  -1 (ECANCELED, errp): the watch is being
+ * closed, and the turn is not taken. */
+static int take(struct pilot_watch *w, bool yield, struct pl_error *errp)
 {
     pthread_mutex_lock(&w->lock);
     if (!yield)
         w->want++;
-    while (w->busy || (yield && w->want > 0))
+    while (!w->closing && (w->busy || (yield && w->want > 0)))
         pthread_cond_wait(&w->cond, &w->lock);
     if (!yield)
         w->want--;
+    if (w->closing) {
+        pthread_mutex_unlock(&w->lock);
+        return pl_errset(errp, ECANCELED, "the watch was closed");
+    }
     w->busy = true;
     absorb(w);
     pthread_mutex_unlock(&w->lock);
+    return 0;
+}
+
+/* Called with the turn: the tasks not ended or whose end was not given
+ * out, as pilotd last said (its count leaves out the ends it pushed,
+ * and some of those may not have been given out yet). */
+static uint64_t pending_now(struct pilot_watch *w)
+{
+    uint64_t n = pl_sub_pending(w->sub);
+
+    return n == UINT64_MAX ? n : n + json_array_size(w->ends);
 }
 
 static void give(struct pilot_watch *w)
 {
     pthread_mutex_lock(&w->lock);
-    w->pending = pl_sub_pending(w->sub);
+    w->pending = pending_now(w);
     w->busy = false;
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->lock);
@@ -106,10 +149,15 @@ static bool wanted(struct pilot_watch *w)
 static void end_cb(struct pl_sub *s, const struct pl_end *e, void *arg)
 {
     struct pilot_watch *w = arg;
+    char *b64 = NULL;
     json_t *o;
     (void)s;
 
-    o = json_pack("{s:I, s:I, s:s, s:o, s:o, s:f, s:o}", "seq",
+    /* a Python call's small result, pushed with its end: the caller
+     * needs no "results" request for it (out of memory: it asks) */
+    if (e->result && e->result_size)
+        b64 = pl_b64_encode(e->result, e->result_size);
+    o = json_pack("{s:I, s:I, s:s, s:o, s:o, s:f, s:o, s:o}", "seq",
                   (json_int_t)e->seq, "id", (json_int_t)e->id, "state",
                   pl_state_name(e->state), "exit_code",
                   e->exit_code >= 0 ? json_integer(e->exit_code)
@@ -117,15 +165,9 @@ static void end_cb(struct pl_sub *s, const struct pl_end *e, void *arg)
                   "signal", e->signal >= 0 ? json_integer(e->signal)
                                            : json_null(),
                   "end_time", e->end_time, "reason",
-                  e->reason ? json_string(e->reason) : json_null());
-    if (o && e->result) {
-        /* a small Python result rides along: the client needs no
-         * "results" request for it (without it, it asks) */
-        char *b64 = pl_b64_encode(e->result, e->result_size);
-        if (b64)
-            json_object_set_new(o, "result", json_string(b64));
-        free(b64);
-    }
+                  e->reason ? json_string(e->reason) : json_null(),
+                  "result", b64 ? json_string(b64) : json_null());
+    free(b64);
     if (!o || json_array_append_new(w->ends, o) < 0)
         w->lost_end = true;
 }
@@ -232,6 +274,7 @@ void pl_lib_watch_noted(const char *token, const json_t *ids)
             for (size_t i = 0; i < n; i++)
                 w->inbox[w->ninbox++] =
                     (uint64_t)json_integer_value(json_array_get(ids, i));
+        w->stale = true;
         pthread_mutex_unlock(&w->lock);
     }
     pthread_mutex_unlock(&watches_lock);
@@ -394,14 +437,18 @@ int pilot_watch_add(struct pilot_watch *w, const char *ids_json,
     }
     if (pl_lib_sel("watch", ids, &sel, &e) < 0)
         goto done;
-    take(w, false);
-    if (!w->conn->rpc) {
-        errno = ENOTCONN;
-        pl_errprintf(&e, "pilot %s is not running", w->conn->pilot.id);
+    if (enter(w, &e) < 0)
+        goto done;
+    if (take(w, false, &e) == 0) {
+        if (!w->conn->rpc) {
+            errno = ENOTCONN;
+            pl_errprintf(&e, "pilot %s is not running", w->conn->pilot.id);
+        }
+        else if (known(w, &sel, &e) == 0)
+            rc = pl_sub_add(w->sub, &sel, false, &e);
+        give(w);
     }
-    else if (known(w, &sel, &e) == 0)
-        rc = pl_sub_add(w->sub, &sel, false, &e);
-    give(w);
+    leave(w);
 done:
     if (rc < 0)
         pl_lib_fail(err, &e);
@@ -420,9 +467,39 @@ uint64_t pilot_watch_last_seq(const struct pilot_watch *w)
     return w->last_seq;
 }
 
-uint64_t pilot_watch_pending(const struct pilot_watch *w)
+uint64_t pilot_watch_pending(const struct pilot_watch *cw)
 {
-    return w->pending;
+    /* const to its caller, who sees no change; the watch itself is
+     * never const (pilot_watch_open() allocates it) */
+    struct pilot_watch *w = (struct pilot_watch *)cw;
+    struct pl_error e;
+    bool stale;
+    int rc = -1;
+
+    pthread_mutex_lock(&w->lock);
+    stale = w->stale;
+    w->stale = false; /* a submit noted from here on sets it again */
+    pthread_mutex_unlock(&w->lock);
+    if (!stale)
+        return w->pending;
+    /* pilotd counts a submit's tasks in the watch, but says so only in
+     * its next push: ask it, or the caller's "while pending" loop ends
+     * before the first of them ends */
+    if (enter(w, &e) < 0)
+        return w->pending;
+    if (take(w, false, &e) == 0) {
+        if (w->conn->rpc)
+            rc = pl_sub_refresh(w->sub, &e);
+        give(w);
+    }
+    leave(w);
+    if (rc == 0)
+        return w->pending;
+    pthread_mutex_lock(&w->lock);
+    w->stale = true;
+    pthread_mutex_unlock(&w->lock);
+    /* they have not been seen to end: pilot_watch_next() says why not */
+    return w->pending == 0 ? 1 : w->pending;
 }
 
 /* After pl_sub_wait() failed with 'e': go on (0) while pilotd may still
@@ -493,7 +570,12 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
         return pl_lib_fail(err, &e);
     }
     end = timeout_ms < 0 ? INFINITY : pl_mono() + timeout_ms / 1000.0;
-    take(w, false);
+    if (enter(w, &e) < 0)
+        return pl_lib_fail(err, &e);
+    if (take(w, false, &e) < 0) {
+        leave(w);
+        return pl_lib_fail(err, &e);
+    }
     for (;;) {
         if (w->lost_end || w->lost_inbox) {
             errno = ENOMEM;
@@ -524,10 +606,14 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
             break; /* 0: nothing came */
         if (wanted(w)) {
             give(w);
-            take(w, true);
+            if (take(w, true, &e) < 0) {
+                leave(w); /* closing: the ends taken are dropped */
+                return pl_lib_fail(err, &e);
+            }
         }
     }
     give(w);
+    leave(w);
     if (rc < 0)
         pl_lib_fail(err, &e);
     return rc;
@@ -540,6 +626,15 @@ void pilot_watch_close(struct pilot_watch *w, int unwatch)
     if (!w)
         return;
     int saved = errno;
+    /* a call that waits in another thread gives the turn up within
+     * WAIT_SLICE_MS (it sees 'want'), finds 'closing' and returns */
+    pthread_mutex_lock(&w->lock);
+    w->closing = true;
+    w->want++;
+    pthread_cond_broadcast(&w->cond);
+    while (w->users > 0)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
     unlist(w);
     if (unwatch && w->conn->rpc)
         (void)pl_sub_unwatch(w->sub, &e); /* else it expires in 10 min */

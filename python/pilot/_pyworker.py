@@ -66,6 +66,7 @@ class Worker:
         self.prelude_done = False
         self.prelude_error = None
         self.prelude_ns = {"__name__": "__pilot_prelude__"}
+        self.pid = os.getpid()
 
     # ---- frames
 
@@ -245,6 +246,17 @@ class Worker:
             raised = e
             tb = traceback.format_exc()
             sys.stderr.write(tb)
+        if os.getpid() != self.pid:
+            # a child the function forked (os.fork()) returned into us:
+            # only the worker answers the agent (the child's answer was a
+            # second result on our socket: taken for the call's, or the
+            # worker killed for a message while idle)
+            for f in (sys.stdout, sys.stderr):
+                try:
+                    f.flush()
+                except BaseException:
+                    pass
+            os._exit(0 if raised is None else 1)
         dumps = pickler()
         try:
             if raised is None:
@@ -368,10 +380,11 @@ def last_line(e):
 
 
 def cut(text, limit):
-    """'text' cut to at most 'limit' bytes of UTF-8."""
-    b = text.encode("utf-8", "replace")
-    if len(b) <= limit:
-        return text
+    """'text' cut to at most 'limit' bytes of UTF-8, as the agent's JSON
+    takes it: a NUL written \\x00 (the agent refused the header: the
+    call failed, its worker killed) and a lone surrogate \\udcff (it
+    would not encode: the worker died)."""
+    b = text.replace("\0", "\\x00").encode("utf-8", "backslashreplace")
     return b[:limit].decode("utf-8", "ignore")
 
 

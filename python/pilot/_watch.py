@@ -100,7 +100,10 @@ class Watch:
         """The ends that come within 'timeout' seconds (None: until one
         comes; 0: those here now), a list of dicts in ascending "seq":
         {"seq", "id", "state", "exit_code", "signal", "end_time",
-        "reason"}; [] if none came in time.  pilot.NotRunning if the
+        "reason", "result"} ("result": a Python call's result pickle in
+        base64 when it is at most 4 KiB, else None: ask with
+        client.call("results", ids=[...])); [] if none came in time.
+        pilot.NotRunning if the
         pilot does not run (a later call asks again)."""
         from .client import _raise
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -136,8 +139,15 @@ class Watch:
     @property
     def pending(self):
         """The watched tasks not ended (or whose end was not given yet),
-        as pilotd last said; None if it has not said."""
-        n = int(self._lib.pilot_watch_pending(self._handle()))
+        as pilotd last said; None if it has not said.  After a submit
+        into the watch pilotd is asked (close() waits for it)."""
+        with self._cond:
+            w = self._handle()
+            self._busy += 1
+        try:
+            n = int(self._lib.pilot_watch_pending(w))
+        finally:
+            self._done()
         return None if n == _UNKNOWN else n
 
     def close(self, unwatch=True):

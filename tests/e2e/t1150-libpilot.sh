@@ -25,8 +25,8 @@ like "$P" '^p[0-9]+$' "a local pilot runs ($P)"
 # the C client's checks, numbered here
 while IFS= read -r line; do
     case $line in
-    "ok - "*) pass "${line#ok - }" ;;
-    "not ok - "*) fail "${line#not ok - }" ;;
+    "ok "[0-9]*" - "*) pass "${line#ok * - }" ;;
+    "not ok "[0-9]*" - "*) fail "${line#not ok * - }" ;;
     *) diag "$line" ;;
     esac
 done < <(run_timeout 300 "$E2E" "$P" 2>&1)

@@ -3,12 +3,12 @@
  *
  * Run by tests/e2e/t1150-libpilot.sh against a local pilot (the only
  * one running under $PILOT_HOME, whose id is argv[1]).  Prints one line
- * a check, "ok - DESC" or "not ok - DESC", and "# " lines; the script
- * numbers them.  Exits 0 if every check passed.
+ * a check, "ok N - DESC" or "not ok N - DESC" (tests/unit/tap.h), and
+ * "# " lines, with no plan; the script numbers them again.  Exits 0 if
+ * every check passed.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,24 +18,7 @@
 #include <jansson.h>
 
 #include "lib/pilot.h"
-
-static int failures;
-
-__attribute__((format(printf, 2, 3)))
-static int check(int cond, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%sok - ", cond ? "" : "not ");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!cond)
-        failures++;
-    return cond;
-}
+#include "tests/unit/tap.h"
 
 static double now(void)
 {
@@ -172,7 +155,7 @@ static void test_threads(struct pilot *shared)
         }
         json_decref(w[i].ids);
     }
-    check(errors == 0 && n == 400 && json_object_size(all) == 400,
+    ok(errors == 0 && n == 400 && json_object_size(all) == 400,
           "8 threads (4 connections of their own, 4 on one shared) "
           "submit 400 tasks: 400 distinct ids (%zu ids, %zu distinct)", n,
           json_object_size(all));
@@ -191,15 +174,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: libpilot_e2e PILOT_ID\n");
         return 2;
     }
-    check(pilot_api_version() == PILOT_API_VERSION, "pilot_api_version() "
+    ok(pilot_api_version() == PILOT_API_VERSION, "pilot_api_version() "
           "is the header's, %d", PILOT_API_VERSION);
     p = pilot_open(NULL, NULL, 0, &err);
-    if (!check(p != NULL, "pilot_open(NULL, ...) finds the one running "
+    if (!ok(p != NULL, "pilot_open(NULL, ...) finds the one running "
                "pilot%s%s", p ? "" : ": ", p ? "" : err.text))
         return 1;
-    check(!strcmp(pilot_id(p), argv[1]), "it is %s (%s)", argv[1],
+    ok(!strcmp(pilot_id(p), argv[1]), "it is %s (%s)", argv[1],
           pilot_id(p));
-    check(pilot_is_live(p) == 1, "it is live");
+    ok(pilot_is_live(p) == 1, "it is live");
 
     /* three specs in one call: a failing task, one after it, an array */
     ids = submit(p, "[{\"argv\": [\"sh\", \"-c\", \"echo hi; exit 3\"], "
@@ -207,16 +190,16 @@ int main(int argc, char **argv)
                     " {\"cmd\": \"echo two\", \"after\": [\"c1:any\"]},"
                     " {\"argv\": [\"echo\", \"{}\"], \"array\": \"0-4\"}]",
                  &err);
-    if (!check(json_array_size(ids) == 7, "pilot_submit of 3 specs: 7 ids "
+    if (!ok(json_array_size(ids) == 7, "pilot_submit of 3 specs: 7 ids "
                "(an array of 5)%s%s", ids ? "" : ": ", ids ? "" : err.text))
         return 1;
     t = wait_final(p, id_at(ids, 0), 30);
-    check(t && !strcmp(state_of(t), "failed")
+    ok(t && !strcmp(state_of(t), "failed")
               && json_integer_value(json_object_get(t, "exit_code")) == 3,
           "task c1 ends failed with exit code 3 (%s)", state_of(t));
     json_decref(t);
     t = wait_final(p, id_at(ids, 1), 30);
-    check(t && !strcmp(state_of(t), "done"), "the task after c1:any is done "
+    ok(t && !strcmp(state_of(t), "done"), "the task after c1:any is done "
           "(%s)", state_of(t));
     json_decref(t);
     pilot_log_path(p, (uint64_t)id_at(ids, 0), 0, PILOT_STDOUT, path,
@@ -227,18 +210,18 @@ int main(int argc, char **argv)
             line[0] = '\0';
         fclose(fp);
     }
-    check(!strcmp(line, "hi\n"), "pilot_log_path: c1's stdout holds 'hi' "
+    ok(!strcmp(line, "hi\n"), "pilot_log_path: c1's stdout holds 'hi' "
           "(%s)", path);
     snprintf(args, sizeof(args), "{\"ids\": [%lld]}",
              (long long)id_at(ids, 2));
     j = call(p, "list", args, &err);
-    check(json_array_size(j) == 5, "list {ids: [the array's id]}: its 5 "
+    ok(json_array_size(j) == 5, "list {ids: [the array's id]}: its 5 "
           "elements");
     json_decref(j);
     snprintf(args, sizeof(args), "{\"id\": \"%lld.3\"}",
              (long long)id_at(ids, 2));
     t = call(p, "show", args, &err);
-    check(json_integer_value(json_object_get(t, "id")) == id_at(ids, 5),
+    ok(json_integer_value(json_object_get(t, "id")) == id_at(ids, 5),
           "show {id: \"ARRAY.3\"}: element 3");
     json_decref(t);
     json_decref(ids);
@@ -248,13 +231,13 @@ int main(int argc, char **argv)
     snprintf(args, sizeof(args), "{\"ids\": [%lld]}",
              (long long)id_at(ids, 0));
     j = call(p, "cancel", args, &err);
-    check(json_integer_value(json_array_get(json_object_get(j, "canceled"),
+    ok(json_integer_value(json_array_get(json_object_get(j, "canceled"),
                                             0)) == id_at(ids, 0),
           "cancel: the task is in 'canceled'%s%s", j ? "" : ": ",
           j ? "" : err.text);
     json_decref(j);
     t = wait_final(p, id_at(ids, 0), 30);
-    check(t && !strcmp(state_of(t), "canceled"), "... and ends canceled (%s)",
+    ok(t && !strcmp(state_of(t), "canceled"), "... and ends canceled (%s)",
           state_of(t));
     json_decref(t);
     json_decref(ids);
@@ -264,14 +247,14 @@ int main(int argc, char **argv)
                     " {\"argv\": [\"true\"], \"array\": \"0-11999\","
                     "  \"after\": \"block\"}]",
                  &err);
-    check(json_array_size(ids) == 12001
+    ok(json_array_size(ids) == 12001
               && id_at(ids, 12000) - id_at(ids, 1) == 11999,
           "an array of 12,000 goes in slices: 12,000 ids in a row%s%s",
           ids ? "" : ": ", ids ? "" : err.text);
     snprintf(args, sizeof(args), "{\"ids\": [%lld]}",
              (long long)id_at(ids, 1));
     j = call(p, "counts", args, &err);
-    check(json_integer_value(json_object_get(j, "waiting")) == 12000,
+    ok(json_integer_value(json_object_get(j, "waiting")) == 12000,
           "counts of the array: 12,000 waiting");
     json_decref(j);
     snprintf(args, sizeof(args), "{\"ids\": [%lld]}",
@@ -280,7 +263,7 @@ int main(int argc, char **argv)
     json_decref(ids);
 
     j = call(p, "status", NULL, &err);
-    check(json_integer_value(json_object_get(j, "agents_up")) == 1
+    ok(json_integer_value(json_object_get(j, "agents_up")) == 1
               && !strcmp(json_string_value(json_object_get(j, "pilot")),
                          argv[1]),
           "status: one agent up, pilot %s", argv[1]);
@@ -288,11 +271,11 @@ int main(int argc, char **argv)
 
     errno = 0;
     t = call(p, "show", "{\"id\": 999999}", &err);
-    check(!t && errno == ENOENT && err.errnum == ENOENT
+    ok(!t && errno == ENOENT && err.errnum == ENOENT
               && strstr(err.text, "no task 999999"),
           "show of an unknown id: ENOENT, '%s'", err.text);
 
     test_threads(p);
     pilot_close(p);
-    return failures ? 1 : 0;
+    return done_testing();
 }

@@ -5,15 +5,14 @@
  *   libpilot_watch --down PILOT_ID   a watch of a pilot that is down
  *
  * Run by tests/e2e/t1170-libpilot-watch.sh.  Prints one line a check,
- * "ok - DESC" or "not ok - DESC", and "# " lines; the script numbers
- * them.  The first form ends by killing the pilot's pilotd (SIGKILL) and
- * starting it again while a watch waits.  Exits 0 if every check
- * passed.
+ * "ok N - DESC" or "not ok N - DESC" (tests/unit/tap.h), and "# "
+ * lines, with no plan; the script numbers them again.  The first form
+ * ends by killing the pilot's pilotd (SIGKILL) and starting it again
+ * while a watch waits.  Exits 0 if every check passed.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,24 +22,7 @@
 #include <jansson.h>
 
 #include "lib/pilot.h"
-
-static int failures;
-
-__attribute__((format(printf, 2, 3)))
-static int check(int cond, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%sok - ", cond ? "" : "not ");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!cond)
-        failures++;
-    return cond;
-}
+#include "tests/unit/tap.h"
 
 static double now(void)
 {
@@ -181,10 +163,10 @@ static void test_threads(struct pilot *p)
     double slowest = 0;
 
     t.w = pilot_watch_open(p, "{}", &err);
-    if (!check(t.w != NULL, "pilot_watch_open(p, \"{}\"): an empty watch%s%s",
+    if (!ok(t.w != NULL, "pilot_watch_open(p, \"{}\"): an empty watch%s%s",
                t.w ? "" : ": ", t.w ? "" : err.text))
         return;
-    check(strlen(pilot_watch_token(t.w)) >= 16, "... its token: %s",
+    ok(strlen(pilot_watch_token(t.w)) >= 16, "... its token: %s",
           pilot_watch_token(t.w));
     got_init(&t.g);
     pthread_create(&th, NULL, waiter_main, &t);
@@ -204,21 +186,64 @@ static void test_threads(struct pilot *p)
         json_decref(ids);
         usleep(100000);
     }
-    check(slowest < 2.0, "5 submits with the watch's token while another "
+    ok(slowest < 2.0, "5 submits with the watch's token while another "
           "thread blocks in pilot_watch_next(): none waited for it "
           "(slowest %.3f s)", slowest);
     pthread_join(th, NULL);
-    check(same_ids(&t.g, all), "... the waiting thread got the 10 ends, "
+    ok(same_ids(&t.g, all), "... the waiting thread got the 10 ends, "
           "each once, done (%zu ends in %d calls)",
           json_array_size(t.g.ends), t.g.calls);
-    check(!t.g.dup && !t.g.order, "... in ascending seq, last_seq the last "
+    ok(!t.g.dup && !t.g.order, "... in ascending seq, last_seq the last "
           "one's");
-    check(t.g.pending == 0, "... pending 0 with the last");
-    check(pilot_watch_last_seq(t.w) == t.g.last, "pilot_watch_last_seq() is "
+    ok(t.g.pending == 0, "... pending 0 with the last");
+    ok(pilot_watch_last_seq(t.w) == t.g.last, "pilot_watch_last_seq() is "
           "the last end's seq (%llu)", (unsigned long long)t.g.last);
     json_decref(t.g.ends);
     json_decref(all);
     pilot_watch_close(t.w, 1);
+}
+
+struct closed {
+    struct pilot_watch *w;
+    int rc;
+    struct pilot_error err;
+    double back;           /* when pilot_watch_next() returned */
+};
+
+static void *closed_main(void *arg)
+{
+    struct closed *c = arg;
+    char *ends = NULL;
+
+    c->rc = pilot_watch_next(c->w, -1, &ends, &c->err);
+    c->back = now();
+    free(ends);
+    return NULL;
+}
+
+/* 1b. pilot_watch_close() while another thread waits in
+ * pilot_watch_next() (with no timeout): that call returns, ECANCELED,
+ * and the close frees nothing it still uses (it crashed in libuv) */
+static void test_close_while_waiting(struct pilot *p)
+{
+    struct pilot_error err;
+    struct closed c = { .rc = 9 };
+    pthread_t th;
+    double t0;
+
+    c.w = pilot_watch_open(p, "{}", &err);
+    if (!ok(c.w != NULL, "pilot_watch_open(p, \"{}\")%s%s",
+               c.w ? "" : ": ", c.w ? "" : err.text))
+        return;
+    pthread_create(&th, NULL, closed_main, &c);
+    usleep(300000);
+    t0 = now();
+    pilot_watch_close(c.w, 1);
+    pthread_join(th, NULL);
+    ok(c.rc == -1 && c.err.errnum == ECANCELED && c.back - t0 < 1.0,
+          "pilot_watch_close() while another thread waits in "
+          "pilot_watch_next(w, -1): it returns -1, ECANCELED, in %.3f s "
+          "(rc %d, %s)", c.back - t0, c.rc, c.rc < 0 ? c.err.text : "");
 }
 
 /* 2. a watch of ids; pilot_watch_add(); timeouts */
@@ -238,38 +263,38 @@ static void test_ids(struct pilot *p)
                NULL, &err);
     b = submit(p, "[{\"argv\": [\"sleep\", \"1.2\"]}]", NULL, &err);
     if (!a || !b) {
-        check(0, "submit: %s", err.text);
+        ok(0, "submit: %s", err.text);
         return;
     }
     snprintf(args, sizeof(args), "{\"ids\": [%lld, \"%lld.1\"]}",
              (long long)json_integer_value(json_array_get(a, 0)),
              (long long)json_integer_value(json_array_get(a, 1)));
     w = pilot_watch_open(p, args, &err);
-    if (!check(w != NULL, "pilot_watch_open(p, %s)%s%s", args, w ? "" : ": ",
+    if (!ok(w != NULL, "pilot_watch_open(p, %s)%s%s", args, w ? "" : ": ",
                w ? "" : err.text))
         return;
     snprintf(args, sizeof(args), "[%lld]",
              (long long)json_integer_value(json_array_get(b, 0)));
     memset(&err, 0, sizeof(err));
-    check(pilot_watch_add(w, args, &err) == 0, "pilot_watch_add(w, %s)%s%s",
+    ok(pilot_watch_add(w, args, &err) == 0, "pilot_watch_add(w, %s)%s%s",
           args, err.errnum ? ": " : "", err.text);
     t0 = now();
     rc = pilot_watch_next(w, 0, &out, &err);
     t0 = now() - t0;
-    check(rc == 0 && out == NULL && t0 < 0.1, "pilot_watch_next(w, 0) "
+    ok(rc == 0 && out == NULL && t0 < 0.1, "pilot_watch_next(w, 0) "
           "before any end: 0, *ends_json NULL, at once (%.3f s)", t0);
     got_init(&g);
     take_n(w, 3, 30, &g, &err);
     json_array_remove(a, 3); /* the array's elements 0 and 2 */
     json_array_remove(a, 1);
     json_array_append(a, json_array_get(b, 0));
-    check(same_ids(&g, a) && !g.dup && !g.order, "the ends of the task, "
+    ok(same_ids(&g, a) && !g.dup && !g.order, "the ends of the task, "
           "element 1 of the array and the task added: once each, in seq "
           "order (%zu)", json_array_size(g.ends));
     t0 = now();
     rc = pilot_watch_next(w, 300, &out, &err);
     t0 = now() - t0;
-    check(rc == 0 && t0 >= 0.29 && t0 < 2, "nothing more: "
+    ok(rc == 0 && t0 >= 0.29 && t0 < 2, "nothing more: "
           "pilot_watch_next(w, 300) returns 0 after %.3f s", t0);
     json_decref(g.ends);
     json_decref(a);
@@ -291,7 +316,7 @@ static void test_resume(struct pilot *p, const char *id)
 
     w = pilot_watch_open(p, NULL, &err);
     if (!w) {
-        check(0, "pilot_watch_open(p, NULL): %s", err.text);
+        ok(0, "pilot_watch_open(p, NULL): %s", err.text);
         return;
     }
     snprintf(token, sizeof(token), "%s", pilot_watch_token(w));
@@ -300,20 +325,20 @@ static void test_resume(struct pilot *p, const char *id)
     got_init(&g);
     take_n(w, 1, 30, &g, &err);
     after = pilot_watch_last_seq(w);
-    check(json_array_size(g.ends) >= 1 && json_array_size(g.ends) < 6
+    ok(json_array_size(g.ends) >= 1 && json_array_size(g.ends) < 6
               && after == g.last,
           "a watch of 6 tasks: %zu ends taken, last seq %llu",
           json_array_size(g.ends), (unsigned long long)after);
     pilot_watch_close(w, 0);
     sleep(2); /* the others end meanwhile, with no client */
     if (!(p2 = pilot_open(id, NULL, 0, &err))) {
-        check(0, "pilot_open(%s): %s", id, err.text);
+        ok(0, "pilot_open(%s): %s", id, err.text);
         return;
     }
     snprintf(args, sizeof(args), "{\"token\": \"%s\", \"after\": %llu}",
              token, (unsigned long long)after);
     w2 = pilot_watch_open(p2, args, &err);
-    if (!check(w2 != NULL, "a second struct pilot resumes the watch with "
+    if (!ok(w2 != NULL, "a second struct pilot resumes the watch with "
                "its token and after%s%s", w2 ? "" : ": ",
                w2 ? "" : err.text)) {
         pilot_close(p2);
@@ -331,16 +356,16 @@ static void test_resume(struct pilot *p, const char *id)
         if (!seen)
             json_array_append(rest, x);
     }
-    check(same_ids(&g2, rest) && !g2.dup && !g2.order,
+    ok(same_ids(&g2, rest) && !g2.dup && !g2.order,
           "... it gets the %zu ends after %llu, once each, in seq order",
           json_array_size(rest), (unsigned long long)after);
-    check(json_integer_value(json_object_get(json_array_get(g2.ends, 0),
+    ok(json_integer_value(json_object_get(json_array_get(g2.ends, 0),
                                              "seq")) > (json_int_t)after,
           "... all of them after it");
     pilot_watch_close(w2, 1);
     /* dropped in pilotd: a resume without its tasks finds nothing */
     w2 = pilot_watch_open(p2, args, &err);
-    check(!w2 && err.errnum == ENOENT && strstr(err.text, "no watch"),
+    ok(!w2 && err.errnum == ENOENT && strstr(err.text, "no watch"),
           "after pilot_watch_close(w, 1) the watch is gone: a resume gets "
           "ENOENT, '%s'", err.text);
     pilot_watch_close(w2, 1);
@@ -374,30 +399,30 @@ static void test_bad(struct pilot *p)
         w = pilot_watch_open(p, bad[i].args, &err);
         /* "!": not EINVAL but ENOENT */
         int want = bad[i].want[0] == '!' ? ENOENT : EINVAL;
-        check(!w && errno == want && err.errnum == want
+        ok(!w && errno == want && err.errnum == want
                   && strstr(err.text, bad[i].want + (want == ENOENT)),
               "pilot_watch_open(%s): %s, '%s'", bad[i].args,
               want == EINVAL ? "EINVAL" : "ENOENT", err.text);
         pilot_watch_close(w, 1);
     }
     errno = 0;
-    check(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]",
+    ok(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]",
                             "{\"watch\": \"not a token\"}", &out, &err) < 0
               && errno == EINVAL && out == NULL
               && strstr(err.text, "'watch' must be"),
           "pilot_submit_opts with a bad watch token: EINVAL, '%s'",
           err.text);
     errno = 0;
-    check(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]",
+    ok(pilot_submit_opts(p, "[{\"argv\": [\"true\"]}]",
                             "{\"watch\": \"no-such-watch-token-here\"}", &out,
                             &err) < 0
               && errno == ENOENT && strstr(err.text, "no watch"),
           "... with the token of no watch: ENOENT, '%s'", err.text);
     pilot_free(out);
     if ((w = pilot_watch_open(p, "{}", &err))) {
-        check(pilot_watch_add(w, "[]", &err) < 0 && err.errnum == EINVAL,
+        ok(pilot_watch_add(w, "[]", &err) < 0 && err.errnum == EINVAL,
               "pilot_watch_add(w, \"[]\"): EINVAL, '%s'", err.text);
-        check(pilot_watch_add(w, "[999999]", &err) < 0
+        ok(pilot_watch_add(w, "[999999]", &err) < 0
                   && err.errnum == ENOENT && strstr(err.text, "no task"),
               "pilot_watch_add of no such task: ENOENT, '%s'", err.text);
         pilot_watch_close(w, 1);
@@ -433,19 +458,19 @@ static void test_kill(struct pilot *p, const char *dir)
     double t0;
 
     if (!(w = pilot_watch_open(p, "{}", &err))) {
-        check(0, "pilot_watch_open: %s", err.text);
+        ok(0, "pilot_watch_open: %s", err.text);
         return;
     }
     ids = submit(p, "[{\"argv\": [\"sh\", \"-c\", \"sleep $(( {} % 4 + 1 ))."
                     "{}\"], \"array\": \"0-7\"}]", pilot_watch_token(w), &err);
     if (!ids) {
-        check(0, "submit: %s", err.text);
+        ok(0, "submit: %s", err.text);
         return;
     }
     got_init(&g);
     take(w, 300, &g, &err);
     pid = pilotd_pid(dir);
-    check(pid > 0 && kill((pid_t)pid, SIGKILL) == 0, "pilotd (%ld) killed "
+    ok(pid > 0 && kill((pid_t)pid, SIGKILL) == 0, "pilotd (%ld) killed "
           "with SIGKILL while a watch of 8 tasks waits", pid);
     t0 = now();
     while (kill((pid_t)pid, 0) == 0 && now() - t0 < 20)
@@ -453,11 +478,11 @@ static void test_kill(struct pilot *p, const char *dir)
     snprintf(cmd, sizeof(cmd), "setsid '%s/pilotd' --dir '%s' --local "
              ">'%s/pilotd-restart.out' 2>&1 </dev/null &",
              getenv("PILOT_BIN") ? getenv("PILOT_BIN") : ".", dir, dir);
-    check(system(cmd) == 0, "pilotd started again");
+    ok(system(cmd) == 0, "pilotd started again");
     take_n(w, 8, 120, &g, &err);
-    check(same_ids(&g, ids), "the watch got the 8 ends across the restart "
+    ok(same_ids(&g, ids), "the watch got the 8 ends across the restart "
           "(%zu)", json_array_size(g.ends));
-    check(!g.dup && !g.order, "... none twice, in ascending seq");
+    ok(!g.dup && !g.order, "... none twice, in ascending seq");
     json_decref(g.ends);
     json_decref(ids);
     pilot_watch_close(w, 1);
@@ -471,19 +496,19 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--down")) {
         struct pilot_watch *w;
         if (!(p = pilot_open(argv[2], NULL, 0, &err))) {
-            check(0, "pilot_open(%s) of a pilot that is down: %s", argv[2],
+            ok(0, "pilot_open(%s) of a pilot that is down: %s", argv[2],
                   err.text);
             return 1;
         }
         errno = 0;
         w = pilot_watch_open(p, "{\"all\": true}", &err);
-        check(!w && errno == ENOTCONN && err.errnum == ENOTCONN
+        ok(!w && errno == ENOTCONN && err.errnum == ENOTCONN
                   && strstr(err.text, "not running"),
               "a watch of a pilot that does not run: ENOTCONN, '%s'",
               err.text);
         pilot_watch_close(w, 1);
         pilot_close(p);
-        return failures ? 1 : 0;
+        return done_testing();
     }
     if (argc != 3) {
         fprintf(stderr, "usage: libpilot_watch PILOT_ID DIR | --down "
@@ -492,14 +517,15 @@ int main(int argc, char **argv)
     }
     /* requests give up after 3 s: a pilotd killed shows sooner */
     if (!(p = pilot_open(argv[1], NULL, 3000, &err))) {
-        check(0, "pilot_open(%s): %s", argv[1], err.text);
+        ok(0, "pilot_open(%s): %s", argv[1], err.text);
         return 1;
     }
     test_threads(p);
+    test_close_while_waiting(p);
     test_ids(p);
     test_resume(p, argv[1]);
     test_bad(p);
     test_kill(p, argv[2]);
     pilot_close(p);
-    return failures ? 1 : 0;
+    return done_testing();
 }

@@ -119,3 +119,25 @@ def test_watch_errors(client):
         pilot.Watch(client, after=3)
     with pytest.raises(pilot.NoSuchTask):
         pilot.Watch(client, ids=[99999999])
+
+
+def test_pending_counts_tasks_a_submit_added(client):
+    # the loop of Watch's docstring: pending read right after a submit
+    # into the watch counted none of its tasks (0 for a new watch), so
+    # the loop ended before it read a single end
+    with pilot.Watch(client) as w:
+        assert w.pending == 0
+        tasks = client.submit_many([{"argv": ["sleep", "0.5"]}] * 3
+                                   + [{"argv": ["true"]}], watch=w)
+        assert w.pending == 4
+        got = []
+        while w.pending:
+            got += w.next(timeout=30)
+        assert sorted(e["id"] for e in got) == sorted(t.id for t in tasks)
+        # ends that came in add()'s reply are pending until given
+        more = client.submit_many([{"argv": ["true"]}] * 2, watch=w)
+        time.sleep(1)  # they end, unread
+        assert w.pending == 2
+        assert sorted(e["id"] for e in w.next(timeout=30)) == \
+            sorted(t.id for t in more)
+        assert w.pending == 0

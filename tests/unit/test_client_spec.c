@@ -613,6 +613,19 @@ static void test_pycall_entry(const char *dir)
            && pl_spec_check(&b.spec, &e) == 0,
        "entry: py_call with argv its string arguments (%s)", e.text);
     pl_cli_spec_clear(&b);
+    /* a function of no arguments, as pilot.Client.submit([], ...) and
+     * --py-call MOD:FN with nothing after it say it */
+    pl_cli_spec_init(&b);
+    ok(entry(&b, "{\"argv\": [], \"py_call\": \"mod:noop\"}", &e) == 0
+           && b.spec.fn == PL_FN_PYCALL && pl_strv_len(b.spec.argv) == 1
+           && !strcmp(b.spec.argv[0], "mod:noop")
+           && pl_spec_check(&b.spec, &e) == 0,
+       "entry: py_call with argv [], no arguments (%s)", e.text);
+    pl_cli_spec_clear(&b);
+    entry_fails("{\"argv\": []}", "field 'argv' has the wrong type or "
+                "value");
+    entry_fails("{\"argv\": [], \"input\": \"gAVLBS4=\"}", "field 'argv' "
+                "has the wrong type or value");
     pl_cli_spec_init(&b);
     ok(entry(&b, "{\"input\": \"gAVLBS4=\", \"refs\": [7, 9], "
                  "\"after\": [\"9:ok\", 3]}", &e) == 0
@@ -684,7 +697,7 @@ int main(void)
 {
     char tmp[64];
 
-    plan(125);
+    plan(128);
     if (!t_tmpdir("client-spec", tmp, sizeof(tmp)) || chdir(tmp) < 0
         || !getcwd(here, sizeof(here)))
         return 1;
