@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/bench.py - `make bench`: pilot against the fork/exec limit and Slurm
 
-Six scenarios (docs/PERFORMANCE.md says what each measures and why):
+Seven scenarios (docs/PERFORMANCE.md says what each measures and why):
   1 no-op throughput: N x /bin/true by every system
   2 daemon capacity: bench agents (pilot-agent --bench) against one pilotd
   3 submission of 1,000,000 tasks, and pilotd's RSS with them queued
@@ -11,6 +11,9 @@ Six scenarios (docs/PERFORMANCE.md says what each measures and why):
   6 the MPI worker pool against --comm mpi tasks and srun steps of the
     same function: start latency, no-op throughput, join and sort
     (bench/pool.py)
+  7 Python functions through pilot.Executor: warm no-op calls against a
+    fresh interpreter a call and ProcessPoolExecutor, a function that
+    imports torch, latency, a map of 100,000 (bench/pyexec.py)
 
 Every system is timed the same way: the wall clock from just before the
 command a user runs until it returns, or until the user's way of knowing
@@ -43,6 +46,7 @@ import tempfile
 import time
 
 import pool
+import pyexec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -63,6 +67,7 @@ FULL = {
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
     "s6": {"lat_n": 20, "tp_pool": {1: 1000, 4: 400}, "tp_mpi": {1: 40, 4: 20},
            "cylon_n": 100, "cylon_rows": 1000000},
+    "s7": {"n": 2000, "n_fresh": 300, "lat_n": 200, "map_n": 100000},
 }
 QUICK = {
     "reps": 1,
@@ -75,6 +80,7 @@ QUICK = {
     "s5": {"stages": 3, "width": 4, "sleep": 0.2},
     "s6": {"lat_n": 5, "tp_pool": {1: 200, 4: 100}, "tp_mpi": {1: 10, 4: 10},
            "cylon_n": 20, "cylon_rows": 200000},
+    "s7": {"n": 500, "n_fresh": 60, "lat_n": 50, "map_n": 5000},
 }
 
 
@@ -813,6 +819,11 @@ class Bench:
     def scenario6(self):
         pool.scenario6(self, sys.modules[__name__])
 
+    # ---- scenario 7: pilot.Executor (bench/pyexec.py) ----
+
+    def scenario7(self):
+        pyexec.scenario7(self, sys.modules[__name__])
+
     def cleanup(self):
         for p in list(self.pilots):
             log("taking down pilot %s" % p["id"])
@@ -961,6 +972,8 @@ def rows(b):
             "wall: up .. wait exits 0", "s", s5["pilot_overhead_with_up"])
     if "s6" in r:
         pool.rows(r["s6"], add)
+    if "s7" in r:
+        pyexec.rows(r["s7"], add)
     return out
 
 
@@ -1014,6 +1027,8 @@ def targets(b):
               "no ratio: pilot's overhead was <= 0")
     if "s6" in r:
         pool.targets(r["s6"], judge)
+    if "s7" in r:
+        pyexec.targets(r["s7"], judge)
     return t
 
 
@@ -1061,6 +1076,8 @@ def print_table(b, f=sys.stdout):
               "stamps, pilot's internal cost.", file=f)
         if "s6" in b.res:
             print(pool.NOTE, file=f)
+        if "s7" in b.res:
+            print(pyexec.NOTE, file=f)
         print(file=f)
     tg = [("target", "measured", "result")] + targets(b)
     if len(tg) > 1:
@@ -1075,7 +1092,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=0,
                     help="repetitions (default 3, QUICK 1)")
-    ap.add_argument("--only", default="1,2,3,4,5,6",
+    ap.add_argument("--only", default="1,2,3,4,5,6,7",
                     help="scenarios to run, like 1,4")
     ap.add_argument("--profile", metavar="DIR",
                     help="perf record pilotd during scenario 2 with 16 "

@@ -256,6 +256,10 @@ int pl_rpc_call(struct pl_rpc *r, struct pl_wbuf *w, int timeout_ms,
         r->reply = NULL;
         return pl_errprintf(errp, "send to pilotd: %s", zmq_strerror(errno));
     }
+    /* the loop runs only inside calls: its clock stopped at the end of
+     * the last one, and a timer set from it would be due already after
+     * an idle spell longer than the timeout */
+    uv_update_time(&r->loop);
     uv_timer_start(&r->timer, timer_cb, (uint64_t)timeout_ms, 0);
     while (!r->done && !hopeless(r))
         uv_run(&r->loop, UV_RUN_DEFAULT);
@@ -327,6 +331,7 @@ int pl_rpc_wait(struct pl_rpc *r, int timeout_ms)
     r->waiting = true;
     r->woken = false;
     if (timeout_ms > 0) {
+        uv_update_time(&r->loop); /* as in pl_rpc_call() */
         uv_timer_start(&r->timer, timer_cb, (uint64_t)timeout_ms, 0);
         uv_run(&r->loop, UV_RUN_DEFAULT);
         uv_timer_stop(&r->timer);

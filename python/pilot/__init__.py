@@ -11,29 +11,41 @@ the same C code the CLI uses (docs/libpilot.md, docs/python.md); the
 library is loaded on first use.  Errors are pilot.Error, some of them
 also TimeoutError, LookupError, ValueError, PermissionError or
 ConnectionError (pilot.errors).
+
+pilot.Executor runs Python functions on a pilot as a
+concurrent.futures.Executor (pilot.executor); pilot.as_completed and
+pilot.wait are concurrent.futures' own.
 """
 import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import (ALL_COMPLETED, FIRST_COMPLETED,
+                                FIRST_EXCEPTION, CancelledError,
+                                as_completed, wait)
 
 from .errors import (BadRequest, Denied, Error, NoPilot, NoSuchPool,
-                     NoSuchTask, NotRunning, Timeout)
+                     NoSuchTask, NotRunning, RemoteError, RemoteTraceback,
+                     TaskFailed, Timeout)
 
-__all__ = ["connect", "up", "Client", "Task", "Watch", "ALL_COMPLETED",
-           "FIRST_COMPLETED", "Error", "NoPilot",
+__all__ = ["connect", "up", "Client", "Task", "Watch", "Executor", "Future",
+           "as_completed", "wait", "FIRST_COMPLETED", "FIRST_EXCEPTION",
+           "ALL_COMPLETED", "CancelledError", "Error", "NoPilot",
            "NoSuchTask", "NoSuchPool", "BadRequest", "Timeout", "Denied",
-           "NotRunning"]
+           "NotRunning", "TaskFailed", "RemoteError", "RemoteTraceback"]
 
 
 def __getattr__(name):
     # Client and Task load libpilot (cffi): only when asked for
-    if name in ("Client", "Task", "ALL_COMPLETED", "FIRST_COMPLETED"):
+    if name in ("Client", "Task"):
         from . import client
         return getattr(client, name)
     if name == "Watch":
         from ._watch import Watch
         return Watch
+    if name in ("Executor", "Future"):
+        from . import executor
+        return getattr(executor, name)
     raise AttributeError("module 'pilot' has no attribute %r" % name)
 
 

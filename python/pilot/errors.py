@@ -73,3 +73,57 @@ def from_errno(errnum, text, what="task", ids=None):
     else:
         cls = Error
     return cls(errnum, text, ids)
+
+
+class TaskFailed(Exception):
+    """A Python call (pilot.Executor) that ended with no value: its worker
+    died, it ran out of time, it was canceled elsewhere, its result was
+    too big.  .task_id, .state ("failed", "timeout", "canceled"),
+    .exit_code, .signal and .reason: what 'pilot show' says of it."""
+
+    def __init__(self, task_id, state, exit_code=None, signal=None,
+                 reason=None):
+        super().__init__(task_id, state, exit_code, signal, reason)
+        self.task_id = task_id
+        self.state = state
+        self.exit_code = exit_code
+        self.signal = signal
+        self.reason = reason
+
+    def __str__(self):
+        how = []
+        if self.exit_code is not None:
+            how.append("exit code %d" % self.exit_code)
+        if self.signal:
+            how.append("signal %d" % self.signal)
+        return "call %s %s%s%s" % (
+            self.task_id, self.state,
+            " (%s)" % ", ".join(how) if how else "",
+            ": " + self.reason if self.reason else "")
+
+
+class RemoteError(Exception):
+    """An exception of a Python call that could not be brought here as
+    itself (it did not pickle there, or does not unpickle here): its
+    type's name, its message and the traceback text (None if unknown)."""
+
+    def __init__(self, type_name, message, traceback=None):
+        super().__init__(type_name, message, traceback)
+        self.type_name = type_name
+        self.message = message
+        self.traceback = traceback
+
+    def __str__(self):
+        return "%s: %s" % (self.type_name, self.message)
+
+
+class RemoteTraceback(Exception):
+    """The __cause__ of a Python call's exception: the traceback as the
+    worker printed it (so that it shows under the local one)."""
+
+    def __init__(self, tb):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self):
+        return self.tb

@@ -3,7 +3,10 @@
 # through its pytest suite (tests/py/): a local pilot and a 2-node Slurm
 # pilot (an MPI task), options checked against 'pilot show --json',
 # 10,000 tasks in one submit_many, cancel, logs followed, errors, 20
-# clients in threads.  The suite runs twice, with PYTHONUNBUFFERED unset
+# clients in threads; and pilot.Executor (tests/py/test_executor.py):
+# Python calls and their values, exceptions, worker deaths, futures as
+# arguments, cancel, shutdown, pilotd killed -9 and restarted, a client
+# killed and its calls attached, 20 Executors.  The suite runs twice, with PYTHONUNBUFFERED unset
 # and set: nothing in the client may depend on it.
 . "$(dirname "$0")/lib.sh"
 
