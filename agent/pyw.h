@@ -10,7 +10,7 @@
  * least recently used idle one makes room).  An idle worker exits after
  * 10 minutes.  A worker that dies fails only its call; a timeout or a
  * cancel interrupts the call (SIGINT: KeyboardInterrupt, the worker
- * stays), then kills the worker 2 s later.  docs/python.md.
+ * stays), then kills the worker 2 s later.  docs/python-reference.md.
  */
 #ifndef PL_AGENT_PYW_H
 #define PL_AGENT_PYW_H

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/pycall.sh - warm Python workers against a fresh interpreter a call
-# (docs/python.md, "Warm workers"), on a local pilot with /usr/bin/python3:
+# (docs/python-reference.md, "Warm workers"), on a local pilot with /usr/bin/python3:
 #
 #   1. N no-op calls (pilot submit --array --py-call mod:noop) through
 #      the warm workers, once they are up: calls/s from the submit to

@@ -1,6 +1,6 @@
 /* client/spec_py.h - pilot submit's Python calls: --py-call, --input
  *
- * A Python call (fn pycall, docs/python.md) runs in a warm worker of its
+ * A Python call (fn pycall, docs/python-reference.md) runs in a warm worker of its
  * agent: --py-call MODULE:FUNCTION with string arguments, or --input
  * FILE, a cloudpickle of (function, args, kwargs) made by a client.
  */

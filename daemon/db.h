@@ -227,7 +227,7 @@ int pl_db_task_not_by(struct pl_db *db, const uint64_t *ids, size_t n,
                       const char *name, uint64_t *other, char *by,
                       size_t bylen, struct pl_error *errp);
 
-/* ---- a Python call's input and result (db_py.c; docs/python.md) ---- */
+/* ---- a Python call's input and result (db_py.c; docs/python-reference.md) ---- */
 
 /* Store the input of the Python call 'id' (spec 's', fn pycall): its
  * pickled call or file, prelude and interpreter, or 'prelude' and

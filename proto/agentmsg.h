@@ -57,7 +57,7 @@ struct pl_event {
     bool lost;          /* a pool task's rank ended with its worker, by
                            no doing of its own (the pool's job went down
                            under it): the task runs again */
-    /* a Python call's end (docs/python.md): what it returned or raised,
+    /* a Python call's end (docs/python-reference.md): what it returned or raised,
      * pickled, inline or in a file; all owned like 'error' */
     int result_status;  /* enum pl_pyr: PL_PYR_NONE when there is none */
     unsigned char *result; /* 'nresult' <= PL_PY_RESULT_INLINE, or NULL */

@@ -79,7 +79,7 @@ struct pl_run {
     uint64_t pool_attempt;
     uint64_t world_rank;  /* the worker's rank in that job */
     uint64_t *group;      /* 'size' distinct world ranks: each rank's */
-    /* a Python call (fn PL_FN_PYCALL, no pool; docs/python.md): the
+    /* a Python call (fn PL_FN_PYCALL, no pool; docs/python-reference.md): the
      * pickled call inline or in a file, or argv "MODULE:FUNCTION" and
      * its arguments */
     unsigned char *input; /* 'ninput' bytes, or NULL */

@@ -395,7 +395,7 @@ static int refs_check(const struct pl_spec *s, struct pl_error *errp)
 }
 
 /* A Python call: one rank, in no pool, its function named in argv[0] or
- * pickled in its input (docs/python.md). */
+ * pickled in its input (docs/python-reference.md). */
 static int pycall_check(const struct pl_spec *s, struct pl_error *errp)
 {
     const char *f = s->input_file;

@@ -65,7 +65,7 @@
  * of 1.4 MB held the loop 3.1 s). */
 #define PL_SUBMIT_MAX_BYTES (2 * 1024 * 1024)
 
-/* A Python call ('fn' pycall, docs/python.md).  Its pickled function and
+/* A Python call ('fn' pycall, docs/python-reference.md).  Its pickled function and
  * arguments come inline ('input', counted with the commands against
  * PL_SUBMIT_MAX_BYTES: 8 of the largest fill a request) or, larger, in
  * a file the client wrote under the pilot's inputs/ ('input_file'). */

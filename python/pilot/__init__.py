@@ -7,7 +7,7 @@
 
 connect() finds and connects to a running pilot, up() starts one (with
 the pilot CLI) and connects to it.  Every request goes through libpilot,
-the same C code the CLI uses (docs/libpilot.md, docs/python.md); the
+the same C code the CLI uses (docs/libpilot.md, docs/python-reference.md); the
 library is loaded on first use.  Errors are pilot.Error, some of them
 also TimeoutError, LookupError, ValueError, PermissionError or
 ConnectionError (pilot.errors).

@@ -5,7 +5,7 @@ names, bound to the call's cores and GPUs, with one end of a socketpair
 as file descriptor 3 (--fd), and sends it calls one at a time; the
 worker lives on between them, so that the interpreter's start, the
 prelude (--py-prelude: "import torch") and the imports of the functions
-are paid once per worker, not per call (docs/python.md, "Warm workers").
+are paid once per worker, not per call (docs/python-reference.md, "Warm workers").
 
 Pure Python: the standard library, and cloudpickle for pickled calls and
 results, so that it runs under whatever interpreter a user brings (a
@@ -25,7 +25,7 @@ exits when the agent closes its socket.
 A pickled call may name the values of other calls, its refs, as the
 persistent ids ("pilot-ref", ID): the call's frame carries each ref's
 result (its bytes after the input's, or its file), and load_call()
-gives the unpickled value in its place (docs/python.md, "Refs").
+gives the unpickled value in its place (docs/python-reference.md, "Refs").
 """
 
 import importlib

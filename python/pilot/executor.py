@@ -5,7 +5,7 @@
         total = sum(f.result() for f in pilot.as_completed(fs))
         g = ex.submit(summarise, fs[0])     # a future as an argument
 
-Each submit() is one Python call on the pilot (docs/python.md): the
+Each submit() is one Python call on the pilot (docs/python-reference.md): the
 function and its arguments pickled with cloudpickle into the task's
 "input", run in a warm worker, its value (or exception) stored by pilotd
 and fetched by this process.  Three threads share the work:
