@@ -36,6 +36,7 @@ import time
 import concurrent.futures._base as _cfb
 
 from . import errors
+from ._outcome import element, outcome
 
 PACK_MAX = 256            # calls a batch
 PACK_CALL_MAX = 64 << 10  # bytes of a pickled call that may be packed
@@ -215,9 +216,9 @@ def _batch(ex, items):
     return (b, spec)
 
 
-def resolve(ex, b, end, res, outcome, start):
+def resolve(ex, b, end, res, start):
     """Resolve the futures of batch b from its task's end and result
-    ('outcome' and 'start' are the executor's)."""
+    ('start' is the executor's _start)."""
     with ex._lock:
         killed = b.task_id in ex._pk.killed
         ex._pk.killed.discard(b.task_id)
@@ -231,7 +232,7 @@ def resolve(ex, b, end, res, outcome, start):
         return
     if ok:
         for f, out in zip(b.fs, value):
-            _set(ex, f, start, *_element(end, out))
+            _set(ex, f, start, *element(end, out))
         return
     if end.get("state") == "canceled" and not killed:
         # canceled by someone else (pilot cancel): as a plain call's
@@ -239,34 +240,6 @@ def resolve(ex, b, end, res, outcome, start):
             _set(ex, f, start, False, value)
         return
     _resubmit(ex, b)
-
-
-def _element(end, out):
-    """(ok, value) of one call from its outcome in a batch's list."""
-    from .executor import _load
-    try:
-        kind = out[0]
-        if kind == "ok":
-            return True, _load(out[1])
-        if kind == "raised":
-            exc, tb = _load(out[1])
-        elif kind == "error":
-            exc = errors.RemoteError(out[1], out[2], out[3])
-            tb = out[3]
-        else:
-            return False, errors.TaskFailed(end["id"], "failed", None, None,
-                                            str(out[1]))
-    except Exception as e:
-        err = errors.RemoteError(type(e).__name__, "the outcome of a call "
-                                 "of batch task %d would not unpickle here: "
-                                 "%s" % (end["id"], e), None)
-        err.__cause__ = e
-        return False, err
-    if not isinstance(exc, BaseException):
-        exc = errors.RemoteError(type(exc).__name__, repr(exc), tb)
-    exc.remote_traceback = tb
-    exc.__cause__ = errors.RemoteTraceback(tb)
-    return False, exc
 
 
 def _set(ex, f, start, ok, value):

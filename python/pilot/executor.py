@@ -35,6 +35,7 @@ import threading
 import time
 
 from . import _pack, errors
+from ._outcome import outcome as _outcome
 
 MAX_CALL = 256 << 20      # bytes of a pickled call (the workers' limit)
 BATCH_N = 2000            # specs a submit request
@@ -622,7 +623,7 @@ class Executor(cf.Executor):
 
     def _resolve(self, f, end, res):
         if isinstance(f, _pack.Batch):
-            return _pack.resolve(self, f, end, res, _outcome, _start)
+            return _pack.resolve(self, f, end, res, _start)
         if not _start(f):
             return
         try:
@@ -815,56 +816,3 @@ def _map(target, fn, iterables, timeout, chunksize):
             if fs:
                 ex._cancel(fs)
     return results()
-
-
-# ------------------------------------------------------------ outcomes
-
-
-def _load(data):
-    import cloudpickle
-    return cloudpickle.loads(data)
-
-
-def _result_bytes(res):
-    if res.get("result") is not None:
-        return base64.b64decode(res["result"])
-    with open(res["result_file"], "rb") as f:
-        return f.read()
-
-
-def _outcome(end, res):
-    """(True, value) or (False, exception) of a call from its end and its
-    "results" entry (None: none came)."""
-    state = end.get("state")
-    if isinstance(res, BaseException):
-        return False, res
-    status = res.get("status") if res else None
-    if state == "done" and status == "ok":
-        try:
-            return True, _load(_result_bytes(res))
-        except Exception as e:
-            err = errors.RemoteError(
-                type(e).__name__, "the value of call %d would not unpickle "
-                "here: %s" % (end["id"], e), None)
-            err.__cause__ = e
-            return False, err
-    if state == "failed" and status == "raised":
-        try:
-            exc, tb = _load(_result_bytes(res))
-        except Exception as e:
-            name, _, msg = (end.get("reason") or "").partition(": ")
-            err = errors.RemoteError(name or "Exception", msg, None)
-            err.__cause__ = e
-            return False, err
-        if type(exc).__name__ == "RemoteError" and \
-                hasattr(exc, "type_name"):
-            # the worker's stand-in for an exception that would not pickle
-            exc = errors.RemoteError(exc.type_name, exc.message, tb)
-        if not isinstance(exc, BaseException):
-            exc = errors.RemoteError(type(exc).__name__, repr(exc), tb)
-        exc.remote_traceback = tb
-        exc.__cause__ = errors.RemoteTraceback(tb)
-        return False, exc
-    failed = errors.TaskFailed(end["id"], state, end.get("exit_code"),
-                               end.get("signal"), end.get("reason"))
-    return False, failed
