@@ -498,7 +498,10 @@ class Executor(cf.Executor):
 
     def _flush_loop(self):
         while True:
-            self._pk.refresh(self._client)
+            if len(self._buf) > 1:
+                # busy: the pilot's cores, for the batches' size (a
+                # lone call, the latency case, never waits for it)
+                self._pk.refresh(self._client)
             with self._lock:
                 # after shutdown() too while calls are pending: a dead
                 # batch's calls are sent again (_pack.py)
