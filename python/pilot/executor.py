@@ -16,7 +16,8 @@ and fetched by this process.  Three threads share the work:
 - the flusher: sends the buffer, at most 2,000 specs a request, with one
   pilot_submit that joins the Executor's watch in the same request (no
   end can be missed); an idle Executor sends a lone call at once, a busy
-  one lets calls gather for ~2 ms between requests;
+  one lets calls gather for ~2 ms between requests, and packs those
+  with the same options into batches, one task each (_pack.py);
 - the reader: blocks on the watch (pilot.Watch, its own connection) and,
   for each batch of ends, takes the small results that came with them
   (pilotd pushes those of at most 4 KiB) and fetches the others with
