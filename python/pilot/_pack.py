@@ -142,7 +142,7 @@ class Packer:
         try:
             self.slots = max(1, int(client.status()["cores"]["total"]))
         except Exception:
-            pass
+            self.slots_at = None  # at the next send
 
 
 def members(items):

@@ -499,10 +499,6 @@ class Executor(cf.Executor):
 
     def _flush_loop(self):
         while True:
-            if len(self._buf) > 1:
-                # busy: the pilot's cores, for the batches' size (a
-                # lone call, the latency case, never waits for it)
-                self._pk.refresh(self._client)
             with self._lock:
                 # after shutdown() too while calls are pending: a dead
                 # batch's calls are sent again (_pack.py)
@@ -518,6 +514,10 @@ class Executor(cf.Executor):
                 if lag > 0 and len(self._buf) < BATCH_N:
                     self._cond.wait(lag)
             with self._send_lock:
+                if len(self._buf) > 1:
+                    # busy: the pilot's cores, for the batches' size (a
+                    # lone call, the latency case, never waits for it)
+                    self._pk.refresh(self._client)
                 with self._lock:
                     batch = self._take()
                 if batch:

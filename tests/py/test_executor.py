@@ -198,7 +198,8 @@ def test_shutdown_cancels_pending(client):
     assert not not_done
     canceled = [f for f in fs if f.cancelled()]
     ran = [f for f in fs if not f.cancelled()]
-    assert len(canceled) >= 20, "only %d canceled" % len(canceled)
+    assert len(canceled) >= 20, "only %d canceled (%d cores seen, %s)" % (
+        len(canceled), ex._pk.slots, ex.stats)
     for f in ran:
         assert f.result() == fs.index(f)
     ids = [f.task_id for f in fs if f.task_id is not None]
