@@ -26,7 +26,7 @@ A batch whose task ends with no such list (its worker died: os._exit,
 a signal, out of memory; a result over the limit; a KeyboardInterrupt)
 has its calls that are still pending sent again one a task, never
 packed again: the call that kills its worker fails alone, as it would
-have unpacked.  A batch canceled by another client fails its calls
+have unpacked (those that had run before it in the batch run again).  A batch canceled by another client fails its calls
 (pilot.TaskFailed, "canceled"), as a plain call's.
 """
 import base64
