@@ -23,9 +23,11 @@ KeyboardInterrupt in the call: the worker answers and stays warm.  It
 exits when the agent closes its socket.
 
 A pickled call may name the values of other calls, its refs, as the
-persistent ids ("pilot-ref", ID): the call's frame carries each ref's
-result (its bytes after the input's, or its file), and load_call()
-gives the unpickled value in its place (docs/python-reference.md, "Refs").
+persistent ids ("pilot-ref", ID), or ("pilot-ref", ID, INDEX) for call
+INDEX of a packed task ID (its value a list of outcomes): the call's
+frame carries each ref's result (its bytes after the input's, or its
+file), and load_call() gives the unpickled value in its place
+(docs/python-reference.md, "Refs").
 """
 
 import importlib
@@ -350,15 +352,34 @@ def load_call(data, refs):
         data = ref["data"] if "data" in ref else read_file(ref["file"])
         return pickle.loads(data)
 
+    def element(rid, k):
+        # a packed call's value: element k of its batch's outcomes,
+        # ("ok", its pickled value) (python/pilot/_pack.py)
+        outs = values[rid]
+        if not isinstance(outs, list) or not 0 <= k < len(outs):
+            raise RefError("ref %d[%d]: that task holds no call %d"
+                           % (rid, k, k))
+        out = outs[k]
+        if out[0] == "raised" or out[0] == "error":
+            raise RefError("ref %d[%d]: that call raised, it has no value"
+                           % (rid, k))
+        if out[0] != "ok":
+            raise RefError("ref %d[%d]: that call has no result" % (rid, k))
+        return pickle.loads(out[1])
+
     class Loader(pickle.Unpickler):
         def persistent_load(self, pid):
-            if (not isinstance(pid, tuple) or len(pid) != 2
+            if (not isinstance(pid, tuple) or len(pid) not in (2, 3)
                     or pid[0] != "pilot-ref"):
                 raise pickle.UnpicklingError("unknown persistent id %r"
                                              % (pid,))
             if pid[1] not in values:
                 values[pid[1]] = value(pid[1])
-            return values[pid[1]]
+            if len(pid) == 2:
+                return values[pid[1]]
+            if pid not in values:
+                values[pid] = element(pid[1], pid[2])
+            return values[pid]
 
     return Loader(io.BytesIO(data)).load()
 

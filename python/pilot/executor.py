@@ -16,7 +16,8 @@ and fetched by this process.  Three threads share the work:
 - the flusher: sends the buffer, at most 2,000 specs a request, with one
   pilot_submit that joins the Executor's watch in the same request (no
   end can be missed); an idle Executor sends a lone call at once, a busy
-  one lets calls gather for ~2 ms between requests;
+  one lets calls gather for ~2 ms between requests, and packs those
+  with the same options into batches, one task each (_pack.py);
 - the reader: blocks on the watch (pilot.Watch, its own connection) and,
   for each batch of ends, takes the small results that came with them
   (pilotd pushes those of at most 4 KiB) and fetches the others with
@@ -34,7 +35,8 @@ import pickle
 import threading
 import time
 
-from . import errors
+from . import _pack, errors
+from ._outcome import outcome as _outcome
 
 MAX_CALL = 256 << 20      # bytes of a pickled call (the workers' limit)
 BATCH_N = 2000            # specs a submit request
@@ -116,6 +118,9 @@ def _pickler_class():
                 raise _Unsent()
             if obj.task_id not in self.refs:
                 self.refs.append(obj.task_id)
+            if obj._pack is not None:
+                # a packed call: element INDEX of its batch's outcomes
+                return ("pilot-ref", obj.task_id, obj._pack[1])
             return ("pilot-ref", obj.task_id)
     return RefPickler
 
@@ -196,6 +201,8 @@ class Future(cf.Future):
         self.task_id = task_id
         # buffered, sending, sent, dropped (canceled before it was sent)
         self._where = "sent" if task_id is not None else "buffered"
+        self._pack = None       # (Batch, index) while packed (_pack.py)
+        self._nopack = False    # sent again alone: its batch died
 
     def __repr__(self):
         return "<pilot.Future %s call %s>" % (
@@ -225,13 +232,25 @@ class Future(cf.Future):
             return True
         if self.done() or self.task_id is None:
             return self.cancelled()
+        tid, packed = self.task_id, self._pack is not None
+        if packed:
+            # its batch's task: the batch's other calls are sent again
+            with self._ex._lock:
+                self._ex._pk.killed.add(tid)
         try:
-            r = self._ex._client.cancel(self.task_id)
+            r = self._ex._client.cancel(tid)
         except errors.Error:
             return False
-        if self.task_id in r.get("canceled", []):
+        if tid in r.get("canceled", []):
             return self._ex._mark_canceled(self)
         return False
+
+
+def _fail(f, e):
+    """A future, or each of a batch's, fails with e (a send failed)."""
+    for g in _pack.members([f]):
+        if _start(g):
+            g.set_exception(e)
 
 
 def _notify_cancel(f):
@@ -280,7 +299,7 @@ class Executor(cf.Executor):
 
     def __init__(self, client, cores=1, gpus=0, timeout=None, python=None,
                  prelude=None, env=None, cwd=None, name=None, tags=None,
-                 priority=None, retries=None):
+                 priority=None, retries=None, pack=True):
         from .client import Client
         import cloudpickle  # noqa: F401 (at once: ImportError here)
         self._client = client
@@ -300,6 +319,7 @@ class Executor(cf.Executor):
         self._last_send = 0.0
         self._gone_since = None
         self._set_results = 0                  # futures resolved, for tests
+        self._pk = _pack.Packer(pack)          # packing calls (_pack.py)
         # the reader's requests go on a connection of their own: a
         # large submit on the client's does not hold up results
         self._rclient = Client(client.id, client._home)
@@ -317,7 +337,16 @@ class Executor(cf.Executor):
 
     def __repr__(self):
         return "<pilot.Executor pilot %s, %d pending>" % (
-            self._pilot_id, len(self._futures) + len(self._buf))
+            self._pilot_id,
+            len(self._futures) + self._pk.extra + len(self._buf))
+
+    @property
+    def stats(self):
+        """Counters: {"packed": calls sent in batches, "batches": their
+        tasks, "resubmitted": calls of dead batches sent again alone}."""
+        pk = self._pk
+        return {"packed": pk.packed, "batches": pk.batches,
+                "resubmitted": pk.resubmitted}
 
     # ---- submitting
 
@@ -418,6 +447,7 @@ class Executor(cf.Executor):
         del self._buf[:BATCH_N]
         for f, _ in batch:
             f._where = "sending"
+        batch = _pack.pack(self, batch)
         self._inflight += len(batch)
         return batch
 
@@ -440,8 +470,7 @@ class Executor(cf.Executor):
                     with self._lock:
                         self._inflight -= 1
                         f._where = "failed"
-                    if _start(f):
-                        f.set_exception(e)
+                    _fail(f, e)
                     err = None
                     if batch:
                         continue
@@ -455,6 +484,8 @@ class Executor(cf.Executor):
                     f.task_id = ids[k]
                     f._where = "sent"
                     self._futures[ids[k]] = f
+                    if isinstance(f, _pack.Batch):
+                        self._pk.extra += len(f.fs) - 1
                     if ids[k] in self._early:
                         late.append(self._early.pop(ids[k]))
                 else:
@@ -462,23 +493,31 @@ class Executor(cf.Executor):
             self._cond.notify_all()
         if err is not None:
             for f, _ in batch[len(ids):]:
-                if _start(f):
-                    f.set_exception(err)
+                _fail(f, err)
         if late:
             self._finish(late)
 
     def _flush_loop(self):
         while True:
             with self._lock:
-                while not self._buf and not self._stop:
-                    self._cond.wait()
-                if self._stop and not self._buf:
+                # after shutdown() too while calls are pending: a dead
+                # batch's calls are sent again (_pack.py)
+                while not self._buf and not (
+                        self._stop and not self._futures
+                        and not self._inflight):
+                    self._cond.wait(None if not self._stop
+                                    else WATCH_WAIT_S)
+                if not self._buf:
                     return
                 # requests following one another: let calls gather
                 lag = BATCH_S - (time.monotonic() - self._last_send)
                 if lag > 0 and len(self._buf) < BATCH_N:
                     self._cond.wait(lag)
             with self._send_lock:
+                if len(self._buf) > 1:
+                    # busy: the pilot's cores, for the batches' size (a
+                    # lone call, the latency case, never waits for it)
+                    self._pk.refresh(self._client)
                 with self._lock:
                     batch = self._take()
                 if batch:
@@ -510,8 +549,9 @@ class Executor(cf.Executor):
             self._gone_since = now
         elif now - self._gone_since > GONE_S:
             with self._lock:
-                lost = list(self._futures.values())
+                lost = _pack.members(self._futures.values())
                 self._futures.clear()
+                self._pk.extra = 0
             for f in lost:
                 if _start(f):
                     f.set_exception(e)
@@ -525,6 +565,8 @@ class Executor(cf.Executor):
                 f = self._futures.pop(end["id"], None)
                 if f is not None:
                     mine.append((f, end))
+                    if isinstance(f, _pack.Batch):
+                        self._pk.extra -= len(f.fs) - 1
                 elif self._inflight:
                     # a submit's reply not read yet may hold its id
                     self._early[end["id"]] = end
@@ -584,6 +626,8 @@ class Executor(cf.Executor):
             old.close()
 
     def _resolve(self, f, end, res):
+        if isinstance(f, _pack.Batch):
+            return _pack.resolve(self, f, end, res, _start)
         if not _start(f):
             return
         try:
@@ -619,7 +663,7 @@ class Executor(cf.Executor):
         sent = [f for f in sent if f.task_id is not None and not f.done()]
         if not sent:
             return all_ok and all(f.cancelled() for f in fs)
-        ids = [f.task_id for f in sent]
+        ids = list(dict.fromkeys(f.task_id for f in sent))
         try:
             states = {}
             for k in range(0, len(ids), 10000):
@@ -629,6 +673,12 @@ class Executor(cf.Executor):
             # canceled while it runs (and its future too)
             todo = [i for i in ids
                     if states.get(i) in ("waiting", "queued", "assigned")]
+            with self._lock:
+                # a packed call's batch: its other calls go again alone
+                # when its end comes (_pack.resolve)
+                self._pk.killed.update(f.task_id for f in sent
+                                       if f._pack is not None
+                                       and f.task_id in set(todo))
             canceled = set()
             for k in range(0, len(todo), 10000):
                 r = self._rclient.call("cancel", ids=todo[k:k + 10000])
@@ -645,7 +695,8 @@ class Executor(cf.Executor):
             if f.task_id is not None and \
                     self._futures.get(f.task_id) is f:
                 del self._futures[f.task_id]
-            self._early.pop(f.task_id, None)
+            if f._pack is None:
+                self._early.pop(f.task_id, None)
         if cf.Future.cancel(f):
             _notify_cancel(f)
             return True
@@ -688,7 +739,8 @@ class Executor(cf.Executor):
         resolved either way."""
         with self._lock:
             self._closing = True
-            pend = [f for f, _ in self._buf] + list(self._futures.values())
+            pend = [f for f, _ in self._buf] + \
+                _pack.members(self._futures.values())
         if cancel_futures:
             self._cancel([f for f in pend if not f.done()])
         self._flush_now()
@@ -768,56 +820,3 @@ def _map(target, fn, iterables, timeout, chunksize):
             if fs:
                 ex._cancel(fs)
     return results()
-
-
-# ------------------------------------------------------------ outcomes
-
-
-def _load(data):
-    import cloudpickle
-    return cloudpickle.loads(data)
-
-
-def _result_bytes(res):
-    if res.get("result") is not None:
-        return base64.b64decode(res["result"])
-    with open(res["result_file"], "rb") as f:
-        return f.read()
-
-
-def _outcome(end, res):
-    """(True, value) or (False, exception) of a call from its end and its
-    "results" entry (None: none came)."""
-    state = end.get("state")
-    if isinstance(res, BaseException):
-        return False, res
-    status = res.get("status") if res else None
-    if state == "done" and status == "ok":
-        try:
-            return True, _load(_result_bytes(res))
-        except Exception as e:
-            err = errors.RemoteError(
-                type(e).__name__, "the value of call %d would not unpickle "
-                "here: %s" % (end["id"], e), None)
-            err.__cause__ = e
-            return False, err
-    if state == "failed" and status == "raised":
-        try:
-            exc, tb = _load(_result_bytes(res))
-        except Exception as e:
-            name, _, msg = (end.get("reason") or "").partition(": ")
-            err = errors.RemoteError(name or "Exception", msg, None)
-            err.__cause__ = e
-            return False, err
-        if type(exc).__name__ == "RemoteError" and \
-                hasattr(exc, "type_name"):
-            # the worker's stand-in for an exception that would not pickle
-            exc = errors.RemoteError(exc.type_name, exc.message, tb)
-        if not isinstance(exc, BaseException):
-            exc = errors.RemoteError(type(exc).__name__, repr(exc), tb)
-        exc.remote_traceback = tb
-        exc.__cause__ = errors.RemoteTraceback(tb)
-        return False, exc
-    failed = errors.TaskFailed(end["id"], state, end.get("exit_code"),
-                               end.get("signal"), end.get("reason"))
-    return False, failed

@@ -198,7 +198,8 @@ def test_shutdown_cancels_pending(client):
     assert not not_done
     canceled = [f for f in fs if f.cancelled()]
     ran = [f for f in fs if not f.cancelled()]
-    assert len(canceled) >= 20, "only %d canceled" % len(canceled)
+    assert len(canceled) >= 20, "only %d canceled (%d cores seen, %s)" % (
+        len(canceled), ex._pk.slots, ex.stats)
     for f in ran:
         assert f.result() == fs.index(f)
     ids = [f.task_id for f in fs if f.task_id is not None]
@@ -206,7 +207,8 @@ def test_shutdown_cancels_pending(client):
     assert not ex._reader.is_alive()
     n = client.counts(ids)
     assert n["running"] + n["queued"] + n["waiting"] + n["assigned"] == 0
-    assert n["canceled"] == len([f for f in canceled if f.task_id])
+    # packed calls share a task (a batch canceled whole)
+    assert n["canceled"] == len({f.task_id for f in canceled if f.task_id})
 
 
 def test_cancel_queued(ex):
@@ -230,7 +232,7 @@ import exfn
 seen = collections.Counter()
 for name in ("set_result", "set_exception"):
     def wrapped(self, v, orig=getattr(pex.Future, name)):
-        seen[self.task_id] += 1
+        seen[id(self)] += 1
         return orig(self, v)
     setattr(pex.Future, name, wrapped)
 c = pilot.connect(%(pilot)r, %(home)r)
@@ -240,7 +242,7 @@ with pilot.Executor(c, cwd=%(here)r) as ex:
     print("sent", flush=True)
     values = [f.result(timeout=120) for f in fs]
 print(json.dumps({"values": values, "resolved": list(seen.values()),
-                  "ids": len(set(f.task_id for f in fs))}), flush=True)
+                  "futures": len(seen)}), flush=True)
 """
 
 
@@ -282,7 +284,7 @@ def test_pilotd_killed_and_restarted(empty_home):
         got = json.loads(out)
         # none lost, none resolved twice
         assert got["values"] == list(range(60))
-        assert got["ids"] == 60 and got["resolved"] == [1] * 60
+        assert got["futures"] == 60 and got["resolved"] == [1] * 60
     finally:
         c.down()
         c.close()
@@ -294,7 +296,7 @@ import pilot
 sys.path.insert(0, %(here)r)
 import exfn
 c = pilot.connect(%(pilot)r)
-ex = pilot.Executor(c, cwd=%(here)r)
+ex = pilot.Executor(c, cwd=%(here)r, pack=False)  # attach takes calls' ids
 fs = [ex.submit(exfn.nap, 0.05 * (i %% 5), i) for i in range(30)]
 ex._flush_now()
 print(" ".join(str(f.task_id) for f in fs), flush=True)
@@ -354,3 +356,93 @@ def test_idle_longer_than_the_request_timeout(client):
             assert f.result(60) == 9
             time.sleep(1.5)
             assert c.submit(["true"]).id == f.task_id + 1
+
+
+def packed(ex, fn, args):
+    """Futures of fn(*a) for a in args, buffered while the flusher cannot
+    send (its lock held) so that they go in batches."""
+    with ex._send_lock:
+        fs = [ex.submit(fn, *a) for a in args]
+    ex._flush_now()
+    return fs
+
+
+def test_packing_2000_calls(ex):
+    n0, s0 = ex.stats["packed"], ex._set_results
+    fs = [ex.submit(exfn.add, i, 1) for i in range(2000)]
+    assert [f.result(timeout=120) for f in fs] == list(range(1, 2001))
+    assert ex._set_results - s0 == 2000          # each resolved once
+    assert ex.stats["packed"] - n0 > 0
+    ids = {f.task_id for f in fs}
+    assert len(ids) < 2000
+    # a lone call on an idle Executor goes alone
+    g = ex.submit(exfn.square, 4)
+    assert g.result(60) == 16 and g._pack is None
+    with pytest.raises(TypeError):
+        pilot.Executor(ex._client, cwd=HERE, bogus=1)
+    off = pilot.Executor(ex._client, cwd=HERE, pack=False)
+    try:
+        hs = packed(off, exfn.square, [(i,) for i in range(50)])
+        assert [h.result(60) for h in hs] == [i * i for i in range(50)]
+        assert off.stats["packed"] == 0
+        assert len({h.task_id for h in hs}) == 50
+    finally:
+        off.shutdown()
+
+
+def test_packed_call_raising(ex):
+    fs = packed(ex, exfn.square_unless, [(i, 7, "raise") for i in range(30)])
+    e = fs[7].exception(timeout=60)
+    assert type(e) is ValueError and str(e) == "bad input 7"
+    tb = e.remote_traceback
+    assert "square_unless" in tb and "bad input 7" in tb
+    assert isinstance(e.__cause__, pilot.RemoteTraceback)
+    for i, f in enumerate(fs):
+        if i != 7:
+            assert f.result(60) == i * i
+    assert fs[7]._pack is not None
+    assert fs[7].task_id in {f.task_id for f in fs[:7] + fs[8:]}
+    # a call whose argument is a packed call's value, and one whose
+    # argument is one that raised
+    assert fs[3]._pack is not None
+    assert ex.submit(exfn.add, fs[3], 1).result(60) == 10
+    d = ex.submit(exfn.add, {"k": [fs[5]]}["k"][0], fs[6]).result(60)
+    assert d == 25 + 36
+    bad = ex.submit(exfn.add, fs[7], 1).exception(timeout=60)
+    assert isinstance(bad, pilot.TaskFailed)
+    assert "that call raised" in bad.reason
+
+
+def test_packed_worker_death_fails_only_its_call(ex):
+    r0 = ex.stats["resubmitted"]
+    fs = packed(ex, exfn.square_unless, [(i, 11, "exit") for i in range(40)])
+    batch = fs[11].task_id
+    e = fs[11].exception(timeout=120)
+    assert isinstance(e, pilot.TaskFailed)
+    assert e.state == "failed" and e.exit_code == 3
+    assert [f.result(120) for i, f in enumerate(fs) if i != 11] == \
+        [i * i for i in range(40) if i != 11]
+    assert ex.stats["resubmitted"] - r0 >= 1
+    # it was sent again alone: its own task, which failed
+    assert fs[11].task_id != batch and fs[11]._pack is None
+    assert e.task_id == fs[11].task_id
+
+
+def test_cancel_and_kill_packed(ex):
+    cores = len(ex._client.status()["nodes"][0]["cores"])
+    hold = ex.options(cores=cores).submit(exfn.nap, 10)
+    wait_state(ex._client, hold, ("running",))
+    fs = packed(ex, exfn.square, [(i,) for i in range(20)])
+    assert fs[0]._pack is not None or fs[1]._pack is not None
+    k = 0 if fs[0]._pack is not None else 1
+    wait_state(ex._client, fs[k], ("queued",))
+    # its batch's task is canceled; the batch's other calls go again
+    assert fs[k].cancel() is True and fs[k].cancelled()
+    assert hold.kill() is True
+    assert [f.result(60) for i, f in enumerate(fs) if i != k] == \
+        [i * i for i in range(20) if i != k]
+    # a running packed call killed: its batch's others go again
+    gs = packed(ex, exfn.nap, [(3 if i == 0 else 0.01, i) for i in range(8)])
+    wait_state(ex._client, gs[0], ("running",))
+    assert gs[0].kill() is True and gs[0].cancelled()
+    assert [g.result(60) for g in gs[1:]] == list(range(1, 8))
