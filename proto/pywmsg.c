@@ -1,27 +1,17 @@
 /* proto/pywmsg.c - a warm Python worker and its agent: frames, messages */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/agentmsg.h"
+#include "proto/error.h"
 #include "proto/msg.h"
 #include "proto/pywmsg.h"
 #include "proto/strv.h"
 
-__attribute__((format(printf, 2, 3)))
-static int bad(struct pl_error *errp, const char *fmt, ...)
-{
-    if (errp) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(errp->text, sizeof(errp->text), fmt, ap);
-        va_end(ap);
-    }
-    errno = EPROTO;
-    return -1;
-}
+/* A frame that breaks the protocol: EPROTO, and why (proto/error.h) */
+#define bad(errp, ...) pl_errset((errp), EPROTO, __VA_ARGS__)
 
 static uint32_t be32(const unsigned char *p)
 {
