@@ -659,6 +659,17 @@ void pl_watch_req(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno, err.text);
         return;
     }
+    /* ends are pushed only once stored, so a client cannot have seen one
+     * past the last stored: an 'after' beyond it is another pilot's (or
+     * a made-up) number, and a replay from it would skip every end up
+     * to it without a word */
+    if (q.has_after && q.after > d->end_seq) {
+        pl_errprintf(&err, "after %llu: beyond this pilot's last end "
+                     "(seq %llu)", (unsigned long long)q.after,
+                     (unsigned long long)d->end_seq);
+        errno = EINVAL;
+        goto bad;
+    }
     /* 'make' alone: an empty watch, for tasks a submit's 'watch' adds
      * (without it, a WATCH of no tasks only finds one: a client asks so
      * whether pilotd still has its watch) */

@@ -576,6 +576,11 @@ static void test_limits(struct rig *g)
                               .has_after = true };
     is(watch(g, &r, &g->key, &rep, text, sizeof(text)), ENOENT,
        "a resume of a watch pilotd does not have: ENOENT (%s)", text);
+    struct pl_watch_req far = { .token = TOK, .attach = true,
+                                .has_after = true,
+                                .after = d->end_seq + 1000 };
+    is(watch(g, &far, &g->key, &rep, text, sizeof(text)), EINVAL,
+       "a resume after an end seq pilotd never gave: EINVAL (%s)", text);
     struct pl_req req = { "x", 1, 1, &g->key };
     errno = 0;
     ok(!pl_watch_for_submit(d, &req, TOK, PL_WATCH_MAX_IDS, &e)
@@ -671,7 +676,7 @@ int main(void)
 {
     struct rig g;
 
-    plan(39);
+    plan(40);
     if (!t_tmpdir("watch", dir, sizeof(dir)))
         return 1;
     rig_make(&g);
