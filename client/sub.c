@@ -271,6 +271,8 @@ int pl_sub_refresh(struct pl_sub *s, struct pl_error *errp)
 
 int pl_sub_note(struct pl_sub *s, const uint64_t *ids, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (pl_grow(&s->noted, &s->capnoted, s->nnoted, n, sizeof(*s->noted))
         < 0)
         return -1;

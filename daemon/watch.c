@@ -404,6 +404,8 @@ static void push_queue(struct pl_daemon *d, struct pl_watch *w)
         w->owed = w->owed > n ? w->owed - n : 0;
         push(d, w, chunk, n);
     }
+    if (k == 0)
+        return; /* (w->q may be NULL: nothing queued yet) */
     memmove(w->q, w->q + k, (w->nq - k) * sizeof(*w->q));
     w->nq -= k;
 }

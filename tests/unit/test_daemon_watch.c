@@ -229,16 +229,22 @@ static void drain(struct rig *g, const char *token, struct got *gt, int ms)
     while (next(g, &m, ms) == 0) {
         struct pl_ends e;
         struct pl_error err;
-        if (m.type == PL_MSG_ENDS && pl_ends_decode(m.body, &e, &err) == 0
-            && strcmp(e.token, token)) {
+        if (m.type != PL_MSG_ENDS || pl_ends_decode(m.body, &e, &err) < 0) {
+            diag("unexpected frame: type %d", m.type);
+            gt->bad = true;
+            pl_msg_release(&m);
+            continue;
+        }
+        if (strcmp(e.token, token)) {
             pl_ends_clear(&e); /* another watch's, on the same client */
             pl_msg_release(&m);
             continue;
         }
-        if (m.type != PL_MSG_ENDS || pl_ends_decode(m.body, &e, &err) < 0
-            || e.n != gt->last_n + 1) {
-            diag("unexpected frame: type %d", m.type);
+        if (e.n != gt->last_n + 1) {
+            diag("a push out of order: n %llu after %llu",
+                 (unsigned long long)e.n, (unsigned long long)gt->last_n);
             gt->bad = true;
+            pl_ends_clear(&e);
             pl_msg_release(&m);
             continue;
         }
