@@ -399,8 +399,15 @@ static void push_queue(struct pl_daemon *d, struct pl_watch *w)
         struct pl_end chunk[PL_ENDS_MAX];
         uint32_t n = 0;
         for (; k < w->nq && n < PL_ENDS_MAX
-               && w->q[k].e.seq <= d->end_seq_stored; k++)
-            chunk[n++] = w->q[k].e; /* reasons point into w->q */
+               && w->q[k].e.seq <= d->end_seq_stored; k++) {
+            /* a queued end's reason is its own copy: pointed at again
+             * here, as w->q moves (pl_grow()'s realloc, the memmove
+             * below) and a pointer kept since would dangle */
+            chunk[n] = w->q[k].e;
+            if (chunk[n].reason)
+                chunk[n].reason = w->q[k].reason;
+            n++;
+        }
         w->owed = w->owed > n ? w->owed - n : 0;
         push(d, w, chunk, n);
     }

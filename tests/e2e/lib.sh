@@ -206,6 +206,24 @@ abort() {
 
 # --- running commands ------------------------------------------------
 
+# PYLIB: the command that runs Python with the client library, an array
+# ("${PYLIB[@]}" script.py ...): "$PY"; under 'make asan' (libpilot built
+# with ASan) "$PY" with the ASan runtime preloaded, its own leaks not
+# counted, and its children given the environment as it was
+# (tests/e2e/asan-site/sitecustomize.py)
+PYLIB=("$PY")
+_asanlib=$(ldd "$PILOT_BIN/../lib/libpilot.so.1" 2>/dev/null \
+           | awk '/libasan/ { print $3 }')
+if [[ -n $_asanlib ]]; then
+    PYLIB=(env "PILOT_ASAN_SAVED=$("$PY" -c 'import json, os, sys
+print(json.dumps({k: os.environ.get(k) for k in
+                  ("LD_PRELOAD", "ASAN_OPTIONS", "PYTHONPATH")}))')"
+           "LD_PRELOAD=$_asanlib"
+           "ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+           "PYTHONPATH=$REPO/tests/e2e/asan-site:$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
+           "$PY")
+fi
+
 # run_timeout SECS CMD...
 run_timeout() {
     local secs=$1

@@ -93,7 +93,7 @@ capture pilot submit --file "$WORK/two.jsonl"
 is "$RC,$(staged)" "1,0" \
     "a task file of a 400 KB input and a refused line: inputs/ empty" \
     || diag "$ERR"
-capture "$PY" -c 'import base64, sys, pilot
+capture "${PYLIB[@]}" -c 'import base64, sys, pilot
 c = pilot.Client()
 b64 = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
 try:

@@ -161,7 +161,7 @@ the call names the value of call 5, which is not one of its refs
 ('abc',)" "the worker refuses a ref that raised, or one not given, saying which"
 
 # libpilot: pilot_submit with refs, and 1,000 results in one request
-capture "$PY" - "$A" "$B" "$G" "$F" "$X" <<'EOF'
+capture "${PYLIB[@]}" - "$A" "$B" "$G" "$F" "$X" <<'EOF'
 import base64, io, json, pickle, sys, time
 import cloudpickle
 from pilot._ffi import ffi, lib

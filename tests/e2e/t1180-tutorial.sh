@@ -26,7 +26,7 @@ nblocks=$(grep -c '^import os, pilot$\|^c.down()$' "$WORK/tutorial.py")
 is "$nblocks" 2 "the tutorial's program starts a pilot and brings it down"
 
 cd "$WORK" || abort "no work directory"
-CAPTURE_TIMEOUT=900 capture "$PY" "$WORK/tutorial.py"
+CAPTURE_TIMEOUT=900 capture "${PYLIB[@]}" "$WORK/tutorial.py"
 is "$RC" 0 "the tutorial runs to its end" || diag "$OUT" "$ERR"
 like "$OUT" "(^|$'\n')2 nodes up: p[0-9]+" "1: the pilot is up on 2 nodes"
 like "$OUT" "done \[.*n1.*n2.*\]|done \[.*n2.*n3.*\]|done \['n[1-4]', 'n[1-4]'\]" \
