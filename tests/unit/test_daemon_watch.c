@@ -217,6 +217,7 @@ struct got {
     uint64_t id[20000], seq[20000];
     size_t rsize[20000];         /* each end's result's bytes, 0: none */
     unsigned char r0[20000];     /* ... and its first byte */
+    char reason[64][48];         /* the first 64 ends' reasons ("": none) */
     size_t n;
     uint64_t pushes, last_n, pending;
     bool bad;
@@ -257,11 +258,53 @@ static void drain(struct rig *g, const char *token, struct got *gt, int ms)
             gt->r0[gt->n] = e.ends[i].result
                                 ? *(const unsigned char *)e.ends[i].result
                                 : 0;
+            if (gt->n < 64)
+                snprintf(gt->reason[gt->n], sizeof(gt->reason[0]), "%s",
+                         e.ends[i].reason ? e.ends[i].reason : "");
             gt->seq[gt->n++] = e.ends[i].seq;
         }
         pl_ends_clear(&e);
         pl_msg_release(&m);
     }
+}
+
+/* Ends with reasons queued in one turn, so that the watch's queue grows
+ * (realloc) under the reasons it holds: each pushed as it was (under
+ * ASan, a reason read from the queue's old place is a use after free). */
+static void test_queued_reasons(struct rig *g)
+{
+    struct pl_daemon *d = g->d;
+    enum { N = 40 };
+    struct pl_dtask *t[N];
+    uint64_t ids[N];
+    struct got *gt = calloc(1, sizeof(*gt));
+    struct pl_watch_reply rep;
+    char text[200], why[48];
+    const char *tok = "unit-test-watch-reasons";
+
+    for (int i = 0; i < N; i++) {
+        t[i] = task_new(d);
+        ids[i] = t[i]->id;
+    }
+    pl_daemon_flush(d);
+    struct pl_watch_req q = { .attach = true, .sel = { ids, N, NULL, 0 } };
+    snprintf(q.token, sizeof(q.token), "%s", tok);
+    is(watch(g, &q, &g->key, &rep, text, sizeof(text)), 0,
+       "a watch of %d tasks (%s)", N, text);
+    for (int i = 0; i < N; i++) {
+        snprintf(why, sizeof(why), "reason number %d", i);
+        pl_dtask_end(d, t[i], PL_ST_FAILED, why);
+    }
+    pl_daemon_flush(d);
+    drain(g, tok, gt, 300);
+    bool same = gt->n == N && !gt->bad;
+    for (size_t i = 0; same && i < gt->n; i++) {
+        snprintf(why, sizeof(why), "reason number %zu", i);
+        same = gt->id[i] == ids[i] && !strcmp(gt->reason[i], why);
+    }
+    ok(same, "%d ends queued in one turn: pushed in order, each with its "
+       "own reason (%zu)", N, gt->n);
+    free(gt);
 }
 
 /* The replay's turns, as the idle handle runs them. */
@@ -682,7 +725,7 @@ int main(void)
 {
     struct rig g;
 
-    plan(40);
+    plan(42);
     if (!t_tmpdir("watch", dir, sizeof(dir)))
         return 1;
     rig_make(&g);
@@ -692,6 +735,7 @@ int main(void)
     test_make(&g);
     test_limits(&g);
     test_results(&g);
+    test_queued_reasons(&g);
     rig_drop(&g);
     uv_run(&g.loop, UV_RUN_DEFAULT);
     is(uv_loop_close(&g.loop), 0, "every handle closed");
