@@ -17,9 +17,12 @@ import pytest
 # under 'make asan' (t1160) this interpreter runs with the ASan runtime
 # preloaded; what it starts (pilot up, and so pilotd, the agents and the
 # tasks) gets LD_PRELOAD and ASAN_OPTIONS as they were before
+# (a Python child that loads libpilot itself needs them: py_child_env())
+ASAN_CHILD = {}
 if "PILOT_PYTEST_ENV" in os.environ:
-    os.environ.pop("LD_PRELOAD", None)
-    os.environ.pop("ASAN_OPTIONS", None)
+    for _k in ("LD_PRELOAD", "ASAN_OPTIONS"):
+        if _k in os.environ:
+            ASAN_CHILD[_k] = os.environ.pop(_k)
     for kv in os.environ.pop("PILOT_PYTEST_ENV").split():
         k, _, v = kv.partition("=")
         os.environ[k] = v
@@ -38,6 +41,13 @@ if "PILOT_HOME" not in os.environ:
     os.mkdir(os.environ["PILOT_HOME"], 0o700)
 
 import pilot  # noqa: E402 (after the paths above)
+
+
+def py_child_env():
+    """The environment of a Python child process that imports pilot (and
+    so loads libpilot, ASan-built under 'make asan')."""
+    return dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"),
+                **ASAN_CHILD)
 
 
 def pilot_cli(*args, check=True):
