@@ -216,9 +216,9 @@ def _batch(ex, items):
     return (b, spec)
 
 
-def resolve(ex, b, end, res, start):
+def resolve(ex, b, end, res):
     """Resolve the futures of batch b from its task's end and result
-    ('start' is the executor's _start)."""
+    (each once: the executor's _settle())."""
     with ex._lock:
         killed = b.task_id in ex._pk.killed
         ex._pk.killed.discard(b.task_id)
@@ -228,29 +228,18 @@ def resolve(ex, b, end, res, start):
             "TypeError", "batch task %d returned no list of %d outcomes"
             % (end["id"], len(b.fs)), None)
         for f in b.fs:
-            _set(ex, f, start, False, value)
+            ex._settle(f, False, value)
         return
     if ok:
         for f, out in zip(b.fs, value):
-            _set(ex, f, start, *element(end, out))
+            ex._settle(f, *element(end, out))
         return
     if end.get("state") == "canceled" and not killed:
         # canceled by someone else (pilot cancel): as a plain call's
         for f in b.fs:
-            _set(ex, f, start, False, value)
+            ex._settle(f, False, value)
         return
     _resubmit(ex, b)
-
-
-def _set(ex, f, start, ok, value):
-    if not start(f):
-        return
-    with ex._lock:
-        ex._set_results += 1
-    if ok:
-        f.set_result(value)
-    else:
-        f.set_exception(value)
 
 
 def _resubmit(ex, b):

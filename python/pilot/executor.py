@@ -627,13 +627,18 @@ class Executor(cf.Executor):
 
     def _resolve(self, f, end, res):
         if isinstance(f, _pack.Batch):
-            return _pack.resolve(self, f, end, res, _start)
-        if not _start(f):
-            return
+            return _pack.resolve(self, f, end, res)
         try:
             ok, value = _outcome(end, res)
         except BaseException as e:
             ok, value = False, e
+        self._settle(f, ok, value)
+
+    def _settle(self, f, ok, value):
+        """Give f its value (ok) or exception, once: a future already
+        resolved or canceled is left as it is."""
+        if not _start(f):
+            return
         with self._lock:
             self._set_results += 1
         if ok:
