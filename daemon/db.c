@@ -216,7 +216,7 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
     sqlite3_finalize(st);
     if (exec(db, PL_SCHEMA_SQL, errp) < 0)
         goto error;
-    /* a database of schema 3 to 8 (a pilot of an older pilotd, resumed) */
+    /* a database of schema 3 to 10 (a pilot of an older pilotd, resumed) */
     static const char *const v4[] = PL_SCHEMA_NEW_COLUMNS;
     for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
         char *msg = NULL;

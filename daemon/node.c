@@ -60,6 +60,7 @@ void pl_node_free(struct pl_node *n)
     if (!n)
         return;
     int saved = errno;
+    free(n->cordon);
     free(n->cpu);
     free(n->core_task);
     free(n->gpu_task);

@@ -30,6 +30,9 @@ struct pl_node {
     uint32_t gpu_next;      /* where the next GPU search starts */
     uint32_t running;       /* tasks placed here and not yet ended */
     uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
+    char *cordon;           /* NULL, or why nothing new is placed here (a
+                               failed vetting, 'pilot cordon'); owned.  What
+                               runs here goes on. */
 };
 
 /* A rendezvous port on 'n' no running task of this pilot holds, marked

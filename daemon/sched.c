@@ -356,6 +356,10 @@ static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
 
     if (n->state != PL_NODE_UP)
         return 0;
+    /* a cordoned node takes nothing new, but a task that would fit it
+     * once uncordoned is not refused as too large */
+    if (n->cordon && !idle)
+        return 0;
     if (t->exclusive && !idle
         && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
         return 0;

@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 10
+#define PL_SCHEMA_VERSION 11
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -45,7 +45,14 @@
     "  output_limit INTEGER,"     /* bytes; NULL: the default */            \
     "  pool TEXT,"                /* a pool task's pool (docs/pool.md) */  \
     "  fn TEXT,"                  /* c, py; pool: that pool's own job */   \
-    "  end_seq INTEGER);"         /* pilotd's end sequence (watches) */    \
+    "  end_seq INTEGER,"          /* pilotd's end sequence (watches) */    \
+    /* schema 11: what the last attempt used (its ranks summed; NULL: */    \
+    /* not measured): CPU seconds, and its GPUs sampled through NVML   */    \
+    "  cpu_user REAL,"                                                         \
+    "  cpu_sys REAL,"                                                          \
+    "  gpu_util REAL,"            /* mean % busy of its GPUs */              \
+    "  gpu_mem_mb INTEGER,"       /* the most memory its GPUs held */        \
+    "  gpu_power_w REAL);"        /* mean power of its GPUs */               \
     "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
     "CREATE TABLE IF NOT EXISTS events ("                                      \
     "  id INTEGER PRIMARY KEY,"                                                \
@@ -65,7 +72,11 @@
     "  gpus TEXT,"                /* GPU ids */                                \
     "  state TEXT NOT NULL,"      /* up, lost, down */                         \
     "  joined REAL,"                                                           \
-    "  last_seen REAL);"                                                       \
+    "  last_seen REAL,"                                                        \
+    "  cordon TEXT,"              /* schema 11: NULL, or why nothing new */  \
+                                  /* is placed there */                      \
+    "  vet TEXT,"                 /* its last vetting, JSON */               \
+    "  vet_time REAL);"                                                        \
     /* schema 9: a Python call's input, read at dispatch (not kept in    */   \
     /* pilotd's memory: a million queued calls), and its result          */   \
     "CREATE TABLE IF NOT EXISTS pyinputs ("                                    \
@@ -86,7 +97,7 @@
     "  repr TEXT);"               /* repr() of the value, cut at 1 KiB */
 
 /* Run after PL_SCHEMA_SQL (each statement alone: a column a database of
- * schema 3 to 9 lacks), then PL_SCHEMA_INDEXES. */
+ * schema 3 to 10 lacks), then PL_SCHEMA_INDEXES. */
 #define PL_SCHEMA_NEW_COLUMNS                                                  \
     { "ALTER TABLE tasks ADD COLUMN after TEXT",                               \
       "ALTER TABLE tasks ADD COLUMN array_id INTEGER",                         \
@@ -98,7 +109,15 @@
       "ALTER TABLE tasks ADD COLUMN pool TEXT",                                \
       "ALTER TABLE tasks ADD COLUMN fn TEXT",                                  \
       "ALTER TABLE tasks ADD COLUMN end_seq INTEGER",                          \
-      "ALTER TABLE pyinputs ADD COLUMN refs TEXT" }
+      "ALTER TABLE pyinputs ADD COLUMN refs TEXT",                            \
+      "ALTER TABLE tasks ADD COLUMN cpu_user REAL",                            \
+      "ALTER TABLE tasks ADD COLUMN cpu_sys REAL",                             \
+      "ALTER TABLE tasks ADD COLUMN gpu_util REAL",                            \
+      "ALTER TABLE tasks ADD COLUMN gpu_mem_mb INTEGER",                      \
+      "ALTER TABLE tasks ADD COLUMN gpu_power_w REAL",                        \
+      "ALTER TABLE nodes ADD COLUMN cordon TEXT",                              \
+      "ALTER TABLE nodes ADD COLUMN vet TEXT",                                 \
+      "ALTER TABLE nodes ADD COLUMN vet_time REAL" }
 #define PL_SCHEMA_INDEXES                                                      \
     "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
     "  WHERE name IS NOT NULL;"                                                \
