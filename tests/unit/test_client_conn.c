@@ -74,7 +74,8 @@ static const char rows[] =
     "   10, NULL, NULL);"
     "INSERT INTO events(task, time, state) VALUES (1, 10, 'queued'),"
     "  (1, 11, 'running'), (1, 12, 'done');"
-    "INSERT INTO nodes VALUES ('n1', '0,1,2,3', '', 'up', 1, 2);";
+    "INSERT INTO nodes (name, cores, gpus, state, joined, last_seen)"
+    " VALUES ('n1', '0,1,2,3', '', 'up', 1, 2);";
 
 static void test_down(struct pl_cli *cli, const char *home)
 {

@@ -30,7 +30,8 @@ static void make_pilot(const char *home, const char *id)
         "   10, NULL, NULL);"
         "INSERT INTO events(task, time, state) VALUES (1, 10, 'queued'),"
         "  (1, 11, 'running'), (1, 12, 'done');"
-        "INSERT INTO nodes VALUES ('n1', '0,1', '', 'up', 1, 2);";
+        "INSERT INTO nodes (name, cores, gpus, state, joined, last_seen)"
+        " VALUES ('n1', '0,1', '', 'up', 1, 2);";
     char dir[PL_PATH_MAX], path[PL_PATH_MAX + 16];
     struct pl_info in = { .job = 0, .nodes = 1, .created = 1.7e9 };
     sqlite3 *db;
