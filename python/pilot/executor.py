@@ -29,16 +29,14 @@ import base64
 import concurrent.futures as cf
 import concurrent.futures._base as _cfb
 import errno as _errno
-import io
 import itertools
-import pickle
 import threading
 import time
 
 from . import _pack, errors
+from ._pickle import HasFuture as _HasFuture, Unsent as _Unsent, dumps
 from ._outcome import outcome as _outcome
 
-MAX_CALL = 256 << 20      # bytes of a pickled call (the workers' limit)
 BATCH_N = 2000            # specs a submit request
 BATCH_S = 0.002           # seconds calls gather while requests follow
 RESULTS_N = 1000          # ids a "results" request
@@ -60,100 +58,6 @@ _CHUNK_NS = {"__name__": "pilot_map_chunk"}
 exec("def chunk(fn, items):\n"
      "    return [fn(*a) for a in items]\n", _CHUNK_NS)
 _chunk = _CHUNK_NS["chunk"]
-
-
-class _HasFuture(TypeError):
-    """A Future met while pickling without references (Future.__reduce_ex__):
-    pickle again, with them.  Elsewhere: a Future does not pickle."""
-
-    def __init__(self):
-        super().__init__("a pilot.Future pickles only among the arguments "
-                         "of Executor.submit()")
-
-
-class _Unsent(Exception):
-    """An argument's future has no task id yet: send the buffer first."""
-
-
-class _TooBig(Exception):
-    pass
-
-
-class _Sink(io.BytesIO):
-    """The pickle's bytes, refused past MAX_CALL (a huge argument costs at
-    most the limit before it fails)."""
-
-    def write(self, b):
-        n = super().write(b)
-        if self.tell() > MAX_CALL:
-            raise _TooBig()
-        return n
-
-
-def _pickler_class():
-    import cloudpickle
-
-    class RefPickler(cloudpickle.CloudPickler):
-        """Pickles a Future among the arguments as ("pilot-ref", ID): the
-        worker's unpickler puts that call's value in its place."""
-
-        def __init__(self, file, ex):
-            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-            self.ex = ex
-            self.refs = []
-
-        def persistent_id(self, obj):
-            if not isinstance(obj, Future):
-                return None
-            if obj._ex is not None and obj._ex._pilot_id != self.ex._pilot_id:
-                raise errors.BadRequest(_errno.EINVAL, "a future of pilot %s "
-                                        "cannot be an argument of a call on "
-                                        "pilot %s" % (obj._ex._pilot_id,
-                                                      self.ex._pilot_id))
-            if obj.task_id is None:
-                if obj._where == "dropped":
-                    raise errors.BadRequest(_errno.EINVAL, "a canceled "
-                                            "future (never sent) cannot be "
-                                            "an argument")
-                raise _Unsent()
-            if obj.task_id not in self.refs:
-                self.refs.append(obj.task_id)
-            if obj._pack is not None:
-                # a packed call: element INDEX of its batch's outcomes
-                return ("pilot-ref", obj.task_id, obj._pack[1])
-            return ("pilot-ref", obj.task_id)
-    return RefPickler
-
-
-_RefPickler = None
-
-
-def _dumps(ex, call):
-    """The pickled call and the ids of the futures among its arguments.
-    _Unsent if one of those has not been sent yet."""
-    global _RefPickler
-    import cloudpickle
-    sink = _Sink()
-    try:
-        try:
-            # most calls hold no future: the plain pickler, whose
-            # persistent_id is not called for every object
-            cloudpickle.CloudPickler(sink, protocol=pickle.HIGHEST_PROTOCOL)\
-                .dump(call)
-            return sink.getvalue(), []
-        except _HasFuture:
-            pass
-        if _RefPickler is None:
-            _RefPickler = _pickler_class()
-        sink = _Sink()
-        p = _RefPickler(sink, ex)
-        p.dump(call)
-        return sink.getvalue(), p.refs
-    except _TooBig:
-        raise errors.BadRequest(_errno.E2BIG, "the call pickles to more than "
-                                "%d bytes (%d MiB): a pickled call may be no "
-                                "larger; pass a path to the data instead"
-                                % (MAX_CALL, MAX_CALL >> 20)) from None
 
 
 def _bad_spec(e, n):
@@ -397,12 +301,12 @@ class Executor(cf.Executor):
             raise RuntimeError("cannot schedule new futures after shutdown")
         call = (fn, tuple(args), dict(kwargs))
         try:
-            data, refs = _dumps(self, call)
+            data, refs = dumps(self, call, Future)
         except _Unsent:
             # a future among the arguments is in the buffer: send it
             # (its id must exist before a call can name it)
             self._flush_now()
-            data, refs = _dumps(self, call)
+            data, refs = dumps(self, call, Future)
         if len(refs) > MAX_REFS:
             raise errors.BadRequest(_errno.EINVAL, "%d futures among the "
                                     "arguments of one call; at most %d"

@@ -17,6 +17,7 @@ import pytest
 
 import pilot
 import pilot.executor as pex
+import pilot._pickle as pickle_mod
 from conftest import py_child_env
 
 import exfn
@@ -138,7 +139,7 @@ def test_sizes(ex, monkeypatch):
     assert "over the limit of 268435456 (256 MiB)" in e.reason
     # a call over the limit is refused by submit(): the limit lowered
     # to 1 MiB, not to pickle 256 MiB here too
-    monkeypatch.setattr(pex, "MAX_CALL", 1 << 20)
+    monkeypatch.setattr(pickle_mod, "MAX_CALL", 1 << 20)
     with pytest.raises(pilot.BadRequest, match="more than 1048576 bytes"):
         ex.submit(exfn.total, b"x" * (1 << 21))
     with pytest.raises(ValueError):
