@@ -207,12 +207,11 @@ int main(void)
     if (o)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
-    raw_wbuf_init(&w, PL_MSG_EXPLAIN, 1, 1);
-    raw_kuintv(&w.pk, "elem", elems, 3);
+    raw_wbuf_init(&w, PL_MSG_EXPLAIN, 1, 0);
     errno = 0;
     ok((o = reread(&w, &m)) && pl_explain_req_decode(o, &sh2, &e) == -1
            && errno == EPROTO && strstr(e.text, "explain"),
-       "explain: an element of 3 numbers refused (%s)", e.text);
+       "explain: neither id nor element refused (%s)", e.text);
     if (o)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
