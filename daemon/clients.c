@@ -243,7 +243,7 @@ static json_t *node_tasks(struct pl_sched *sc, const struct pl_node *n,
         }
         struct pl_dtask *t = pl_sched_task_get(sc, ids[j]);
         const char *cmd = t && t->argv && t->argv[0] ? t->argv[0] : NULL;
-        json_array_append_new(arr, json_pack("{s:I, s:o*, s:s?}", "id",
+        json_array_append_new(arr, json_pack("{s:I, s:o?, s:s?}", "id",
                                              (json_int_t)ids[j], "name",
                                              name, "cmd", cmd));
     }

@@ -194,9 +194,9 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
         *code = "holds";
         reserved_names(s, names, sizeof(names));
         needs_text(t, why, sizeof(why));
-        snprintf(sum, len, "it is first in line: %s %s kept for it and "
-                 "take no other task until it starts (it needs %s)", names,
-                 strchr(names, ',') ? "are" : "is", why);
+        snprintf(sum, len, "it is first in line: %s %s kept for it, "
+                 "taking no other task until it starts (it needs %s)",
+                 names, strchr(names, ',') ? "are" : "is", why);
     }
     else {
         *code = "room";
