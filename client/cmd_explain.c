@@ -27,43 +27,30 @@ static const char help[] =
     "example:\n"
     "  pilot explain 12\n";
 
-/* "n1  up  2/8 cores free  0/0 GPUs free  cores: 2 of 8 free, ..." */
+/* Each node, and why the task cannot go there:
+ *   n1 (up): 2/8 cores free, 0/0 GPUs free
+ *     2 of 8 cores free, a rank needs 4 */
 static void print_nodes(const json_t *nodes)
 {
-    static const char *headers[] = { "NODE", "STATE", "CORES FREE",
-                                     "GPUS FREE", "WHY NOT" };
-    struct pl_out_table *tab;
     const json_t *n, *r;
     size_t i, j;
 
-    if (json_array_size(nodes) == 0
-        || !(tab = pl_out_table_new(5, headers)))
-        return;
+    if (json_array_size(nodes))
+        printf("nodes:\n");
     json_array_foreach(nodes, i, n) {
-        char cores[48], gpus[48], why[600];
-        size_t off = 0;
-        snprintf(cores, sizeof(cores), "%lld/%lld",
-                 pl_out_jcount(n, "free_cores"), pl_out_jcount(n, "cores"));
-        snprintf(gpus, sizeof(gpus), "%lld/%lld",
-                 pl_out_jcount(n, "free_gpus"), pl_out_jcount(n, "gpus"));
-        why[0] = '\0';
-        json_array_foreach(json_object_get(n, "reasons"), j, r)
-            if (off < sizeof(why))
-                off += (size_t)snprintf(why + off, sizeof(why) - off,
-                                        "%s%s", off ? "; " : "",
-                                        pl_out_jstr(r, "text"));
-        if (!off) {
+        const json_t *reasons = json_object_get(n, "reasons");
+        printf("  %s (%s): %lld/%lld cores free, %lld/%lld GPUs free",
+               pl_out_jstr(n, "name"), pl_out_jstr(n, "state"),
+               pl_out_jcount(n, "free_cores"), pl_out_jcount(n, "cores"),
+               pl_out_jcount(n, "free_gpus"), pl_out_jcount(n, "gpus"));
+        if (!json_array_size(reasons)) {
             long long room = pl_out_jcount(n, "room");
-            snprintf(why, sizeof(why), "room for %lld rank%s", room,
-                     room == 1 ? "" : "s");
+            printf(": room for %lld rank%s", room, room == 1 ? "" : "s");
         }
-        const char *cells[] = { pl_out_jstr(n, "name"),
-                                pl_out_jstr(n, "state"), cores, gpus, why };
-        if (pl_out_table_add(tab, cells) < 0)
-            break;
+        putchar('\n');
+        json_array_foreach(reasons, j, r)
+            printf("    %s\n", pl_out_jstr(r, "text"));
     }
-    pl_out_table_print(tab, stdout, PL_OUT_WIDTH);
-    pl_out_table_free(tab);
 }
 
 static void print_explain(const json_t *e)

@@ -389,7 +389,7 @@ static void draw_nodes(struct top *t, const json_t *nodes)
             const char *base = cmd && strrchr(cmd, '/') ? strrchr(cmd, '/') + 1
                                                         : cmd;
             putf(t, "%s%lld:", j ? " " : "", pl_out_jint(k, "id", 0));
-            put_user(t, name ? name : base ? base : "?", 0, 24);
+            put_user(t, name ? name : base ? base : "?", 0, 40);
         }
         if (pl_out_jcount(v[i], "tasks_more"))
             putf(t, " +%lld more", pl_out_jcount(v[i], "tasks_more"));
