@@ -211,8 +211,9 @@ done:
 #define STATUS_TASKS_MAX 2000
 
 /* Up to STATUS_NODE_TASKS of the tasks holding cores or GPUs of 'n' as
- * [{id, name, cmd}] (cmd: argv[0]), their names from the database ('st': SELECT name of a
- * task, or NULL); '*budget' counts down the names of the whole reply. */
+ * [{id, name, cmd}] (cmd: argv[0]), their names from the database
+ * ('st': SELECT name of a task, or NULL); '*budget' counts down the
+ * names of the whole reply. */
 static json_t *node_tasks(struct pl_sched *sc, const struct pl_node *n,
                           sqlite3_stmt *st, size_t *budget)
 {
