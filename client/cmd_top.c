@@ -115,6 +115,9 @@ static void put(struct top *t, const char *s)
 {
     int width = t->live ? t->cols : INT32_MAX;
 
+    /* N.B. the last row stays empty: a newline there would scroll */
+    if (t->live && t->lines >= t->rows - 1)
+        return;
     for (; *s && !t->oom; s++) {
         bool cont = ((unsigned char)*s & 0xC0) == 0x80;
         if (!cont && t->line_cols >= width)
@@ -174,8 +177,8 @@ static void put_user(struct top *t, const char *s, int pad, int max)
  * after it; lines past the screen's height are dropped. */
 static void endl(struct top *t)
 {
-    code(t, "\033[K");
     if (!t->live || t->lines < t->rows - 1) {
+        code(t, "\033[K");
         grow(t, 2);
         if (!t->oom) {
             if (t->live)
@@ -359,6 +362,11 @@ static void draw_nodes(struct top *t, const json_t *nodes)
     code(t, "\033[0m");
     endl(t);
     for (i = 0; i < nn && room(t); i++) {
+        if (t->live && t->lines == t->rows - 2 && i + 1 < nn) {
+            putf(t, "... %zu more nodes", nn - i);
+            endl(t);
+            break;
+        }
         const json_t *tl = json_object_get(v[i], "tasks"), *k;
         const char *st = pl_out_jstr(v[i], "state");
         bool cordoned = pl_out_jstr(v[i], "cordon") != NULL;
@@ -541,9 +549,13 @@ static int run_live(struct top *t)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGWINCH);
-    if (sigprocmask(SIG_BLOCK, &mask, &old) < 0
-        || (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
+    if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
         return pl_cli_error("top: signals: %s", strerror(errno));
+    if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+        rc = pl_cli_error("top: signals: %s", strerror(errno));
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return rc;
+    }
     if (keys) {
         /* keys one at a time, unechoed; ^C still a signal (ISIG) */
         raw = saved;
