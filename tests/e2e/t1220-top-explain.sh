@@ -8,9 +8,11 @@
 # one waiting on a dependency, one held back by too few free cores (it
 # holds the reservation), one that fits only on the reserved node, an
 # exclusive one, an unknown id; and both on the pilot once it is down.
+# Then briefly a 2-node Slurm pilot with GPUs: the GPU bars, the
+# sort by busy, and a gang of 2 nodes that one busy node holds back.
 . "$(dirname "$0")/lib.sh"
 
-plan 34
+plan 41
 
 TM="tmux -L pl1220-$$"
 cleanup_hook "$TM kill-server 2>/dev/null || true"
@@ -131,3 +133,33 @@ like "$OUT" $'\n''[^ ]+ +down +\[\.{20}\] +0/2' "... and shows its node, down, a
 capture pilot explain "$B"
 like "$OUT" "^task $B \(big\) was queued when the pilot stopped: it runs when the pilot is resumed" \
     "explain on a pilot that is down: the state it last recorded"
+
+# --- a 2-node Slurm pilot ------------------------------------------------
+P2=$(run_timeout 180 pilot up --nodes 2 --gpus-per-node 2 --time 5:00 --wait \
+     --wait-timeout 120 2>"$WORK/up2.err") \
+    || abort "pilot up --nodes 2 failed: $(<"$WORK/up2.err")"
+export PILOT_ID=$P2
+# (the dev cluster's nodes give an agent 2 cores, and fake GPUs)
+H=$(pilot submit --name busy --cores 1 --gpus 1 -- sleep 300)
+wait_for 60 state_is "$H" running || diag "task $H did not start"
+BUSY=$(pilot status --json | json '[n["name"] for n in j["nodes"] if n["cores_busy"] == 1][0]')
+first_row() { sed -n '/^NODE /{n;p;q}' <<<"$1" | awk '{print $1}'; }
+capture pilot top --sort busy
+is "$(first_row "$OUT")" "$BUSY" "top --sort busy: the busiest node ($BUSY) first"
+capture pilot top --sort name
+is "$(first_row "$OUT")" "$(pilot status --json | json 'sorted(n["name"] for n in j["nodes"])[0]')" \
+   "top --sort name: the first name first"
+like "$OUT" "$BUSY +up +\[#{10}\.{10}\] +1/2 +\[#+\.+\] +1/[0-9]+ +$H:busy" \
+    "... the busy node's cores and GPUs as bars, its task by name"
+G2=$(pilot submit --name gang --ranks 2 --nodes 2 --cores 2 -- true)
+S2=$(pilot submit --name small -- true)
+sleep 1
+is "$(ex "$G2" '[j["code"], [r["code"] for n in j["nodes"] for r in n["reasons"] if n["name"] == "'"$BUSY"'"]]')" \
+   '["holds", ["cores"]]' "a gang of 2 nodes x 2 cores: it holds the reservation; $BUSY has too few cores"
+like "$(pilot explain "$G2")" "first in line: [^ ]+, [^ ]+ are kept for it,.*needs 2 ranks x 2 cores, on 2 nodes" \
+    "... in words"
+is "$(ex "$S2" '[j["code"], j["reserved_for"]]')" "[\"reserved\", $G2]" \
+   "a 1-core task: both nodes are reserved for the gang"
+pilot cancel "$H" >/dev/null
+ok "the gang runs once the busy task is canceled" wait_for 60 state_is "$G2" done
+pilot down >/dev/null 2>&1
