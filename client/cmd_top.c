@@ -157,6 +157,10 @@ static void put_user(struct top *t, const char *s, int pad, int max)
         t->oom = true;
         return;
     }
+    /* the two controls pl_clean_str() leaves would break the frame */
+    for (char *p = c; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
     if (max > 0) {
         int k = 0;
         for (char *p = c; *p; p++)
