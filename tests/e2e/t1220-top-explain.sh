@@ -78,7 +78,7 @@ $TM send-keys -t top s
 ok "s again: by tasks running" wait_for 5 pane_has 'sort: tasks '
 $TM resize-window -t top -x 100 -y 40
 ok "a resize to 100 columns narrows the bars (SIGWINCH)" \
-    wait_for 5 pane_has "^[^ ]+ +up +\[#{18}\] +2/2 "
+    wait_for 5 pane_has "^[^ ]+ +up +\[#{8,39}\] +2/2 "
 $TM send-keys -t top q
 ok "q: top exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... the terminal's modes as they were" pane_has '^TERMINAL RESTORED$'
