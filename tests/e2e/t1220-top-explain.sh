@@ -12,7 +12,7 @@
 # sort by busy, and a gang of 2 nodes that one busy node holds back.
 . "$(dirname "$0")/lib.sh"
 
-plan 41
+plan 43
 
 TM="tmux -L pl1220-$$"
 cleanup_hook "$TM kill-server 2>/dev/null || true"
@@ -90,6 +90,13 @@ wait_for 20 pane_has "$A:hold" || diag "top did not draw"
 pid=$(pgrep -f -n "^pilot top$" -P "$($TM display -p -t top '#{pane_pid}')")
 ok "SIGTERM to top (pid $pid) ..." kill -TERM "$pid"
 ok "... it exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
+ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
+$TM kill-server
+
+env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
+wait_for 20 pane_has "$A:hold" || diag "top did not draw"
+$TM send-keys -t top C-c
+ok "Ctrl-C: top exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
 $TM kill-server
 
