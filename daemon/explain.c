@@ -11,6 +11,10 @@
 #include "proto/state.h"
 #include "proto/strv.h"
 
+/* The dependencies an explanation lists at most (a task may have
+ * 100,000); the others are counted. */
+#define EXPLAIN_DEPS_MAX 100
+
 /* "1h02m", "20m05s", "45s" */
 static const char *dur(double secs, char *buf, size_t len)
 {
@@ -237,12 +241,16 @@ json_t *pl_explain_live(struct pl_sched *s, const struct pl_dtask *t)
     sum[0] = '\0';
     if (t->state == PL_ST_WAITING) {
         json_t *deps = json_array();
-        size_t off = 0;
+        size_t off = 0, more = 0;
         code = "deps";
         for (uint32_t i = 0; i < t->ndeps_live; i++) {
             struct pl_dtask *d = pl_sched_task_get(s, t->deps[i]);
             if (!d)
                 continue; /* it has ended */
+            if (json_array_size(deps) >= EXPLAIN_DEPS_MAX) {
+                more++;
+                continue;
+            }
             json_array_append_new(deps, json_pack(
                 "{s:I, s:s}", "id", (json_int_t)d->id, "state",
                 pl_state_name(d->state)));
@@ -259,6 +267,8 @@ json_t *pl_explain_live(struct pl_sched *s, const struct pl_dtask *t)
             snprintf(sum, sizeof(sum), "it waits for %u dependenc%s to end",
                      t->ndeps, t->ndeps == 1 ? "y" : "ies");
         json_object_set_new(o, "deps", deps);
+        json_object_set_new(o, "deps_more",
+                            json_integer((json_int_t)more));
     }
     else if (t->state == PL_ST_QUEUED && t->pool && t->fn != PL_FN_POOL) {
         code = "pool";
