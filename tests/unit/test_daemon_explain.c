@@ -150,6 +150,19 @@ static void test_deps(void)
     ok(code_is(o, "running") && says(o, "runs on n1"),
        "running: where it runs");
     json_decref(o);
+    /* 150 dependencies not ended: 100 listed, 50 counted */
+    uint64_t *more = realloc(t->deps, 150 * sizeof(*t->deps));
+    t->deps = more;
+    for (uint64_t i = 0; i < 150; i++) {
+        addtask(s, 100 + i, 1, 1, 0);
+        t->deps[i] = 100 + i;
+    }
+    t->ndeps_live = t->ndeps = 150;
+    o = pl_explain_live(s, t);
+    ok(o && json_array_size(json_object_get(o, "deps")) == 100
+           && json_integer_value(json_object_get(o, "deps_more")) == 50,
+       "deps: 100 of 150 listed, 50 counted");
+    json_decref(o);
     pl_sched_free(s);
 }
 
@@ -302,7 +315,7 @@ static void test_row(void)
 
 int main(void)
 {
-    plan(17);
+    plan(18);
     test_deps();
     test_cores_resv();
     test_nodes();
