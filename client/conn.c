@@ -625,6 +625,8 @@ static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)
         json_object_set_new(n, "cores_busy", json_integer(0));
         json_object_set_new(n, "gpus_busy", json_integer(0));
         json_object_set_new(n, "running", json_integer(0));
+        json_object_set_new(n, "tasks", json_array());
+        json_object_set_new(n, "tasks_more", json_integer(0));
     }
     for (size_t s = 0; s < 2; s++) {
         json_t *tasks = pl_query_tasks(db, busy_states[s], NULL, NULL, 0, 0,
@@ -650,6 +652,19 @@ static int add_busy(sqlite3 *db, json_t *nodes, struct pl_error *errp)
                 json_object_set_new(n, "cores_busy", json_integer(c));
                 json_object_set_new(n, "gpus_busy", json_integer(g));
                 json_object_set_new(n, "running", json_integer(r + 1));
+                /* the first few by name, as pilotd's status lists them */
+                json_t *tl = json_object_get(n, "tasks");
+                if (json_array_size(tl) < 10) {
+                    json_t *argv = json_object_get(t, "argv");
+                    json_array_append_new(tl, json_pack(
+                        "{s:O?, s:O?, s:O?}", "id", json_object_get(t, "id"),
+                        "name", json_object_get(t, "name"), "cmd",
+                        json_array_get(argv, 0)));
+                }
+                else
+                    json_object_set_new(n, "tasks_more",
+                                        json_integer(jint(n, "tasks_more")
+                                                     + 1));
                 break;
             }
         }
@@ -710,6 +725,23 @@ error:
     json_decref(nodes);
     json_decref(counts);
     return st;
+}
+
+json_t *pl_conn_explain(struct pl_conn *c, const struct pl_sel_req *one,
+                        struct pl_error *errp)
+{
+    struct pl_show_req r = { .id = one->nids ? one->ids[0] : one->elems[0] };
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    if (!one->nids) {
+        r.by_elem = true;
+        r.index = one->elems[1];
+    }
+    pl_explain_req_encode(&w, seq, &r);
+    return call(c, &w, JSON_OBJECT, "explain", errp);
 }
 
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp)

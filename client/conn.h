@@ -89,6 +89,10 @@ json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
 json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
                        struct pl_error *errp);
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp);
+/* explain: why task 'one' (as for show) does not run yet, from pilotd
+ * only (daemon/explain.h's object): ENOTCONN when the pilot is down. */
+json_t *pl_conn_explain(struct pl_conn *c, const struct pl_sel_req *one,
+                        struct pl_error *errp);
 /* results: the results of the Python calls 'ids' (1 to
  * PL_RESULTS_MAX_IDS), an array as pl_query_results() makes it. */
 json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,

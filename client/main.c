@@ -27,6 +27,8 @@ static const struct cmd cmds[] = {
     { "logs", pl_cmd_logs, "a task's output; -f follows it" },
     { "status", pl_cmd_status,
       "the pilot: nodes, cores and GPUs busy, tasks by state" },
+    { "top", pl_cmd_top, "a live view of the nodes, their tasks, the queue" },
+    { "explain", pl_cmd_explain, "why a task does not run yet" },
     { "down", pl_cmd_down, "stop the pilot; its state stays readable" },
     { "pilots", pl_cmd_pilots, "all pilots under PILOT_HOME" },
     { "keys", pl_cmd_keys, "who may use the pilot: list, add, revoke keys" },

@@ -15,6 +15,7 @@
 
 #include "daemon/auth.h"
 #include "daemon/daemon_private.h"
+#include "daemon/explain.h"
 #include "daemon/pool.h"
 #include "proto/clientmsg.h"
 #include "proto/log.h"
@@ -158,11 +159,111 @@ done:
     free(ids);
 }
 
+/* EXPLAIN: why a task does not run yet (daemon/explain.h), with its
+ * name from the database. */
+static void h_explain(struct pl_daemon *d, const struct pl_req *r,
+                      const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_show_req s;
+    uint64_t id, *res_ids = NULL;
+    size_t n = 0;
+    json_t *row = NULL, *res = NULL;
+    struct pl_dtask *t;
+
+    if (pl_explain_req_decode(m->body, &s, &err) < 0)
+        goto bad;
+    id = s.id;
+    if (s.by_elem) {
+        uint64_t el[2] = { s.id, s.index };
+        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, true,
+                             &res_ids, &n, &err) < 0)
+            goto bad;
+        id = res_ids[0];
+    }
+    if (!(row = pl_query_task(pl_db_handle(d->db), id, &err)))
+        goto bad;
+    t = pl_sched_task_get(d->sched, id);
+    /* a running task's row has its start; one that waits, the
+     * scheduler's view */
+    if (t && t->state != PL_ST_RUNNING)
+        res = pl_explain_live(d->sched, t);
+    else
+        res = pl_explain_row(row);
+    if (!res) {
+        errno = ENOMEM;
+        pl_errprintf(&err, "explain: out of memory");
+        goto bad;
+    }
+    json_object_set(res, "name", json_object_get(row, "name"));
+    pl_out_json(d, r, res);
+    goto done;
+bad:
+    pl_out_err(d, r, errno, err.text);
+done:
+    json_decref(row);
+    free(res_ids);
+}
+
+/* The running tasks a status lists per node, and in all (a live 'pilot
+ * top' asks every second: 1,000 nodes' names cost about 20 ms). */
+#define STATUS_NODE_TASKS 10
+#define STATUS_TASKS_MAX 2000
+
+/* Up to STATUS_NODE_TASKS of the tasks holding cores or GPUs of 'n' as
+ * [{id, name, cmd}] (cmd: argv[0]), their names from the database
+ * ('st': SELECT name of a task, or NULL); '*budget' counts down the
+ * names of the whole reply. */
+static json_t *node_tasks(struct pl_sched *sc, const struct pl_node *n,
+                          sqlite3_stmt *st, size_t *budget)
+{
+    uint64_t ids[STATUS_NODE_TASKS];
+    size_t k = 0;
+    json_t *arr = json_array();
+
+    /* the holders of its cores and GPUs: O(cores), where a walk of the
+     * live tasks would be O(tasks) per node */
+    for (uint32_t i = 0; i < n->ncores + n->ngpus && k < STATUS_NODE_TASKS;
+         i++) {
+        uint64_t id = i < n->ncores ? n->core_task[i]
+                                    : n->gpu_task[i - n->ncores];
+        bool seen = !id;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = ids[j] == id;
+        if (!seen)
+            ids[k++] = id;
+    }
+    for (size_t j = 0; j < k && *budget > 0; j++, (*budget)--) {
+        json_t *name = NULL;
+        if (st) {
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[j]);
+            if (sqlite3_step(st) == SQLITE_ROW
+                && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+                name = json_string((const char *)sqlite3_column_text(st, 0));
+        }
+        struct pl_dtask *t = pl_sched_task_get(sc, ids[j]);
+        const char *cmd = t && t->argv && t->argv[0] ? t->argv[0] : NULL;
+        json_array_append_new(arr, json_pack("{s:I, s:o?, s:s?}", "id",
+                                             (json_int_t)ids[j], "name",
+                                             name, "cmd", cmd));
+    }
+    return arr;
+}
+
 /* The nodes, for status. */
 static json_t *status_nodes(struct pl_daemon *d, json_t *s)
 {
     json_t *nodes = json_array();
     long long cb = 0, ct = 0, gb = 0, gt = 0, up = 0;
+    sqlite3_stmt *names = NULL;
+    size_t budget = STATUS_TASKS_MAX;
+
+    if (sqlite3_prepare_v2(pl_db_handle(d->db), "SELECT name FROM tasks "
+                           "WHERE id = ?1", -1, &names, NULL) != SQLITE_OK) {
+        sqlite3_finalize(names);
+        names = NULL; /* the tasks go without their names */
+    }
 
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
@@ -185,6 +286,15 @@ static json_t *status_nodes(struct pl_daemon *d, json_t *s)
         json_object_set_new(o, "gpus_busy",
                             json_integer(n->ngpus - n->free_gpus));
         json_object_set_new(o, "running", json_integer(n->running));
+        json_object_set_new(o, "cordon", n->cordon ? json_string(n->cordon)
+                                                   : json_null());
+        json_t *tl = node_tasks(d->sched, n, names, &budget);
+        size_t nl = json_array_size(tl);
+        json_object_set_new(o, "tasks_more",
+                            json_integer(n->running > nl
+                                             ? (json_int_t)(n->running - nl)
+                                             : 0));
+        json_object_set_new(o, "tasks", tl);
         /* what the pools' workers hold of it (within cores_busy) */
         long long pw = 0, pb = 0, pc = 0, pg = 0;
         for (size_t i = 0; i < d->npools; i++) {
@@ -213,6 +323,7 @@ static json_t *status_nodes(struct pl_daemon *d, json_t *s)
             gb += n->ngpus - n->free_gpus;
         }
     }
+    sqlite3_finalize(names);
     json_object_set_new(s, "agents_expected",
                         json_integer(d->cfg.expected_agents));
     json_object_set_new(s, "agents_up", json_integer(up));
@@ -339,6 +450,7 @@ static const struct {
     { PL_MSG_WATCH, pl_watch_req, R_READ, "watch tasks" },
     { PL_MSG_UNWATCH, pl_unwatch_req, R_READ, "watch tasks" },
     { PL_MSG_RESULTS, h_results, R_READ, "read results" },
+    { PL_MSG_EXPLAIN, h_explain, R_READ, "explain tasks" },
     { 0, NULL, 0, NULL },
 };
 

@@ -558,6 +558,51 @@ void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len)
     snprintf(buf, len, "%s", t->nodelist ? t->nodelist : "");
 }
 
+double pl_sched_time_left(const struct pl_sched *s)
+{
+    return s->time_left;
+}
+
+bool pl_sched_node_reserved(const struct pl_sched *s, size_t k)
+{
+    return s->resv && k < s->nnodes && s->resv_node[k];
+}
+
+uint32_t pl_sched_room(const struct pl_dtask *t, const struct pl_node *n,
+                       bool idle)
+{
+    return capacity(t, n, idle);
+}
+
+bool pl_sched_fits_now(const struct pl_sched *s, const struct pl_dtask *t,
+                       bool resv)
+{
+    uint32_t count[s->nnodes ? s->nnodes : 1];
+    bool usable[s->nnodes ? s->nnodes : 1];
+    bool mask = resv && s->resv && s->resv != t->id;
+
+    if (s->nnodes == 0)
+        return false;
+    for (size_t k = 0; k < s->nnodes; k++)
+        usable[k] = !(mask && s->resv_node[k]);
+    return plan(s, t, usable, false, count) == 0;
+}
+
+size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t)
+{
+    size_t n = 0;
+
+    for (size_t li = 0; li < s->nlv; li++) {
+        const struct pl_dtask *u;
+        TAILQ_FOREACH(u, &s->lv[li]->q, qent) {
+            if (u == t)
+                return n;
+            n++;
+        }
+    }
+    return n;
+}
+
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
 {
     size_t placed = 0, skipped = 0;

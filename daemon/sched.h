@@ -174,6 +174,24 @@ void pl_sched_nodelist(const struct pl_dtask *t, char *buf, size_t len);
 /* The task reserving nodes now, 0 if none (for status and tests). */
 uint64_t pl_sched_reserved_for(const struct pl_sched *s);
 
+/* For 'pilot explain' (daemon/explain.c); none of these changes 's'. */
+/* Seconds before the drain, as last set (0: no limit). */
+double pl_sched_time_left(const struct pl_sched *s);
+/* Whether node 'k' (pl_sched_node_at()'s index) is among those reserved
+ * for pl_sched_reserved_for()'s task. */
+bool pl_sched_node_reserved(const struct pl_sched *s, size_t k);
+/* Ranks of 't' that node 'n' could take now (its state, cordon, free
+ * cores and GPUs, an exclusive task's need of an idle node), or, with
+ * 'idle', if nothing ran on it. */
+uint32_t pl_sched_room(const struct pl_dtask *t, const struct pl_node *n,
+                       bool idle);
+/* Whether queued 't' could be placed now: on every node (!resv), or
+ * only on those not reserved for another task, as a pass would. */
+bool pl_sched_fits_now(const struct pl_sched *s, const struct pl_dtask *t,
+                       bool resv);
+/* Queued tasks a pass looks at before 't' (in the queue). */
+size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t);
+
 /* Place queued tasks on the nodes that are up; 'place' is called for
  * each (the task is out of the queue and each rank holds its cores; its
  * state and attempt are left for the caller to record).  Returns the

@@ -113,10 +113,11 @@ error:
     return -1;
 }
 
-void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
-                        const struct pl_show_req *s)
+/* SHOW and EXPLAIN: one task, by id or as an array's element */
+static void one_encode(struct pl_wbuf *w, int type, uint64_t seq,
+                       const struct pl_show_req *s)
 {
-    pl_wbuf_init(w, PL_MSG_SHOW, seq);
+    pl_wbuf_init(w, type, seq);
     if (s->by_elem) {
         uint64_t el[2] = { s->id, s->index };
         pl_wm_uintv(&w->body, "elem", el, 2);
@@ -125,8 +126,8 @@ void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
         pl_wm_uint(&w->body, "id", s->id);
 }
 
-int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
-                       struct pl_error *errp)
+static int one_decode(const msgpack_object *body, const char *what,
+                      struct pl_show_req *s, struct pl_error *errp)
 {
     uint64_t *el = NULL;
     uint32_t nel = 0;
@@ -141,8 +142,8 @@ int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
     if (!has_id && nel != 2) {
         free(el);
         errno = EPROTO;
-        return pl_errprintf(errp, "show: want id, or elem: [array id, "
-                            "index]");
+        return pl_errprintf(errp, "%s: want id, or elem: [array id, "
+                            "index]", what);
     }
     if (!has_id) {
         s->by_elem = true;
@@ -151,6 +152,30 @@ int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
     }
     free(el);
     return 0;
+}
+
+void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
+                        const struct pl_show_req *s)
+{
+    one_encode(w, PL_MSG_SHOW, seq, s);
+}
+
+int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
+                       struct pl_error *errp)
+{
+    return one_decode(body, "show", s, errp);
+}
+
+void pl_explain_req_encode(struct pl_wbuf *w, uint64_t seq,
+                           const struct pl_show_req *s)
+{
+    one_encode(w, PL_MSG_EXPLAIN, seq, s);
+}
+
+int pl_explain_req_decode(const msgpack_object *body,
+                          struct pl_show_req *s, struct pl_error *errp)
+{
+    return one_decode(body, "explain", s, errp);
 }
 
 void pl_submit_begin(struct pl_wbuf *w, uint64_t seq, uint32_t n)

@@ -1,4 +1,4 @@
-/* proto/clientmsg.h - the requests a client sends pilotd (101-111, 114)
+/* proto/clientmsg.h - the requests a client sends pilotd (101-111, 114, 115)
  *
  * Each request has its encoder (the CLI's) and its decoder (pilotd's,
  * which checks every field before a handler sees it); the replies are
@@ -74,6 +74,14 @@ void pl_show_req_encode(struct pl_wbuf *w, uint64_t seq,
                         const struct pl_show_req *s);
 int pl_show_req_decode(const msgpack_object *body, struct pl_show_req *s,
                        struct pl_error *errp);
+
+/* EXPLAIN (115): why one task does not run yet, named as SHOW names
+ * it (an id, or an array's element); the same fields, checked alike.
+ * The reply is daemon/explain.h's JSON. */
+void pl_explain_req_encode(struct pl_wbuf *w, uint64_t seq,
+                           const struct pl_show_req *s);
+int pl_explain_req_decode(const msgpack_object *body,
+                          struct pl_show_req *s, struct pl_error *errp);
 
 /* POOL_START (109): a pool of workers, one MPI job (docs/pool.md);
  * POOL_STOP (110) names one; POOL_LIST (111) has no fields. */

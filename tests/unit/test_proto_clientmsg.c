@@ -97,7 +97,7 @@ int main(void)
     uint64_t ids[] = { 3, 9, 12 }, elems[] = { 40, 7, 40, 8 };
     char *tags[] = { (char *)"model=lstm", (char *)"stage", NULL };
 
-    plan(18);
+    plan(21);
     /* CANCEL / COUNTS: a selection */
     struct pl_sel_req s = { .ids = ids, .nids = 3, .elems = elems,
                             .nelems = 2 }, s2;
@@ -185,6 +185,33 @@ int main(void)
     ok((o = reread(&w, &m)) && pl_show_req_decode(o, &sh2, &e) == -1
            && errno == EPROTO,
        "show: neither id nor element refused (%s)", e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+
+    /* EXPLAIN: named as SHOW names a task, under its own type */
+    sh = (struct pl_show_req){ .id = 23 };
+    pl_explain_req_encode(&w, 12, &sh);
+    ok((o = reread(&w, &m)) && m.type == PL_MSG_EXPLAIN
+           && pl_explain_req_decode(o, &sh2, &e) == 0 && !sh2.by_elem
+           && sh2.id == 23,
+       "explain: by id");
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    sh = (struct pl_show_req){ .by_elem = true, .id = 40, .index = 3 };
+    pl_explain_req_encode(&w, 13, &sh);
+    ok((o = reread(&w, &m)) && pl_explain_req_decode(o, &sh2, &e) == 0
+           && sh2.by_elem && sh2.id == 40 && sh2.index == 3,
+       "explain: by element (40.3)");
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    raw_wbuf_init(&w, PL_MSG_EXPLAIN, 1, 0);
+    errno = 0;
+    ok((o = reread(&w, &m)) && pl_explain_req_decode(o, &sh2, &e) == -1
+           && errno == EPROTO && strstr(e.text, "explain"),
+       "explain: neither id nor element refused (%s)", e.text);
     if (o)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
