@@ -37,6 +37,18 @@ const char *pl_nccl_about(const struct pl_nccl *n);
 /* The current CUDA device (0), or -1 when not ready. */
 int pl_nccl_device(const struct pl_nccl *n);
 
+/* Use CUDA device 'device' from now on (cudaSetDevice), in place of 0:
+ * a program of one rank a GPU among all the node's GPUs (pilot-vetcheck
+ * nccl).  Returns 0, or -1 when not ready or the device cannot be set
+ * (pl_nccl_error() then says why). */
+int pl_nccl_set_device(struct pl_nccl *n, int device);
+
+/* Another function of NCCL, else of the CUDA runtime, by name, for a
+ * caller that declares its prototype (pilot-vetcheck nccl: ncclAllReduce,
+ * cudaMalloc...).  NULL when neither library has it or they are not
+ * loaded. */
+void *pl_nccl_sym(const struct pl_nccl *n, const char *name);
+
 /* This rank's vote for a call over world ranks 'group' ('size' of them,
  * in the task's order), to be reduced with MPI_MIN over the task's
  * communicator: 0 not ready (n may be NULL), 1 ready, 2 ready and
