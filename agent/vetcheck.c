@@ -182,27 +182,17 @@ int pl_vet_number(const char *opt, const char *s, double min, double max,
 }
 
 #ifdef PL_VET_NO_MPI
-/* Built without MPI (no mpicc): what needs it says so. */
-static int no_mpi(const char *check)
+/* Built without MPI (no mpicc): net needs it. */
+int pl_vet_net(int argc, char **argv)
 {
     struct pl_vet v;
 
-    if (pl_vet_init(&v, check) < 0)
+    (void)argc;
+    (void)argv;
+    if (pl_vet_init(&v, "net") < 0)
         return PL_VET_CANNOT;
     pl_vet_cannot(&v, "pilot-vetcheck was built without MPI (no mpicc)");
     return pl_vet_end(&v);
-}
-
-int pl_vet_net(int argc, char **argv)
-{
-    (void)argc;
-    return no_mpi(argv[0]);
-}
-
-int pl_vet_nccl(int argc, char **argv)
-{
-    (void)argc;
-    return no_mpi(argv[0]);
 }
 #endif
 

@@ -4,11 +4,13 @@
 # Where MPI is (Open MPI's mpicc, $(HAVE_MPI)) the program is built by
 # $(MPICC), as the worker is, with its net and nccl checks and the
 # worker's loader of NCCL and the CUDA runtime (worker/nccl.c); without
-# it, by $(CC) with the gpu check alone (net and nccl then exit 3).
+# it, by $(CC) with the gpu check and nccl of one rank (ncclCommInitAll)
+# alone (net then exits 3).
 # NVML, the CUDA driver and NCCL are loaded at run time (dlopen): no
 # CUDA at build time.
 VETCHECK := $(BUILD)/bin/pilot-vetcheck
-VET_LIBS := $(shell pkg-config --libs jansson) -ldl -lm
+VET_LIBS := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) \
+            -ldl -lm
 ifneq ($(HAVE_MPI),)
 VET_CC       := $(MPICC)
 VET_SRC      := $(wildcard agent/vetcheck*.c)
@@ -16,9 +18,9 @@ VET_OBJ      := $(call obj,$(VET_SRC)) $(BUILD)/worker/nccl.o
 VET_CPPFLAGS :=
 else
 VET_CC       := $(CC)
-VET_SRC      := agent/vetcheck.c agent/vetcheck_gpu.c
-VET_OBJ      := $(call obj,$(VET_SRC))
-VET_CPPFLAGS := -DPL_VET_NO_MPI
+VET_SRC      := agent/vetcheck.c agent/vetcheck_gpu.c agent/vetcheck_nccl.c
+VET_OBJ      := $(call obj,$(VET_SRC)) $(BUILD)/vetcheck/nccl.o
+VET_CPPFLAGS := -DPL_VET_NO_MPI -DPL_NCCL_NO_MPI
 endif
 
 .PHONY: vetcheck install-vetcheck
@@ -38,6 +40,10 @@ $(BUILD)/agent/vet%.o: agent/vet%.c $(BUILD)/.flags $(BUILD)/.vflags
 	@mkdir -p $(dir $@)
 	$(QCC)$(VET_CC) $(CPPFLAGS) $(VET_CPPFLAGS) $(CFLAGS) -MMD -MP \
 	    -c -o $@ $<
+# the worker's loader without its MPI part (worker/nccl.h)
+$(BUILD)/vetcheck/nccl.o: worker/nccl.c $(BUILD)/.flags $(BUILD)/.vflags
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(CPPFLAGS) $(VET_CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 $(VETCHECK): $(VET_OBJ)
 	@mkdir -p $(dir $@)
 	$(QLD)$(VET_CC) $(LDFLAGS) -o $@ $^ $(VET_LIBS)

@@ -99,7 +99,7 @@ struct cuda {
     int (*version)(int *v);                     /* cuDriverGetVersion */
     int (*count)(int *n);                       /* cuDeviceGetCount */
     int (*get)(int *dev, int ordinal);          /* cuDeviceGet */
-    int (*uuid)(struct cu_uuid *u, int dev);    /* cuDeviceGetUuid_v2 */
+    int (*uuid)(struct cu_uuid *u, int dev);    /* cuDeviceGetUuid(_v2) */
     int (*retain)(void **ctx, int dev);         /* cuDevicePrimaryCtxRetain */
     int (*release)(int dev);                    /* ..PrimaryCtxRelease_v2 */
     int (*set_current)(void *ctx);              /* cuCtxSetCurrent */
@@ -336,7 +336,8 @@ static int cuda_load(struct pl_vet *v, struct cuda *cu)
         || sym(lib, "cuDriverGetVersion", &cu->version) < 0
         || sym(lib, "cuDeviceGetCount", &cu->count) < 0
         || sym(lib, "cuDeviceGet", &cu->get) < 0
-        || sym(lib, "cuDeviceGetUuid_v2", &cu->uuid) < 0
+        || (sym(lib, "cuDeviceGetUuid_v2", &cu->uuid) < 0
+            && sym(lib, "cuDeviceGetUuid", &cu->uuid) < 0)
         || sym(lib, "cuDevicePrimaryCtxRetain", &cu->retain) < 0
         || sym(lib, "cuDevicePrimaryCtxRelease_v2", &cu->release) < 0
         || sym(lib, "cuCtxSetCurrent", &cu->set_current) < 0
@@ -519,14 +520,15 @@ static void cuda_check(struct pl_vet *v, struct gpu *g, unsigned int n,
         for (unsigned int j = 0; j < n && i < 0; j++)
             if (!strcmp(g[j].uuid, uuid))
                 i = (int)j;
-        if (i != c) {
-            pl_vet_fail(v, "gpu.cuda_order", c, i, NULL,
-                        "CUDA device %d is %s, which is %s", c, uuid,
-                        i < 0 ? "not among NVML's visible GPUs"
-                              : "another of NVML's");
-            if (i < 0)
-                continue;
+        /* by UUID, not by place: the driver may order GPUs of several
+         * models otherwise than NVML (visible()) */
+        if (i < 0) {
+            pl_vet_fail(v, "gpu.cuda_uuid", NAN, NAN, NULL,
+                        "CUDA device %d is %s, not among the GPUs NVML "
+                        "finds visible", c, uuid);
+            continue;
         }
+        json_object_set_new(g[i].o, "cuda_ordinal", json_integer(c));
         json_t *k = json_object();
         json_object_set_new(g[i].o, "kernel", k);
         json_object_set_new(k, "ok", json_boolean(kernel(v, &cu, dev, i, o,

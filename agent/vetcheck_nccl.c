@@ -15,10 +15,15 @@
  */
 #include <getopt.h>
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PL_VET_NO_MPI
+#include <mpi.h>
+#endif
 
 #include "agent/vetcheck.h"
 #include "worker/nccl.h"
@@ -29,6 +34,157 @@
 #define D2H 2          /* cudaMemcpyDeviceToHost */
 #define WARMUP 5
 #define WHY 256
+#define HOST 256
+
+/* The few collectives the check needs, over MPI_COMM_WORLD; built
+ * without MPI (PL_VET_NO_MPI), those of a job of one rank, which makes
+ * its communicator with ncclCommInitAll() instead. */
+#ifndef PL_VET_NO_MPI
+static void start(int *me, int *n, int *local)
+{
+    MPI_Comm node;
+
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, me);
+    MPI_Comm_size(MPI_COMM_WORLD, n);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                        MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, local);
+    MPI_Comm_free(&node);
+}
+
+static int min_int(int x)
+{
+    int min;
+
+    MPI_Allreduce(&x, &min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return min;
+}
+
+/* rank 0's 'all' gets every rank's 'len' bytes of 'mine' */
+static void gather(const void *mine, int len, void *all)
+{
+    MPI_Gather(mine, len, MPI_CHAR, all, len, MPI_CHAR, 0, MPI_COMM_WORLD);
+}
+
+static double max_double(double x)
+{
+    double max = x;
+
+    MPI_Reduce(&x, &max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    return max;
+}
+
+static long sum_long(long x)
+{
+    long sum = x;
+
+    MPI_Reduce(&x, &sum, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    return sum;
+}
+
+static void bcast_int(int *x)
+{
+    MPI_Bcast(x, 1, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+static void barrier(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static double wtime(void)
+{
+    return MPI_Wtime();
+}
+
+static void finish(void)
+{
+    MPI_Finalize();
+}
+
+/* every rank voted 1 (ready, no communicator yet) */
+static void *comm_new(struct pl_nccl *nc, int *group, int n, int dev,
+                      const char **why)
+{
+    (void)dev;
+    return pl_nccl_get(nc, MPI_COMM_WORLD, group, n, 1, why);
+}
+#else
+static void start(int *me, int *n, int *local)
+{
+    *me = *local = 0;
+    *n = 1;
+}
+
+static int min_int(int x)
+{
+    return x;
+}
+
+static void gather(const void *mine, int len, void *all)
+{
+    if (all)
+        memcpy(all, mine, (size_t)len);
+}
+
+static double max_double(double x)
+{
+    return x;
+}
+
+static long sum_long(long x)
+{
+    return x;
+}
+
+static void bcast_int(int *x)
+{
+    (void)x;
+}
+
+static void barrier(void)
+{
+}
+
+static double wtime(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void finish(void)
+{
+}
+
+static void *comm_new(struct pl_nccl *nc, int *group, int n, int dev,
+                      const char **why)
+{
+    int (*init_all)(void **comms, int ndev, const int *devs);
+    const char *(*error)(int rc);
+    void *p = pl_nccl_sym(nc, "ncclCommInitAll"), *comm = NULL;
+    static char text[WHY];
+    int rc;
+
+    (void)group;
+    (void)n;
+    memcpy(&init_all, &p, sizeof(p));
+    p = pl_nccl_sym(nc, "ncclGetErrorString");
+    memcpy(&error, &p, sizeof(p));
+    if (!init_all || !error) {
+        *why = "NCCL lacks ncclCommInitAll";
+        return NULL;
+    }
+    if ((rc = init_all(&comm, 1, &dev)) != 0) {
+        snprintf(text, sizeof(text), "ncclCommInitAll: %s", error(rc));
+        *why = text;
+        return NULL;
+    }
+    return comm;
+}
+#endif
 
 struct opts {
     double size; /* bytes, a multiple of 4 */
@@ -102,19 +258,16 @@ static int agree(int ok, const char *why, int me, int n, const char *names,
                  char *first, size_t len)
 {
     char *all = NULL;
-    int min;
 
-    MPI_Allreduce(&ok, &min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (min)
+    if (min_int(ok))
         return 1;
     if (me == 0 && !(all = calloc((size_t)n, WHY)))
         snprintf(first, len, "rank 0: out of memory");
-    MPI_Gather(why, WHY, MPI_CHAR, all, WHY, MPI_CHAR, 0, MPI_COMM_WORLD);
+    gather(why, WHY, all);
     for (int r = 0; me == 0 && all && r < n; r++)
         if (all[r * WHY]) {
-            snprintf(first, len, "rank %d on %s: %.*s", r,
-                     names + r * MPI_MAX_PROCESSOR_NAME, WHY - 1,
-                     all + r * WHY);
+            snprintf(first, len, "rank %d on %s: %.*s", r, names + r * HOST,
+                     WHY - 1, all + r * WHY);
             break;
         }
     free(all);
@@ -219,14 +372,14 @@ static int run(const struct rt *rt, void *comm, const struct opts *o, int me,
                              comm, stream);
     if (nrc != 0 || (rc = rt->stream_sync(stream)) != 0)
         goto error;
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
+    barrier();
+    t0 = wtime();
     for (int i = 0; i < o->iters && nrc == 0; i++)
         nrc = rt->all_reduce(send, recv, count, NCCL_FLOAT32, NCCL_SUM,
                              comm, stream);
     if (nrc != 0 || (rc = rt->stream_sync(stream)) != 0)
         goto error;
-    *secs = (MPI_Wtime() - t0) / o->iters;
+    *secs = (wtime() - t0) / o->iters;
     rt->free(send);
     rt->free(recv);
     rt->stream_destroy(stream);
@@ -247,19 +400,49 @@ error:
     return -1;
 }
 
+/* Rank 0: the figures and the thresholds on them. */
+static void result(struct pl_vet *v, const struct opts *o, int n,
+                   const char *names, double secs, long wrong)
+{
+    double alg = o->size / secs / 1e9, bus = alg * 2 * (n - 1) / n;
+    json_t *nodes = json_array();
+
+    for (int r = 0; r < n; r++)
+        json_array_append_new(nodes, json_string(names + r * HOST));
+    json_object_set_new(v->out, "nodes", nodes);
+    json_object_set_new(v->out, "wrong", json_integer(wrong));
+    json_object_set_new(v->out, "time_us", json_real(secs * 1e6));
+    json_object_set_new(v->out, "algbw_gbs", json_real(alg));
+    json_object_set_new(v->out, "busbw_gbs", json_real(bus));
+    if (wrong)
+        pl_vet_fail(v, "nccl.wrong", (double)wrong, 0,
+                    json_pack("{sO}", "nodes", nodes),
+                    "%ld elements of the all-reduce were wrong", wrong);
+    if (n == 1 && o->min_busbw > 0)
+        json_object_set_new(v->out, "note",
+                            json_string("one rank: its bus bandwidth is 0 "
+                                        "by definition, the threshold is "
+                                        "not applied"));
+    else if (bus < o->min_busbw)
+        pl_vet_fail(v, "nccl.busbw", bus, o->min_busbw,
+                    json_pack("{sO}", "nodes", nodes),
+                    "all-reduce of %.0f bytes over %d ranks: bus bandwidth "
+                    "%.2f GB/s, under %g GB/s", o->size, n, bus,
+                    o->min_busbw);
+}
+
 int pl_vet_nccl(int argc, char **argv)
 {
-    char name[MPI_MAX_PROCESSOR_NAME] = "", *names = NULL;
-    char why[WHY] = "", first[WHY + 64] = "";
+    char name[HOST] = "", *names = NULL;
+    char why[WHY] = "", first[WHY + HOST + 32] = "";
     struct pl_nccl *nc = NULL;
     struct pl_vet v = { 0 };
     struct rt rt;
     struct opts o;
-    MPI_Comm node;
-    int me, n, local, len, dev = -1, *group = NULL;
+    int me, n, local, dev = -1, *group = NULL;
     int rc = PL_VET_CANNOT, ok;
-    double secs = 0, slowest = 0;
-    long wrong = 0, wrong_all = 0;
+    double secs = 0, slowest;
+    long wrong = 0, wrong_all;
     void *comm;
     const char *cwhy = NULL;
 
@@ -267,26 +450,19 @@ int pl_vet_nccl(int argc, char **argv)
         pl_vet_usage(stderr, "nccl");
         return PL_VET_USAGE;
     }
-    MPI_Init(NULL, NULL);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    MPI_Get_processor_name(name, &len);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                        MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
+    start(&me, &n, &local);
+    if (gethostname(name, sizeof(name) - 1) < 0)
+        snprintf(name, sizeof(name), "?");
     ok = (group = malloc((size_t)n * sizeof(int))) != NULL;
     if (me == 0)
-        ok = ok && (names = calloc((size_t)n, MPI_MAX_PROCESSOR_NAME))
+        ok = ok && (names = calloc((size_t)n, HOST))
              && pl_vet_init(&v, "nccl") == 0;
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!ok) {
+    if (!min_int(ok)) {
         if (me == 0)
             fprintf(stderr, "pilot-vetcheck: nccl: out of memory\n");
         goto out;
     }
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
-               MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    gather(name, HOST, names);
     memset(&rt, 0, sizeof(rt));
     nc = pl_nccl_open();
     ok = setup(nc, &rt, local, &dev, why) == 0;
@@ -308,9 +484,7 @@ int pl_vet_nccl(int argc, char **argv)
     }
     for (int r = 0; r < n; r++)
         group[r] = r;
-    /* every rank voted 1 (ready, no communicator yet) */
-    comm = pl_nccl_get(nc, MPI_COMM_WORLD, group, n, 1, &cwhy);
-    if (!comm) {
+    if (!(comm = comm_new(nc, group, n, dev, &cwhy))) {
         if (me == 0)
             pl_vet_fail(&v, "nccl.init", NAN, NAN, NULL, "%s", cwhy);
         goto out;
@@ -322,46 +496,18 @@ int pl_vet_nccl(int argc, char **argv)
         goto out;
     }
     /* the slowest rank's time is the collective's */
-    MPI_Reduce(&secs, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&wrong, &wrong_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (me == 0) {
-        double alg = o.size / slowest / 1e9, bus = alg * 2 * (n - 1) / n;
-        json_t *nodes = json_array();
-
-        for (int r = 0; r < n; r++)
-            json_array_append_new(nodes, json_string(names
-                                                     + r
-                                                       * MPI_MAX_PROCESSOR_NAME));
-        json_object_set_new(v.out, "nodes", nodes);
-        json_object_set_new(v.out, "wrong", json_integer(wrong_all));
-        json_object_set_new(v.out, "time_us", json_real(slowest * 1e6));
-        json_object_set_new(v.out, "algbw_gbs", json_real(alg));
-        json_object_set_new(v.out, "busbw_gbs", json_real(bus));
-        if (wrong_all)
-            pl_vet_fail(&v, "nccl.wrong", (double)wrong_all, 0,
-                        json_pack("{sO}", "nodes", nodes),
-                        "%ld elements of the all-reduce were wrong",
-                        wrong_all);
-        if (n == 1 && o.min_busbw > 0)
-            json_object_set_new(v.out, "note",
-                                json_string("one rank: its bus bandwidth is "
-                                            "0 by definition, the threshold "
-                                            "is not applied"));
-        else if (bus < o.min_busbw)
-            pl_vet_fail(&v, "nccl.busbw", bus, o.min_busbw,
-                        json_pack("{sO}", "nodes", nodes),
-                        "all-reduce of %.0f bytes over %d ranks: bus "
-                        "bandwidth %.2f GB/s, under %g GB/s", o.size, n, bus,
-                        o.min_busbw);
-    }
+    slowest = max_double(secs);
+    wrong_all = sum_long(wrong);
+    if (me == 0)
+        result(&v, &o, n, names, slowest, wrong_all);
 out:
     if (me == 0 && v.out)
         rc = pl_vet_end(&v);
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    bcast_int(&rc);
     /* the communicator is left to the process's end, as the worker does
      * (worker/nccl.h) */
     pl_nccl_free(nc);
-    MPI_Finalize();
+    finish();
     free(group);
     free(names);
     return rc;

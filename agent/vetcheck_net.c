@@ -99,6 +99,12 @@ static double median(double *x, size_t n)
     return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
 }
 
+/* Rank r's node, in rank 0's gathered names. */
+static const char *host(const char *names, int r)
+{
+    return names + (size_t)r * MPI_MAX_PROCESSOR_NAME;
+}
+
 /* Rank 0: the report of 'np' pairs, the thresholds, the slowest. */
 static void report(struct pl_vet *v, const struct opts *o, int n,
                    const char *names, const int *a, const int *b,
@@ -115,12 +121,10 @@ static void report(struct pl_vet *v, const struct opts *o, int n,
         goto out;
     }
     for (int r = 0; r < n; r++)
-        json_array_append_new(nodes,
-                              json_string(names + r * MPI_MAX_PROCESSOR_NAME));
+        json_array_append_new(nodes, json_string(host(names, r)));
     json_object_set(v->out, "nodes", nodes);
     for (int i = 0; i < np; i++) {
-        const char *na = names + a[i] * MPI_MAX_PROCESSOR_NAME;
-        const char *nb = names + b[i] * MPI_MAX_PROCESSOR_NAME;
+        const char *na = host(names, a[i]), *nb = host(names, b[i]);
         json_t *p = json_pack("{sssssisisfsf}", "a", na, "b", nb, "rank_a",
                               a[i], "rank_b", b[i], "latency_us",
                               res[i].lat_us, "bandwidth_mbs", res[i].bw_mbs);
@@ -166,8 +170,7 @@ static void report(struct pl_vet *v, const struct opts *o, int n,
     /* the nodes of the pairs that failed, which vetting cordons */
     for (int r = 0; r < n; r++)
         if (failed[r])
-            json_array_append_new(bad, json_string(names
-                                                   + r * MPI_MAX_PROCESSOR_NAME));
+            json_array_append_new(bad, json_string(host(names, r)));
     json_object_set(v->out, "failed_nodes", bad);
 out:
     json_decref(pairs);

@@ -231,6 +231,7 @@ int pl_nccl_vote(const struct pl_nccl *n, const int *group, int size)
     return find(n, group, size) ? 2 : 1;
 }
 
+#ifndef PL_NCCL_NO_MPI
 /* N.B. NCCL's documentation calls ncclCommDestroy() an intra-node
  * collective; NCCL's code (init.cc, commReclaim) counts the ranks of the
  * communicator in this process, one here.  The other ranks of an
@@ -331,3 +332,4 @@ void *pl_nccl_get(struct pl_nccl *n, MPI_Comm comm, const int *group,
     slot->used = ++n->clock;
     return nc;
 }
+#endif /* !PL_NCCL_NO_MPI */

@@ -3,7 +3,11 @@
 #ifndef PL_WORKER_NCCL_H
 #define PL_WORKER_NCCL_H
 
+/* PL_NCCL_NO_MPI: the loader alone, for a program built without MPI
+ * (pilot-vetcheck's single-rank nccl check, agent/vetcheck.mk) */
+#ifndef PL_NCCL_NO_MPI
 #include <mpi.h>
+#endif
 
 /* NCCL communicators kept per worker.  Each costs its ranks hundreds of
  * ms to make (a bootstrap over TCP, then the rings), and a pool that
@@ -55,6 +59,7 @@ void *pl_nccl_sym(const struct pl_nccl *n, const char *name);
  * holding a communicator for exactly this group. */
 int pl_nccl_vote(const struct pl_nccl *n, const int *group, int size);
 
+#ifndef PL_NCCL_NO_MPI
 /* An ncclComm_t over 'comm' (the task's, rank i of which is world rank
  * group[i]), given 'agreed', the MPI_MIN of every rank's vote.
  * Collective: every rank of 'comm' calls it with the same 'agreed'.
@@ -69,5 +74,6 @@ int pl_nccl_vote(const struct pl_nccl *n, const int *group, int size);
  * call). */
 void *pl_nccl_get(struct pl_nccl *n, MPI_Comm comm, const int *group,
                   int size, int agreed, const char **why);
+#endif
 
 #endif /* !PL_WORKER_NCCL_H */

@@ -4,11 +4,12 @@
 # its kernel's PTX assembles for sm_80 and sm_90 with CUDA's ptxas (and a
 # broken copy does not); net over 2 nodes of the dev cluster (srun
 # --mpi=pmix) measures every pair, and fails the pair's nodes under a
-# threshold no network meets; bad arguments exit 2 with the usage.
+# threshold no network meets; bad arguments exit 2 with the usage; a
+# build without MPI still has gpu and a one-rank nccl.
 # (tests/device/vet-gpu.sh runs gpu and nccl on a real GPU.)
 . "$(dirname "$0")/lib.sh"
 
-plan 47
+plan 52
 
 VC=$PILOT_BIN/pilot-vetcheck
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
@@ -90,6 +91,20 @@ is "$(status_of <<<"$OUT")" "cannot-run False" "... one report, from rank 0: can
 like "$(json 'j["error"]' <<<"$OUT")" "^no GPU for NCCL: rank 0 on n[0-9]+: " \
     "... naming the first rank without a GPU and why"
 like "$ERR" "cannot run here: no GPU for NCCL" "... on stderr too"
+
+# --- built without MPI: gpu, and nccl as one rank; net says it cannot ----
+capture make -C "$REPO" -s WERROR=1 BUILD="$WORK/nompi" MPICC=no-mpicc vetcheck
+is "$RC" 0 "pilot-vetcheck builds without MPI (make MPICC=no-mpicc vetcheck)"
+NV=$WORK/nompi/bin/pilot-vetcheck
+nok "... and is not linked to MPI" bash -c "ldd '$NV' | grep -q libmpi"
+capture "$NV" net
+is "$RC:$(json 'j["error"]' <<<"$OUT")" \
+    "3:pilot-vetcheck was built without MPI (no mpicc)" "... its net exits 3, saying why"
+capture "$NV" nccl
+is "$RC:$(status_of <<<"$OUT")" "3:cannot-run False" \
+    "... its nccl (one rank) finds no GPU: exit 3"
+like "$(json 'j["error"]' <<<"$OUT")" "^no GPU for NCCL: rank 0 on .*: cuda" \
+    "... the CUDA runtime's reason"
 
 # --- net across 2 nodes --------------------------------------------------
 CAPTURE_TIMEOUT=90 capture srun --mpi=pmix -N2 --ntasks-per-node=1 "$VC" net \
