@@ -3,6 +3,7 @@
 #ifndef PL_AGENT_VETCHECK_H
 #define PL_AGENT_VETCHECK_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -58,6 +59,28 @@ int pl_vet_number(const char *opt, const char *s, double min, double max,
 
 /* Print the usage of 'check' (NULL: all) on 'f'. */
 void pl_vet_usage(FILE *f, const char *check);
+
+/* The partner of rank 'me' in round 'r' (0 to m-2) of the circle
+ * method over m places (m even: the ranks, and one place more when their
+ * count is odd): place m-1 meets r, the others pair off around the
+ * circle so that their places add up to 2r (mod m-1).  Each round is a
+ * perfect matching, and the m-1 rounds meet every pair once.  A partner
+ * that is not a rank (the extra place) means idle this round. */
+int pl_vet_partner(int me, int r, int m);
+
+/* The GPUs CUDA_VISIBLE_DEVICES leaves, as the CUDA driver reads it,
+ * among the 'nall' GPUs whose UUIDs ("GPU-...", NVML's order) are
+ * 'uuids': idx[] (room for nall) gets their places in 'uuids', in the
+ * variable's order.  'cvd' NULL (unset): all of them.  Else a list of
+ * indices or UUIDs ("GPU-" and a unique prefix), which ends at the first
+ * entry that is none of these, or repeats one ("" leaves none).
+ * Returns how many. */
+unsigned int pl_vet_visible(const char *cvd, const char *const *uuids,
+                            unsigned int nall, unsigned int *idx);
+
+/* CUDA's 16 bytes of a UUID as NVML writes it: "GPU-" and 8-4-4-4-12
+ * hex digits, into buf (len >= 41). */
+void pl_vet_uuid_text(const unsigned char *bytes, char *buf, size_t len);
 
 /* The checks.  Each parses its arguments (argv[0] is the check's name)
  * and returns a pl_vet_rc. */

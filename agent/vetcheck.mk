@@ -18,7 +18,8 @@ VET_OBJ      := $(call obj,$(VET_SRC)) $(BUILD)/worker/nccl.o
 VET_CPPFLAGS :=
 else
 VET_CC       := $(CC)
-VET_SRC      := agent/vetcheck.c agent/vetcheck_gpu.c agent/vetcheck_nccl.c
+VET_SRC      := agent/vetcheck.c agent/vetcheck_main.c agent/vetcheck_gpu.c \
+                agent/vetcheck_nccl.c
 VET_OBJ      := $(call obj,$(VET_SRC)) $(BUILD)/vetcheck/nccl.o
 VET_CPPFLAGS := -DPL_VET_NO_MPI -DPL_NCCL_NO_MPI
 endif
@@ -47,6 +48,13 @@ $(BUILD)/vetcheck/nccl.o: worker/nccl.c $(BUILD)/.flags $(BUILD)/.vflags
 $(VETCHECK): $(VET_OBJ)
 	@mkdir -p $(dir $@)
 	$(QLD)$(VET_CC) $(LDFLAGS) -o $@ $^ $(VET_LIBS)
+
+# its unit test: the report and the pure parts of the gpu and net
+# checks, without MPI or main() (agent/vetcheck_main.c)
+$(BUILD)/tests/test_agent_vetcheck: $(BUILD)/tests/unit/test_agent_vetcheck.o \
+        $(BUILD)/agent/vetcheck.o $(BUILD)/agent/vetcheck_gpu.o
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(VET_LIBS)
 
 install-vetcheck: $(VETCHECK)
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -201,17 +201,13 @@ static int nvml_load(struct pl_vet *v, struct nvml *api, void **libp)
     return 0;
 }
 
-/* The NVML indices of the GPUs CUDA_VISIBLE_DEVICES leaves, in its
- * order, as the CUDA driver reads it: unset, all of them; else a list of
- * indices or UUIDs ("GPU-" and a unique prefix), which ends at the first
- * entry that is not one, or repeats one (so "" leaves none).
- * N.B. an index is the CUDA driver's, which orders by speed, then by PCI
- * bus (CUDA_DEVICE_ORDER=FASTEST_FIRST); NVML orders by PCI bus.  They
- * agree on a node of one GPU model; the CUDA part checks by UUID. */
-static unsigned int visible(struct pl_vet *v, const struct gpu *all,
+/* N.B. an index in CUDA_VISIBLE_DEVICES is the CUDA driver's, which
+ * orders by speed, then by PCI bus (CUDA_DEVICE_ORDER=FASTEST_FIRST);
+ * NVML orders by PCI bus.  They agree on a node of one GPU model, and the
+ * CUDA part matches its GPUs to NVML's by UUID. */
+unsigned int pl_vet_visible(const char *cvd, const char *const *uuids,
                             unsigned int nall, unsigned int *idx)
 {
-    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
     unsigned int n = 0;
     char *copy, *save = NULL;
 
@@ -220,10 +216,9 @@ static unsigned int visible(struct pl_vet *v, const struct gpu *all,
             idx[n++] = i;
         return n;
     }
-    json_object_set_new(v->out, "cuda_visible_devices", json_string(cvd));
     if (!(copy = strdup(cvd)))
         return 0;
-    for (char *t = strtok_r(copy, ",", &save); t && n < MAX_GPUS;
+    for (char *t = strtok_r(copy, ",", &save); t && n < nall;
          t = strtok_r(NULL, ",", &save)) {
         long found = -1;
         char *end;
@@ -232,11 +227,14 @@ static unsigned int visible(struct pl_vet *v, const struct gpu *all,
             t++;
         if (*t >= '0' && *t <= '9') {
             long i = strtol(t, &end, 10);
-            if (i < (long)nall && (*end == '\0' || *end == ' '))
+            while (*end == ' ')
+                end++;
+            if (i < (long)nall && *end == '\0')
                 found = i;
         } else if (!strncmp(t, "GPU-", 4)) {
+            size_t len = strcspn(t, " ");
             for (unsigned int i = 0; i < nall; i++)
-                if (!strncmp(all[i].uuid, t, strlen(t)))
+                if (!strncmp(uuids[i], t, len))
                     found = found == -1 ? (long)i : -2; /* ambiguous */
         }
         for (unsigned int k = 0; k < n && found >= 0; k++)
@@ -361,15 +359,14 @@ static int cuda_load(struct pl_vet *v, struct cuda *cu)
     return 0;
 }
 
-/* CUDA's UUID as NVML writes it: GPU-8-4-4-4-12 hex digits. */
-static void uuid_text(const struct cu_uuid *u, char *buf, size_t len)
+void pl_vet_uuid_text(const unsigned char *bytes, char *buf, size_t len)
 {
     size_t off = (size_t)snprintf(buf, len, "GPU-");
 
     for (int i = 0; i < 16 && off + 3 < len; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10)
             buf[off++] = '-';
-        off += (size_t)snprintf(buf + off, len - off, "%02x", u->bytes[i]);
+        off += (size_t)snprintf(buf + off, len - off, "%02x", bytes[i]);
     }
 }
 
@@ -516,12 +513,12 @@ static void cuda_check(struct pl_vet *v, struct gpu *g, unsigned int n,
                         c, cu_err(&cu, rc));
             continue;
         }
-        uuid_text(&u, uuid, sizeof(uuid));
+        pl_vet_uuid_text(u.bytes, uuid, sizeof(uuid));
         for (unsigned int j = 0; j < n && i < 0; j++)
             if (!strcmp(g[j].uuid, uuid))
                 i = (int)j;
         /* by UUID, not by place: the driver may order GPUs of several
-         * models otherwise than NVML (visible()) */
+         * models otherwise than NVML (pl_vet_visible()) */
         if (i < 0) {
             pl_vet_fail(v, "gpu.cuda_uuid", NAN, NAN, NULL,
                         "CUDA device %d is %s, not among the GPUs NVML "
@@ -612,6 +609,7 @@ int pl_vet_gpu(int argc, char **argv)
 {
     struct gpu all[MAX_GPUS], g[MAX_GPUS];
     unsigned int idx[MAX_GPUS], nall = 0, n;
+    const char *uuids[MAX_GPUS];
     struct nvml api;
     struct opts o;
     struct pl_vet v;
@@ -664,7 +662,12 @@ int pl_vet_gpu(int argc, char **argv)
         if (api.handle(i, &d) == 0)
             api.uuid(d, all[i].uuid, sizeof(all[i].uuid));
     }
-    n = visible(&v, all, nall, idx);
+    for (unsigned int i = 0; i < nall; i++)
+        uuids[i] = all[i].uuid;
+    n = pl_vet_visible(getenv("CUDA_VISIBLE_DEVICES"), uuids, nall, idx);
+    if (getenv("CUDA_VISIBLE_DEVICES"))
+        json_object_set_new(v.out, "cuda_visible_devices",
+                            json_string(getenv("CUDA_VISIBLE_DEVICES")));
     json_object_set_new(v.out, "nvml_count", json_integer(nall));
     json_object_set_new(v.out, "count", json_integer(n));
     if (o.expect >= 0 && n != (unsigned int)o.expect)

@@ -35,19 +35,6 @@ struct pair {
     double bw_mbs;
 };
 
-/* The partner of rank 'me' in round 'r' of the circle method over m
- * (even) places: place m-1 meets r, the others pair off around the
- * circle so that their places add up to 2r (mod m-1).  A partner >= n
- * (the place of the bye when n is odd) means idle. */
-static int partner(int me, int r, int m)
-{
-    if (me == m - 1)
-        return r;
-    if (me == r)
-        return m - 1;
-    return ((2 * r - me) % (m - 1) + (m - 1)) % (m - 1);
-}
-
 /* 'count' round trips of 'bytes' with 'peer', led by the leader.  The
  * seconds they took. */
 static double pingpong(char *buf, int bytes, int count, int peer,
@@ -295,7 +282,7 @@ int pl_vet_net(int argc, char **argv)
         goto out;
     }
     for (int r = 0; r < m - 1; r++) {
-        int peer = partner(me, r, m);
+        int peer = pl_vet_partner(me, r, m);
 
         mine = (struct pair){ .peer = -1 };
         if (peer < n)
