@@ -84,8 +84,17 @@ capture "$PTXAS" --gpu-name sm_90 -o "$WORK/bad.cubin" "$WORK/bad.ptx"
 ok "... and refuses a copy whose fma has no rounding mode (rc $RC)" \
     test "$RC" -ne 0
 
+# one allocation of 2 nodes (2 ranks each) for every step below: a
+# single wait for a busy cluster, each step then starts at once
+J=$(run_timeout 300 salloc -N2 --ntasks-per-node=2 --no-shell \
+        --job-name=pilot-t1250-vetcheck 2>&1 \
+    | sed -n 's/.*Granted job allocation \([0-9][0-9]*\).*/\1/p')
+[[ -n $J ]] || abort "salloc -N2 --no-shell gave no allocation"
+cleanup_job "$J" # (scancel at the end: its name starts with pilot)
+SRUN=(srun --jobid="$J" --mpi=pmix)
+
 # --- nccl: no GPU -> 3, every rank agreeing ------------------------------
-CAPTURE_TIMEOUT=60 capture srun --mpi=pmix -N2 --ntasks-per-node=1 "$VC" nccl
+CAPTURE_TIMEOUT=60 capture "${SRUN[@]}" -N2 --ntasks-per-node=1 "$VC" nccl
 is "$RC" 3 "nccl on 2 nodes without GPUs: srun exits 3"
 is "$(status_of <<<"$OUT")" "cannot-run False" "... one report, from rank 0: cannot-run"
 like "$(json 'j["error"]' <<<"$OUT")" "^no GPU for NCCL: rank 0 on n[0-9]+: " \
@@ -107,7 +116,7 @@ like "$(json 'j["error"]' <<<"$OUT")" "^no GPU for NCCL: rank 0 on .*: cuda" \
     "... the CUDA runtime's reason"
 
 # --- net across 2 nodes --------------------------------------------------
-CAPTURE_TIMEOUT=90 capture srun --mpi=pmix -N2 --ntasks-per-node=1 "$VC" net \
+CAPTURE_TIMEOUT=90 capture "${SRUN[@]}" -N2 --ntasks-per-node=1 "$VC" net \
     --iters 50 --size 1M
 is "$RC" 0 "net over 2 nodes: exit 0"
 is "$(status_of <<<"$OUT")" "pass True" "... the report passes"
@@ -124,14 +133,14 @@ is "$(json 'j["slowest"]["bandwidth"] == j["pairs"][0]' <<<"$OUT")" true \
     "... the slowest pair is named"
 
 # 3 ranks on 2 nodes: every one of the 3 pairs once (an odd count: a bye)
-CAPTURE_TIMEOUT=90 capture srun --mpi=pmix -N2 -n3 "$VC" net --iters 20 --size 64K
+CAPTURE_TIMEOUT=90 capture "${SRUN[@]}" -N2 -n3 "$VC" net --iters 20 --size 64K
 is "$RC:$(json 'sorted([p["rank_a"], p["rank_b"]] for p in j["pairs"])' <<<"$OUT")" \
     "0:[[0, 1], [0, 2], [1, 2]]" "3 ranks: pairs 0-1, 0-2 and 1-2, each once"
 is "$(json '[j["rounds"], sum(1 for p in j["pairs"] if p.get("same_node"))]' <<<"$OUT")" \
     "[3, 1]" "... in 3 rounds, one pair within a node (marked so)"
 
 # thresholds no network meets: exit 1, both nodes named
-CAPTURE_TIMEOUT=90 capture srun --mpi=pmix -N2 --ntasks-per-node=1 "$VC" net \
+CAPTURE_TIMEOUT=90 capture "${SRUN[@]}" -N2 --ntasks-per-node=1 "$VC" net \
     --iters 20 --size 1M --min-bandwidth-mbs 1e9
 is "$RC" 1 "net --min-bandwidth-mbs 1e9: exit 1"
 is "$(status_of <<<"$OUT")" "fail False" "... the report fails"
@@ -140,12 +149,12 @@ is "$(json '[[f["check"] for f in j["failed"]], len(j["failed_nodes"]), j["faile
     "... net.bandwidth failed, with its limit, and the pair's 2 nodes are named"
 like "$ERR" "FAILED net.bandwidth: n[0-9]+ <-> n[0-9]+: [0-9]+ MB/s, under 1e\+09 MB/s" \
     "... on stderr, with the figure"
-CAPTURE_TIMEOUT=90 capture srun --mpi=pmix -N2 --ntasks-per-node=1 "$VC" net \
+CAPTURE_TIMEOUT=90 capture "${SRUN[@]}" -N2 --ntasks-per-node=1 "$VC" net \
     --iters 20 --size 64K --max-latency-us 0.001
 is "$RC:$(json '[f["check"] for f in j["failed"]]' <<<"$OUT")" \
     '1:["net.latency"]' "net --max-latency-us 0.001: exit 1, net.latency failed"
 
 # one rank: nothing to measure -> 3
-CAPTURE_TIMEOUT=60 capture srun --mpi=pmix -N1 -n1 "$VC" net
+CAPTURE_TIMEOUT=60 capture "${SRUN[@]}" -N1 -n1 "$VC" net
 is "$RC:$(status_of <<<"$OUT")" "3:cannot-run False" "net of one rank: exit 3"
 
