@@ -176,7 +176,12 @@ static int nvml_load(struct pl_vet *v, struct nvml *api, void **libp)
     const char *path = getenv("PILOT_NVML_LIBRARY");
     void *lib;
 
-    if (!path || !*path)
+    if (path && !*path) {
+        pl_vet_cannot(v, "no GPU here: NVML is not used "
+                         "(PILOT_NVML_LIBRARY is empty)");
+        return -1;
+    }
+    if (!path)
         path = "libnvidia-ml.so.1";
     if (!(lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
         pl_vet_cannot(v, "no GPU here: NVML not found (%s)", dlerror());
@@ -322,7 +327,12 @@ static int cuda_load(struct pl_vet *v, struct cuda *cu)
     void *lib;
     int rc;
 
-    if (!path || !*path)
+    if (path && !*path) {
+        pl_vet_cannot(v, "the CUDA driver is not used "
+                         "(PILOT_CUDA_LIBRARY is empty)");
+        return -1;
+    }
+    if (!path)
         path = "libcuda.so.1";
     /* never closed: the driver cannot be unloaded after cuInit() */
     if (!(lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
