@@ -16,6 +16,10 @@ PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 ok "pilot-vetcheck is built ($VC)" test -x "$VC" \
     || abort "no pilot-vetcheck: run 'make'"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# under 'make asan': what Open MPI keeps at exit is not ours (the
+# worker's suppressions, t1010), full stacks to find its frames
+export LSAN_OPTIONS="suppressions=$REPO/tests/e2e/worker-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 
 # a report: one line of JSON whose "status" and exit code agree
 status_of() { json 'j["status"] + " " + str(j["ok"])'; }
