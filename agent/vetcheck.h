@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-/* The exit codes, which node vetting reads (docs/observability.md). */
+/* The exit codes, which node vetting reads (docs/vetcheck.md). */
 enum pl_vet_rc {
     PL_VET_PASS = 0,   /* every check passed */
     PL_VET_FAIL = 1,   /* a check failed: the report's "failed" says which */
