@@ -1,5 +1,5 @@
 # agent/vetcheck.mk - pilot-vetcheck, node vetting's GPU, network and
-# NCCL checks (agent/vetcheck.h, docs/observability.md)
+# NCCL checks (agent/vetcheck.h, docs/vetcheck.md)
 #
 # Where MPI is (Open MPI's mpicc, $(HAVE_MPI)) the program is built by
 # $(MPICC), as the worker is, with its net and nccl checks and the
