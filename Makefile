@@ -34,7 +34,8 @@ endif
 
 PROTO_SRC  := $(wildcard proto/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
-AGENT_SRC  := $(wildcard agent/*.c)
+# (agent/vetcheck*.c: pilot-vetcheck, a program of its own, agent/vetcheck.mk)
+AGENT_SRC  := $(filter-out agent/vetcheck%,$(wildcard agent/*.c))
 CLIENT_SRC := $(wildcard client/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
@@ -181,6 +182,7 @@ ifneq ($(HAVE_MPI),)
 all: worker
 install: install-worker
 endif
+include agent/vetcheck.mk
 
 # the benchmark's helpers (bench/): the fork/exec limit, a bulk feeder
 BENCH_BINS := $(BUILD)/bench/limit $(BUILD)/bench/feed

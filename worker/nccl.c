@@ -185,6 +185,33 @@ int pl_nccl_device(const struct pl_nccl *n)
     return n ? n->device : -1;
 }
 
+int pl_nccl_set_device(struct pl_nccl *n, int device)
+{
+    int rc;
+
+    if (!n || n->error[0])
+        return -1;
+    if ((rc = n->set_device(device)) != 0) {
+        snprintf(n->error, sizeof(n->error), "cudaSetDevice(%d): %s",
+                 device, n->cuda_error_string(rc));
+        n->device = -1;
+        return -1;
+    }
+    n->device = device;
+    return 0;
+}
+
+void *pl_nccl_sym(const struct pl_nccl *n, const char *name)
+{
+    void *p = NULL;
+
+    if (n && n->lib_nccl)
+        p = dlsym(n->lib_nccl, name);
+    if (!p && n && n->lib_cudart)
+        p = dlsym(n->lib_cudart, name);
+    return p;
+}
+
 static struct ncomm *find(const struct pl_nccl *n, const int *group,
                           int size)
 {
@@ -204,6 +231,7 @@ int pl_nccl_vote(const struct pl_nccl *n, const int *group, int size)
     return find(n, group, size) ? 2 : 1;
 }
 
+#ifndef PL_NCCL_NO_MPI
 /* N.B. NCCL's documentation calls ncclCommDestroy() an intra-node
  * collective; NCCL's code (init.cc, commReclaim) counts the ranks of the
  * communicator in this process, one here.  The other ranks of an
@@ -304,3 +332,4 @@ void *pl_nccl_get(struct pl_nccl *n, MPI_Comm comm, const int *group,
     slot->used = ++n->clock;
     return nc;
 }
+#endif /* !PL_NCCL_NO_MPI */

@@ -3,7 +3,11 @@
 #ifndef PL_WORKER_NCCL_H
 #define PL_WORKER_NCCL_H
 
+/* PL_NCCL_NO_MPI: the loader alone, for a program built without MPI
+ * (pilot-vetcheck's single-rank nccl check, agent/vetcheck.mk) */
+#ifndef PL_NCCL_NO_MPI
 #include <mpi.h>
+#endif
 
 /* NCCL communicators kept per worker.  Each costs its ranks hundreds of
  * ms to make (a bootstrap over TCP, then the rings), and a pool that
@@ -37,12 +41,25 @@ const char *pl_nccl_about(const struct pl_nccl *n);
 /* The current CUDA device (0), or -1 when not ready. */
 int pl_nccl_device(const struct pl_nccl *n);
 
+/* Use CUDA device 'device' from now on (cudaSetDevice), in place of 0:
+ * a program of one rank a GPU among all the node's GPUs (pilot-vetcheck
+ * nccl).  Returns 0, or -1 when not ready or the device cannot be set
+ * (pl_nccl_error() then says why). */
+int pl_nccl_set_device(struct pl_nccl *n, int device);
+
+/* Another function of NCCL, else of the CUDA runtime, by name, for a
+ * caller that declares its prototype (pilot-vetcheck nccl: ncclAllReduce,
+ * cudaMalloc...).  NULL when neither library has it or they are not
+ * loaded. */
+void *pl_nccl_sym(const struct pl_nccl *n, const char *name);
+
 /* This rank's vote for a call over world ranks 'group' ('size' of them,
  * in the task's order), to be reduced with MPI_MIN over the task's
  * communicator: 0 not ready (n may be NULL), 1 ready, 2 ready and
  * holding a communicator for exactly this group. */
 int pl_nccl_vote(const struct pl_nccl *n, const int *group, int size);
 
+#ifndef PL_NCCL_NO_MPI
 /* An ncclComm_t over 'comm' (the task's, rank i of which is world rank
  * group[i]), given 'agreed', the MPI_MIN of every rank's vote.
  * Collective: every rank of 'comm' calls it with the same 'agreed'.
@@ -57,5 +74,6 @@ int pl_nccl_vote(const struct pl_nccl *n, const int *group, int size);
  * call). */
 void *pl_nccl_get(struct pl_nccl *n, MPI_Comm comm, const int *group,
                   int size, int agreed, const char **why);
+#endif
 
 #endif /* !PL_WORKER_NCCL_H */
