@@ -214,6 +214,35 @@ done:
  * [{id, name, cmd}] (cmd: argv[0]), their names from the database
  * ('st': SELECT name of a task, or NULL); '*budget' counts down the
  * names of the whole reply. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many tasks hold cores or GPUs of 'n' (a task of several ranks
+ * there counts once; n->running counts ranks). */
+static size_t node_holders(const struct pl_node *n)
+{
+    size_t m = 0, k = 0;
+    uint64_t *all = malloc(((size_t)n->ncores + n->ngpus + 1)
+                           * sizeof(*all));
+
+    if (!all)
+        return n->running;
+    for (uint32_t i = 0; i < n->ncores; i++)
+        if (n->core_task[i])
+            all[m++] = n->core_task[i];
+    for (uint32_t i = 0; i < n->ngpus; i++)
+        if (n->gpu_task[i])
+            all[m++] = n->gpu_task[i];
+    qsort(all, m, sizeof(*all), cmp_u64);
+    for (size_t i = 0; i < m; i++)
+        k += i == 0 || all[i] != all[i - 1];
+    free(all);
+    return k;
+}
+
 static json_t *node_tasks(struct pl_sched *sc, const struct pl_node *n,
                           sqlite3_stmt *st, size_t *budget)
 {
@@ -289,11 +318,10 @@ static json_t *status_nodes(struct pl_daemon *d, json_t *s)
         json_object_set_new(o, "cordon", n->cordon ? json_string(n->cordon)
                                                    : json_null());
         json_t *tl = node_tasks(d->sched, n, names, &budget);
-        size_t nl = json_array_size(tl);
+        size_t nl = json_array_size(tl), nh = node_holders(n);
         json_object_set_new(o, "tasks_more",
-                            json_integer(n->running > nl
-                                             ? (json_int_t)(n->running - nl)
-                                             : 0));
+                            json_integer(nh > nl ? (json_int_t)(nh - nl)
+                                                 : 0));
         json_object_set_new(o, "tasks", tl);
         /* what the pools' workers hold of it (within cores_busy) */
         long long pw = 0, pb = 0, pc = 0, pg = 0;
