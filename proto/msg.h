@@ -14,7 +14,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 10
+#define PL_PROTO_VERSION 11
 /* pilot's release, printed by the three programs' --version */
 #define PL_VERSION "0.1.0"
 
@@ -49,6 +49,8 @@ enum pl_msg_type {
     PL_MSG_WATCH = 112,      /* subscribe to task ends (proto/watchmsg.h) */
     PL_MSG_UNWATCH = 113,
     PL_MSG_RESULTS = 114,    /* Python calls' results, many at once */
+    PL_MSG_VET_REQ = 117,    /* vet nodes again (proto/vetmsg.h) */
+    PL_MSG_CORDON = 118,     /* cordon or uncordon a node */
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,
@@ -58,6 +60,7 @@ enum pl_msg_type {
     PL_MSG_ACK = 205,        /* an EVENTS message is committed: its seq */
     PL_MSG_REREGISTER = 206, /* pilotd does not know this agent: register */
     PL_MSG_PING = 207,       /* pilotd's heartbeat */
+    PL_MSG_VET = 208,        /* run the node's checks (proto/vetmsg.h) */
 
     /* agent -> daemon */
     PL_MSG_REGISTER = 301,
@@ -66,6 +69,7 @@ enum pl_msg_type {
     PL_MSG_HEARTBEAT = 304,
     PL_MSG_GOT = 305,        /* every RUN and KILL up to its seq was read */
     PL_MSG_POOL_READY = 306, /* a pool's workers on the node said HELLO */
+    PL_MSG_VET_RESULT = 307, /* the node's checks' outcome */
 
     /* a pool worker <-> its node's agent (proto/poolmsg.h) */
     PL_MSG_W_HELLO = 401,
