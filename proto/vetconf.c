@@ -48,6 +48,20 @@ int pl_vetconf_default(struct pl_vetconf *c)
     return 0;
 }
 
+/* Every check off (enabled: false, or "none"). */
+static void off(struct pl_vetconf *c)
+{
+    c->gpus = c->disk = c->memory = c->cpu = false;
+    for (uint32_t i = 0; i < c->next; i++) {
+        free(c->ext[i].name);
+        pl_strv_free(c->ext[i].argv);
+    }
+    free(c->ext);
+    c->ext = NULL;
+    c->next = 0;
+    c->off = true;
+}
+
 bool pl_vetconf_empty(const struct pl_vetconf *c)
 {
     return !c->gpus && !c->disk && !c->memory && !c->cpu && !c->next;
@@ -385,6 +399,9 @@ static int top_pair(struct ctx *x, const char *key, yaml_node_t *k,
 {
     struct pl_vetconf *c = arg;
 
+    if (!strcmp(key, "enabled"))
+        return get_bool(x, v, "enabled", &c->off) < 0 ? -1
+               : (c->off = !c->off, 0);
     if (!strcmp(key, "timeout"))
         return get_num(x, v, "timeout", 1, PL_VET_TIMEOUT_MAX, false,
                        &c->timeout);
@@ -439,6 +456,8 @@ int pl_vetconf_parse(const char *name, const char *buf, size_t len,
     yaml_parser_delete(&parser);
     if (rc < 0)
         pl_vetconf_clear(c);
+    else if (c->off)
+        off(c);
     return rc;
 }
 
@@ -451,8 +470,9 @@ int pl_vetconf_load(const char *path, struct pl_vetconf *c,
     int rc;
 
     if (!strcmp(path, "none")) {
-        memset(c, 0, sizeof(*c));
-        c->timeout = DEF_TIMEOUT;
+        if (pl_vetconf_default(c) < 0)
+            return pl_errprintf(errp, "out of memory");
+        off(c);
         return 0;
     }
     if (!(fp = fopen(path, "re")))

@@ -59,6 +59,7 @@ struct pl_vetconf {
                                  (0 signals: never) */
     struct pl_vet_external *ext;
     uint32_t next;
+    bool off;                 /* enabled: false (not on the wire) */
 };
 
 void pl_vetconf_clear(struct pl_vetconf *c);
