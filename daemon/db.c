@@ -21,9 +21,9 @@ static const char *sql[ST_COUNT] = {
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
                   "submit_time, nodes, ranks_per_node, exclusive, comm, "
                   "launcher, after, array_id, array_index, priority, tags, "
-                  "submitted_by, output_limit, pool, fn) VALUES (?1,?2,?3,?4,"
-                  "?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,"
-                  "?20,?21,?22,?23,?24,?25)",
+                  "submitted_by, output_limit, pool, fn, vetted) VALUES (?1,"
+                  "?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
+                  "?18,?19,?20,?21,?22,?23,?24,?25,?26)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",

@@ -6,6 +6,7 @@
 
 #include "daemon/pool.h"
 #include "daemon/sched.h"
+#include "proto/strv.h"
 #include "proto/msg.h"
 #include "proto/state.h"
 
@@ -359,6 +360,11 @@ static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
     /* a cordoned node takes nothing new, but a task that would fit it
      * once uncordoned is not refused as too large */
     if (n->cordon && !idle)
+        return 0;
+    /* --vetted: a node whose vetting passed within the task's minutes */
+    if (t->vetted && !idle
+        && !(n->vet_ok_time > 0
+             && pl_now() - n->vet_ok_time <= t->vetted * 60.0))
         return 0;
     if (t->exclusive && !idle
         && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
