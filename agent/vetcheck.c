@@ -179,7 +179,7 @@ static void check_disk(struct out *o, const struct pl_vetconf *c,
     }
     double free_mb = (double)sv.f_bavail * (double)sv.f_frsize / MIB;
     add(o, "disk", free_mb >= limit, floor(free_mb), "MiB", limit,
-        "%s: %.0f MiB free of %.0f", path, free_mb,
+        "%s: %.0f MiB free of %.0f MiB", path, free_mb,
         (double)sv.f_blocks * (double)sv.f_frsize / MIB);
 }
 

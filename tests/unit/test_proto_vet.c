@@ -53,6 +53,20 @@ static void test_conf(void)
     ok(!pl_vetconf_empty(&c), "default: not empty");
     pl_vetconf_clear(&c);
 
+    /* docs/vet.yaml writes the default out: it must say the same */
+    is(pl_vetconf_load("docs/vet.yaml", &c, &e), 0, "docs/vet.yaml loads");
+    if (e.text[0])
+        diag("%s", e.text);
+    ok(c.gpus && c.disk && c.memory && c.cpu && c.disk_task_dir
+           && c.disk_paths && !strcmp(c.disk_paths[0], "/tmp")
+           && c.disk_min_mb == 1024 && c.mem_min_mb == 1024
+           && c.cpu_iterations == 2000000 && c.cpu_slices == 3
+           && c.cpu_max_slower == 30 && c.revet_signals == 3
+           && c.revet_window == 600 && c.timeout == 60 && c.next == 0
+           && c.gpu_devices && !strcmp(c.gpu_devices, "/dev/nvidia%s"),
+       "... and says what the built-in default is");
+    pl_vetconf_clear(&c);
+
     is(parse("", &c, &e), 0, "an empty file: the default");
     ok(c.cpu && c.disk_min_mb == 1024, "... its values");
     pl_vetconf_clear(&c);
