@@ -42,6 +42,8 @@ struct pl_node {
     double vet_ok_time;     /* ... of its last passing one (--vetted) */
     double vet_cpu;         /* its cpu check's figure; NaN: none */
     char *vet_json;         /* owned: the last result as stored (nodes.vet) */
+    bool vet_wanted;        /* a --vetted task found its passed vetting
+                               too old (set by sched.c) */
     double vet_sig[8];      /* when ranks here last ended by a signal */
     uint32_t vet_nsig;
 };

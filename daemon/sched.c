@@ -348,7 +348,7 @@ void pl_sched_max(const struct pl_sched *s, uint32_t *cores, uint32_t *gpus)
 
 /* How many ranks of 't' node 'n' can take: now (its free cores and GPUs),
  * or 'idle' (all of them). */
-static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
+static uint32_t capacity(const struct pl_dtask *t, struct pl_node *n,
                          bool idle)
 {
     uint32_t cores = idle ? n->ncores : n->free_cores;
@@ -361,11 +361,14 @@ static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
      * once uncordoned is not refused as too large */
     if (n->cordon && !idle)
         return 0;
-    /* --vetted: a node whose vetting passed within the task's minutes */
+    /* --vetted: a node whose vetting passed within the task's minutes;
+     * one that passed longer ago is to be vetted again (daemon/vet.c) */
     if (t->vetted && !idle
         && !(n->vet_ok_time > 0
-             && pl_now() - n->vet_ok_time <= t->vetted * 60.0))
+             && pl_now() - n->vet_ok_time <= t->vetted * 60.0)) {
+        n->vet_wanted = n->vet_ok_time > 0;
         return 0;
+    }
     if (t->exclusive && !idle
         && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
         return 0;

@@ -290,6 +290,17 @@ void pl_vet_tick(struct pl_daemon *d)
 {
     double now = pl_mono();
 
+    /* nodes a --vetted task would take but for their vetting's age */
+    for (size_t i = 0; i < pl_sched_nnodes(d->sched); i++) {
+        struct pl_node *n = pl_sched_node_at(d->sched, i);
+        if (!n->vet_wanted)
+            continue;
+        n->vet_wanted = false;
+        if (n->vet == PL_VET_OK && !n->cordon && send_vet(d, n))
+            pl_log(LOG_INFO, "node %s: vetted again for a --vetted task",
+                   n->name);
+    }
+
     for (size_t i = d->nvetwaits; i-- > 0;) {
         struct pl_vetwait *w = d->vetwaits[i];
         /* a node lost meanwhile answers no more */
