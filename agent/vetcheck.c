@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -474,6 +475,8 @@ int pl_vet_child_main(int argc, char **argv)
         fprintf(stderr, "pilot-agent --vet-child: --node is required\n");
         return 2;
     }
+    /* no checks left running by an agent that died */
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (read_all(0, &in, &inlen, mono() + 60) < 0 || !in
         || pl_msg_decode(in, inlen, &m, &err) < 0) {
         fprintf(stderr, "pilot-agent --vet-child: no VET message on stdin\n");

@@ -268,6 +268,7 @@ void pl_daemon_stop(struct pl_daemon *d, const char *why)
     pl_log(LOG_NOTICE, "pilot %s stopping: %s", d->id, why ? why : "");
     uv_timer_stop(&d->restart_timer);
     pl_agents_exit(d);
+    pl_vet_stop(d);
     pl_daemon_flush(d);
     uv_timer_start(&d->stop_timer, stop_timer_cb,
                    all_ended(d) ? 0 : STOP_GRACE, 0);

@@ -583,6 +583,8 @@ void pl_vet_result(struct pl_daemon *d, struct pl_node *n,
                    const struct pl_msg *m);
 /* A rank on 'n' ended by a signal: vetted again after revet.signals. */
 void pl_vet_rank_signal(struct pl_daemon *d, struct pl_node *n);
+/* pilotd stops: every `pilot vet` waiting gets an error (ESHUTDOWN). */
+void pl_vet_stop(struct pl_daemon *d);
 /* Every second: `pilot vet`s past their time are answered. */
 void pl_vet_tick(struct pl_daemon *d);
 /* Status's "vet" object of a node (new reference). */

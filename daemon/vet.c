@@ -4,8 +4,9 @@
  *
  * A node is vetted when its agent first registers (cordoned "vetting"
  * until the result comes, so nothing starts on a node not checked yet),
- * on `pilot vet`, and when ranks there end by a signal 'revet.signals'
- * times within 'revet.window_s'.  The agent runs the checks
+ * on `pilot vet`, when ranks there end by a signal 'revet.signals'
+ * times within 'revet.window_s', and when a --vetted task would take it
+ * but for the age of its passed vetting.  The agent runs the checks
  * (agent/vetcheck.c); one pilotd judges the one check that needs all
  * the nodes: a node whose CPU figure is more than 'cpu.max_slower_pct'
  * below the median of the nodes' fails.  A failed node is cordoned
@@ -21,6 +22,7 @@
 
 #include "daemon/daemon_private.h"
 #include "proto/log.h"
+#include "proto/query.h"
 #include "proto/strv.h"
 #include "proto/vetconf.h"
 #include "proto/vetmsg.h"
@@ -286,6 +288,18 @@ static void wait_done(struct pl_daemon *d, struct pl_node *n, uint64_t token)
     }
 }
 
+void pl_vet_stop(struct pl_daemon *d)
+{
+    for (size_t i = 0; i < d->nvetwaits; i++) {
+        struct pl_vetwait *w = d->vetwaits[i];
+        struct pl_req r = { w->rid, w->ridlen, w->seq, NULL };
+        pl_out_err(d, &r, ESHUTDOWN, "the pilot is stopping: no vetting "
+                   "result");
+        free(w);
+    }
+    d->nvetwaits = 0;
+}
+
 void pl_vet_tick(struct pl_daemon *d)
 {
     double now = pl_mono();
@@ -444,33 +458,8 @@ void pl_vet_rank_signal(struct pl_daemon *d, struct pl_node *n)
 
 json_t *pl_vet_status(const struct pl_node *n)
 {
-    json_t *o = json_object(), *res, *c;
-    size_t i;
-
-    json_object_set_new(o, "state", json_string(state_name(n->vet)));
-    json_object_set_new(o, "time", n->vet_time > 0 ? json_real(n->vet_time)
-                                                   : json_null());
-    json_object_set_new(o, "cordon", n->cordon ? json_string(n->cordon)
-                                               : json_null());
-    if (n->vet_json && (res = json_loads(n->vet_json, 0, NULL))) {
-        json_array_foreach(json_object_get(res, "checks"), i, c) {
-            if (json_is_true(json_object_get(c, "ok")))
-                continue;
-            json_object_set(o, "check", json_object_get(c, "name"));
-            json_object_set(o, "figure", json_object_get(c, "figure")
-                                             ?: json_null());
-            json_object_set(o, "limit", json_object_get(c, "limit")
-                                            ?: json_null());
-            json_object_set(o, "unit", json_object_get(c, "unit")
-                                           ?: json_null());
-            json_object_set(o, "detail", json_object_get(c, "detail")
-                                             ?: json_null());
-            break;
-        }
-        json_object_set(o, "took", json_object_get(res, "took"));
-        json_decref(res);
-    }
-    return o;
+    return pl_query_vet_status(state_name(n->vet), n->vet_time, n->cordon,
+                               n->vet_json);
 }
 
 /* ------------------------------------------------------------ requests */
