@@ -105,6 +105,7 @@ int main(void)
     const struct pl_vet_check *c;
     char dir[256], yaml[2048];
 
+    plan(17);
     if (!t_tmpdir("vet", dir, sizeof(dir)))
         return 1;
 

@@ -466,6 +466,7 @@ static void test_requests(void)
 
 int main(void)
 {
+    plan(68);
     test_conf();
     test_vet();
     test_result();
