@@ -103,27 +103,27 @@ done
 A=$HOST X=${OTHERS[0]} Y=${OTHERS[1]}
 diag "pilotd on $A; $X: small disk, then a GPU hidden; $Y: CPU throttled"
 
-# --- Y: its slurmd and its agent held to 2% of a CPU -------------------
+# --- Y: its slurmd and its agent held to 1% of a CPU -------------------
 PIDY=$(slurmd_pid "$Y")
 AGENTY=$(status_json "[n['pid'] for n in j['nodes'] if n['name'] == '$Y'][0]")
 if grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
     # cgroup v2: a cgroup of its own under the root, with cpu.max
     ORIG_CG=/sys/fs/cgroup$(awk -F: '$1 == "0" { print $3 }' "/proc/$PIDY/cgroup")
     THR_CG=/sys/fs/cgroup/t1240.$$
-    mkdir "$THR_CG" && echo "2000 100000" >"$THR_CG/cpu.max"
+    mkdir "$THR_CG" && echo "1000 100000" >"$THR_CG/cpu.max"
 else
     # cgroup v1: a child of its cpu cgroup, with a CFS quota
     ORIG_CG=/sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' "/proc/$PIDY/cgroup")
     THR_CG=$ORIG_CG/t1240.$$
     mkdir "$THR_CG" && echo 100000 >"$THR_CG/cpu.cfs_period_us" \
-        && echo 2000 >"$THR_CG/cpu.cfs_quota_us"
+        && echo 1000 >"$THR_CG/cpu.cfs_quota_us"
 fi
 # every process that landed in it goes back, even when the test fails
 cleanup_hook 'for p in $(cat "$THR_CG/cgroup.procs" 2>/dev/null); do
                   echo "$p" >"$ORIG_CG/cgroup.procs"; done; rmdir "$THR_CG"'
 echo "$PIDY" >"$THR_CG/cgroup.procs" && echo "$AGENTY" >"$THR_CG/cgroup.procs" \
     || abort "cannot move $Y's slurmd and agent to $THR_CG"
-diag "$Y's slurmd (pid $PIDY) and agent (pid $AGENTY) in $THR_CG: 2% of a CPU"
+diag "$Y's slurmd (pid $PIDY) and agent (pid $AGENTY) in $THR_CG: 1% of a CPU"
 
 # --- X: its task directory a 16 MiB tmpfs (its own mount namespace) ----
 mkdir -p "$PDIR/tasks"
