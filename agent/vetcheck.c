@@ -232,22 +232,130 @@ static uint64_t cpu_loop(uint64_t n, uint64_t x)
 
 static volatile uint64_t sink;
 
+static double thread_cpu(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The cgroups whose CPU quota may hold us back: ours and its ancestors',
+ * as cpu.stat files (cgroup v1's cpu controller, v2's unified tree).  At
+ * most 'max' paths into 'files'; their count. */
+#define MAX_STAT 16
+#define STAT_LEN (PL_PATH_MAX + 256)
+static int quota_files(char files[][STAT_LEN], int max)
+{
+    FILE *fp = fopen("/proc/self/cgroup", "re");
+    char line[PL_PATH_MAX];
+    int n = 0;
+
+    while (fp && fgets(line, sizeof(line), fp) && n < max) {
+        char *ctl = strchr(line, ':'), *path;
+        if (!ctl || !(path = strchr(ctl + 1, ':')))
+            continue;
+        *path++ = '\0';
+        path[strcspn(path, "\n")] = '\0';
+        ctl++;
+        /* v1: a hierarchy with the cpu controller; v2: "0::" */
+        bool v1 = false;
+        char list[128];
+        snprintf(list, sizeof(list), ",%s,", ctl);
+        if (strstr(list, ",cpu,"))
+            v1 = true;
+        else if (*ctl)
+            continue;
+        const char *roots[3];
+        int nr = 0;
+        if (v1) {
+            static char r1[160];
+            snprintf(r1, sizeof(r1), "/sys/fs/cgroup/%s", ctl);
+            roots[nr++] = r1;
+            roots[nr++] = "/sys/fs/cgroup/cpu";
+        }
+        else {
+            roots[nr++] = "/sys/fs/cgroup";
+            roots[nr++] = "/sys/fs/cgroup/unified";
+        }
+        for (int r = 0; r < nr && n < max; r++) {
+            /* the cgroup, then each ancestor up to the root */
+            char at[PL_PATH_MAX];
+            snprintf(at, sizeof(at), "%s", path);
+            for (;;) {
+                snprintf(files[n], STAT_LEN, "%s%s/cpu.stat", roots[r],
+                         strcmp(at, "/") ? at : "");
+                if (access(files[n], R_OK) == 0 && ++n >= max)
+                    break;
+                char *slash = strrchr(at, '/');
+                if (!slash || slash == at)
+                    break;
+                *slash = '\0';
+            }
+        }
+    }
+    if (fp)
+        fclose(fp);
+    return n;
+}
+
+/* Seconds the cgroup of 'file' has been held back by its quota so far:
+ * v1's throttled_time (ns), v2's throttled_usec; 0 if it says none. */
+static double throttled(const char *file)
+{
+    FILE *fp = fopen(file, "re");
+    char key[64];
+    unsigned long long v;
+    double t = 0;
+
+    while (fp && fscanf(fp, "%63s %llu", key, &v) == 2) {
+        if (!strcmp(key, "throttled_time"))
+            t = (double)v * 1e-9;
+        else if (!strcmp(key, "throttled_usec"))
+            t = (double)v * 1e-6;
+    }
+    if (fp)
+        fclose(fp);
+    return t;
+}
+
+/* The most any of the 'n' cgroups was held back; 'at' gets each's now. */
+static double throttled_since(char files[][STAT_LEN], int n, double *at)
+{
+    double most = 0;
+
+    for (int i = 0; i < n; i++) {
+        double t = throttled(files[i]);
+        if (t - at[i] > most)
+            most = t - at[i];
+        at[i] = t;
+    }
+    return most;
+}
+
 /* On each core alone (bound to it), 'slices' runs of the loop; a core's
- * figure is its best run in millions of turns a second (wall clock: a
- * throttled core, by frequency or by a CPU quota, shows as slow), the
- * node's its slowest core's.  Cores one after the other, not together:
- * on nodes that share CPUs (the dev cluster) they would measure each
- * other.  pilotd compares the nodes (daemon/vet.c). */
+ * figure is its best run in millions of turns a second of the time it
+ * ran (its thread's CPU time: a core slowed by its frequency, thermal or
+ * power capping, shows) plus the time a CPU quota of its cgroups held it
+ * back (cpu.stat's throttled time: a node whose CPU share is capped
+ * shows), but not the time other processes had the CPU: the node's own
+ * running tasks (`pilot vet` on a busy node) and, on the dev cluster,
+ * the other nodes sharing its CPUs do not make it slow.  The node's
+ * figure is its slowest core's.  Cores one after the other.  pilotd
+ * compares the nodes (daemon/vet.c). */
 static void check_cpu(struct out *o, const struct pl_vetconf *c,
                       const char *cores)
 {
     uint64_t *cpu = NULL;
     uint32_t ncpu = 0;
     struct pl_error err;
-    double worst = INFINITY, best = 0;
+    double worst = INFINITY, best = 0, held = 0;
     uint64_t worst_id = 0, best_id = 0;
     uint32_t done = 0;
     cpu_set_t all;
+    static char files[MAX_STAT][STAT_LEN];
+    double at[MAX_STAT];
+    int nfiles = quota_files(files, MAX_STAT);
 
     (void)sched_getaffinity(0, sizeof(all), &all);
     if (pl_cpulist_parse(cores ? cores : "", &cpu, &ncpu, &err) < 0
@@ -268,11 +376,15 @@ static void check_cpu(struct out *o, const struct pl_vetconf *c,
         CPU_SET(cpu[k], &one);
         if (sched_setaffinity(0, sizeof(one), &one) < 0)
             continue;
+        (void)throttled_since(files, nfiles, at);
         for (uint32_t s = 0; s < c->cpu_slices; s++) {
-            double t0 = mono();
-            sink += cpu_loop(c->cpu_iterations, (uint64_t)t0 ^ s);
-            double dt = mono() - t0;
-            if (dt > 0 && c->cpu_iterations / dt / 1e6 > rate)
+            double t0 = thread_cpu();
+            sink += cpu_loop(c->cpu_iterations, (uint64_t)(t0 * 1e9) ^ s);
+            double run = thread_cpu() - t0;
+            double hold = throttled_since(files, nfiles, at);
+            double dt = run + hold;
+            held += hold;
+            if (dt > 0 && (double)c->cpu_iterations / dt / 1e6 > rate)
                 rate = (double)c->cpu_iterations / dt / 1e6;
         }
         done++;
@@ -292,10 +404,14 @@ static void check_cpu(struct out *o, const struct pl_vetconf *c,
             "the node's cores");
         return;
     }
+    char quota[80] = "";
+    if (held > 0)
+        snprintf(quota, sizeof(quota), "; held back by a CPU quota for "
+                 "%.2f s", held);
     add(o, "cpu", true, round(worst * 10) / 10, "Mop/s", NAN, "slowest core "
-        "%llu: %.1f, fastest core %llu: %.1f Mop/s (%u cores)",
+        "%llu: %.1f, fastest core %llu: %.1f Mop/s (%u cores)%s",
         (unsigned long long)worst_id, worst, (unsigned long long)best_id, best,
-        done);
+        done, quota);
 }
 
 /* ------------------------------------------------------------ external */
