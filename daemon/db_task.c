@@ -448,8 +448,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "launcher, after, array_id, array_index, priority, "
                            "output_limit, pool, fn, (SELECT "
                            "json_array_length(refs) FROM pyinputs WHERE "
-                           "task = tasks.id), vetted FROM tasks WHERE state NOT "
-                           "IN ('done', 'failed', "
+                           "task = tasks.id), vetted FROM tasks WHERE state "
+                           "NOT IN ('done', 'failed', "
                            "'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return db_err(db, errp, "load tasks");

@@ -364,7 +364,8 @@ static int external(struct ctx *x, yaml_node_t *n, struct pl_vetconf *c)
     count = (size_t)(n->data.sequence.items.top
                      - n->data.sequence.items.start);
     if (count > PL_VET_MAX_EXTERNAL)
-        return fail(x, n, "external", "at most %d programs", PL_VET_MAX_EXTERNAL);
+        return fail(x, n, "external", "at most %d programs",
+                    PL_VET_MAX_EXTERNAL);
     for (uint32_t i = 0; i < c->next; i++) {
         free(c->ext[i].name);
         pl_strv_free(c->ext[i].argv);

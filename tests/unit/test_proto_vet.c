@@ -117,7 +117,8 @@ static void test_conf(void)
     refused("timeout: 10\ncpus:\n  slices: 2\n", "vet.yaml:2: cpus: unknown",
             "an unknown key, with its line");
     refused("cpu:\n  enabled: true\n  speed: 3\n",
-            "vet.yaml:3: cpu.speed: unknown key", "an unknown key in a section");
+            "vet.yaml:3: cpu.speed: unknown key",
+            "an unknown key in a section");
     refused("cpu:\n  slices: 0\n", "vet.yaml:2: cpu.slices: want a whole "
             "number 1 to 1000", "a number out of range");
     refused("cpu:\n  slices: 2.5\n", "cpu.slices: want a whole number",
