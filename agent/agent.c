@@ -23,6 +23,7 @@
 #include "agent/pool.h"
 #include "agent/pyw.h"
 #include "agent/env.h"
+#include "agent/vet.h"
 #include "proto/log.h"
 #include "proto/state.h"
 
@@ -84,7 +85,8 @@ static void reap_orphans(struct pl_agent *a)
             return;
         for (size_t i = 0; i < a->nrunning && !task; i++)
             task = pl_task_pid(a->running[i]) == info.si_pid;
-        if (task || pl_pyw_child(a->pyw, info.si_pid))
+        if (task || pl_pyw_child(a->pyw, info.si_pid)
+            || pl_vet_child(a->vet, info.si_pid))
             return; /* its SIGCHLD is on its way */
         (void)waitpid(info.si_pid, NULL, WNOHANG);
     }
@@ -197,6 +199,7 @@ static const struct {
     { PL_MSG_ACK, pl_agent_ack_cb },
     { PL_MSG_REREGISTER, pl_agent_reregister_cb },
     { PL_MSG_PING, ping_cb },
+    { PL_MSG_VET, pl_agent_vet_cb },
     { 0, NULL },
 };
 
@@ -323,7 +326,7 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         pl_errprintf(errp, "node name too long for the tasks' key");
         goto error;
     }
-    if (!(a->pyw = pl_pyw_new(a))) {
+    if (!(a->pyw = pl_pyw_new(a)) || !(a->vet = pl_vet_new(a))) {
         pl_errprintf(errp, "out of memory");
         goto error;
     }
@@ -408,6 +411,8 @@ void pl_agent_free(struct pl_agent *a)
     pl_wpool_close(a->wpool);
     pl_pyw_close(a->pyw);
     a->pyw = NULL;
+    pl_vet_close(a->vet); /* freed by its last close callback */
+    a->vet = NULL;
     a->wpool = NULL;
     pl_agent_link_close(a);
     close_handle((uv_handle_t *)&a->flush);

@@ -98,6 +98,8 @@ struct pl_agent {
     struct pl_wpool *wpool;
     /* pyw.c: the warm Python workers (agent/pyw.h) */
     struct pl_pyw *pyw;
+    /* vet.c: the node's vetting (agent/vet.h) */
+    struct pl_vet *vet;
 };
 
 /* The loop's clock in seconds, for intervals (pl_now() dates events). */
@@ -154,6 +156,10 @@ bool pl_agent_ended(const struct pl_agent *a, uint64_t id, uint64_t attempt,
 struct pl_pool_ready;
 void pl_agent_pool_ready_send(struct pl_agent *a,
                               const struct pl_pool_ready *pr);
+/* Send VET_RESULT 'r' (its strings borrowed) to pilotd. */
+struct pl_vet_result;
+void pl_agent_vet_result_send(struct pl_agent *a,
+                              const struct pl_vet_result *r);
 /* Send GOT with the last RUN or KILL read, if one was read since. */
 void pl_agent_got_send(struct pl_agent *a);
 /* Send PULL if welcomed, not pulled since the last RUN, not exiting and
@@ -169,6 +175,12 @@ int pl_agent_ack_cb(struct pl_agent *a, const struct pl_msg *m,
                     struct pl_error *errp);
 int pl_agent_reregister_cb(struct pl_agent *a, const struct pl_msg *m,
                            struct pl_error *errp);
+
+/* ---- vet.c ---- */
+
+/* VET: run the node's checks in a child process (agent/vet.h). */
+int pl_agent_vet_cb(struct pl_agent *a, const struct pl_msg *m,
+                    struct pl_error *errp);
 
 /* ---- run.c ---- */
 

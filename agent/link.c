@@ -25,6 +25,7 @@
 #include "agent/pool.h"
 #include "agent/pyw.h"
 #include "proto/log.h"
+#include "proto/vetmsg.h"
 #include "proto/state.h"
 #include "proto/strv.h"
 #include "proto/zsock.h"
@@ -162,6 +163,15 @@ void pl_agent_pool_ready_send(struct pl_agent *a,
 
     pl_pool_ready_encode(&w, a->seq++, pr);
     send_wbuf(a, &w, PL_MSG_POOL_READY);
+}
+
+void pl_agent_vet_result_send(struct pl_agent *a,
+                              const struct pl_vet_result *r)
+{
+    struct pl_wbuf w;
+
+    pl_vet_result_encode(&w, a->seq++, r);
+    send_wbuf(a, &w, PL_MSG_VET_RESULT);
 }
 
 static void send_pull(struct pl_agent *a)

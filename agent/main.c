@@ -14,6 +14,7 @@
 #include "agent/gpuprobe.h"
 #include "agent/mpi.h"
 #include "agent/resources.h"
+#include "agent/vet.h"
 #include "proto/agentmsg.h"
 #include "proto/error.h"
 #include "proto/keys.h"
@@ -226,6 +227,9 @@ int main(int argc, char **argv)
             return pl_mpi_exec_rank(NULL);
         return pl_mpi_exec_rank(argv + 3);
     }
+    /* the node's checks, for our own vetting (agent/vet.c) */
+    if (argc >= 2 && !strcmp(argv[1], "--vet-child"))
+        return pl_vet_child_main(argc, argv);
     pl_log_init("pilot-agent", NULL, NULL);
     parse_opts(argc, argv, &o);
     if (o.local && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)

@@ -74,10 +74,35 @@ static void print_store(const json_t *s)
            pl_out_jcount(s, "unstored"), why ? why : "");
 }
 
+/* A node's vetting in a few words: "ok", "running", "failed: disk 12
+ * MiB < 1024", "-" (none). */
+static void vet_cell(const json_t *v, char *buf, size_t len)
+{
+    const char *st = json_string_value(json_object_get(v, "state"));
+    const char *check = json_string_value(json_object_get(v, "check"));
+    const char *unit = json_string_value(json_object_get(v, "unit"));
+    const json_t *fig = json_object_get(v, "figure");
+    const json_t *lim = json_object_get(v, "limit");
+
+    if (!st || !strcmp(st, "none"))
+        snprintf(buf, len, "-");
+    else if (strcmp(st, "failed") || !check)
+        snprintf(buf, len, "%s", st);
+    else if (json_is_number(fig) && json_is_number(lim))
+        snprintf(buf, len, "failed: %s %g%s%s < %g", check,
+                 json_number_value(fig), unit ? " " : "", unit ? unit : "",
+                 json_number_value(lim));
+    else if (json_is_number(fig))
+        snprintf(buf, len, "failed: %s %g%s%s", check, json_number_value(fig),
+                 unit ? " " : "", unit ? unit : "");
+    else
+        snprintf(buf, len, "failed: %s", check);
+}
+
 static void print_nodes(const json_t *nodes)
 {
     static const char *headers[] = { "NODE", "STATE", "CORES", "GPUS",
-                                     "RUNNING", "POOL" };
+                                     "RUNNING", "VET", "POOL" };
     struct pl_out_table *tab;
     const json_t *n;
     size_t i;
@@ -87,7 +112,7 @@ static void print_nodes(const json_t *nodes)
         return;
     json_array_foreach(nodes, i, n)
         pools |= pl_out_jcount(n, "pool_workers") > 0;
-    if (!(tab = pl_out_table_new(pools ? 6 : 5, headers)))
+    if (!(tab = pl_out_table_new(pools ? 7 : 6, headers)))
         return;
     json_array_foreach(nodes, i, n) {
         char cores[48], gpus[48], running[24], pool[48];
@@ -105,13 +130,22 @@ static void print_nodes(const json_t *nodes)
                  pl_out_jcount(n, "gpus_busy"), pl_out_jcount(n, "gpus"));
         snprintf(running, sizeof(running), "%lld",
                  pl_out_jcount(n, "running"));
+        char vet[96];
+        vet_cell(json_object_get(n, "vet"), vet, sizeof(vet));
         const char *cells[] = { pl_out_jstr(n, "name"), pl_out_jstr(n, "state"),
-                                cores, gpus, running, pool };
+                                cores, gpus, running, vet, pool };
         if (pl_out_table_add(tab, cells) < 0)
             break;
     }
     pl_out_table_print(tab, stdout, PL_OUT_WIDTH);
     pl_out_table_free(tab);
+    /* why a node takes nothing new (daemon/vet.c) */
+    json_array_foreach(nodes, i, n) {
+        const json_t *v = json_object_get(n, "vet");
+        const char *why = json_string_value(json_object_get(v, "cordon"));
+        if (why)
+            printf("%s cordoned: %s\n", pl_out_jstr(n, "name"), why);
+    }
 }
 
 static void print_status(const struct pl_conn *conn, const json_t *s)

@@ -67,6 +67,8 @@ static const char help[] =
     "                          (which must have ended)\n"
     "  --priority N            higher starts first (-1000000..1000000,\n"
     "                          default 0); FIFO within a priority\n"
+    "  --vetted[=MINUTES]      start only on nodes whose vetting passed\n"
+    "                          within MINUTES (default 60; 'pilot vet')\n"
     "  --tag KEY=VALUE         a label for 'pilot ls --tag' (repeatable)\n"
     "  --pool NAME             run a function in the workers of pool NAME\n"
     "                          (pilot pool start); the arguments after the\n"
@@ -172,6 +174,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "array", required_argument, NULL, OPT_SPEC },
         { "retry-failed", required_argument, NULL, OPT_SPEC },
         { "priority", required_argument, NULL, OPT_SPEC },
+        { "vetted", optional_argument, NULL, OPT_SPEC },
         { "tag", required_argument, NULL, OPT_SPEC },
         { "pool", required_argument, NULL, OPT_SPEC },
         { "fn", required_argument, NULL, OPT_SPEC },

@@ -13,6 +13,7 @@
 #include "client/conn.h"
 #include "client/output.h"
 #include "client/up_private.h"
+#include "proto/vetconf.h"
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
 #include "proto/spec.h"
@@ -63,6 +64,10 @@ static const char help[] =
     "                        (\"import torch\")\n"
     "  --python PATH         ... and that name no interpreter run this one\n"
     "                        (default: python3 from the task's PATH)\n"
+    "  --vet FILE            the nodes' checks and limits (a vet.yaml, see\n"
+    "                        docs/vet.yaml; copied into the pilot), or\n"
+    "                        'none': no vetting.  Default: the built-in\n"
+    "                        checks (GPUs, disk, memory, CPU speed)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -103,6 +108,7 @@ enum {
     OPT_POOL,
     OPT_PY_PRELUDE,
     OPT_PYTHON,
+    OPT_VET,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -169,6 +175,43 @@ static bool valid_time(const char *s)
     return groups >= 1 && groups <= 3 && !(days && groups > 3);
 }
 
+/* --vet FILE: its text, checked (the errors name the file and line), or
+ * "enabled: false" for 'none'.  0, or -1 with errp. */
+static int read_vet(const char *path, char **text, struct pl_error *errp)
+{
+    struct pl_vetconf c;
+    FILE *fp;
+    char *buf;
+    size_t n;
+
+    free(*text);
+    *text = NULL;
+    if (!strcmp(path, "none"))
+        return (*text = strdup("enabled: false\n")) ? 0
+               : pl_errprintf(errp, "out of memory");
+    if (!(fp = fopen(path, "re")))
+        return pl_errprintf(errp, "%s: %s", path, strerror(errno));
+    /* a vet.yaml is a few lines: 1 MiB is plenty */
+    if (!(buf = malloc(1024 * 1024 + 1))) {
+        fclose(fp);
+        return pl_errprintf(errp, "out of memory");
+    }
+    n = fread(buf, 1, 1024 * 1024 + 1, fp);
+    fclose(fp);
+    if (n > 1024 * 1024) {
+        free(buf);
+        return pl_errprintf(errp, "%s: over 1 MiB", path);
+    }
+    buf[n] = '\0';
+    if (pl_vetconf_parse(path, buf, n, &c, errp) < 0) {
+        free(buf);
+        return -1;
+    }
+    pl_vetconf_clear(&c);
+    *text = buf;
+    return 0;
+}
+
 static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                       struct pl_up_opts *o)
 {
@@ -190,6 +233,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "agents", required_argument, NULL, OPT_AGENTS },
         { "py-prelude", required_argument, NULL, OPT_PY_PRELUDE },
         { "python", required_argument, NULL, OPT_PYTHON },
+        { "vet", required_argument, NULL, OPT_VET },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -249,6 +293,10 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "--py-prelude: at most %d bytes of "
                                     "UTF-8", PL_SPEC_MAX_PRELUDE);
             o->py_prelude = optarg;
+            break;
+        case OPT_VET:
+            if (read_vet(optarg, &o->vet, &err) < 0)
+                return pl_cli_usage(cli, "--vet: %s", err.text);
             break;
         case OPT_PYTHON:
             if (!*optarg || strlen(optarg) > PL_SPEC_MAX_PYTHON
@@ -514,7 +562,8 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
     if (pl_info_write(p.dir, &p.info, &err) < 0
         || pl_keys_create(kdir, &err) < 0
         || py_default(p.dir, "py-prelude", o.py_prelude, &err) < 0
-        || py_default(p.dir, "py-python", o.py_python, &err) < 0) {
+        || py_default(p.dir, "py-python", o.py_python, &err) < 0
+        || py_default(p.dir, PL_VETCONF_FILE, o.vet, &err) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -562,5 +611,6 @@ done:
     if (created)
         remove_dir(p.dir);
     free(o.sbatch_args);
+    free(o.vet);
     return rc;
 }

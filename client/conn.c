@@ -11,6 +11,7 @@
 #include "proto/mpjson.h"
 #include "proto/msg.h"
 #include "proto/query.h"
+#include "proto/vetmsg.h"
 
 /* How many pilots without an endpoint to ask Slurm about when looking
  * for one that is still starting (each costs a call to slurmctld). */
@@ -592,6 +593,38 @@ json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp)
         return NULL;
     pl_wbuf_init(&w, PL_MSG_KEYS, seq);
     return call(c, &w, JSON_OBJECT, "keys", errp);
+}
+
+json_t *pl_conn_vet(struct pl_conn *c, char **nodes, int wait_ms,
+                    struct pl_error *errp)
+{
+    struct pl_vet_req q = { nodes };
+    struct pl_wbuf w;
+    uint64_t seq;
+    int saved = c->timeout_ms;
+    json_t *out;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_vet_req_encode(&w, seq, &q);
+    /* pilotd answers once the nodes have run their checks */
+    if (wait_ms > c->timeout_ms)
+        c->timeout_ms = wait_ms;
+    out = call(c, &w, JSON_ARRAY, "vet", errp);
+    c->timeout_ms = saved;
+    return out;
+}
+
+json_t *pl_conn_cordon(struct pl_conn *c, const struct pl_cordon_req *q,
+                       struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_cordon_req_encode(&w, seq, q);
+    return call(c, &w, JSON_OBJECT, "cordon", errp);
 }
 
 json_t *pl_conn_pool(struct pl_conn *c, int type,

@@ -118,6 +118,14 @@ json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp);
 
 /* A pool request (POOL_START, POOL_STOP, POOL_LIST: 'p' may then be
  * NULL): the pool (an object) or the pools (an array). */
+/* VET: vet 'nodes' (NULL: all) and wait up to 'wait_ms' for their
+ * results (an array, one object per node).  CORDON: a node's cordon set
+ * or lifted ({"node", "cordon"}).  NULL with errp. */
+struct pl_cordon_req;
+json_t *pl_conn_vet(struct pl_conn *c, char **nodes, int wait_ms,
+                    struct pl_error *errp);
+json_t *pl_conn_cordon(struct pl_conn *c, const struct pl_cordon_req *q,
+                       struct pl_error *errp);
 json_t *pl_conn_pool(struct pl_conn *c, int type,
                      const struct pl_pool_req *p, struct pl_error *errp);
 

@@ -34,6 +34,9 @@ static const struct cmd cmds[] = {
     { "keys", pl_cmd_keys, "who may use the pilot: list, add, revoke keys" },
     { "pool", pl_cmd_pool,
       "MPI worker pools for function tasks: start, ls, stop" },
+    { "vet", pl_cmd_vet, "run the nodes' checks again; print the results" },
+    { "cordon", pl_cmd_cordon, "place nothing new on a node" },
+    { "uncordon", pl_cmd_uncordon, "place tasks on a cordoned node again" },
     { NULL, NULL, NULL },
 };
 

@@ -17,7 +17,7 @@ enum field {
     F_ARGV, F_CMD, F_NAME, F_CWD, F_RANKS, F_NODES, F_RPN, F_CPR, F_GPR,
     F_RETRIES, F_RETRY, F_TIMEOUT, F_EXCLUSIVE, F_COMM, F_LAUNCHER, F_ENV,
     F_POOL, F_FN, F_PY, F_PYCALL,
-    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT,
+    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT, F_VETTED,
 };
 
 static const struct {
@@ -47,6 +47,7 @@ static const struct {
     { F_PRIORITY, "priority", "priority", 0, 0 },
     { F_TAG, "tag", "tags", 0, 0 },
     { F_OUTPUT_LIMIT, "output-limit", "output_limit", 0, 0 },
+    { F_VETTED, "vetted", "vetted", 0, 0 },
     { F_POOL, "pool", "pool", 0, 0 },
     { F_FN, "fn", "fn", 0, 0 },
     { F_PY, "py", "py", 0, 0 },
@@ -483,6 +484,14 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
         return set_array(s, arg, errp);
     case F_PRIORITY:
         return parse_priority(arg, &s->priority, errp);
+    case F_VETTED:
+        /* --vetted alone: the default window */
+        if (!arg) {
+            s->vetted = PL_SPEC_VETTED_DEFAULT;
+            return 0;
+        }
+        return pl_parse_uint("--vetted", arg, 1, PL_SPEC_MAX_VETTED,
+                             &s->vetted, errp);
     case F_TAG:
         return flag_tag(b, arg, errp);
     case F_POOL:
@@ -735,6 +744,16 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
         if (!json_is_boolean(v))
             return wrong(key, errp);
         s->exclusive = json_is_true(v);
+        return 0;
+    case F_VETTED:
+        /* true: the default window; a number: minutes; false: any node */
+        if (json_is_boolean(v))
+            s->vetted = json_is_true(v) ? PL_SPEC_VETTED_DEFAULT : 0;
+        else if (json_is_integer(v) && json_integer_value(v) >= 1
+                 && json_integer_value(v) <= PL_SPEC_MAX_VETTED)
+            s->vetted = (uint64_t)json_integer_value(v);
+        else
+            return wrong(key, errp);
         return 0;
     case F_PRIORITY:
         if (!json_is_integer(v) || json_integer_value(v) < -PL_SPEC_MAX_PRIORITY

@@ -39,6 +39,8 @@ struct pl_up_opts {
     int npools;
     const char *py_prelude; /* the Python calls' defaults: written to the */
     const char *py_python;  /* pilot directory (py-prelude, py-python) */
+    char *vet;              /* --vet: the vet.yaml's text, checked; owned
+                               (written to the pilot directory) */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',

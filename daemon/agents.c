@@ -271,6 +271,9 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
             c.reason = "canceled";
         if (e->state == PL_ST_TIMEOUT && !c.reason)
             c.reason = "timeout";
+        /* a rank that died by a signal: the node may be sick */
+        if (e->state == PL_ST_FAILED && c.signal > 0)
+            pl_vet_rank_signal(d, n);
         if (e->state == PL_ST_FAILED && !c.reason) {
             if (c.signal > 0)
                 snprintf(why, sizeof(why), "killed by signal %d", c.signal);
@@ -439,6 +442,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         send_bare(d, rid, ridlen, PL_MSG_EXIT);
         goto done;
     }
+    bool first = !n;
     if (n) {
         /* it reconnected, or restarted: what it no longer runs ended; a
          * new agent process knew none of our RUNs */
@@ -491,6 +495,8 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         pl_welcome_encode(&o->w, m->seq, &wl);
         pl_out_push(d, o);
     }
+    /* after WELCOME: a VET before it would be dropped */
+    pl_vet_joined(d, n, first);
     check_fit(d);
 done:
     pl_register_clear(&reg);
@@ -546,6 +552,9 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         break;
     case PL_MSG_POOL_READY:
         pl_poolctl_ready(d, l->node, m);
+        break;
+    case PL_MSG_VET_RESULT:
+        pl_vet_result(d, l->node, m);
         break;
     case PL_MSG_GOT:
         if (pl_got_decode(m->body, &got, &err) < 0)

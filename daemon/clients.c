@@ -342,6 +342,8 @@ static json_t *status_nodes(struct pl_daemon *d, json_t *s)
         json_object_set_new(o, "pid", json_integer(l ? l->pid : 0));
         json_object_set_new(o, "last_seen",
                             json_real(l ? l->last_seen : 0));
+        /* its vetting (daemon/vet.c) */
+        json_object_set_new(o, "vet", pl_vet_status(n));
         json_array_append_new(nodes, o);
         if (n->state == PL_NODE_UP) {
             up++;
@@ -479,6 +481,8 @@ static const struct {
     { PL_MSG_UNWATCH, pl_unwatch_req, R_READ, "watch tasks" },
     { PL_MSG_RESULTS, h_results, R_READ, "read results" },
     { PL_MSG_EXPLAIN, h_explain, R_READ, "explain tasks" },
+    { PL_MSG_VET_REQ, pl_vet_req, R_WRITE, "vet nodes" },
+    { PL_MSG_CORDON, pl_cordon_req, R_ADMIN, "cordon nodes" },
     { 0, NULL, 0, NULL },
 };
 

@@ -268,6 +268,7 @@ void pl_daemon_stop(struct pl_daemon *d, const char *why)
     pl_log(LOG_NOTICE, "pilot %s stopping: %s", d->id, why ? why : "");
     uv_timer_stop(&d->restart_timer);
     pl_agents_exit(d);
+    pl_vet_stop(d);
     pl_daemon_flush(d);
     uv_timer_start(&d->stop_timer, stop_timer_cb,
                    all_ended(d) ? 0 : STOP_GRACE, 0);
@@ -307,6 +308,7 @@ static void tick_cb(uv_timer_t *h)
     pl_agents_tick(d);
     pl_orders_tick(d);
     pl_watch_tick(d);
+    pl_vet_tick(d);
     pl_daemon_flush(d);
     pl_store_checkpoint(d, 0); /* the last writes of a burst */
     pl_daemon_batch_time(d, t0);
@@ -403,7 +405,8 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
         pl_errprintf(errp, "out of memory");
         goto error;
     }
-    if (pl_recover_load(d, errp) < 0 || pl_poolctl_boot(d, errp) < 0
+    if (pl_recover_load(d, errp) < 0 || pl_vet_boot(d, errp) < 0
+        || pl_poolctl_boot(d, errp) < 0
         || sockets_open(d, errp) < 0)
         goto error;
     uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
@@ -457,6 +460,7 @@ void pl_daemon_free(struct pl_daemon *d)
         zmq_ctx_term(d->zctx);
     pl_agents_free(d);
     pl_poolctl_free(d);
+    pl_vet_free(d);
     pl_orders_free_all(d);
     pl_cancel_free_all(d);
     pl_watch_free_all(d); /* before the tasks it points to */

@@ -29,6 +29,7 @@
 #include "proto/pilotdir.h"
 #include "proto/spec.h"
 #include "proto/state.h"
+#include "proto/vetmsg.h"
 #include "proto/watchmsg.h"
 
 #define KILL_GRACE 5.0          /* s between SIGTERM and SIGKILL */
@@ -209,6 +210,17 @@ struct pl_daemon {
     int restarts;
     struct pl_node_launch **node_launch;
     size_t nnode_launch;
+    /* vet.c: node vetting's settings (the pilot directory's vet.yaml, or
+     * the built-in ones), the last VET's token, the `pilot vet`s that
+     * wait for their results */
+    struct pl_vetconf vetconf;
+    bool vet_on;
+    bool vet_restore;            /* restarted in the same job: the nodes'
+                                    stored vettings hold (in a new one,
+                                    --resume, they are other machines) */
+    uint64_t vet_token;
+    struct pl_vetwait **vetwaits;
+    size_t nvetwaits, capvetwaits;
 };
 
 /* ------------------------------------------------------------ daemon.c */
@@ -555,5 +567,32 @@ void pl_launch_node(struct pl_daemon *d, const struct pl_node *n);
 bool pl_launch_running(const struct pl_daemon *d);
 /* Stop and forget every agent process (at shutdown). */
 void pl_launch_free_all(struct pl_daemon *d);
+
+/* ------------------------------------------------------------ vet.c */
+
+/* The settings: DIR/vet.yaml if there, else the built-in ones.  0, or
+ * -1 with errp (a bad file stops pilotd: `pilot up` checked it). */
+int pl_vet_boot(struct pl_daemon *d, struct pl_error *errp);
+void pl_vet_free(struct pl_daemon *d);
+/* The agent of 'n' registered ('first': the node is new to this pilotd):
+ * its stored vetting taken back, or VET sent (cordoned "vetting" until
+ * the result). */
+void pl_vet_joined(struct pl_daemon *d, struct pl_node *n, bool first);
+/* VET_RESULT 'm' from the agent of 'n'. */
+void pl_vet_result(struct pl_daemon *d, struct pl_node *n,
+                   const struct pl_msg *m);
+/* A rank on 'n' ended by a signal: vetted again after revet.signals. */
+void pl_vet_rank_signal(struct pl_daemon *d, struct pl_node *n);
+/* pilotd stops: every `pilot vet` waiting gets an error (ESHUTDOWN). */
+void pl_vet_stop(struct pl_daemon *d);
+/* Every second: `pilot vet`s past their time are answered. */
+void pl_vet_tick(struct pl_daemon *d);
+/* Status's "vet" object of a node (new reference). */
+json_t *pl_vet_status(const struct pl_node *n);
+/* Requests VET (117) and CORDON (118). */
+void pl_vet_req(struct pl_daemon *d, const struct pl_req *r,
+                const struct pl_msg *m);
+void pl_cordon_req(struct pl_daemon *d, const struct pl_req *r,
+                   const struct pl_msg *m);
 
 #endif /* !PL_DAEMON_PRIVATE_H */

@@ -21,9 +21,9 @@ static const char *sql[ST_COUNT] = {
                   "cores_per_rank, gpus_per_rank, timeout, retries, state, "
                   "submit_time, nodes, ranks_per_node, exclusive, comm, "
                   "launcher, after, array_id, array_index, priority, tags, "
-                  "submitted_by, output_limit, pool, fn) VALUES (?1,?2,?3,?4,"
-                  "?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,"
-                  "?20,?21,?22,?23,?24,?25)",
+                  "submitted_by, output_limit, pool, fn, vetted) VALUES (?1,"
+                  "?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
+                  "?18,?19,?20,?21,?22,?23,?24,?25,?26)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
@@ -46,6 +46,9 @@ static const char *sql[ST_COUNT] = {
                 "UPDATE SET cores = coalesce(?2, cores), gpus = "
                 "coalesce(?3, gpus), state = ?4, last_seen = ?5",
     [ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+    /* schema 11: a node's cordon and vetting (daemon/vet.c) */
+    [ST_NODE_VET] = "UPDATE nodes SET cordon = ?2, vet = ?3, vet_time = ?4 "
+                    "WHERE name = ?1",
     [ST_STATE] = "SELECT state FROM tasks WHERE id = ?1",
     [ST_SAVE] = "SAVEPOINT req",
     [ST_RELEASE] = "RELEASE req",
@@ -464,6 +467,16 @@ static int apply(struct pl_db *db, const struct jent *j, bool replay,
         return db_step(db, ST_META, errp);
     case J_RESULT:
         return db_result_apply(db, j, errp);
+    case J_NODE_VET:
+        st = db->st[ST_NODE_VET];
+        db_bind_text(st, 1, j->s[0]);
+        db_bind_text(st, 2, j->s[1]);
+        db_bind_text(st, 3, j->s[2]);
+        if (c->time > 0)
+            sqlite3_bind_double(st, 4, c->time);
+        else
+            sqlite3_bind_null(st, 4);
+        return db_step(db, ST_NODE_VET, errp);
     }
     errno = EINVAL;
     return pl_errprintf(errp, "bad journal entry");
@@ -541,7 +554,8 @@ int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
 {
     struct jent **slot;
 
-    if (db->failed && (j->kind == J_NODE || j->kind == J_META))
+    if (db->failed
+        && (j->kind == J_NODE || j->kind == J_META || j->kind == J_NODE_VET))
         coalesce(db, j);
     slot = db->jtail;
     *slot = j;
@@ -763,6 +777,25 @@ int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
         return pl_errprintf(errp, "out of memory");
     }
     j->c.time = j->joined = now;
+    return db_write_j(db, j, errp);
+}
+
+int pl_db_node_vet_set(struct pl_db *db, const char *name,
+                       const char *cordon, const char *vet, double vet_time,
+                       struct pl_error *errp)
+{
+    const char *v[3] = { name, cordon, vet };
+    struct jent *j;
+
+    if (!name) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a node row needs a name");
+    }
+    if (!(j = jent_new(J_NODE_VET, v, 3))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    j->c.time = vet_time;
     return db_write_j(db, j, errp);
 }
 

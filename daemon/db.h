@@ -180,6 +180,17 @@ int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
                    const char *gpus, const char *state, double now,
                    struct pl_error *errp);
 
+/* A node's cordon (NULL: none), its last vetting (JSON text, NULL: none)
+ * and that vetting's time (0: NULL), on its row (made by
+ * pl_db_node_set() when it registered).  get: *cordon and *vet are new
+ * strings or NULL, *vet_time 0 when NULL; a node with no row gets all
+ * three empty.  0, or -1 with errp. */
+int pl_db_node_vet_set(struct pl_db *db, const char *name,
+                       const char *cordon, const char *vet, double vet_time,
+                       struct pl_error *errp);
+int pl_db_node_vet_get(struct pl_db *db, const char *name, char **cordon,
+                       char **vet, double *vet_time, struct pl_error *errp);
+
 /* meta key/value. get: *val is a new string or NULL if absent. */
 int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
                    struct pl_error *errp);

@@ -62,3 +62,37 @@ int pl_db_meta_list(struct pl_db *db, const char *prefix,
     sqlite3_finalize(st);
     return 0;
 }
+
+int pl_db_node_vet_get(struct pl_db *db, const char *name, char **cordon,
+                       char **vet, double *vet_time, struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    const char *c, *v;
+    int rc;
+
+    *cordon = *vet = NULL;
+    *vet_time = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT cordon, vet, vet_time FROM nodes "
+                           "WHERE name = ?", -1, &st, NULL) != SQLITE_OK)
+        return db_err(db, errp, "read node");
+    db_bind_text(st, 1, name);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        c = (const char *)sqlite3_column_text(st, 0);
+        v = (const char *)sqlite3_column_text(st, 1);
+        *vet_time = sqlite3_column_double(st, 2);
+        if ((c && !(*cordon = strdup(c))) || (v && !(*vet = strdup(v)))) {
+            free(*cordon);
+            *cordon = NULL;
+            sqlite3_finalize(st);
+            errno = ENOMEM;
+            return pl_errprintf(errp, "out of memory");
+        }
+    }
+    else if (rc != SQLITE_DONE) {
+        db_err(db, errp, "read node");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}

@@ -31,12 +31,13 @@ enum {
     ST_ENDS,
     ST_REF_GET,
     ST_TASK_FN,
+    ST_NODE_VET,
     ST_COUNT
 };
 
 /* One write since the last commit (not the insert of a submission),
  * kept to be done again when the commit fails. */
-enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT };
+enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT, J_NODE_VET };
 
 struct jent {
     struct jent *next;
@@ -46,7 +47,9 @@ struct jent {
     double joined;           /* J_NODE: the first time it was written */
     const char *s[4];        /* J_NODE: name, cores, gpus, state;
                                 J_META: key, value (NULL or into buf);
-                                J_RESULT: file, repr */
+                                J_RESULT: file, repr;
+                                J_NODE_VET: name, cordon, vet (its
+                                time in c.time, 0: NULL) */
     const unsigned char *blob; /* J_RESULT: the pickle inline (into buf),
                                 'nblob' bytes, or NULL */
     size_t nblob;

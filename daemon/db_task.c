@@ -209,6 +209,10 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
         sqlite3_bind_text(st, 25, pl_fn_name(s->fn), -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 25);
+    if (s->vetted)
+        sqlite3_bind_int64(st, 26, (sqlite3_int64)s->vetted);
+    else
+        sqlite3_bind_null(st, 26);
     if (db_step(db, ST_INSERT, errp) < 0)
         goto done;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
@@ -412,6 +416,9 @@ static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
     r->nrefs = (uint32_t)sqlite3_column_int64(st, 24); /* NULL: 0 */
     if (r->nrefs > PL_SPEC_MAX_REFS)
         r->nrefs = PL_SPEC_MAX_REFS;
+    s->vetted = (uint64_t)sqlite3_column_int64(st, 25); /* NULL: 0 */
+    if (s->vetted > PL_SPEC_MAX_VETTED)
+        s->vetted = PL_SPEC_MAX_VETTED;
     errno = EINVAL;
     if (!argv || !(s->argv = strv_json(argv)) || !s->argv[0]
         || (env && !(s->env = strv_json(env)))
@@ -441,8 +448,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                            "launcher, after, array_id, array_index, priority, "
                            "output_limit, pool, fn, (SELECT "
                            "json_array_length(refs) FROM pyinputs WHERE "
-                           "task = tasks.id) FROM tasks WHERE state NOT "
-                           "IN ('done', 'failed', "
+                           "task = tasks.id), vetted FROM tasks WHERE state "
+                           "NOT IN ('done', 'failed', "
                            "'canceled', 'timeout') ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return db_err(db, errp, "load tasks");

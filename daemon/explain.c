@@ -111,6 +111,18 @@ static json_t *node_entry(struct pl_sched *s, size_t k,
     else {
         if (n->cordon)
             add_reason(reasons, "cordoned", "cordoned: %s", n->cordon);
+        if (t->vetted
+            && !(n->vet_ok_time > 0
+                 && pl_now() - n->vet_ok_time <= t->vetted * 60.0)) {
+            if (n->vet_ok_time > 0)
+                add_reason(reasons, "unvetted", "its last passed vetting "
+                           "is %.0f min old; the task asks for one within "
+                           "%u min (it is vetted again)",
+                           (pl_now() - n->vet_ok_time) / 60.0, t->vetted);
+            else
+                add_reason(reasons, "unvetted", "no vetting of it has "
+                           "passed; the task asks for --vetted");
+        }
         if (t->exclusive
             && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
             add_reason(reasons, "exclusive", "not idle (%u of %u cores, %u "

@@ -61,6 +61,7 @@ void pl_node_free(struct pl_node *n)
         return;
     int saved = errno;
     free(n->cordon);
+    free(n->vet_json);
     free(n->cpu);
     free(n->core_task);
     free(n->gpu_task);

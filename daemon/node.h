@@ -33,6 +33,26 @@ struct pl_node {
     char *cordon;           /* NULL, or why nothing new is placed here (a
                                failed vetting, 'pilot cordon'); owned.  What
                                runs here goes on. */
+    /* daemon/vet.c's: the node's vetting */
+    int vet;                /* enum pl_vet_state */
+    bool vet_cordon;        /* 'cordon' is a vetting's: a passing one
+                               lifts it ('pilot cordon's stays) */
+    uint64_t vet_token;     /* the VET last sent, 0: none */
+    double vet_time;        /* pl_now() of its last result; 0: none */
+    double vet_ok_time;     /* ... of its last passing one (--vetted) */
+    double vet_cpu;         /* its cpu check's figure; NaN: none */
+    char *vet_json;         /* owned: the last result as stored (nodes.vet) */
+    bool vet_wanted;        /* a --vetted task found its passed vetting
+                               too old (set by sched.c) */
+    double vet_sig[8];      /* when ranks here last ended by a signal */
+    uint32_t vet_nsig;
+};
+
+enum pl_vet_state {
+    PL_VET_NONE = 0,        /* never vetted (vetting off) */
+    PL_VET_RUNNING,
+    PL_VET_OK,
+    PL_VET_FAILED,
 };
 
 /* A rendezvous port on 'n' no running task of this pilot holds, marked

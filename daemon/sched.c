@@ -6,6 +6,7 @@
 
 #include "daemon/pool.h"
 #include "daemon/sched.h"
+#include "proto/strv.h"
 #include "proto/msg.h"
 #include "proto/state.h"
 
@@ -347,6 +348,16 @@ void pl_sched_max(const struct pl_sched *s, uint32_t *cores, uint32_t *gpus)
 
 /* How many ranks of 't' node 'n' can take: now (its free cores and GPUs),
  * or 'idle' (all of them). */
+/* --vetted: whether 'n' lacks a vetting that passed within the task's
+ * minutes (one that passed longer ago is to be vetted again:
+ * daemon/vet.c) */
+static bool unvetted(const struct pl_dtask *t, const struct pl_node *n)
+{
+    return t->vetted
+           && !(n->vet_ok_time > 0
+                && pl_now() - n->vet_ok_time <= t->vetted * 60.0);
+}
+
 static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
                          bool idle)
 {
@@ -359,6 +370,8 @@ static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
     /* a cordoned node takes nothing new, but a task that would fit it
      * once uncordoned is not refused as too large */
     if (n->cordon && !idle)
+        return 0;
+    if (!idle && unvetted(t, n))
         return 0;
     if (t->exclusive && !idle
         && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
@@ -382,6 +395,11 @@ static int plan(const struct pl_sched *s, const struct pl_dtask *t,
     memset(count, 0, nn * sizeof(*count));
     for (size_t k = 0; k < nn; k++) {
         cap[k] = usable && !usable[k] ? 0 : capacity(t, s->nodes[k], idle);
+        /* a node passed over only for a vetting grown old: vet it again
+         * (the one mark placement leaves; daemon/vet.c reads it) */
+        if (!cap[k] && !idle && s->nodes[k]->vet_ok_time > 0
+            && unvetted(t, s->nodes[k]))
+            s->nodes[k]->vet_wanted = true;
         order[k] = (s->rr + k) % nn;
     }
     if (t->ranks == 1 && !t->nodes_req) {

@@ -62,6 +62,8 @@ struct pl_dtask {
     uint32_t nodes_req;        /* exactly this many nodes, 0: any */
     uint32_t ranks_per_node;   /* 0: any */
     bool exclusive;            /* whole nodes, shared with no other task */
+    uint32_t vetted;           /* minutes: only nodes whose vetting passed
+                                  within them (daemon/vet.c); 0: any */
     int comm;                  /* enum pl_comm (proto/spec.h) */
     bool mpirun;               /* comm mpi: launch with mpirun, not srun */
     uint32_t orphans;          /* ranks with 'orphan' set */

@@ -52,6 +52,7 @@ void pl_dtask_shape(struct pl_dtask *t, const struct pl_spec *s)
     t->nodes_req = (uint32_t)s->nodes;
     t->ranks_per_node = (uint32_t)s->rpn;
     t->exclusive = s->exclusive;
+    t->vetted = (uint32_t)s->vetted;
     t->comm = s->comm;
     t->mpirun = s->launcher == PL_LAUNCHER_MPIRUN;
     t->retries = (uint32_t)s->retries;

@@ -27,6 +27,8 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_UNWATCH: return "unwatch";
     case PL_MSG_RESULTS: return "results";
     case PL_MSG_EXPLAIN: return "explain";
+    case PL_MSG_VET_REQ: return "vet";
+    case PL_MSG_CORDON: return "cordon";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";
@@ -34,12 +36,14 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_ACK: return "ack";
     case PL_MSG_REREGISTER: return "reregister";
     case PL_MSG_PING: return "ping";
+    case PL_MSG_VET: return "vet-run";
     case PL_MSG_REGISTER: return "register";
     case PL_MSG_PULL: return "pull";
     case PL_MSG_EVENTS: return "events";
     case PL_MSG_HEARTBEAT: return "heartbeat";
     case PL_MSG_GOT: return "got";
     case PL_MSG_POOL_READY: return "pool-ready";
+    case PL_MSG_VET_RESULT: return "vet-result";
     case PL_MSG_W_HELLO: return "hello";
     case PL_MSG_W_CALL: return "call";
     case PL_MSG_W_ENTERED: return "entered";

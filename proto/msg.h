@@ -50,6 +50,8 @@ enum pl_msg_type {
     PL_MSG_UNWATCH = 113,
     PL_MSG_RESULTS = 114,    /* Python calls' results, many at once */
     PL_MSG_EXPLAIN = 115,    /* why a task does not run (yet) */
+    PL_MSG_VET_REQ = 117,    /* vet nodes again (proto/vetmsg.h) */
+    PL_MSG_CORDON = 118,     /* cordon or uncordon a node */
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,
@@ -59,6 +61,7 @@ enum pl_msg_type {
     PL_MSG_ACK = 205,        /* an EVENTS message is committed: its seq */
     PL_MSG_REREGISTER = 206, /* pilotd does not know this agent: register */
     PL_MSG_PING = 207,       /* pilotd's heartbeat */
+    PL_MSG_VET = 208,        /* run the node's checks (proto/vetmsg.h) */
 
     /* agent -> daemon */
     PL_MSG_REGISTER = 301,
@@ -67,6 +70,7 @@ enum pl_msg_type {
     PL_MSG_HEARTBEAT = 304,
     PL_MSG_GOT = 305,        /* every RUN and KILL up to its seq was read */
     PL_MSG_POOL_READY = 306, /* a pool's workers on the node said HELLO */
+    PL_MSG_VET_RESULT = 307, /* the node's checks' outcome */
 
     /* a pool worker <-> its node's agent (proto/poolmsg.h) */
     PL_MSG_W_HELLO = 401,

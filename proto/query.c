@@ -699,6 +699,70 @@ done:
     return res;
 }
 
+json_t *pl_query_vet_status(const char *state, double time,
+                            const char *cordon, const char *vet)
+{
+    json_t *o = json_object(), *res = vet ? json_loads(vet, 0, NULL) : NULL;
+    json_t *c;
+    size_t i;
+
+    if (!state)
+        state = res ? (json_is_true(json_object_get(res, "ok")) ? "ok"
+                                                                : "failed")
+                : cordon && !strcmp(cordon, "vetting") ? "running"
+                                                       : "none";
+    json_object_set_new(o, "state", json_string(state));
+    json_object_set_new(o, "time", time > 0 ? json_real(time) : json_null());
+    json_object_set_new(o, "cordon", cordon ? json_string(cordon)
+                                            : json_null());
+    json_array_foreach(json_object_get(res, "checks"), i, c) {
+        if (json_is_true(json_object_get(c, "ok")))
+            continue;
+        static const char *const keys[] = { "figure", "limit", "unit",
+                                            "detail" };
+        json_object_set(o, "check", json_object_get(c, "name"));
+        for (size_t k = 0; k < 4; k++) {
+            json_t *v = json_object_get(c, keys[k]);
+            json_object_set(o, keys[k], v ? v : json_null());
+        }
+        break;
+    }
+    if (json_object_get(res, "took"))
+        json_object_set(o, "took", json_object_get(res, "took"));
+    json_decref(res);
+    return o;
+}
+
+/* Each node's "vet" object from nodes.cordon, vet, vet_time (schema 11;
+ * an older database has none: nothing is added). */
+static void nodes_vet(sqlite3 *db, json_t *arr)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *n;
+    size_t i;
+
+    if (sqlite3_prepare_v2(db, "SELECT name, cordon, vet, vet_time FROM "
+                               "nodes", -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        json_array_foreach(arr, i, n) {
+            const char *nn = json_string_value(json_object_get(n, "name"));
+            if (!name || !nn || strcmp(nn, name))
+                continue;
+            const char *cordon = (const char *)sqlite3_column_text(st, 1);
+            json_object_set_new(n, "vet", pl_query_vet_status(
+                NULL, sqlite3_column_double(st, 3), cordon,
+                (const char *)sqlite3_column_text(st, 2)));
+            /* as a live pilotd's status has it (pilot top) */
+            json_object_set_new(n, "cordon", cordon ? json_string(cordon)
+                                                    : json_null());
+            break;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
 json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp)
 {
     sqlite3_stmt *st = NULL;
@@ -724,6 +788,7 @@ json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp)
     if (rc != SQLITE_DONE)
         goto dberr;
     sqlite3_finalize(st);
+    nodes_vet(db, arr);
     return arr;
 dberr:
     db_err(db, errp, "list nodes");

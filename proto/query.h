@@ -70,6 +70,15 @@ json_t *pl_query_results(sqlite3 *db, const uint64_t *ids, size_t n,
 /* The node table as an array of objects. */
 json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp);
 
+/* Status's "vet" object of a node (new reference): 'state' ("ok",
+ * "failed", "running", "none"; NULL: from 'vet'), its vetting's 'time'
+ * (0: none), its 'cordon' (may be NULL) and its last vetting as stored
+ * ('vet', nodes.vet's JSON, may be NULL): {state, time, cordon, took?,
+ * and for a failed one check, figure, limit, unit, detail}.  pilotd's
+ * status and the CLI's of a pilot that is down both make it here. */
+json_t *pl_query_vet_status(const char *state, double time,
+                            const char *cordon, const char *vet);
+
 /* "1,2,3" -> [1,2,3] (new reference); NULL or "" -> []. */
 json_t *pl_query_intlist(const char *s);
 

@@ -52,7 +52,8 @@
     "  cpu_sys REAL,"                                                          \
     "  gpu_util REAL,"            /* mean % busy of its GPUs */              \
     "  gpu_mem_mb INTEGER,"       /* the most memory its GPUs held */        \
-    "  gpu_power_w REAL);"        /* mean power of its GPUs */               \
+    "  gpu_power_w REAL,"         /* mean power of its GPUs */               \
+    "  vetted INTEGER);"          /* schema 11: --vetted minutes, or NULL */ \
     "CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);"                  \
     "CREATE TABLE IF NOT EXISTS events ("                                      \
     "  id INTEGER PRIMARY KEY,"                                                \
@@ -117,7 +118,8 @@
       "ALTER TABLE tasks ADD COLUMN gpu_power_w REAL",                        \
       "ALTER TABLE nodes ADD COLUMN cordon TEXT",                              \
       "ALTER TABLE nodes ADD COLUMN vet TEXT",                                 \
-      "ALTER TABLE nodes ADD COLUMN vet_time REAL" }
+      "ALTER TABLE nodes ADD COLUMN vet_time REAL",                           \
+      "ALTER TABLE tasks ADD COLUMN vetted INTEGER" }
 #define PL_SCHEMA_INDEXES                                                      \
     "CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name)"                     \
     "  WHERE name IS NOT NULL;"                                                \

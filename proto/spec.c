@@ -496,6 +496,10 @@ int pl_spec_check(struct pl_spec *s, struct pl_error *errp)
         return pl_errset(errp, EINVAL, "priority %lld is out of -%d..%d",
                          (long long)s->priority, PL_SPEC_MAX_PRIORITY,
                          PL_SPEC_MAX_PRIORITY);
+    if (s->vetted > PL_SPEC_MAX_VETTED)
+        return pl_errset(errp, EINVAL, "vetted: %llu minutes is more than "
+                         "%d", (unsigned long long)s->vetted,
+                         PL_SPEC_MAX_VETTED);
     if (!isfinite(s->timeout) || s->timeout < 0)
         return pl_errset(errp, EINVAL, "timeout must be a positive number of "
                          "seconds");
@@ -724,6 +728,8 @@ int pl_spec_decode(const msgpack_object *o, struct pl_spec *s,
         || pl_mp_uint(o, "output_limit", false, PL_SPEC_MAX_OUTPUT,
                       &s->output_limit, errp) < 0
         || pl_mp_int(o, "priority", false, &s->priority, errp) < 0
+        || pl_mp_uint(o, "vetted", false, PL_SPEC_MAX_VETTED, &s->vetted,
+                      errp) < 0
         || pl_mp_strv(o, "tags", false, 0, PL_SPEC_MAX_TAGS, 512, &s->tags,
                       errp) < 0
         || pl_mp_uint(o, "retry_failed", false, INT64_MAX, &s->retry,
@@ -789,6 +795,8 @@ void pl_spec_encode(struct pl_wbuf *w, const struct pl_spec *s)
         pl_wm_uint(&m, "output_limit", s->output_limit);
     if (s->priority)
         pl_wm_int(&m, "priority", s->priority);
+    if (s->vetted)
+        pl_wm_uint(&m, "vetted", s->vetted);
     if (s->tags && s->tags[0])
         pl_wm_strv(&m, "tags", s->tags);
     if (s->retry)

@@ -44,6 +44,9 @@
 /* --output-limit: bytes of stdout and stderr a task may write (each
  * file; 0: the default); more stops it, failed, reason output-limit */
 #define PL_SPEC_MAX_OUTPUT (UINT64_C(1) << 60)
+/* --vetted[=MINUTES]: at most a week; the default when none is given */
+#define PL_SPEC_MAX_VETTED 10080
+#define PL_SPEC_VETTED_DEFAULT 60
 #define PL_OUTPUT_LIMIT_DEFAULT (UINT64_C(10) << 30)
 #define PL_SPEC_MAX_AFTER 10000        /* dependencies of one spec */
 #define PL_SPEC_MAX_ARRAY 1000000      /* elements of one array */
@@ -165,6 +168,9 @@ struct pl_spec {
     bool array;                         /* an array: astart..aend by astep */
     uint64_t astart, aend, astep;
     int64_t priority;                   /* higher first; default 0 */
+    uint64_t vetted;                    /* minutes: only on nodes whose
+                                           vetting passed within them;
+                                           0: any node (daemon/vet.c) */
     char **tags;                        /* "KEY=VALUE", or NULL: none */
     uint64_t retry;                     /* retry_failed: that array's
                                            failed elements only; 0: no */

@@ -362,8 +362,8 @@ class Client:
         comm= ("none", "torch", "mpi"), launcher=, timeout= (s, or "10m"),
         output_limit=, retries=, cwd= (default: this directory), env=
         {K: V}, tags= {K: V}, after= [Task, id, "ID.N", name, (t, "any")],
-        array= ("A-B:S", [A, B, S] or a range), priority=, pool=, fn=,
-        py=.  watch=: a pilot.Watch the task joins in the same request
+        array= ("A-B:S", [A, B, S] or a range), priority=, vetted= (True:
+        nodes vetted within 60 min, or minutes), pool=, fn=, py=.  watch=: a pilot.Watch the task joins in the same request
         (its end is given by that watch's next(), however soon it
         comes).  Returns the Task (with array=: the array's).  Raises
         pilot.BadRequest for an option pilotd would refuse."""

@@ -24,6 +24,7 @@
 #include "proto/spec.h"
 #include "proto/state.h"
 #include "proto/strv.h"
+#include "proto/vetmsg.h"
 #include "proto/watchmsg.h"
 #include "tests/fuzz/body.h"
 #include "tests/fuzz/check.h"
@@ -424,6 +425,60 @@ static void watches(const msgpack_object *body)
         CHECK(!en.ends);
 }
 
+/* node vetting: VET, VET_RESULT, the VET and CORDON requests */
+static void vetting(const msgpack_object *body)
+{
+    struct pl_error e;
+    struct pl_vetconf c;
+    struct pl_vet_result r;
+    struct pl_vet_req q;
+    struct pl_cordon_req cr;
+    uint64_t token;
+    int rc;
+
+    errno = 0;
+    rc = pl_vet_decode(body, &token, &c, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(isfinite(c.timeout) && c.timeout > 0
+              && c.timeout <= PL_VET_TIMEOUT_MAX);
+        CHECK(!c.cpu || (c.cpu_iterations && c.cpu_slices));
+        CHECK(!c.gpu_devices || strstr(c.gpu_devices, "%s"));
+        for (uint32_t i = 0; i < c.next; i++)
+            CHECK(pl_vet_name_ok(c.ext[i].name) && c.ext[i].argv
+                  && c.ext[i].argv[0]);
+        pl_vetconf_clear(&c);
+    }
+    errno = 0;
+    rc = pl_vet_result_decode(body, &r, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        bool all = true;
+        CHECK(r.node && r.ncheck <= PL_VET_MAX_CHECKS && r.time > 0
+              && isfinite(r.time));
+        for (uint32_t i = 0; i < r.ncheck; i++) {
+            CHECK(pl_vet_name_ok(r.check[i].name));
+            CHECK(!r.check[i].detail || pl_utf8_str(r.check[i].detail));
+            all = all && r.check[i].ok;
+        }
+        CHECK(!r.ok || all);
+        pl_vet_result_clear(&r);
+    }
+    else
+        CHECK(!r.node && !r.check);
+    errno = 0;
+    rc = pl_vet_req_decode(body, &q, &e);
+    check_refusal(rc, &e);
+    pl_vet_req_clear(&q);
+    errno = 0;
+    rc = pl_cordon_req_decode(body, &cr, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK(cr.node && (!cr.reason
+                          || strlen(cr.reason) <= PL_CORDON_REASON_MAX));
+    pl_cordon_req_clear(&cr);
+}
+
 void fuzz_body(const msgpack_object *body)
 {
     submit(body);
@@ -435,4 +490,5 @@ void fuzz_body(const msgpack_object *body)
     reply(body);
     pools(body);
     watches(body);
+    vetting(body);
 }

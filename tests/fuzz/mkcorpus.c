@@ -12,6 +12,7 @@
  * a second run is the same.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@
 #include "proto/run.h"
 #include "proto/spec.h"
 #include "proto/state.h"
+#include "proto/vetconf.h"
+#include "proto/vetmsg.h"
 #include "proto/watchmsg.h"
 #include "tests/mpw.h"
 
@@ -867,6 +870,37 @@ static void messages(void)
                                      .nranks = 2 };
         pl_pool_ready_encode(&w, 5, &rdy);
         put_msg("pool-ready-1", &w);
+        /* node vetting (proto/vetmsg.h) */
+        struct pl_vetconf vc;
+        static const char vy[] = "external:\n  - name: gpu\n"
+                                 "    command: [pilot-vetcheck, --json]\n";
+        struct pl_error ve;
+        if (pl_vetconf_parse("seed", vy, sizeof(vy) - 1, &vc, &ve) < 0) {
+            fprintf(stderr, "mkcorpus: %s\n", ve.text);
+            exit(1);
+        }
+        pl_vet_encode(&w, 0, 3, &vc);
+        pl_vetconf_clear(&vc);
+        put_msg("vet-1", &w);
+        static char vn[] = "n1", vdisk[] = "disk", vcpu[] = "cpu",
+                    vmib[] = "MiB", vops[] = "Mop/s", vdet[] = "/tmp: free";
+        struct pl_vet_check vch[] = {
+            { vdisk, false, 16, vmib, 64, vdet },
+            { vcpu, true, 512.5, vops, NAN, NULL },
+        };
+        struct pl_vet_result vr = { .node = vn, .token = 3, .time = 1.7e9,
+                                    .took = 0.2, .ok = false, .check = vch,
+                                    .ncheck = 2 };
+        pl_vet_result_encode(&w, 6, &vr);
+        put_msg("vet-result-1", &w);
+        char *vnodes[] = { vn, NULL };
+        struct pl_vet_req vq = { vnodes };
+        pl_vet_req_encode(&w, 12, &vq);
+        put_msg("vet-req-1", &w);
+        static char vwhy[] = "ECC errors";
+        struct pl_cordon_req cq = { vn, vwhy, false };
+        pl_cordon_req_encode(&w, 13, &cq);
+        put_msg("cordon-1", &w);
         struct pl_whello h = { .pool = (char *)"etl", .job = 2, .attempt = 1,
                                .world_rank = 3, .world_size = 8, .pid = 77,
                                .python = true, .nccl = (char *)"no GPU" };

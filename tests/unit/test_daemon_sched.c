@@ -15,7 +15,7 @@
 
 #define MAXC 64 /* cores per node in these tests, at most */
 #define MAXG 8
-#define NTESTS 147
+#define NTESTS 154
 
 /* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
 static struct pl_node *mknode(const char *name, uint32_t ncores,
@@ -1385,6 +1385,45 @@ static void test_priority(void)
     pl_sched_free(s);
 }
 
+/* --vetted: only nodes whose vetting passed within the task's minutes;
+ * a cordoned node takes nothing (daemon/vet.c sets both) */
+static void test_vetted(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *v0 = addnode(s, "v0", 2, 0);
+    struct pl_node *v1 = addnode(s, "v1", 2, 0);
+    struct pl_node *v2 = addnode(s, "v2", 2, 0);
+    struct placed p = { 0 };
+
+    v0->vet_ok_time = pl_now() - 3600;  /* passed an hour ago */
+    v1->vet_ok_time = 0;                /* never passed */
+    v2->vet_ok_time = pl_now() - 30;    /* passed just now */
+    struct pl_dtask *t = addgang(s, 1, 2, 1, 0, 1, 0, false);
+    t->vetted = 10;
+    is(pl_sched_run(s, place_cb, &p), 1, "--vetted=10 --nodes 1: placed");
+    ok(!p.bad && t->rank[0].node == v2 && t->rank[1].node == v2,
+       "... on v2 alone, vetted 30 s ago");
+    ok(v0->vet_wanted && !v1->vet_wanted,
+       "... v0 (passed an hour ago) is wanted for vetting again, v1 "
+       "(never passed) is not");
+    t = addgang(s, 2, 1, 1, 0, 0, 0, false);
+    t->vetted = 10;
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 0, "a second one waits: v2 is full");
+    v0->vet_ok_time = pl_now();
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "... until v0 is vetted again");
+    ok(p.node[0] == v0, "... then on v0");
+    /* a plain task goes anywhere not cordoned */
+    v1->cordon = strdup("vet: cpu 1 Mop/s (limit 2 Mop/s)");
+    addtask(s, 3, 1, 0);
+    memset(&p, 0, sizeof(p));
+    pl_sched_run(s, place_cb, &p);
+    ok(p.n == 1 && p.node[0] == v0, "a task without --vetted: on v0, not "
+       "on cordoned v1");
+    pl_sched_free(s);
+}
+
 int main(void)
 {
     plan(NTESTS);
@@ -1406,5 +1445,6 @@ int main(void)
     test_resv_behind();
     test_ports();
     test_priority();
+    test_vetted();
     return done_testing();
 }

@@ -1,0 +1,28 @@
+/* agent/vet.h - the node's vetting: pilotd's VET run in a child process,
+ * its result sent back as VET_RESULT */
+#ifndef PL_AGENT_VET_H
+#define PL_AGENT_VET_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct pl_agent;
+struct pl_vet;
+
+/* The vetting of agent 'a' (nothing runs yet).  NULL (ENOMEM). */
+struct pl_vet *pl_vet_new(struct pl_agent *a);
+
+/* Stop a running check process (SIGKILL) and close its handles; the
+ * memory goes with the last close callback, so the loop must run a few
+ * more iterations (pl_agent_free() does).  NULL is ok. */
+void pl_vet_close(struct pl_vet *v);
+
+/* Whether 'pid' is the check process (agent.c's reaper of orphans must
+ * leave it to libuv). */
+bool pl_vet_child(const struct pl_vet *v, pid_t pid);
+
+/* The check process: `pilot-agent --vet-child ...` (agent/vet_child.c).
+ * Returns the exit code. */
+int pl_vet_child_main(int argc, char **argv);
+
+#endif /* !PL_AGENT_VET_H */
