@@ -39,6 +39,9 @@ struct pl_up_opts {
     int npools;
     const char *py_prelude; /* the Python calls' defaults: written to the */
     const char *py_python;  /* pilot directory (py-prelude, py-python) */
+    int metrics_port;       /* pilotd --metrics-port, -1: none */
+    char *metrics_file;     /* pilotd --metrics-file (absolute), or NULL */
+    double metrics_interval; /* pilotd --metrics-interval, 0: default */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',
