@@ -501,6 +501,51 @@ static void test_all(void)
     is(uv_loop_close(&loop), 0, "every handle closed");
 }
 
+/* 1,000 nodes: still valid, one series each; what a render costs (said,
+ * not judged: docs/observability.md quotes it). */
+static void test_many_nodes(void)
+{
+    uv_loop_t loop;
+    struct pl_error e;
+    uint64_t cpu[4] = { 0, 1, 2, 3 };
+    char why[256], name[32];
+    size_t len = 0, len1 = 0;
+
+    uv_loop_init(&loop);
+    struct pl_daemon *d = daemon_make(&loop, NULL);
+    d->cfg.metrics_http = false; /* rendered here, not served */
+    d->cfg.metrics_file = "/nonexistent/x.prom";
+    if (pl_metrics_start(d, &e) < 0)
+        exit(1);
+    free(pl_metrics_render(d, true, &len1));
+    for (int i = 2; i <= 1000; i++) {
+        snprintf(name, sizeof(name), "n%d", i);
+        struct pl_node *n = pl_node_new(name, cpu, 4, NULL);
+        if (!n || pl_sched_node_add(d->sched, n) < 0)
+            exit(1);
+    }
+    uint64_t t0 = uv_hrtime();
+    char *om = NULL;
+    for (int i = 0; i < 20; i++) {
+        free(om);
+        om = pl_metrics_render(d, true, &len);
+    }
+    double us = (double)(uv_hrtime() - t0) / 20 / 1e3;
+    int series = 0;
+    for (const char *p = om; (p = strstr(p, "\npilot_node_cores{")); p++)
+        series++;
+    ok(om && valid(om, true, why, sizeof(why)) && series == 1000,
+       "1,000 nodes: valid, one pilot_node_cores each (%d)%s%s", series,
+       why[0] ? ": " : "", why);
+    diag("render: %zu bytes for 1 node, %zu for 1,000 (%.0f bytes a node), "
+         "%.0f us for 1,000", len1, len, (double)(len - len1) / 999, us);
+    free(om);
+    pl_metrics_stop(d);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    daemon_drop(d);
+    is(uv_loop_close(&loop), 0, "... closed");
+}
+
 /* A port taken: start fails and says which. */
 static void test_port_taken(void)
 {
@@ -528,11 +573,12 @@ static void test_port_taken(void)
 
 int main(void)
 {
-    plan(32);
+    plan(34);
     if (!t_tmpdir("daemon-metrics", dir, sizeof(dir)))
         return 1;
     test_file_check();
     test_all();
+    test_many_nodes();
     test_port_taken();
     t_rmtree(dir);
     return done_testing();
