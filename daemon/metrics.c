@@ -529,6 +529,7 @@ static int http_start(struct pl_metrics *m, const char *addr, int port,
     if (!m->mhd)
         return pl_errprintf(errp, "metrics: cannot start the HTTP server on "
                             "%s", m->url);
+    m->lfd = -1; /* N.B. MHD_stop_daemon() closes it */
     return 0;
 }
 

@@ -369,9 +369,9 @@ static void test_all(void)
        om ? ": " : "", om ? why : "");
     ok(txt && valid(txt, false, why, sizeof(why)), "text format valid%s%s",
        txt ? ": " : "", txt ? why : "");
-    ok(om && ends_with(om, "\n# EOF\n") && strstr(om, "\n# TYPE "
-                                                   "pilot_tasks_ended counter\n")
-           && txt && strstr(txt, "\n# TYPE pilot_tasks_ended_total counter\n"),
+    ok(om && ends_with(om, "\n# EOF\n")
+           && strstr(om, "\n# TYPE pilot_tasks_ended counter\n") && txt
+           && strstr(txt, "\n# TYPE pilot_tasks_ended_total counter\n"),
        "counters: family without _total in OpenMetrics, with it in text");
     is(sample(om, "pilot_tasks_submitted_total{pilot=\"p7\"}"), 1,
        "submitted 1");
