@@ -36,10 +36,11 @@
 
 #define OM_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define TEXT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-/* HTTP connections at once, and how long an idle or slow one is kept
- * (s): Prometheus keeps one open per target; a client that holds more
- * is turned away, never waited for. */
+/* HTTP connections at once (from one address), and how long an idle or
+ * slow one is kept (s): Prometheus keeps one open per target; a client
+ * that holds more is turned away, never waited for. */
 #define HTTP_CONNS 32
+#define HTTP_CONNS_IP 8
 #define HTTP_TIMEOUT 10
 
 /* Buckets (s), upper bounds.  A task's queue wait and run time: from
@@ -523,6 +524,7 @@ static int http_start(struct pl_metrics *m, const char *addr, int port,
         MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, serve, m,
         MHD_OPTION_LISTEN_SOCKET, m->lfd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_IP,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT,
         MHD_OPTION_END);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
