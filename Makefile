@@ -10,6 +10,11 @@ PKGS     = libzmq libuv sqlite3 msgpack jansson yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CPPFLAGS += -I. $(PKG_CFLAGS)
+# pilotd's metrics server (daemon/metrics.c): only pilotd and what links
+# its modules (LIBD) need it
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+CPPFLAGS += $(MHD_CFLAGS)
 # -fPIC: the same objects go into the programs and into libpilot.so
 # (lib/lib.mk); Debian builds PIE anyway, so the programs lose nothing.
 # A section a function lets the library's link drop what it never
@@ -107,7 +112,7 @@ $(LIBC): $(call obj,$(filter-out client/main.c,$(CLIENT_SRC)))
 
 $(BUILD)/bin/pilotd: $(BUILD)/daemon/main.o $(LIBD) $(LIBPL)
 	@mkdir -p $(dir $@)
-	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 $(BUILD)/bin/pilot-agent: $(BUILD)/agent/main.o $(LIBA) $(LIBPL)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -121,7 +126,7 @@ $(BUILD)/tests/test_proto_%: $(BUILD)/tests/unit/test_proto_%.o $(LIBPL)
 $(BUILD)/tests/test_daemon_%: $(BUILD)/tests/unit/test_daemon_%.o $(LIBD) \
                               $(LIBPL)
 	@mkdir -p $(dir $@)
-	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(QLD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 $(BUILD)/tests/test_agent_%: $(BUILD)/tests/unit/test_agent_%.o $(LIBA) \
                              $(LIBPL)
 	@mkdir -p $(dir $@)
@@ -154,7 +159,7 @@ $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_CLIENT)): $(BUILD)/fuzz/%: \
 $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_DAEMON)): $(BUILD)/fuzz/%: \
         $(BUILD)/tests/fuzz/%.o $(LIBD) $(LIBPL)
 	@mkdir -p $(dir $@)
-	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(QLD)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS) $(MHD_LIBS)
 
 # the pipeline demo's MPI stage (examples/pipeline/): MPI is opt-in, so
 # 'all' does not build it; 'demo' and 'examples' do

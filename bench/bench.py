@@ -29,6 +29,11 @@ and max over repetitions, and ratios are taken inside one repetition (these
 2-core machines drift).  Results go to bench/results/<timestamp>.json.
 Everything that touches Slurm holds /tmp/pilot-cluster.lock (flock), one
 system at a time.  Standard library only; run by /usr/bin/python3.
+
+The cost of an option of pilot up (the metrics server, say) on these
+figures: PILOT_BENCH_UP_ARGS="--metrics-port 0" adds it to every pilot
+up, and PILOT_BENCH_SCRAPE=1 then GETs each pilot's metrics every second
+as Prometheus would, from a thread, for as long as the pilot is up.
 """
 import argparse
 import contextlib
@@ -36,6 +41,7 @@ import fcntl
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -43,7 +49,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 import pool
 import pyexec
@@ -176,6 +184,7 @@ class Bench:
 
     def up(self, slurm=False, agents=1, extra_env=None):
         argv = ["up", "--wait", "--json"]
+        argv += shlex.split(os.environ.get("PILOT_BENCH_UP_ARGS", ""))
         if slurm:
             argv += ["--nodes", "4", "--time", "20:00"]
         else:
@@ -192,11 +201,43 @@ class Bench:
                 k, _, v = line.strip().partition(" ")
                 p[k] = v
         p["pid"] = int(p["pid"])
+        if os.environ.get("PILOT_BENCH_SCRAPE") == "1":
+            self.scrape(p)
         return p
+
+    def scrape(self, p):
+        """GET the metrics of pilot p every second (Prometheus' Accept)
+        until down(p); the scrapes and failures go in p."""
+        st = json.loads(self.pilot_cmd(["status", "--json"], pid=p["id"]))
+        if not st.get("metrics"):
+            raise RuntimeError("PILOT_BENCH_SCRAPE=1: pilot %s serves no "
+                               "metrics (PILOT_BENCH_UP_ARGS=--metrics-port"
+                               " 0?)" % p["id"])
+        p["scrapes"], p["scrape_errors"] = 0, 0
+        stop = threading.Event()
+        req = urllib.request.Request(st["metrics"], headers={
+            "Accept": "application/openmetrics-text;version=1.0.0,"
+                      "text/plain;version=0.0.4;q=0.5"})
+
+        def run():
+            while not stop.wait(1.0):
+                try:
+                    with urllib.request.urlopen(req, timeout=5) as r:
+                        r.read()
+                    p["scrapes"] += 1
+                except Exception:
+                    p["scrape_errors"] += 1
+        p["scraper"] = (stop, threading.Thread(target=run, daemon=True))
+        p["scraper"][1].start()
 
     def down(self, p):
         if p in self.pilots:
             self.pilots.remove(p)
+        if "scraper" in p:
+            p["scraper"][0].set()
+            p["scraper"][1].join()
+            log("pilot %s: %d scrapes of its metrics, %d failed"
+                % (p["id"], p["scrapes"], p["scrape_errors"]))
         self.pilot_cmd(["down"], pid=p["id"], check=False, timeout=300)
         for a in [a for a in self.procs if a[0] is p]:
             try:

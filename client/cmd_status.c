@@ -14,7 +14,8 @@ static const char help[] =
     "\n"
     "Show the pilot: its id, Slurm job and host, whether it runs, the\n"
     "walltime left, its nodes and agents (up or lost), cores and GPUs\n"
-    "busy, and its tasks by state.  When pilotd cannot write its state\n"
+    "busy, and its tasks by state, and where its metrics are (pilot up\n"
+    "--metrics-port, --metrics-file).  When pilotd cannot write its state\n"
     "directory (full, read-only), a 'store:' line says so.  On a pilot\n"
     "that is down, shows what it last recorded.\n"
     "\n"
@@ -148,6 +149,17 @@ static void print_nodes(const json_t *nodes)
     }
 }
 
+/* "metrics: http://10.0.0.1:9464/metrics, file /var/lib/.../p3.prom" */
+static void print_metrics(const json_t *s)
+{
+    const char *url = pl_out_jstr(s, "metrics");
+    const char *file = pl_out_jstr(s, "metrics_file");
+
+    if (url || file)
+        printf("metrics: %s%s%s\n", url ? url : "", url && file ? ", " : "",
+               file ? file : "");
+}
+
 static void print_status(const struct pl_conn *conn, const json_t *s)
 {
     static const char *extra[] = { "waiting", "assigned", "timeout" };
@@ -163,6 +175,7 @@ static void print_status(const struct pl_conn *conn, const json_t *s)
 
     print_head(conn, s);
     print_store(s);
+    print_metrics(s);
     json_array_foreach(nodes, i, n) {
         const char *st = pl_out_jstr(n, "state");
         if (st && !strcmp(st, "up"))

@@ -68,6 +68,13 @@ static const char help[] =
     "                        docs/vet.yaml; copied into the pilot), or\n"
     "                        'none': no vetting.  Default: the built-in\n"
     "                        checks (GPUs, disk, memory, CPU speed)\n"
+    "  --metrics-port P      pilotd serves metrics for Prometheus at\n"
+    "                        http://ADDR:P/metrics (ADDR: where it\n"
+    "                        listens; 0: any free port); 'pilot status'\n"
+    "                        shows the URL\n"
+    "  --metrics-file F      pilotd writes them to F, a name ending in\n"
+    "                        .prom, for node_exporter's textfile collector\n"
+    "  --metrics-interval S  ... every S (default 15 s)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -109,6 +116,9 @@ enum {
     OPT_PY_PRELUDE,
     OPT_PYTHON,
     OPT_VET,
+    OPT_METRICS_PORT,
+    OPT_METRICS_FILE,
+    OPT_METRICS_INTERVAL,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -212,6 +222,34 @@ static int read_vet(const char *path, char **text, struct pl_error *errp)
     return 0;
 }
 
+/* --metrics-file 'path': node_exporter's textfile collector reads only
+ * names ending in .prom; made absolute, for pilotd runs elsewhere.  -1,
+ * or an exit code. */
+static int metrics_file(struct pl_cli *cli, const char *path,
+                        struct pl_up_opts *o)
+{
+    size_t n = strlen(path);
+    const char *base = strrchr(path, '/');
+    char cwd[PATH_MAX];
+
+    base = base ? base + 1 : path;
+    if (n < 5 || strcmp(path + n - 5, ".prom") || !strcmp(base, ".prom"))
+        return pl_cli_usage(cli, "--metrics-file %s: the name must end in "
+                            "'.prom' (node_exporter's textfile collector "
+                            "reads only those)", path);
+    if (strpbrk(path, "\n"))
+        return pl_cli_usage(cli, "--metrics-file: no newline in its path");
+    free(o->metrics_file);
+    if (path[0] == '/')
+        o->metrics_file = strdup(path);
+    else if (!getcwd(cwd, sizeof(cwd))
+             || asprintf(&o->metrics_file, "%s/%s", cwd, path) < 0)
+        o->metrics_file = NULL;
+    if (!o->metrics_file)
+        return pl_cli_error("--metrics-file: %s", strerror(errno));
+    return -1;
+}
+
 static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                       struct pl_up_opts *o)
 {
@@ -234,6 +272,10 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "py-prelude", required_argument, NULL, OPT_PY_PRELUDE },
         { "python", required_argument, NULL, OPT_PYTHON },
         { "vet", required_argument, NULL, OPT_VET },
+        { "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
+        { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
+        { "metrics-interval", required_argument, NULL,
+          OPT_METRICS_INTERVAL },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -341,6 +383,26 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 && (o->start_timeout < 1 || o->start_timeout > 86400))
                 return pl_cli_usage(cli, "--start-timeout: want 0 (none) "
                                     "or 1 s to 1 day");
+            break;
+        case OPT_METRICS_PORT: {
+            uint64_t port;
+            if (pl_parse_uint("--metrics-port", optarg, 0, 65535, &port,
+                              &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            o->metrics_port = (int)port;
+            break;
+        }
+        case OPT_METRICS_FILE:
+            if ((rc = metrics_file(cli, optarg, o)) >= 0)
+                return rc;
+            break;
+        case OPT_METRICS_INTERVAL:
+            if (pl_parse_secs("--metrics-interval", optarg,
+                              &o->metrics_interval, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            if (o->metrics_interval < 1 || o->metrics_interval > 86400)
+                return pl_cli_usage(cli, "--metrics-interval: want 1 s to "
+                                    "1 day");
             break;
         case OPT_LOCAL:
             o->local = true;
@@ -509,7 +571,7 @@ static int resume_dir(struct pl_pilot *p, const char *id,
 int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
 {
     struct pl_up_opts o = { .nodes = 1, .wait_timeout = DEFAULT_WAIT,
-                            .start_timeout = -1 };
+                            .start_timeout = -1, .metrics_port = -1 };
     struct pl_error err;
     struct pl_pilot p = { .state = PL_PILOT_STARTING };
     char bindir[PATH_MAX], pilotd[PATH_MAX + 16], script[PL_PATH_MAX + 32];
@@ -612,5 +674,6 @@ done:
         remove_dir(p.dir);
     free(o.sbatch_args);
     free(o.vet);
+    free(o.metrics_file);
     return rc;
 }

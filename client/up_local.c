@@ -34,8 +34,8 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
         return -1;
     }
     if (pid == 0) {
-        char lost[32], start[32];
-        const char *argv[14 + 2 * 8];
+        char lost[32], start[32], mport[16], mint[32];
+        const char *argv[20 + 2 * 8];
         int k = 0;
         argv[k++] = "pilotd";
         argv[k++] = "--dir";
@@ -60,6 +60,20 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
         for (int i = 0; i < o->npools; i++) {
             argv[k++] = "--pool";
             argv[k++] = o->pools[i];
+        }
+        if (o->metrics_port >= 0) {
+            snprintf(mport, sizeof(mport), "%d", o->metrics_port);
+            argv[k++] = "--metrics-port";
+            argv[k++] = mport;
+        }
+        if (o->metrics_file) {
+            argv[k++] = "--metrics-file";
+            argv[k++] = o->metrics_file;
+        }
+        if (o->metrics_interval > 0) {
+            snprintf(mint, sizeof(mint), "%g", o->metrics_interval);
+            argv[k++] = "--metrics-interval";
+            argv[k++] = mint;
         }
         argv[k] = NULL;
         setsid(); /* no SIGINT or SIGHUP from this terminal */

@@ -41,6 +41,9 @@ struct pl_up_opts {
     const char *py_python;  /* pilot directory (py-prelude, py-python) */
     char *vet;              /* --vet: the vet.yaml's text, checked; owned
                                (written to the pilot directory) */
+    int metrics_port;       /* pilotd --metrics-port, -1: none */
+    char *metrics_file;     /* pilotd --metrics-file (absolute), or NULL */
+    double metrics_interval; /* pilotd --metrics-interval, 0: default */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',

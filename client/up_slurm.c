@@ -94,8 +94,21 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     for (int i = 0; i < o->npools; i++)
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --pool %s", o->pools[i]);
-    fprintf(fp, "    %s --dir %s --drain-before %d%s &\n", qpilotd, qdir,
-            DRAIN_BEFORE, opts);
+    if (o->metrics_port >= 0)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --metrics-port %d", o->metrics_port);
+    if (o->metrics_interval > 0)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --metrics-interval %g", o->metrics_interval);
+    char *qmfile = o->metrics_file ? pl_out_shquote(o->metrics_file) : NULL;
+    if (o->metrics_file && !qmfile) {
+        errno = ENOMEM;
+        goto error;
+    }
+    fprintf(fp, "    %s --dir %s --drain-before %d%s%s%s &\n", qpilotd, qdir,
+            DRAIN_BEFORE, opts, qmfile ? " --metrics-file " : "",
+            qmfile ? qmfile : "");
+    free(qmfile);
     fprintf(fp, "    pid=$!\n");
     fprintf(fp, "    while :; do\n");
     fprintf(fp, "        rc=0; wait \"$pid\" || rc=$?\n");

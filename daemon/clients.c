@@ -16,6 +16,7 @@
 #include "daemon/auth.h"
 #include "daemon/daemon_private.h"
 #include "daemon/explain.h"
+#include "daemon/metrics.h"
 #include "daemon/pool.h"
 #include "proto/clientmsg.h"
 #include "proto/log.h"
@@ -414,6 +415,10 @@ static void h_status(struct pl_daemon *d, const struct pl_req *r,
                             ? json_real(d->longest_batch_at)
                             : json_null());
     status_nodes(d, s);
+    const char *murl = pl_metrics_url(d), *mpath = pl_metrics_path(d);
+    json_object_set_new(s, "metrics", murl ? json_string(murl) : json_null());
+    json_object_set_new(s, "metrics_file",
+                        mpath ? json_string(mpath) : json_null());
     json_t *pools = json_array();
     for (size_t i = 0; pools && i < d->npools; i++) {
         const struct pl_pool *p = d->pools[i];

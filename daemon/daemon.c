@@ -23,6 +23,7 @@
 #include "daemon/auth.h"
 #include "daemon/child.h"
 #include "daemon/daemon_private.h"
+#include "daemon/metrics.h"
 #include "daemon/slurmjob.h"
 #include "proto/log.h"
 #include "proto/strv.h"
@@ -135,17 +136,22 @@ void pl_daemon_flush(struct pl_daemon *d)
     if (d->want_sched && !d->stopping && !pl_db_failed(d->db, NULL))
         pl_dispatch_schedule(d);
     bool wrote = pl_db_in_txn(d->db);
-    if (wrote)
+    if (wrote) {
+        uint64_t t0 = uv_hrtime();
         pl_db_commit(d->db, NULL); /* a failure is kept in d->db */
+        pl_metrics_commit(d, uv_hrtime() - t0, false);
+    }
     bool stored = !pl_db_failed(d->db, NULL);
     /* an acknowledged submission or cancel survives a crash of the node,
      * not only of pilotd: the WAL is synced before the ack leaves (one
      * fsync per commit that holds one, not per task; docs/state.md) */
     if (stored && wrote && !d->cfg.ack_nosync && pl_outq_acks(d)) {
         struct pl_error err;
+        uint64_t t0 = uv_hrtime();
         if (pl_db_sync(d->db, &err) < 0)
             pl_log(LOG_ERR, "%s: the commit acknowledged now may not "
                    "survive a crash of this node", err.text);
+        pl_metrics_commit(d, uv_hrtime() - t0, true);
     }
     if (stored) {
         d->end_seq_stored = d->end_seq; /* every end so far is stored */
@@ -195,6 +201,7 @@ static void close_handles(struct pl_daemon *d)
     uv_close((uv_handle_t *)&d->restart_timer, close_cb);
     uv_close((uv_handle_t *)&d->cancel_idle, close_cb);
     uv_close((uv_handle_t *)&d->watch_idle, close_cb);
+    pl_metrics_stop(d);
 }
 
 /* A task whose agent did not report in time ends, or with the drain
@@ -407,7 +414,7 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
     }
     if (pl_recover_load(d, errp) < 0 || pl_vet_boot(d, errp) < 0
         || pl_poolctl_boot(d, errp) < 0
-        || sockets_open(d, errp) < 0)
+        || sockets_open(d, errp) < 0 || pl_metrics_start(d, errp) < 0)
         goto error;
     uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
     uv_signal_start(&d->sigint, signal_cb, SIGINT);
@@ -464,6 +471,7 @@ void pl_daemon_free(struct pl_daemon *d)
     pl_orders_free_all(d);
     pl_cancel_free_all(d);
     pl_watch_free_all(d); /* before the tasks it points to */
+    pl_metrics_free(d);
     pl_sched_free(d->sched);
     pl_db_close(d->db);
     free(d->py_prelude);

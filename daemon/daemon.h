@@ -34,6 +34,10 @@ struct pl_daemon_config {
     bool ack_nosync;         /* acknowledge after the commit without the
                                 fsync of the WAL (PILOT_ACK_SYNC=0: for
                                 make bench's comparison) */
+    bool metrics_http;       /* serve the metrics (daemon/metrics.c) ... */
+    int metrics_port;        /* ... on this port of bind_addr (0: any) */
+    const char *metrics_file; /* write them here (*.prom), or NULL ... */
+    double metrics_interval; /* ... every this many s (0: the default) */
 };
 
 struct pl_daemon;

@@ -221,6 +221,8 @@ struct pl_daemon {
     uint64_t vet_token;
     struct pl_vetwait **vetwaits;
     size_t nvetwaits, capvetwaits;
+    /* metrics.c: NULL unless served or written */
+    struct pl_metrics *metrics;
 };
 
 /* ------------------------------------------------------------ daemon.c */
@@ -308,7 +310,7 @@ struct pl_deps {
 };
 
 /* 't' (new, state set) joins the counters. */
-void pl_dtask_counted(struct pl_daemon *d, const struct pl_dtask *t);
+void pl_dtask_counted(struct pl_daemon *d, struct pl_dtask *t);
 /* Its scheduling shape from its spec. */
 void pl_dtask_shape(struct pl_dtask *t, const struct pl_spec *s);
 /* Record a state change of 't' in the database and the counters. */

@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "daemon/daemon.h"
+#include "daemon/metrics.h"
 #include "daemon/slurmjob.h"
 #include "proto/clientmsg.h"
 #include "proto/keys.h"
@@ -54,6 +55,13 @@ static void usage(FILE *fp)
         "                     default: the host name's address, or, if that\n"
         "                     is a loopback one, the first interface up;\n"
         "                     --local: 127.0.0.1\n"
+        "  --metrics-port P   serve metrics for Prometheus (OpenMetrics)\n"
+        "                     at http://ADDR:P/metrics, ADDR the --bind\n"
+        "                     address (0: any free port; 'pilot status'\n"
+        "                     shows it); off by default\n"
+        "  --metrics-file F   write them to F (its name ends in .prom:\n"
+        "                     node_exporter's textfile collector) ...\n"
+        "  --metrics-interval S  ... every S seconds (15)\n"
         "  -h, --help\n"
         "  --version          print the version and the protocol\n"
         "\n"
@@ -87,6 +95,9 @@ int main(int argc, char **argv)
         { "foreground-log", no_argument, NULL, 'f' },
         { "bind", required_argument, NULL, 'B' },
         { "pool", required_argument, NULL, 'P' },
+        { "metrics-port", required_argument, NULL, 'M' },
+        { "metrics-file", required_argument, NULL, 'F' },
+        { "metrics-interval", required_argument, NULL, 'I' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -137,6 +148,27 @@ int main(int argc, char **argv)
             cfg.pools[cfg.npools++] = optarg;
             break;
         }
+        case 'M': {
+            char *end;
+            long port = strtol(optarg, &end, 10);
+            if (end == optarg || *end || port < 0 || port > 65535)
+                pl_fatal(2, "--metrics-port: want 0 to 65535, not '%s'",
+                         optarg);
+            cfg.metrics_http = true;
+            cfg.metrics_port = (int)port;
+            break;
+        }
+        case 'F':
+            if (pl_metrics_file_check(optarg, &err) < 0)
+                pl_fatal(2, "%s", err.text);
+            if (optarg[0] != '/')
+                pl_fatal(2, "--metrics-file: want an absolute path, not "
+                            "'%s'", optarg);
+            cfg.metrics_file = optarg;
+            break;
+        case 'I':
+            cfg.metrics_interval = parse_secs(optarg, "--metrics-interval");
+            break;
         case 'h': usage(stdout); return 0;
         case 'V':
             printf("pilotd %s (protocol %d)\n", PL_VERSION, PL_PROTO_VERSION);

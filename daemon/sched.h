@@ -112,6 +112,9 @@ struct pl_dtask {
     struct pl_watch **watches;
     uint32_t nwatches;
     size_t capwatches;
+    /* daemon/metrics.c: when it was last queued and started (pl_now()),
+     * for the histograms; 0: not seen by this pilotd */
+    double queued_at, started_at;
 };
 
 struct pl_sched;

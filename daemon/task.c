@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/metrics.h"
 #include "daemon/pool.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -38,10 +39,11 @@ static void count_move(struct pl_daemon *d, int from, int to)
         d->count[to]++;
 }
 
-void pl_dtask_counted(struct pl_daemon *d, const struct pl_dtask *t)
+void pl_dtask_counted(struct pl_daemon *d, struct pl_dtask *t)
 {
     count_move(d, 0, t->state);
     d->total++;
+    pl_metrics_task(d, t, 0, t->state, pl_now());
 }
 
 void pl_dtask_shape(struct pl_dtask *t, const struct pl_spec *s)
@@ -103,6 +105,7 @@ void pl_dtask_change(struct pl_daemon *d, struct pl_dtask *t, int state,
     }
     if (t->fn != PL_FN_POOL) /* a pool's job is counted nowhere */
         count_move(d, t->state, state);
+    pl_metrics_task(d, t, t->state, state, c.time);
     t->state = state;
     /* N.B. a failed write is in the journal (or the task's submission
      * was undone): the store retries, nothing to undo here */

@@ -31,8 +31,9 @@ done
 # One group per line of output. Package names are Debian 12 (bookworm) ones.
 groups=(build cluster mpi tests demo bench)
 declare -A pkgs=(
+    # libmicrohttpd: pilotd's metrics server (--metrics-port)
     [build]="gcc make pkg-config libzmq3-dev libuv1-dev libmsgpack-dev libjansson-dev
-             libsqlite3-dev sqlite3 libslurm-dev libyaml-dev"
+             libsqlite3-dev sqlite3 libslurm-dev libyaml-dev libmicrohttpd-dev"
     [cluster]="slurm-wlm slurmctld slurmd slurm-client munge iproute2 util-linux procps"
     # the pool: its workers embed Python (python3-dev) for --py functions,
     # with mpi4py's communicators
@@ -47,9 +48,11 @@ declare -A pkgs=(
     # and its tests are pytest's (tests/py/, t1160); the warm Python
     # workers unpickle calls with cloudpickle too (t1120); snakemake
     # (7.21): t1110 runs a workflow through contrib/snakemake, our profile;
-    # tmux: t1220 drives 'pilot top' on a terminal (send-keys, capture-pane)
+    # tmux: t1220 drives 'pilot top' on a terminal (send-keys, capture-pane);
+    # prometheus: t1230 scrapes a pilot's metrics with it and queries them
     [tests]="python3 clang libclang-rt-14-dev strace libfaketime
-             python3-cffi python3-cloudpickle python3-pytest snakemake tmux"
+             python3-cffi python3-cloudpickle python3-pytest snakemake tmux
+             prometheus"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
