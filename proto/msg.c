@@ -26,6 +26,7 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_WATCH: return "watch";
     case PL_MSG_UNWATCH: return "unwatch";
     case PL_MSG_RESULTS: return "results";
+    case PL_MSG_TIMELINE: return "timeline";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";

@@ -14,7 +14,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 10
+#define PL_PROTO_VERSION 11
 /* pilot's release, printed by the three programs' --version */
 #define PL_VERSION "0.1.0"
 
@@ -49,6 +49,7 @@ enum pl_msg_type {
     PL_MSG_WATCH = 112,      /* subscribe to task ends (proto/watchmsg.h) */
     PL_MSG_UNWATCH = 113,
     PL_MSG_RESULTS = 114,    /* Python calls' results, many at once */
+    PL_MSG_TIMELINE = 116,   /* a report's tasks and ranks (tlmsg.h) */
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,
