@@ -113,6 +113,7 @@ int pl_cmd_down(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_keys(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_report(struct pl_cli *cli, int argc, char **argv);
 /* Wait until pool 'name' of the pilot of 'conn' is ready (every worker
  * said HELLO), at most 'secs', with a progress line on a terminal;
  * *poolp: the pool as 'pool ls' gives it (json_decref()).  0, or the

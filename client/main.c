@@ -32,6 +32,8 @@ static const struct cmd cmds[] = {
     { "keys", pl_cmd_keys, "who may use the pilot: list, add, revoke keys" },
     { "pool", pl_cmd_pool,
       "MPI worker pools for function tasks: start, ls, stop" },
+    { "report", pl_cmd_report,
+      "a page of what ran: timeline, histograms, failures" },
     { NULL, NULL, NULL },
 };
 
