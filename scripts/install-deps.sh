@@ -46,9 +46,11 @@ declare -A pkgs=(
     # through cffi's ABI mode (python3-cffi), pickles with cloudpickle,
     # and its tests are pytest's (tests/py/, t1160); the warm Python
     # workers unpickle calls with cloudpickle too (t1120); snakemake
-    # (7.21): t1110 runs a workflow through contrib/snakemake, our profile
+    # (7.21): t1110 runs a workflow through contrib/snakemake, our profile;
+    # chromium: t1210 renders pilot report's page headless
     [tests]="python3 clang libclang-rt-14-dev strace libfaketime
-             python3-cffi python3-cloudpickle python3-pytest snakemake"
+             python3-cffi python3-cloudpickle python3-pytest snakemake
+             chromium"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need
