@@ -111,6 +111,8 @@ static int read_all(struct pl_conn *conn, struct pl_tl_req *q,
 {
     for (;;) {
         json_t *page = pl_conn_timeline(conn, q, errp), *tasks, *last;
+        json_int_t next;
+        bool more;
         int rc;
         if (!page)
             return -1;
@@ -119,19 +121,19 @@ static int read_all(struct pl_conn *conn, struct pl_tl_req *q,
         last = json_object_get(json_array_get(tasks,
                                               json_array_size(tasks) - 1),
                                "id");
-        bool more = json_is_true(json_object_get(page, "more"));
+        next = json_is_integer(last) ? json_integer_value(last) : 0;
+        more = json_is_true(json_object_get(page, "more"));
         json_decref(page);
         if (rc < 0)
             return -1;
         if (!more)
             return 0;
-        if (!json_is_integer(last) || (uint64_t)json_integer_value(last)
-                                          <= q->after) {
+        if (next <= 0 || (uint64_t)next == q->after) {
             errno = EPROTO;
             return pl_errprintf(errp, "timeline: a page that does not go "
                                 "on after the one before");
         }
-        q->after = (uint64_t)json_integer_value(last);
+        q->after = (uint64_t)next;
     }
 }
 
