@@ -82,7 +82,7 @@
     // --- the timeline ----------------------------------------------------
     var tip = el("div", { id: "tip", "class": "tip" });
     document.body.appendChild(tip);
-    var W = 1100, LW = 110;
+    var W = 1100, LW = 110, RM = 40;
     var nrows = D.rows.length;
     var RH = nrows ? Math.max(3, Math.min(16, Math.floor(640 / nrows))) : 16;
     var TSPAN = D.t1 > 0 ? D.t1 : 1;
@@ -93,8 +93,8 @@
         : "Timeline: busy fraction of each core and GPU over time " +
           "(aggregated: " + S.tasks + " tasks)");
     var H = nrows * RH + 24;
-    var svg = sv("svg", { width: LW + W + 10, height: H,
-                          "class": "tl", viewBox: "0 0 " + (LW + W + 10) +
+    var svg = sv("svg", { width: LW + W + RM, height: H,
+                          "class": "tl", viewBox: "0 0 " + (LW + W + RM) +
                           " " + H });
     tl.appendChild(svg);
     var labels = sv("g", { "class": "labels" });
@@ -307,7 +307,7 @@
         ["id", "name", "state", "wall", "queue wait", "ranks"],
         S.slowest.map(function (t) {
             return [t.id, t.name === null ? "" : t.name, t.state, dur(t.wall),
-                    dur(t.node_wait), t.ranks];
+                    dur(t.queue_wait), t.ranks];
         })));
     var fs = section("failures", "Failures by reason");
     if (S.failures.length)

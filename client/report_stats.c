@@ -284,7 +284,7 @@ static json_t *slowest(const struct pl_report *r)
                               json_pack("{s:I, s:s?, s:s, s:f, s:o, s:I}",
                                         "id", (json_int_t)v[i]->id, "name",
                                         v[i]->name, "state", v[i]->state,
-                                        "wall", wall(v[i]), "node_wait",
+                                        "wall", wall(v[i]), "queue_wait",
                                         real_or_null(v[i]->start
                                                      - v[i]->submit),
                                         "ranks", (json_int_t)v[i]->ranks));
