@@ -132,7 +132,11 @@
         tip.textContent = "";
         lines.forEach(function (l) { tip.appendChild(el("div", {}, l)); });
         tip.style.display = "block";
-        tip.style.left = (ev.pageX + 12) + "px";
+        // on the cursor's left where the right edge would cut it
+        var left = ev.pageX + 12;
+        if (left + tip.offsetWidth > window.scrollX + window.innerWidth)
+            left = Math.max(window.scrollX, ev.pageX - 12 - tip.offsetWidth);
+        tip.style.left = left + "px";
         tip.style.top = (ev.pageY + 12) + "px";
     }
     function hideTip() { tip.style.display = "none"; }
@@ -154,10 +158,7 @@
             });
             bars.appendChild(g);
         });
-        svg.addEventListener("mousemove", function (ev) {
-            var g = ev.target.closest ? ev.target.closest("g.bar") : null;
-            if (!g)
-                return hideTip();
+        var barTip = function (ev, g) {
             var b = D.bars[+g.getAttribute("data-bar")], t = D.tasks[b[0]];
             var tags = Object.keys(t[17]).map(function (k) {
                 return k + "=" + t[17][k];
@@ -175,8 +176,25 @@
                     (t[14] !== null ? ", CPU " + dur(t[14] + t[15]) : ""),
                 tags ? "tags " + tags : ""
             ].filter(function (l) { return l; }));
+        };
+        svg.addEventListener("mousemove", function (ev) {
+            var g = ev.target.closest ? ev.target.closest("g.bar") : null;
+            if (!g)
+                return hideTip();
+            barTip(ev, g);
         });
         svg.addEventListener("mouseleave", hideTip);
+        // report.html#task=ID: that task's first bar picked, its tip shown
+        // (a link to one task; t1210 reads the tip from the DOM)
+        var m = /^#task=([0-9]+)$/.exec(location.hash);
+        var picked = m ? svg.querySelector("g.bar[data-task=\"" + m[1] +
+                                           "\"]") : null;
+        if (picked) {
+            var rc = picked.getBoundingClientRect();
+            picked.setAttribute("class", "bar picked");
+            barTip({ pageX: rc.right + window.scrollX,
+                     pageY: rc.top + window.scrollY }, picked);
+        }
         // legend: the groups, in order of first use
         var leg = el("div", { "class": "legend" });
         D.groups.slice(0, 40).forEach(function (gname, i) {

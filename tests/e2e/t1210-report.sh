@@ -17,7 +17,7 @@
 # of its nodes, a bar per rank of its GPU and 2-node tasks.
 . "$(dirname "$0")/lib.sh"
 
-plan 35
+plan 36
 
 CHROMIUM=$(command -v chromium) \
     || abort "chromium is not installed (scripts/install-deps.sh tests)"
@@ -46,7 +46,7 @@ pilot submit --name train --tag stage=train --gpus-per-rank 1 \
     -- sleep 0.4 >/dev/null
 BAD=$(pilot submit --name bad -- sh -c 'exit 3')
 pilot submit --name mr --ranks 3 -- sleep 0.4 >/dev/null
-pilot submit --name "$HOSTILE" -- sleep 0.1 >/dev/null
+HID=$(pilot submit --name "$HOSTILE" -- sleep 0.1)
 capture pilot wait --all --timeout 120
 is "$RC" 1 "the 11 tasks end (one failed: wait exits 1)"
 pilot ls --json >"$WORK/ls.json"
@@ -174,6 +174,36 @@ is "$(dom '[len(j["hist"]["wait-hist"]), sum(j["hist"]["wait-hist"]), len(j["his
 is "$(dom '[r[:2] for r in j["tables"]["failures"][1:]]')" \
     '[["exit code 3", "1"]]' "the failure is listed under its reason"
 is "$(dom 'len(j["tables"]["slowest"]) - 1')" 11 "the slowest-tasks table lists them"
+
+# the page's #task=ID shows that task's tip, as hovering its bar does
+run_timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
+    --window-size=1400,1800 --dump-dom "file://$HTML#task=$HID" \
+    >"$WORK/tip.dom" 2>/dev/null
+"$PY" - "$WORK/tip.dom" >"$WORK/tip.json" <<'EOP'
+import json, sys
+from html.parser import HTMLParser
+class T(HTMLParser):
+    depth, lines, bold = 0, [], 0
+    def handle_starttag(self, tag, a):
+        if tag == "b":
+            T.bold += 1
+        if self.depth or dict(a).get("id") == "tip":
+            self.depth += 1
+            if self.depth == 2:
+                self.lines.append("")
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+    def handle_data(self, d):
+        if self.depth == 2:
+            self.lines[-1] += d
+t = T()
+t.feed(open(sys.argv[1]).read())
+print(json.dumps([t.lines[:2], t.bold]))
+EOP
+is "$(<"$WORK/tip.json")" \
+    "[[\"task $HID </script><b>x (rank 0, attempt 1)\", \"state done\"], 0]" \
+    "#task=$HID: the hostile task's tip, its name as text"
 
 # the screenshot: a PNG of many colours, not one blank field
 cat >"$WORK/png.py" <<'EOP'
