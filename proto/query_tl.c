@@ -98,6 +98,21 @@ static int place_row(sqlite3_stmt *st, struct place **v, size_t *n,
     return 0;
 }
 
+/* A rank whose node was lost has no end event: the task's going back
+ * to the queue, or any event of a later attempt, ends what still ran
+ * of its earlier ones. */
+static void close_older(sqlite3_stmt *ev, struct place *v, size_t n)
+{
+    const char *state = (const char *)sqlite3_column_text(ev, 3);
+    int64_t att = sqlite3_column_int64(ev, 0);
+    bool queued = state && !strcmp(state, "queued");
+
+    for (size_t i = 0; i < n; i++)
+        if (v[i].start >= 0 && v[i].end < 0
+            && (queued || v[i].attempt < att))
+            v[i].end = sqlite3_column_double(ev, 2);
+}
+
 /* [[attempt, rank, node, [cores], [gpus], start, end or null]...] of
  * task 'id': its ranks that ran (a rank never started is left out).
  * A multi-rank task's rows are its ranks' (events.rank set); a
@@ -121,6 +136,7 @@ static json_t *places(sqlite3_stmt *ev, int64_t id, size_t *nrows)
             n = 0;
             ranked = true;
         }
+        close_older(ev, v, n);
         if (r == ranked && place_row(ev, &v, &n, &cap) < 0)
             goto error;
     }

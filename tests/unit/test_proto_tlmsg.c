@@ -167,11 +167,16 @@ static void test_query(void)
         " (2, 11.5, 'running', 1, 'a', '1', NULL, 1),"
         " (2, 15, 'failed', 1, 'a', '1', NULL, 1),"
         " (3, 1, 'running', 1, 'a', '1', NULL, NULL),"
-        " (3, 5, 'done', 1, 'a', NULL, NULL, NULL);",
+        " (3, 5, 'done', 1, 'a', NULL, NULL, NULL),"
+        " (4, 21, 'running', 1, 'a', '1', NULL, NULL),"
+        " (4, 30, 'queued', 1, NULL, NULL, NULL, NULL),"
+        " (4, 31, 'running', 2, 'a', '0', NULL, NULL),"
+        " (4, 40, 'done', 2, 'a', NULL, NULL, NULL);"
+        T("4", "'r'", "NULL", "'done'", "40"),
         NULL, NULL, NULL) == SQLITE_OK, "three tasks and their events");
 
     page = pl_query_timeline(db, &q, NULL, 0, &e);
-    ok(page && json_array_size(json_object_get(page, "tasks")) == 3
+    ok(page && json_array_size(json_object_get(page, "tasks")) == 4
            && json_is_false(json_object_get(page, "more"))
            && json_array_size(json_object_get(page, "nodes")) == 1,
        "all tasks in one page, the nodes with it (%s)", e.text);
@@ -200,6 +205,16 @@ static void test_query(void)
                   == 15,
        "task 2: its rank rows (not its own), rank 0 still running (end "
        "null), rank 1 ended at 15");
+    t = json_array_get(json_object_get(page, "tasks"), 3);
+    pl = json_object_get(t, "place");
+    ok(json_array_size(pl) == 2
+           && json_real_value(json_array_get(json_array_get(pl, 0), 6)) == 30
+           && json_integer_value(json_array_get(json_array_get(pl, 1), 0))
+                  == 2
+           && json_real_value(json_array_get(json_array_get(pl, 1), 6))
+                  == 40,
+       "task 4, requeued (its node lost): attempt 1 ends when it went "
+       "back to the queue (30), attempt 2 ran 31 to 40");
     json_decref(page);
 
     q.limit = 1;
@@ -212,9 +227,9 @@ static void test_query(void)
     page = pl_query_timeline(db, &q, NULL, 0, &e);
     ok(page && json_integer_value(json_object_get(json_array_get(
                    json_object_get(page, "tasks"), 0), "id")) == 3
-           && json_is_false(json_object_get(page, "more"))
+           && json_is_true(json_object_get(page, "more"))
            && !json_object_get(page, "nodes"),
-       "after 2: task 3, the last, and no nodes on a later page");
+       "after 2: task 3, more, and no nodes on a later page");
     json_decref(page);
 
     char p[] = "p", kv[] = "k=v";
@@ -249,7 +264,7 @@ static void test_query(void)
 
 int main(void)
 {
-    plan(22);
+    plan(23);
     test_roundtrip();
     test_refused();
     test_query();
