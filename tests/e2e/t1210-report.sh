@@ -17,7 +17,7 @@
 # of its nodes, a bar per rank of its GPU and 2-node tasks.
 . "$(dirname "$0")/lib.sh"
 
-plan 36
+plan 38
 
 CHROMIUM=$(command -v chromium) \
     || abort "chromium is not installed (scripts/install-deps.sh tests)"
@@ -258,6 +258,12 @@ is "$(echo "$OUT" | json '[j["tasks"], j["ranks_run"], j["states"], j["cores"], 
     '[11, 13, {"done": 10, "failed": 1}, 4, 2]' "--json: the summary's counts"
 is "$(pilot report --json --name prep | json 'j["tasks"]'),$(pilot report --json --tag stage=train | json 'j["tasks"]'),$(pilot report --json "$ARR" "$BAD" | json 'j["tasks"]')" \
     "6,2,7" "--name, --tag and ids select the tasks"
+is "$(pilot report --json --since 1h | json 'j["tasks"]'),$(pilot report --json --since "$(date +%s)" | json 'j["tasks"]')" \
+    "11,0" "--since 1h: all 11; --since now (epoch seconds): none, all ended before"
+capture pilot report --color-tag stage --html "$WORK/color.html"
+like "$(grep -o '"groups":\[[^]]*\]' "$WORK/color.html")" \
+    '^"groups":\["prep","train","\(no tag\)"\]$' \
+    "--color-tag stage: the bars' groups are the tag's values"
 capture pilot report --detail-max 5 --html "$WORK/agg.html"
 is "$RC" 0 "--detail-max 5: the aggregated page"
 ok "... rendered" render "$WORK/agg.html" "$WORK/agg"
