@@ -142,8 +142,8 @@
     function hideTip() { tip.style.display = "none"; }
 
     if (D.detail) {
+        // filled before it joins the page: one insertion, not 100,000
         var bars = sv("g", { "class": "bars" });
-        svg.appendChild(bars);
         D.bars.forEach(function (b, i) {
             var t = D.tasks[b[0]];
             var end = b[4] === null ? TSPAN : b[4];
@@ -158,6 +158,7 @@
             });
             bars.appendChild(g);
         });
+        svg.appendChild(bars);
         var barTip = function (ev, g) {
             var b = D.bars[+g.getAttribute("data-bar")], t = D.tasks[b[0]];
             var tags = Object.keys(t[17]).map(function (k) {
