@@ -107,8 +107,14 @@ $(LIBD): $(call obj,$(filter-out daemon/main.c,$(DAEMON_SRC)))
 	$(QAR)rm -f $@ && ar rcs $@ $^
 $(LIBA): $(call obj,$(filter-out agent/main.c,$(AGENT_SRC)))
 	$(QAR)rm -f $@ && ar rcs $@ $^
-$(LIBC): $(call obj,$(filter-out client/main.c,$(CLIENT_SRC)))
+$(LIBC): $(call obj,$(filter-out client/main.c,$(CLIENT_SRC))) \
+         $(BUILD)/client/report_assets.o
 	$(QAR)rm -f $@ && ar rcs $@ $^
+# pilot report's script and style, kept as sources, in the binary
+$(BUILD)/client/report_assets.o: client/report_assets.S client/report.js \
+                                 client/report.css $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) -c -o $@ $<
 
 $(BUILD)/bin/pilotd: $(BUILD)/daemon/main.o $(LIBD) $(LIBPL)
 	@mkdir -p $(dir $@)

@@ -118,6 +118,7 @@ int pl_cmd_explain(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_vet(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_cordon(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_uncordon(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_report(struct pl_cli *cli, int argc, char **argv);
 /* Wait until pool 'name' of the pilot of 'conn' is ready (every worker
  * said HELLO), at most 'secs', with a progress line on a terminal;
  * *poolp: the pool as 'pool ls' gives it (json_decref()).  0, or the

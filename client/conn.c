@@ -476,6 +476,30 @@ error:
     return NULL;
 }
 
+json_t *pl_conn_timeline(struct pl_conn *c, const struct pl_tl_req *q,
+                         struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (c->db) {
+        uint64_t *ids;
+        size_t n;
+        json_t *out;
+        if (db_resolve(c, &q->sel, true, &ids, &n, errp) < 0)
+            return NULL;
+        out = pl_sel_req_given(&q->sel) && n == 0
+                  ? json_pack("{s:[], s:b}", "tasks", "more", 0)
+                  : pl_query_timeline(c->db, q, ids, n, errp);
+        free(ids);
+        return out;
+    }
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_tl_req_encode(&w, seq, q);
+    return call(c, &w, JSON_OBJECT, "timeline", errp);
+}
+
 json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
                      struct pl_error *errp)
 {

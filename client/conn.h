@@ -21,6 +21,7 @@
 #include "proto/error.h"
 #include "proto/rpc.h"
 #include "proto/spec.h"
+#include "proto/tlmsg.h"
 
 /* What a command needs of the pilot. */
 enum pl_conn_need {
@@ -97,6 +98,11 @@ json_t *pl_conn_explain(struct pl_conn *c, const struct pl_sel_req *one,
  * PL_RESULTS_MAX_IDS), an array as pl_query_results() makes it. */
 json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
                         uint32_t n, struct pl_error *errp);
+
+/* timeline: one page of the report's tasks 'q' asks for (TIMELINE,
+ * proto/tlmsg.h), {"tasks", "more", "nodes" on the first page}. */
+json_t *pl_conn_timeline(struct pl_conn *c, const struct pl_tl_req *q,
+                         struct pl_error *errp);
 
 /* The requests that change the pilot, to pilotd only.  Each returns
  * pilotd's reply data as a new JSON value (shutdown: 0), or NULL (-1)

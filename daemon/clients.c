@@ -22,6 +22,7 @@
 #include "proto/log.h"
 #include "proto/query.h"
 #include "proto/strv.h"
+#include "proto/tlmsg.h"
 #include "proto/zwatch.h"
 
 
@@ -101,6 +102,37 @@ static void h_show(struct pl_daemon *d, const struct pl_req *r,
 bad:
     pl_out_err(d, r, errno, err.text);
     free(res_ids);
+}
+
+/* TIMELINE: a page of a report's tasks with their ranks' placement
+ * (proto/tlmsg.h), PL_TL_PAGE at most in one turn of the loop. */
+static void h_timeline(struct pl_daemon *d, const struct pl_req *r,
+                       const struct pl_msg *m)
+{
+    struct pl_error err;
+    struct pl_tl_req q;
+    uint64_t *ids = NULL;
+    size_t nids = 0;
+    json_t *res;
+
+    if (pl_tl_req_decode(m->body, &q, &err) < 0) {
+        pl_out_err(d, r, errno, err.text);
+        return;
+    }
+    if (sel_ids(d, &q.sel, true, &ids, &nids, &err) < 0)
+        goto bad;
+    if (pl_sel_req_given(&q.sel) && nids == 0)
+        res = json_pack("{s:[], s:b}", "tasks", "more", 0);
+    else if (!(res = pl_query_timeline(pl_db_handle(d->db), &q, ids, nids,
+                                       &err)))
+        goto bad;
+    pl_out_json(d, r, res);
+    goto done;
+bad:
+    pl_out_err(d, r, errno, err.text);
+done:
+    pl_tl_req_clear(&q);
+    free(ids);
 }
 
 /* RESULTS: many calls' results in one reply (proto/clientmsg.h). */
@@ -488,6 +520,7 @@ static const struct {
     { PL_MSG_EXPLAIN, h_explain, R_READ, "explain tasks" },
     { PL_MSG_VET_REQ, pl_vet_req, R_WRITE, "vet nodes" },
     { PL_MSG_CORDON, pl_cordon_req, R_ADMIN, "cordon nodes" },
+    { PL_MSG_TIMELINE, h_timeline, R_READ, "read the timeline" },
     { 0, NULL, 0, NULL },
 };
 

@@ -29,6 +29,7 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_EXPLAIN: return "explain";
     case PL_MSG_VET_REQ: return "vet";
     case PL_MSG_CORDON: return "cordon";
+    case PL_MSG_TIMELINE: return "timeline";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";

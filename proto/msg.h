@@ -52,6 +52,7 @@ enum pl_msg_type {
     PL_MSG_EXPLAIN = 115,    /* why a task does not run (yet) */
     PL_MSG_VET_REQ = 117,    /* vet nodes again (proto/vetmsg.h) */
     PL_MSG_CORDON = 118,     /* cordon or uncordon a node */
+    PL_MSG_TIMELINE = 116,   /* a report's tasks and ranks (tlmsg.h) */
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,

@@ -78,6 +78,17 @@ json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp);
  * status and the CLI's of a pilot that is down both make it here. */
 json_t *pl_query_vet_status(const char *state, double time,
                             const char *cordon, const char *vet);
+/* TIMELINE (proto/tlmsg.h): one page of the tasks of 'q' (its
+ * selection resolved into 'ids', nids of them, in their order; none:
+ * all tasks but pools' own jobs, by id) after q->after, at most q->limit
+ * (PL_TL_PAGE) of them and about PL_TL_PAGE_RANKS rank rows, as
+ * {"tasks": [...], "more": bool, "nodes": pl_query_nodes() (on the first
+ * page only)}; docs/protocol.md has a task's fields.  query_tl.c.  NULL
+ * with errp set. */
+struct pl_tl_req;
+json_t *pl_query_timeline(sqlite3 *db, const struct pl_tl_req *q,
+                          const uint64_t *ids, size_t nids,
+                          struct pl_error *errp);
 
 /* "1,2,3" -> [1,2,3] (new reference); NULL or "" -> []. */
 json_t *pl_query_intlist(const char *s);

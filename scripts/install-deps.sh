@@ -49,10 +49,11 @@ declare -A pkgs=(
     # workers unpickle calls with cloudpickle too (t1120); snakemake
     # (7.21): t1110 runs a workflow through contrib/snakemake, our profile;
     # tmux: t1220 drives 'pilot top' on a terminal (send-keys, capture-pane);
-    # prometheus: t1230 scrapes a pilot's metrics with it and queries them
+    # prometheus: t1230 scrapes a pilot's metrics with it and queries them;
+    # chromium: t1210 renders pilot report's page headless
     [tests]="python3 clang libclang-rt-14-dev strace libfaketime
              python3-cffi python3-cloudpickle python3-pytest snakemake tmux
-             prometheus"
+             prometheus chromium"
     # the pipeline demo (make demo, and its small version in make check):
     # statsmodels holds the data set (datasets/co2/co2.csv, read from disk,
     # no download), matplotlib draws the plot; the trainings need

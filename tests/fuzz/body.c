@@ -25,6 +25,7 @@
 #include "proto/state.h"
 #include "proto/strv.h"
 #include "proto/vetmsg.h"
+#include "proto/tlmsg.h"
 #include "proto/watchmsg.h"
 #include "tests/fuzz/body.h"
 #include "tests/fuzz/check.h"
@@ -130,6 +131,19 @@ static void queries(const msgpack_object *body)
     }
     else
         CHECK(!rr.ids);
+    struct pl_tl_req tl;
+    errno = 0;
+    rc = pl_tl_req_decode(body, &tl, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        for (char **p = tl.tags; p && *p; p++)
+            CHECK(pl_spec_tag_key(*p) > 0);
+        CHECK(isfinite(tl.since) && tl.since >= 0 && tl.limit <= PL_TL_PAGE);
+        CHECK(!tl.name || strlen(tl.name) <= PL_SPEC_MAX_NAME);
+        pl_tl_req_clear(&tl);
+    }
+    else
+        CHECK(!tl.tags && !tl.name && !tl.sel.ids && !tl.sel.elems);
 }
 
 /* ---- agent messages, as pilotd reads them (daemon/agents.c) ---- */

@@ -29,6 +29,7 @@
 #include "proto/state.h"
 #include "proto/vetconf.h"
 #include "proto/vetmsg.h"
+#include "proto/tlmsg.h"
 #include "proto/watchmsg.h"
 #include "tests/mpw.h"
 
@@ -810,6 +811,16 @@ static void messages(void)
         struct pl_results_req rq = { .ids = rids, .nids = 3 };
         pl_results_req_encode(&w, 16, &rq);
         put_msg("results-1", &w);
+    }
+    {
+        char kv[] = "stage=train", name[] = "train";
+        char *tags[] = { kv, NULL };
+        uint64_t el[] = { 40, 3 };
+        struct pl_tl_req tq = { .tags = tags, .name = name, .since = 1.7e9,
+                                .after = 12, .limit = 100,
+                                .sel = { ids, 2, el, 1 } };
+        pl_tl_req_encode(&w, 17, &tq);
+        put_msg("timeline-1", &w);
     }
 
     /* watches: WATCH, UNWATCH, a submit with 'watch', a reply, a push */
