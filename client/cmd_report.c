@@ -47,7 +47,8 @@ static const char help[] =
     "  --name N        only tasks named N\n"
     "  --color-tag K   colour the bars by tag K's value (default: name)\n"
     "  --detail-max N  aggregate the timeline from N tasks on (default\n"
-    "                  100000)\n"
+    "                  20000: a page of more bars\n"
+    "                  takes seconds to draw)\n"
     "  --pilot ID      the pilot to ask\n"
     "  -h, --help      this help\n"
     "\n"
@@ -65,7 +66,7 @@ enum {
     OPT_DETAIL_MAX,
 };
 
-#define DETAIL_MAX 100000
+#define DETAIL_MAX 20000
 /* columns of the aggregated timeline: a row's cells at most, and all
  * the rows' together (a thousand nodes of 288 cores stay a few MB) */
 #define HEAT_BUCKETS 400
