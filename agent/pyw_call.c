@@ -32,6 +32,10 @@ struct pl_event *pyw_call_end(struct worker *w, int st, int code,
     if (!r)
         return NULL;
     w->run = NULL;
+    /* the worker's CPU over the call; none once it is reaped */
+    struct pl_usage use = { 0 };
+    if (!w->reaped)
+        pl_cpu_since(w->pid, &w->cpu0, &use);
     uv_timer_stop(&w->timer);
     pl_resources_release(a->res, r->cores, r->ncores, r->gpus, r->ngpus);
     pl_log(LOG_INFO, "task %llu: %s in Python worker %d%s%s",
@@ -47,6 +51,7 @@ struct pl_event *pyw_call_end(struct worker *w, int st, int code,
         return NULL;
     e->exit_code = code;
     e->signal = sig;
+    e->use = use;
     if (why && !(e->error = strdup(why)))
         pl_log(LOG_WARNING, "a call's reason: out of memory");
     return e;
@@ -342,6 +347,7 @@ void pl_pyw_call(struct pl_pyw *p, struct pl_run *r)
     memset(r, 0, sizeof(*r));
     w->run = own;
     w->entered = false;
+    pl_cpu_mark(w->pid, &w->cpu0);
     own = NULL;
     if (send_call(p, w, w->run, env, &err) < 0) {
         pyw_call_end(w, PL_ST_FAILED, -1, 0, err.text);

@@ -56,6 +56,8 @@ static void event_task(struct pl_agent *a, const struct pl_task *t)
     if (pl_task_pid(t) > 0)
         e->signal = pl_task_signal(t);
     e->maxrss_kb = pl_task_maxrss_kb(t);
+    if (pl_task_cpu(t, &e->use.cpu_user, &e->use.cpu_sys))
+        e->use.has |= PL_USE_CPU;
     if (pl_task_error(t))
         e->error = strdup(pl_task_error(t));
 }
