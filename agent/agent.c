@@ -86,7 +86,8 @@ static void reap_orphans(struct pl_agent *a)
         for (size_t i = 0; i < a->nrunning && !task; i++)
             task = pl_task_pid(a->running[i]) == info.si_pid;
         if (task || pl_pyw_child(a->pyw, info.si_pid)
-            || pl_vet_child(a->vet, info.si_pid))
+            || pl_vet_child(a->vet, info.si_pid)
+            || pl_gpusample_child(a->gsample, info.si_pid))
             return; /* its SIGCHLD is on its way */
         (void)waitpid(info.si_pid, NULL, WNOHANG);
     }
@@ -243,6 +244,39 @@ void pl_agent_set_bench(struct pl_agent *a, bool on)
     a->bench = on;
 }
 
+void pl_agent_set_gpu_sample(struct pl_agent *a, double secs)
+{
+    a->gpu_sample = secs;
+}
+
+/* The GPU sampler's child, on a node with GPUs (agent/gpusample.h). */
+static void gpu_sample_start(struct pl_agent *a)
+{
+    char prog[PL_PATH_MAX];
+    size_t len = sizeof(prog);
+    struct pl_error err;
+    int rc;
+
+    if (a->bench || a->gpu_sample <= 0 || !pl_resources_ngpus(a->res)) {
+        pl_log(LOG_INFO, "GPU sampling: not started: %s", a->bench
+                   ? "bench mode" : a->gpu_sample <= 0 ? "--gpu-sample 0"
+                                                       : "no GPU here");
+        return;
+    }
+    if ((rc = uv_exepath(prog, &len)) < 0) {
+        pl_log(LOG_WARNING, "GPU sampling: not started: our program's "
+               "path: %s", uv_strerror(rc));
+        return;
+    }
+    if (!(a->gsample = pl_gpusample_new(&a->loop, a->res))
+        || pl_gpusample_start(a->gsample, prog, a->gpu_sample, &err) < 0) {
+        pl_log(LOG_WARNING, "GPU sampling: not started: %s",
+               a->gsample ? err.text : "out of memory");
+        pl_gpusample_free(a->gsample);
+        a->gsample = NULL;
+    }
+}
+
 void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
                            double orphan_after)
 {
@@ -279,6 +313,7 @@ struct pl_agent *pl_agent_new(const char *endpoint,
     }
     a->devnull = -1;
     a->outq_tail = &a->outq;
+    a->gpu_sample = PL_AGENT_GPU_SAMPLE;
     if ((rc = uv_loop_init(&a->loop)) < 0) {
         pl_errprintf(errp, "uv_loop_init: %s", uv_strerror(rc));
         free(a);
@@ -378,6 +413,7 @@ int pl_agent_start(struct pl_agent *a, struct pl_error *errp)
     if (!a->bench)
         uv_timer_start(&a->outcheck, outcheck_cb, OUTPUT_CHECK_MS,
                        OUTPUT_CHECK_MS);
+    gpu_sample_start(a);
     if (pl_agent_link_connect(a, errp) < 0)
         return -1;
     (void)pl_resources_cores(a->res, &ncores);
@@ -413,6 +449,8 @@ void pl_agent_free(struct pl_agent *a)
     a->pyw = NULL;
     pl_vet_close(a->vet); /* freed by its last close callback */
     a->vet = NULL;
+    pl_gpusample_free(a->gsample);
+    a->gsample = NULL;
     a->wpool = NULL;
     pl_agent_link_close(a);
     close_handle((uv_handle_t *)&a->flush);

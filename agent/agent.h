@@ -42,6 +42,12 @@ void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
  * acks, heartbeats) is unchanged.  Call before pl_agent_start(). */
 void pl_agent_set_bench(struct pl_agent *a, bool on);
 
+/* Sample the GPUs of the node every 'secs' seconds while tasks hold them
+ * (agent/gpusample.h; 0: never; default PL_AGENT_GPU_SAMPLE).  Call
+ * before pl_agent_start(). */
+#define PL_AGENT_GPU_SAMPLE 5.0
+void pl_agent_set_gpu_sample(struct pl_agent *a, double secs);
+
 /* Borrowed: the loop, valid until pl_agent_free(a). */
 uv_loop_t *pl_agent_loop(struct pl_agent *a);
 

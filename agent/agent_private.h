@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "agent/bind_cpu.h"
 #include "agent/bind_cuda.h"
+#include "agent/gpusample.h"
 #include "agent/leftover.h"
 #include "agent/resources.h"
 #include "agent/task.h"
@@ -100,6 +101,11 @@ struct pl_agent {
     struct pl_pyw *pyw;
     /* vet.c: the node's vetting (agent/vet.h) */
     struct pl_vet *vet;
+
+    /* agent.c starts it, run.c and pyw_call.c watch their ranks with it:
+     * the GPUs' use (agent/gpusample.h); NULL: none sampled */
+    struct pl_gpusample *gsample;
+    double gpu_sample;     /* s between samples; 0: no sampling */
 };
 
 /* The loop's clock in seconds, for intervals (pl_now() dates events). */

@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "agent/gpuprobe.h"
+#include "agent/gpusample.h"
 #include "agent/mpi.h"
 #include "agent/resources.h"
 #include "agent/vet.h"
@@ -44,6 +45,9 @@ static const char usage[] =
     "                     done (exit 0) at once, without starting it;\n"
     "                     --cores may then name more CPUs than there are\n"
     "                     (virtual slots), and there are no GPUs\n"
+    "  --gpu-sample S     on a node with GPUs, sample their use through\n"
+    "                     NVML every S seconds for the tasks' figures\n"
+    "                     (default: $PILOT_GPU_SAMPLE, else 5; 0: never)\n"
     "  --log-level LEVEL  err, warning, notice (default), info or debug\n"
     "  --help             show this help\n"
     "  --version          print the version and the protocol\n"
@@ -61,9 +65,22 @@ struct opts {
     const char *log;
     const char *dir;
     double orphan_after;
+    double gpu_sample;
     bool local;
     bool bench;
 };
+
+/* Seconds between GPU samples: 0 (none), or 0.01 to 3600. */
+static int gpu_sample_parse(const char *s, double *v)
+{
+    char *end;
+
+    errno = 0;
+    *v = strtod(s, &end);
+    if (errno || end == s || *end || !(*v == 0 || (*v >= 0.01 && *v <= 3600)))
+        return -1;
+    return 0;
+}
 
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -78,6 +95,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         { "dir", required_argument, NULL, 'd' },
         { "orphan-timeout", required_argument, NULL, 'o' },
         { "bench", no_argument, NULL, 'B' },
+        { "gpu-sample", required_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -89,6 +107,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
     struct pl_error err;
 
     memset(o, 0, sizeof(*o));
+    o->gpu_sample = PL_AGENT_GPU_SAMPLE;
+    if (getenv("PILOT_GPU_SAMPLE")
+        && gpu_sample_parse(getenv("PILOT_GPU_SAMPLE"), &o->gpu_sample) < 0)
+        pl_fatal(2, "PILOT_GPU_SAMPLE: want seconds, 0 or 0.01 to 3600");
     opterr = 0; /* one line of our own instead of getopt's */
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
@@ -130,6 +152,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
                 pl_fatal(2, "--orphan-timeout: want seconds, 0 to 1e7");
             break;
         }
+        case 'G':
+            if (gpu_sample_parse(optarg, &o->gpu_sample) < 0)
+                pl_fatal(2, "--gpu-sample: want seconds, 0 or 0.01 to 3600");
+            break;
         case 'l':
             o->log = optarg;
             break;
@@ -230,6 +256,9 @@ int main(int argc, char **argv)
     /* the node's checks, for our own vetting (agent/vet.c) */
     if (argc >= 2 && !strcmp(argv[1], "--vet-child"))
         return pl_vet_child_main(argc, argv);
+    /* the GPU sampler's child (agent/gpusample.h): NVML, lines out */
+    if (argc >= 2 && !strcmp(argv[1], "--gpu-sampler"))
+        return pl_gpusample_main(argc - 1, argv + 1);
     pl_log_init("pilot-agent", NULL, NULL);
     parse_opts(argc, argv, &o);
     if (o.local && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
@@ -295,6 +324,7 @@ int main(int argc, char **argv)
     }
     pl_agent_set_recovery(a, o.dir, o.orphan_after);
     pl_agent_set_bench(a, o.bench);
+    pl_agent_set_gpu_sample(a, o.gpu_sample);
     if (pl_agent_pool_listen(a, o.keys, &err) < 0)
         pl_log(LOG_WARNING, "no pools on this node: %s", err.text);
     uv_signal_init(pl_agent_loop(a), &sigterm);

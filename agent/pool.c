@@ -13,6 +13,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/usage.h"
 #include "proto/log.h"
 #include "proto/pilotdir.h"
 #include "proto/poolmsg.h"
@@ -43,6 +44,7 @@ struct worker {
     bool entered;
     int64_t crash;             /* its signal (CRASH), -1 none */
     int killed;                /* we killed it: PL_ST_CANCELED, _TIMEOUT */
+    struct pl_cpu_mark cpu0;   /* its CPU time when the call was sent */
     double timeout;
 };
 
@@ -116,6 +118,8 @@ static void call_end(struct worker *wk, int st, int64_t code, int64_t sig,
     e->exit_code = code;
     e->signal = sig;
     e->lost = lost;
+    if (!lost && wk->crash < 0)
+        pl_cpu_since(wk->pid, &wk->cpu0, &e->use); /* none if it is gone */
     if (why && !(e->error = strdup(why)))
         pl_log(LOG_WARNING, "task %llu: its end's reason: out of memory",
                (unsigned long long)wk->id);
@@ -541,6 +545,7 @@ void pl_wpool_call(struct pl_wpool *p, const struct pl_run *r)
     }
     wk->busy = true;
     wk->entered = false;
+    pl_cpu_mark(wk->pid, &wk->cpu0);
     wk->id = r->id;
     wk->tattempt = r->attempt;
     wk->rank = r->rank;

@@ -32,6 +32,11 @@ struct pl_event *pyw_call_end(struct worker *w, int st, int code,
     if (!r)
         return NULL;
     w->run = NULL;
+    /* the worker's CPU over the call; none once it is reaped */
+    struct pl_usage use = { 0 };
+    if (!w->reaped)
+        pl_cpu_since(w->pid, &w->cpu0, &use);
+    pl_gpusample_take(a->gsample, r->id, r->attempt, r->rank, &use);
     uv_timer_stop(&w->timer);
     pl_resources_release(a->res, r->cores, r->ncores, r->gpus, r->ngpus);
     pl_log(LOG_INFO, "task %llu: %s in Python worker %d%s%s",
@@ -47,6 +52,7 @@ struct pl_event *pyw_call_end(struct worker *w, int st, int code,
         return NULL;
     e->exit_code = code;
     e->signal = sig;
+    e->use = use;
     if (why && !(e->error = strdup(why)))
         pl_log(LOG_WARNING, "a call's reason: out of memory");
     return e;
@@ -342,6 +348,7 @@ void pl_pyw_call(struct pl_pyw *p, struct pl_run *r)
     memset(r, 0, sizeof(*r));
     w->run = own;
     w->entered = false;
+    pl_cpu_mark(w->pid, &w->cpu0);
     own = NULL;
     if (send_call(p, w, w->run, env, &err) < 0) {
         pyw_call_end(w, PL_ST_FAILED, -1, 0, err.text);
@@ -352,6 +359,8 @@ void pl_pyw_call(struct pl_pyw *p, struct pl_run *r)
                                             w->run->rank, PL_ST_RUNNING);
     if (e)
         e->pid = w->pid;
+    pl_gpusample_watch(a->gsample, w->run->id, w->run->attempt, w->run->rank,
+                       w->run->gpus, w->run->ngpus);
     if (w->run->timeout > 0)
         uv_timer_start(&w->timer, timeout_cb,
                        (uint64_t)(w->run->timeout * 1000.0 + 0.5), 0);

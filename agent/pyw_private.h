@@ -14,6 +14,7 @@
 #include "agent/agent_private.h"
 #include "agent/env.h"
 #include "agent/pyw.h"
+#include "agent/usage.h"
 #include "proto/pywmsg.h"
 #include "proto/run.h"
 
@@ -50,6 +51,7 @@ struct worker {
                                   pyw_interrupt it */
     uint64_t kill_ms;          /* after the SIGINT, SIGKILL this late */
     bool eof;                  /* its socket closed in a call */
+    struct pl_cpu_mark cpu0;   /* its CPU time when the call was sent */
     bool finished;             /* the last handle is closing: free it
                                   once 'closing' is 0 */
 };

@@ -56,6 +56,9 @@ static void event_task(struct pl_agent *a, const struct pl_task *t)
     if (pl_task_pid(t) > 0)
         e->signal = pl_task_signal(t);
     e->maxrss_kb = pl_task_maxrss_kb(t);
+    if (pl_task_cpu(t, &e->use.cpu_user, &e->use.cpu_sys))
+        e->use.has |= PL_USE_CPU;
+    pl_gpusample_take(a->gsample, r->id, r->attempt, r->rank, &e->use);
     if (pl_task_error(t))
         e->error = strdup(pl_task_error(t));
 }
@@ -258,6 +261,8 @@ static void start(struct pl_agent *a, struct pl_run *r)
         goto done;
     }
     a->running[a->nrunning++] = t;
+    pl_gpusample_watch(a->gsample, s->id, s->attempt, s->rank, s->gpus,
+                       s->ngpus);
     pl_log(LOG_INFO, "task %llu rank %llu: spawned pid %d on cores %s", id,
            rank, pl_task_pid(t), cores);
     event_task(a, t);

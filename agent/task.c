@@ -39,6 +39,7 @@ struct pl_task {
     int exit_code;
     int signal;
     long maxrss_kb;
+    double cpu_user, cpu_sys; /* s, from the reap; -1: not reaped */
     uint64_t t_start;       /* uv_hrtime() at spawn and at exit */
     uint64_t t_end;
     int has_error;
@@ -66,6 +67,7 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
     t->state = PL_ST_ASSIGNED;
     t->exit_code = -1;
     t->maxrss_kb = -1;
+    t->cpu_user = t->cpu_sys = -1;
     snprintf(t->key, sizeof(t->key), "PILOT_TASK_KEY=%s/%llu.%llu.%llu",
              owner, (unsigned long long)t->run.id,
              (unsigned long long)t->run.attempt,
@@ -273,9 +275,16 @@ static void ended(struct pl_task *t, int status, int sig)
     t->cb(t, t->arg);
 }
 
+static double tv_seconds(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
 /* N.B. The raw waitid() system call fills a struct rusage (its 5th
  * argument, which glibc's wrapper does not expose): reaping the task
- * with it gives its peak RSS and that of the children it reaped. */
+ * with it gives its peak RSS and CPU time, and those of the descendants
+ * it reaped (those it left to die with the agent, or that escaped it,
+ * are not counted: getrusage(2)'s RUSAGE_CHILDREN rule). */
 void pl_task_reap(struct pl_task *t)
 {
     siginfo_t info;
@@ -290,6 +299,8 @@ void pl_task_reap(struct pl_task *t)
         || info.si_pid != t->pid)
         return; /* still running */
     t->maxrss_kb = ru.ru_maxrss; /* kB on Linux */
+    t->cpu_user = tv_seconds(&ru.ru_utime);
+    t->cpu_sys = tv_seconds(&ru.ru_stime);
     if (info.si_code == CLD_EXITED)
         ended(t, info.si_status, 0);
     else
@@ -425,6 +436,15 @@ int pl_task_signal(const struct pl_task *t)
 long pl_task_maxrss_kb(const struct pl_task *t)
 {
     return t->maxrss_kb;
+}
+
+bool pl_task_cpu(const struct pl_task *t, double *user, double *sys)
+{
+    if (t->cpu_user < 0)
+        return false;
+    *user = t->cpu_user;
+    *sys = t->cpu_sys;
+    return true;
 }
 
 const char *pl_task_error(const struct pl_task *t)

@@ -53,9 +53,10 @@ void pl_task_fail(struct pl_task *t, const char *why);
 void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
                           uint64_t *err);
 
-/* If the task's process has exited: reap it (its peak RSS with it) and
- * end the task (its callback runs).  Call from a SIGCHLD watcher for
- * every running task.  No-op if not running or still running. */
+/* If the task's process has exited: reap it (its peak RSS and CPU time
+ * with it) and end the task (its callback runs).  Call from a SIGCHLD
+ * watcher for every running task.  No-op if not running or still
+ * running. */
 void pl_task_reap(struct pl_task *t);
 
 /* Borrowed views of 't'. */
@@ -66,6 +67,9 @@ int pl_task_pid(const struct pl_task *t);      /* 0 before the spawn */
 int pl_task_exit_code(const struct pl_task *t); /* -1: none */
 int pl_task_signal(const struct pl_task *t);   /* 0: none */
 long pl_task_maxrss_kb(const struct pl_task *t); /* -1: unknown */
+/* Its user and system CPU seconds (its reaped descendants' included)
+ * into *user and *sys; false before it was reaped. */
+bool pl_task_cpu(const struct pl_task *t, double *user, double *sys);
 const char *pl_task_error(const struct pl_task *t); /* NULL: none */
 double pl_task_runtime(const struct pl_task *t); /* s, spawn to exit */
 

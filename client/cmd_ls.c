@@ -14,14 +14,17 @@
 #include "proto/strv.h"
 
 static const char help[] =
-    "usage: pilot ls [--state STATE] [--tag K=V] [--limit N] [--json] "
-    "[ID...]\n"
+    "usage: pilot ls [--state STATE] [--tag K=V] [--limit N] [--long] "
+    "[--json] [ID...]\n"
     "\n"
     "List the pilot's tasks, oldest first: ID NAME STATE NODE EXIT WALL\n"
     "COMMAND.  WALL is the last attempt's run time (so far, if it runs).\n"
     "EXIT is the exit code, or the signal that ended the task (sig9).\n"
     "An array's id lists all its tasks, ID.N its element N.  On a pilot\n"
-    "that is down, lists its last recorded state.\n"
+    "that is down, lists its last recorded state.  --long adds CPU (user +\n"
+    "system seconds, the ranks summed), EFF (CPU efficiency: CPU over\n"
+    "ranks x cores per rank x wall, as Slurm's seff) and MAXRSS (the\n"
+    "largest peak RSS of a rank), '-' where not measured.\n"
     "\n"
     "options:\n"
     "  --state STATE   only tasks in STATE: waiting, queued, assigned,\n"
@@ -29,6 +32,7 @@ static const char help[] =
     "  --tag K=V       only tasks with tag K set to V (K alone: any value);\n"
     "                  repeatable, all must match\n"
     "  --limit N       at most N tasks\n"
+    "  --long          add the columns CPU, EFF and MAXRSS\n"
     "  --pilot ID      the pilot to ask\n"
     "  --json          print the task objects as a JSON array\n"
     "  -h, --help      this help\n"
@@ -42,6 +46,7 @@ enum {
     OPT_STATE = PL_OPT_CMD,
     OPT_LIMIT,
     OPT_TAG,
+    OPT_LONG,
 };
 
 static void states_list(char *buf, size_t len)
@@ -62,10 +67,35 @@ static void states_list(char *buf, size_t len)
  * ("n1,n2+6"), so that COMMAND keeps its room. */
 #define NODE_WIDTH 24
 
-/* One table row for task 't'. */
-static int add_row(struct pl_out_table *tab, const json_t *t, double now)
+/* --long's cells of task 't': CPU seconds, efficiency, peak RSS. */
+static void usage_cells(const json_t *t, char *cpu, char *eff, char *rss,
+                        size_t len)
+{
+    double u = pl_out_jreal(t, "cpu_user", NAN);
+    double s = pl_out_jreal(t, "cpu_sys", NAN);
+    double e = pl_out_jreal(t, "cpu_eff", NAN);
+    long long kb = pl_out_jint(t, "maxrss_kb", -1);
+
+    if (isnan(u) || isnan(s))
+        snprintf(cpu, len, "-");
+    else
+        snprintf(cpu, len, "%.2f", u + s);
+    if (isnan(e))
+        snprintf(eff, len, "-");
+    else
+        snprintf(eff, len, "%.0f%%", e * 100);
+    if (kb >= 0)
+        pl_out_kib(kb, rss, len);
+    else
+        snprintf(rss, len, "-");
+}
+
+/* One table row for task 't'; 'wide': --long's columns too. */
+static int add_row(struct pl_out_table *tab, const json_t *t, double now,
+                   bool wide)
 {
     char id[24], exitc[24], wall[32], node[NODE_WIDTH + 1];
+    char cpu[32], eff[32], rss[32];
     char *cmd;
     double start = pl_out_jreal(t, "start_time", NAN);
     double w = pl_out_jreal(t, "wall", NAN);
@@ -86,31 +116,44 @@ static int add_row(struct pl_out_table *tab, const json_t *t, double now)
     pl_out_duration(w, wall, sizeof(wall));
     if (!(cmd = pl_out_argv(json_object_get(t, "argv"))))
         return -1;
+    usage_cells(t, cpu, eff, rss, sizeof(cpu));
     const char *cells[] = {
         id, pl_out_jstr(t, "name"), state,
         pl_out_nodelist(pl_out_jstr(t, "node"), NODE_WIDTH, node,
                         sizeof(node)),
-        exitc, wall, cmd,
+        exitc, wall, cmd, NULL, NULL, NULL,
     };
+    if (wide) {
+        /* before COMMAND, the column that takes what is left */
+        const char *c = cells[6];
+        cells[6] = cpu;
+        cells[7] = eff;
+        cells[8] = rss;
+        cells[9] = c;
+    }
     rc = pl_out_table_add(tab, cells);
     free(cmd);
     return rc;
 }
 
-static int print_table(const json_t *tasks)
+static int print_table(const json_t *tasks, bool wide)
 {
     static const char *headers[] = { "ID", "NAME", "STATE", "NODE",
                                      "EXIT", "WALL", "COMMAND" };
+    static const char *wide_headers[] = { "ID", "NAME", "STATE", "NODE",
+                                          "EXIT", "WALL", "CPU", "EFF",
+                                          "MAXRSS", "COMMAND" };
     struct pl_out_table *tab;
     const json_t *t;
     double now = pl_now();
     int width = pl_out_term_width(STDOUT_FILENO);
     size_t i;
 
-    if (!(tab = pl_out_table_new(7, headers)))
+    if (!(tab = wide ? pl_out_table_new(10, wide_headers)
+                     : pl_out_table_new(7, headers)))
         return -1;
     json_array_foreach(tasks, i, t) {
-        if (add_row(tab, t, now) < 0) {
+        if (add_row(tab, t, now, wide) < 0) {
             pl_out_table_free(tab);
             return -1;
         }
@@ -151,6 +194,7 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
         { "state", required_argument, NULL, OPT_STATE },
         { "limit", required_argument, NULL, OPT_LIMIT },
         { "tag", required_argument, NULL, OPT_TAG },
+        { "long", no_argument, NULL, OPT_LONG },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -158,6 +202,7 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
     struct pl_conn *conn = NULL;
     const char *state = NULL;
     uint64_t limit = 0;
+    bool wide = false;
     const char *tags[PL_QUERY_MAX_TAGS + 1] = { NULL };
     size_t ntags = 0;
     struct pl_sel_req sel = { 0 };
@@ -190,6 +235,9 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
                                     PL_QUERY_MAX_TAGS);
             tags[ntags++] = optarg;
             break;
+        case OPT_LONG:
+            wide = true;
+            break;
         case OPT_LIMIT:
             if (pl_parse_uint("--limit", optarg, 1, UINT32_MAX, &limit,
                               &err) < 0)
@@ -218,7 +266,7 @@ int pl_cmd_ls(struct pl_cli *cli, int argc, char **argv)
     }
     if (cli->json)
         pl_out_json(tasks);
-    else if (print_table(tasks) < 0) {
+    else if (print_table(tasks, wide) < 0) {
         pl_cli_error("out of memory");
         goto done;
     }

@@ -14,11 +14,13 @@ static const char help[] =
     "usage: pilot show [--json] ID\n"
     "\n"
     "Show task ID: its spec, state (and why), node, cores and GPUs,\n"
-    "attempts, exit code or signal, times, peak memory, the files that\n"
-    "hold its output, where each rank runs (RANK NODE CORES GPUS STATE),\n"
-    "and every state change it went through (times relative to its\n"
-    "submission).  ID.N is element N of array ID.  On a pilot that is\n"
-    "down, shows its last recorded state.\n"
+    "attempts, exit code or signal, times, peak memory, CPU time and CPU\n"
+    "efficiency ((user + system) / (ranks x cores per rank x wall), as\n"
+    "Slurm's seff), GPU use on GPU nodes, the files that hold its output,\n"
+    "where each rank runs (RANK NODE CORES GPUS STATE), and every state\n"
+    "change it went through (times relative to its submission).  ID.N is\n"
+    "element N of array ID.  On a pilot that is down, shows its last\n"
+    "recorded state.\n"
     "\n"
     "options:\n"
     "  --pilot ID   the pilot to ask\n"
@@ -205,6 +207,54 @@ static void print_result(const json_t *t)
     line("", buf);
 }
 
+/* Its CPU time, CPU efficiency (as seff: CPU over cores x wall) and GPU
+ * figures, where measured. */
+static void print_usage(const json_t *t)
+{
+    double user = pl_out_jreal(t, "cpu_user", NAN);
+    double sys = pl_out_jreal(t, "cpu_sys", NAN);
+    double eff = pl_out_jreal(t, "cpu_eff", NAN);
+    double util = pl_out_jreal(t, "gpu_util", NAN);
+    double mem = pl_out_jreal(t, "gpu_mem_mb", NAN);
+    double power = pl_out_jreal(t, "gpu_power_w", NAN);
+    const char *comm = pl_out_jstr(t, "comm");
+    const char *launcher = pl_out_jstr(t, "launcher");
+    long long cores = pl_out_jint(t, "ranks", 1)
+                      * pl_out_jint(t, "cores_per_rank", 1);
+    char buf[160], d[32];
+    int n = 0;
+
+    if (isnan(user) || isnan(sys)) {
+        line("cpu:", NULL);
+        return;
+    }
+    snprintf(buf, sizeof(buf), "%.2f s user, %.2f s system", user, sys);
+    line("cpu:", buf);
+    if (!isnan(eff)) {
+        snprintf(buf, sizeof(buf), "%.1f%% of %lld core%s x %s", eff * 100,
+                 cores, cores == 1 ? "" : "s",
+                 pl_out_duration(pl_out_jreal(t, "wall", 0), d, sizeof(d)));
+        line("cpu eff:", buf);
+    }
+    /* an MPI task's figure is its launcher's (docs/observability.md) */
+    if (comm && !strcmp(comm, "mpi"))
+        line("", launcher && !strcmp(launcher, "mpirun")
+                     ? "(mpirun and the ranks on its node only)"
+                     : "(srun's own CPU only, not its ranks')");
+    if (isnan(util) && isnan(mem) && isnan(power))
+        return;
+    buf[0] = '\0';
+    if (!isnan(util))
+        n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%.1f%% busy", util);
+    if (!isnan(mem))
+        n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%.0f MB max",
+                      n ? ", " : "", mem);
+    if (!isnan(power))
+        snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%.1f W mean",
+                 n ? ", " : "", power);
+    line("gpu use:", buf);
+}
+
 static void print_task(const struct pl_conn *conn, const json_t *t)
 {
     char buf[PL_PATH_MAX + 64], d[32];
@@ -272,6 +322,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
     }
     long long rss = pl_out_jint(t, "maxrss_kb", -1);
     line("max rss:", rss >= 0 ? pl_out_kib(rss, buf, sizeof(buf)) : NULL);
+    print_usage(t);
     /* the last attempt's (pilot logs --attempt N: an earlier one's) */
     unsigned att = (unsigned)pl_out_jint(t, "attempts", 1);
     if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, att, false,

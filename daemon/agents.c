@@ -287,9 +287,13 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
         }
         if (t->fn == PL_FN_PYCALL && e->result_status != PL_PYR_NONE)
             result_store(d, t, e);
-        for (uint32_t r = r0; r < r1; r++)
+        if (e->use.has)
+            c.use = &e->use;
+        for (uint32_t r = r0; r < r1; r++) {
             if (pl_dtask_rank_ended(d, t, r, e->state, &c))
                 break; /* the task ended and may be gone */
+            c.use = NULL; /* an MPI launcher's figures: counted once */
+        }
         break;
     default:
         pl_daemon_bad_log(d, LOG_WARNING, "agent %s: event with bad state "

@@ -39,7 +39,11 @@ static const char *sql[ST_COUNT] = {
         " maxrss_kb = coalesce(?10, maxrss_kb),"
         " start_time = CASE ?12 WHEN 1 THEN ?11 WHEN 2 THEN NULL"
         "   ELSE start_time END,"
-        " end_time = ?13, end_seq = coalesce(?14, end_seq)"
+        " end_time = ?13, end_seq = coalesce(?14, end_seq),"
+        " cpu_user = coalesce(?15, cpu_user), cpu_sys = coalesce(?16, cpu_sys),"
+        " gpu_util = coalesce(?17, gpu_util),"
+        " gpu_mem_mb = coalesce(?18, gpu_mem_mb),"
+        " gpu_power_w = coalesce(?19, gpu_power_w)"
         " WHERE id = ?1",
     [ST_NODE] = "INSERT INTO nodes (name, cores, gpus, state, joined, "
                 "last_seen) VALUES (?1,?2,?3,?4,?6,?5) ON CONFLICT(name) DO "
@@ -398,6 +402,22 @@ int db_event(struct pl_db *db, int which, uint64_t id, double now,
     return db_step(db, which, errp);
 }
 
+/* ?15 to ?19 of ST_CHANGE: the figures measured (the others stay NULL:
+ * the row keeps what it has). */
+static void bind_usage(sqlite3_stmt *st, const struct pl_usage *u)
+{
+    if (u->has & PL_USE_CPU) {
+        sqlite3_bind_double(st, 15, u->cpu_user);
+        sqlite3_bind_double(st, 16, u->cpu_sys);
+    }
+    if (u->has & PL_USE_GPU_UTIL)
+        sqlite3_bind_double(st, 17, u->gpu_util);
+    if (u->has & PL_USE_GPU_MEM)
+        sqlite3_bind_int64(st, 18, (sqlite3_int64)(u->gpu_mem_mb + 0.5));
+    if (u->has & PL_USE_GPU_POWER)
+        sqlite3_bind_double(st, 19, u->gpu_power_w);
+}
+
 static int do_change(struct pl_db *db, const struct pl_db_change *c,
                      struct pl_error *errp)
 {
@@ -426,6 +446,8 @@ static int do_change(struct pl_db *db, const struct pl_db_change *c,
         sqlite3_bind_double(st, 13, c->time);
     if (c->end_seq)
         sqlite3_bind_int64(st, 14, (sqlite3_int64)c->end_seq);
+    if (c->use)
+        bind_usage(st, c->use);
     if (db_step(db, ST_CHANGE, errp) < 0)
         return -1;
     if (sqlite3_changes(db->h) == 0) {
@@ -517,6 +539,10 @@ static struct jent *jent_change(enum jkind kind, const struct pl_db_change *c)
     j->c.cores = j->s[1];
     j->c.gpus = j->s[2];
     j->c.reason = j->s[3];
+    if (c->use) {
+        j->use = *c->use;
+        j->c.use = &j->use;
+    }
     return j;
 }
 

@@ -11,6 +11,7 @@
 #include "proto/error.h"
 #include "proto/run.h"
 #include "proto/spec.h"
+#include "proto/usage.h"
 #include "proto/watchmsg.h"
 
 struct pl_db;
@@ -30,6 +31,9 @@ struct pl_db_change {
     int exit_code;       /* -1: none */
     int signal;          /* -1: none */
     int64_t maxrss_kb;   /* -1: none */
+    const struct pl_usage *use; /* CPU and GPU figures (the measured ones
+                            are written, the others left as they are);
+                            NULL: none */
     uint64_t end_seq;    /* a final state's place in pilotd's end
                             sequence (tasks.end_seq); 0: none */
 };

@@ -42,7 +42,9 @@ enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT, J_NODE_VET };
 struct jent {
     struct jent *next;
     enum jkind kind;
-    struct pl_db_change c;   /* J_CHANGE, J_RANK: strings point into buf */
+    struct pl_db_change c;   /* J_CHANGE, J_RANK: strings point into buf,
+                                'use' to 'use' */
+    struct pl_usage use;     /* J_CHANGE: a copy of *c.use */
     uint32_t rank;           /* J_RANK */
     double joined;           /* J_NODE: the first time it was written */
     const char *s[4];        /* J_NODE: name, cores, gpus, state;

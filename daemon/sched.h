@@ -23,6 +23,7 @@
 
 #include "daemon/node.h"
 #include "proto/spec.h"
+#include "proto/usage.h"
 
 /* One rank's place: its node, cores and GPUs (indexes into the node's
  * lists), its position among the task's nodes and on its node. */
@@ -37,6 +38,9 @@ struct pl_rank {
                                   (daemon/task.c writes it) */
     uint64_t run_seq;          /* the RUN that carried it to its agent */
     uint32_t slot;             /* a pool task's: its worker's world rank */
+    struct pl_usage use;       /* what its end event measured (task.c);
+                                  zeroed: nothing */
+    int64_t maxrss_kb;         /* the same; 0: none */
     char *orphan;              /* owned: "NODE\tCPUS\tGPUS" where a
                                   restarted pilotd's database placed it,
                                   until its agent reports; else NULL */

@@ -306,12 +306,57 @@ void pl_dtask_requeue(struct pl_daemon *d, struct pl_dtask *t,
 
 /* Every rank of 't' has ended: end the task, or run it again when an
  * agent was lost under it and retries are left. */
-static void task_ended(struct pl_daemon *d, struct pl_dtask *t,
-                       int64_t maxrss_kb)
+/* What the ranks of 't' used, from their end events, into *u: CPU
+ * seconds summed (over the ranks that reported them), GPU utilisation
+ * and power averaged over the GPUs of the ranks that had samples, the
+ * most memory any GPU held; and the largest peak RSS of a rank (-1:
+ * none). */
+static void ranks_usage(const struct pl_dtask *t, struct pl_usage *u,
+                        int64_t *maxrss_kb)
 {
+    double ngu = 0, ngp = 0;
+
+    *u = (struct pl_usage){ 0 };
+    *maxrss_kb = -1;
+    for (uint32_t r = 0; t->rank && r < t->ranks; r++) {
+        const struct pl_rank *k = &t->rank[r];
+        const struct pl_usage *v = &k->use;
+        /* a rank's GPU figures are its GPUs' mean: weigh them so */
+        double w = k->ngpus ? k->ngpus : 1;
+        if (k->maxrss_kb > 0 && k->maxrss_kb > *maxrss_kb)
+            *maxrss_kb = k->maxrss_kb;
+        if (v->has & PL_USE_CPU) {
+            u->cpu_user += v->cpu_user;
+            u->cpu_sys += v->cpu_sys;
+        }
+        if (v->has & PL_USE_GPU_UTIL) {
+            u->gpu_util += v->gpu_util * w;
+            ngu += w;
+        }
+        if ((v->has & PL_USE_GPU_MEM) && v->gpu_mem_mb > u->gpu_mem_mb)
+            u->gpu_mem_mb = v->gpu_mem_mb;
+        if (v->has & PL_USE_GPU_POWER) {
+            u->gpu_power_w += v->gpu_power_w * w;
+            ngp += w;
+        }
+        u->has |= v->has;
+    }
+    if (ngu > 0)
+        u->gpu_util /= ngu;
+    if (ngp > 0)
+        u->gpu_power_w /= ngp;
+}
+
+static void task_ended(struct pl_daemon *d, struct pl_dtask *t)
+{
+    struct pl_usage use;
+    int64_t maxrss_kb;
+
+    ranks_usage(t, &use, &maxrss_kb);
     struct pl_db_change c = {
         .exit_code = t->exit_code, .signal = t->signal,
         .maxrss_kb = maxrss_kb, .reason = t->reason[0] ? t->reason : NULL,
+        .use = use.has ? &use : NULL,
     };
     int st = t->fail ? t->fail : PL_ST_DONE;
 
@@ -362,6 +407,10 @@ static bool rank_end(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
         return false;
     rank_event(d, t, r, st, c->time, c->reason);
     k->state = st;
+    if (c->use)
+        k->use = *c->use;
+    if (c->maxrss_kb > 0)
+        k->maxrss_kb = c->maxrss_kb;
     pl_sched_rank_release(t, r);
     t->ended++;
     /* a worker died under a pool task (its crash, our kill, or lost):
@@ -393,7 +442,7 @@ static bool rank_end(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
         t->exit_code = c->exit_code; /* a pool task's: the largest */
     if (t->ended < t->ranks)
         return false;
-    task_ended(d, t, c->maxrss_kb);
+    task_ended(d, t);
     return true;
 }
 

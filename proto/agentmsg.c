@@ -63,6 +63,65 @@ int pl_pyr_parse(const char *s)
                    : !strcmp(s, "raised") ? PL_PYR_RAISED : -1;
 }
 
+/* The figures of 'u' that were measured, each as a double. */
+static void usage_encode(struct pl_wmap *m, const struct pl_usage *u)
+{
+    if (u->has & PL_USE_CPU) {
+        pl_wm_double(m, "cpu_user", u->cpu_user);
+        pl_wm_double(m, "cpu_sys", u->cpu_sys);
+    }
+    if (u->has & PL_USE_GPU_UTIL)
+        pl_wm_double(m, "gpu_util", u->gpu_util);
+    if (u->has & PL_USE_GPU_MEM)
+        pl_wm_double(m, "gpu_mem_mb", u->gpu_mem_mb);
+    if (u->has & PL_USE_GPU_POWER)
+        pl_wm_double(m, "gpu_power_w", u->gpu_power_w);
+}
+
+/* One figure 'key' of an event, if there: a number, finite, within
+ * [0, max], else EPROTO.  Sets 'bit' in u->has when present. */
+static int usage_field(const msgpack_object *o, const char *key, double max,
+                       unsigned bit, double *v, struct pl_usage *u,
+                       struct pl_error *errp)
+{
+    int has = pl_mp_double(o, key, false, v, errp);
+
+    if (has <= 0)
+        return has;
+    if (!isfinite(*v) || *v < 0 || *v > max) {
+        errno = EPROTO;
+        return pl_errprintf(errp, "field '%s': %g is not in [0, %g]", key,
+                            *v, max);
+    }
+    u->has |= bit;
+    return 0;
+}
+
+/* An event's CPU and GPU figures into 'u' (cleared first); cpu_user and
+ * cpu_sys come together or not at all. */
+static int usage_decode(const msgpack_object *o, struct pl_usage *u,
+                        struct pl_error *errp)
+{
+    struct pl_usage sys = { 0 };
+
+    *u = (struct pl_usage){ 0 };
+    if (usage_field(o, "cpu_user", PL_USAGE_CPU_MAX, PL_USE_CPU,
+                    &u->cpu_user, u, errp) < 0
+        || usage_field(o, "cpu_sys", PL_USAGE_CPU_MAX, PL_USE_CPU,
+                       &u->cpu_sys, &sys, errp) < 0)
+        return -1;
+    if (u->has != sys.has)
+        return bad(errp, "cpu_user and cpu_sys come together");
+    if (usage_field(o, "gpu_util", 100, PL_USE_GPU_UTIL, &u->gpu_util, u,
+                    errp) < 0
+        || usage_field(o, "gpu_mem_mb", PL_USAGE_GPU_MEM_MAX, PL_USE_GPU_MEM,
+                       &u->gpu_mem_mb, u, errp) < 0
+        || usage_field(o, "gpu_power_w", PL_USAGE_GPU_POWER_MAX,
+                       PL_USE_GPU_POWER, &u->gpu_power_w, u, errp) < 0)
+        return -1;
+    return 0;
+}
+
 void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
 {
     struct pl_wmap m;
@@ -81,6 +140,7 @@ void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
         pl_wm_int(&m, "signal", e->signal);
     if (e->maxrss_kb >= 0)
         pl_wm_uint(&m, "maxrss_kb", (uint64_t)e->maxrss_kb);
+    usage_encode(&m, &e->use);
     if (e->error)
         pl_wm_str(&m, "error", e->error);
     if (e->lost)
@@ -172,6 +232,7 @@ int pl_event_decode(const msgpack_object *o, struct pl_event *e,
         || pl_mp_int(o, "signal", false, &e->signal, errp) < 0
         || (has_rss = pl_mp_uint(o, "maxrss_kb", false, INT64_MAX, &rss,
                                  errp)) < 0
+        || usage_decode(o, &e->use, errp) < 0
         || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0
         || pl_mp_bool(o, "lost", false, &e->lost, errp) < 0
         || result_decode(o, e, errp) < 0)

@@ -14,6 +14,7 @@
 
 #include "proto/error.h"
 #include "proto/msg.h"
+#include "proto/usage.h"
 
 /* A node's name, as it registers: it goes into logs, the database and
  * the RUN entries' 'nodelist' and 'hosts', whose readers refuse commas,
@@ -53,6 +54,10 @@ struct pl_event {
     int64_t exit_code;
     int64_t signal;
     int64_t maxrss_kb;
+    struct pl_usage use; /* CPU and GPU figures of an end; fields
+                            cpu_user, cpu_sys, gpu_util, gpu_mem_mb,
+                            gpu_power_w, each absent when not measured
+                            (a decoded out-of-range one is refused) */
     char *error;        /* NULL, or owned (decoded) / borrowed (encoded) */
     bool lost;          /* a pool task's rank ended with its worker, by
                            no doing of its own (the pool's job went down

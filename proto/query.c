@@ -25,6 +25,9 @@
 #define NULL_V6 ", NULL AS submitted_by"
 #define COLS_V8 ", pool, fn"
 #define NULL_V8 ", NULL AS pool, NULL AS fn"
+#define COLS_V11 ", cpu_user, cpu_sys, gpu_util, gpu_mem_mb, gpu_power_w"
+#define NULL_V11 ", NULL AS cpu_user, NULL AS cpu_sys, NULL AS gpu_util, " \
+                 "NULL AS gpu_mem_mb, NULL AS gpu_power_w"
 
 /* Whether the tasks table has schema 8's 'fn' (a pilot of an older
  * pilotd, read while down, has not). */
@@ -42,11 +45,12 @@ static bool has_fn(sqlite3 *db)
 static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
 {
     static const char *const cols[] = {
-        TASK_COLS COLS_V4 COLS_V5 COLS_V6 COLS_V8,
-        TASK_COLS COLS_V4 COLS_V5 COLS_V6 NULL_V8,
-        TASK_COLS COLS_V4 COLS_V5 NULL_V6 NULL_V8,
-        TASK_COLS COLS_V4 NULL_V5 NULL_V6 NULL_V8,
-        TASK_COLS NULL_V4 NULL_V5 NULL_V6 NULL_V8,
+        TASK_COLS COLS_V4 COLS_V5 COLS_V6 COLS_V8 COLS_V11,
+        TASK_COLS COLS_V4 COLS_V5 COLS_V6 COLS_V8 NULL_V11,
+        TASK_COLS COLS_V4 COLS_V5 COLS_V6 NULL_V8 NULL_V11,
+        TASK_COLS COLS_V4 COLS_V5 NULL_V6 NULL_V8 NULL_V11,
+        TASK_COLS COLS_V4 NULL_V5 NULL_V6 NULL_V8 NULL_V11,
+        TASK_COLS NULL_V4 NULL_V5 NULL_V6 NULL_V8 NULL_V11,
     };
     char sql[2048];
 
@@ -128,6 +132,27 @@ static json_t *after_json(const char *text)
     return out;
 }
 
+/* derived: the CPU efficiency of the last attempt, as Slurm's seff
+ * gives it: CPU seconds (user + system) over cores x wall, where cores
+ * = ranks x cores_per_rank; null when a figure is missing */
+static void cpu_eff(json_t *t)
+{
+    const json_t *u = json_object_get(t, "cpu_user");
+    const json_t *s = json_object_get(t, "cpu_sys");
+    double wall = json_number_value(json_object_get(t, "wall"));
+    double cores = (double)json_integer_value(json_object_get(t, "ranks"))
+                   * (double)json_integer_value(json_object_get(t,
+                                                "cores_per_rank"));
+
+    if (json_is_number(u) && json_is_number(s) && wall > 0 && cores > 0)
+        json_object_set_new(t, "cpu_eff",
+                            json_real((json_number_value(u)
+                                       + json_number_value(s))
+                                      / (cores * wall)));
+    else
+        json_object_set_new(t, "cpu_eff", json_null());
+}
+
 static json_t *task_row(sqlite3_stmt *st)
 {
     json_t *t = json_object();
@@ -173,6 +198,7 @@ static json_t *task_row(sqlite3_stmt *st)
     }
     else
         json_object_set_new(t, "wall", json_null());
+    cpu_eff(t);
     return t;
 }
 

@@ -27,6 +27,10 @@ static const char mod_py[] =
     "def garbage():\n"
     "    os.write(3, b'\\x00\\x00\\x00\\x10' + b'\\xff' * 16)\n"
     "    time.sleep(5)\n"
+    "def spin(s):\n"
+    "    end = time.process_time() + float(s)\n"
+    "    while time.process_time() < end:\n"
+    "        pass\n"
     "def nap(s):\n"
     "    time.sleep(float(s))\n"
     "    return 'woke'\n"
@@ -128,6 +132,31 @@ static void test_warm(struct fixture *f)
     ok(e && e->result_repr && !strcmp(e->result_repr, want),
        "warm: the call's environment and cwd first on sys.path (%s)",
        e && e->result_repr ? e->result_repr : "-");
+}
+
+/* A call's CPU: the worker's over the call, from /proc (0.3 s of it
+ * burned, a nap that burns none); a call whose worker died has none. */
+static void test_cpu(struct fixture *f)
+{
+    char s0[] = "mod:spin", s1[] = "0.3", n0[] = "mod:nap", n1[] = "0.3";
+    char g0[] = "mod:segv";
+    char *spin[] = { s0, s1, NULL }, *nap[] = { n0, n1, NULL };
+    char *segv[] = { g0, NULL };
+
+    const struct pl_event *e = ended(f, call(f, spin, NULL, 0, NULL, 0));
+    ok(e && e->state == PL_ST_DONE && (e->use.has & PL_USE_CPU)
+           && e->use.cpu_user + e->use.cpu_sys >= 0.28
+           && e->use.cpu_user + e->use.cpu_sys < 1.5,
+       "cpu: a call that burns 0.3 s: %.3f s user + %.3f s system",
+       e ? e->use.cpu_user : -1, e ? e->use.cpu_sys : -1);
+    e = ended(f, call(f, nap, NULL, 0, NULL, 0));
+    ok(e && e->state == PL_ST_DONE && (e->use.has & PL_USE_CPU)
+           && e->use.cpu_user + e->use.cpu_sys < 0.1,
+       "cpu: a call that sleeps 0.3 s: %.3f s", e ? e->use.cpu_user
+                                                    + e->use.cpu_sys : -1);
+    e = ended(f, call(f, segv, NULL, 0, NULL, 0));
+    ok(e && e->state == PL_ST_FAILED && !(e->use.has & PL_USE_CPU),
+       "cpu: a call whose worker died: no CPU figures");
 }
 
 static void test_raise(struct fixture *f)
@@ -317,7 +346,7 @@ int main(void)
     char path[PATH_MAX], mod[512];
     FILE *fp;
 
-    plan(24);
+    plan(24 + 3);
     if (!realpath("python/pilot/_pyworker.py", path))
         abort();
     setenv("PILOT_PYWORKER", path, 1);
@@ -327,6 +356,7 @@ int main(void)
     if (!(fp = fopen(mod, "w")) || fputs(mod_py, fp) < 0 || fclose(fp))
         abort();
     test_warm(f);
+    test_cpu(f);
     test_raise(f);
     test_remote(f);
     test_big(f);

@@ -283,6 +283,31 @@ static void test_maxrss(struct fixture *f)
        pl_task_maxrss_kb(t));
 }
 
+/* The CPU time of the reap: a shell loop of fixed work, some 0.25 s of
+ * one core, in a child the task waits for (counted), and a sleep that
+ * burns none. */
+static void test_cpu(struct fixture *f)
+{
+    const char *burn[] = { "sh", "-c", "sh -c 'i=0; while [ $i -lt 300000 ]; "
+                           "do i=$((i+1)); done'", NULL };
+    const char *nap[] = { "sleep", "0.3", NULL };
+    int base = f->exited;
+    int rc1, rc2;
+    double u0 = -1, s0 = -1, u1 = -1, s1 = -1;
+    struct pl_task *t1 = start(f, "burn", burn, 0, &rc1);
+    struct pl_task *t2 = start(f, "nap", nap, 0, &rc2);
+
+    ok(!pl_task_cpu(t1, &u0, &s0), "cpu: none before the reap");
+    wait_exits(f, base + 2);
+    ok(pl_task_cpu(t1, &u0, &s0) && pl_task_cpu(t2, &u1, &s1),
+       "cpu: both reaped with their CPU time");
+    ok(u0 + s0 > 0.1 && u0 + s0 <= pl_task_runtime(t1) + 0.05,
+       "cpu: the loop (in a child) used %.3f s user + %.3f s system of "
+       "%.3f s", u0, s0, pl_task_runtime(t1));
+    ok(u1 + s1 < 0.05, "cpu: the sleep used %.3f s user + %.3f s system",
+       u1, s1);
+}
+
 static void test_bind(struct fixture *f)
 {
     const char *grep[] = { "grep", "Cpus_allowed_list", "/proc/self/status",
@@ -479,7 +504,7 @@ int main(void)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
-    plan(62);
+    plan(62 + 4);
     if (!t_tmpdir("agent-task", f->dir, sizeof(f->dir)))
         abort();
     uv_loop_init(&f->loop);
@@ -493,6 +518,7 @@ int main(void)
     test_files(f);
     test_kill(f);
     test_maxrss(f);
+    test_cpu(f);
     test_bind(f);
 
     for (int i = 0; i < f->ntasks; i++)

@@ -7,6 +7,7 @@
  * no message leaves).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,15 +358,90 @@ static void test_run_again(void)
     daemon_drop(d);
 }
 
+/* The figures stored for task 'id' (NAN where NULL), by the writer's
+ * connection (the batch's transaction is open). */
+static void db_usage(struct pl_daemon *d, uint64_t id, double *v)
+{
+    sqlite3_stmt *st = NULL;
+
+    for (int i = 0; i < 6; i++)
+        v[i] = NAN;
+    if (sqlite3_prepare_v2(pl_db_handle(d->db), "SELECT cpu_user, cpu_sys, "
+                           "gpu_util, gpu_mem_mb, gpu_power_w, maxrss_kb "
+                           "FROM tasks WHERE id = ?1", -1, &st, NULL)
+        != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < 6; i++)
+            if (sqlite3_column_type(st, i) != SQLITE_NULL)
+                v[i] = sqlite3_column_double(st, i);
+    sqlite3_finalize(st);
+}
+
+/* The ranks' CPU is summed into the task's row with its end; GPU
+ * figures averaged (power, utilisation) or the most (memory); the peak
+ * RSS is the largest rank's; a task none measured keeps NULL. */
+static void test_usage(void)
+{
+    struct pl_daemon *d = daemon_make(4);
+    struct pl_dtask *t = task_new(d, 2, 0, false);
+    uint64_t id = t->id;
+    double v[6];
+
+    pl_sched_run(d->sched, place_cb, d);
+    pl_dtask_rank_running(d, t, 0, 0, NULL);
+    pl_dtask_rank_running(d, t, 1, 0, NULL);
+    struct pl_usage u0 = { .has = PL_USE_CPU | PL_USE_GPU_UTIL
+                                  | PL_USE_GPU_MEM | PL_USE_GPU_POWER,
+                           .cpu_user = 1.5, .cpu_sys = 0.25, .gpu_util = 80,
+                           .gpu_mem_mb = 1000, .gpu_power_w = 300 };
+    struct pl_usage u1 = { .has = PL_USE_CPU | PL_USE_GPU_UTIL
+                                  | PL_USE_GPU_MEM | PL_USE_GPU_POWER,
+                           .cpu_user = 0.5, .cpu_sys = 0.75, .gpu_util = 40,
+                           .gpu_mem_mb = 3000, .gpu_power_w = 100 };
+    struct pl_db_change c0 = { .exit_code = 0, .signal = 0,
+                               .maxrss_kb = 2048, .use = &u0 };
+    struct pl_db_change c1 = { .exit_code = 0, .signal = 0,
+                               .maxrss_kb = 4096, .use = &u1 };
+    ok(!pl_dtask_rank_ended(d, t, 1, PL_ST_DONE, &c1),
+       "usage: rank 1 ended, the task waits for rank 0");
+    db_usage(d, id, v);
+    ok(isnan(v[0]) && isnan(v[5]), "usage: nothing stored before the end");
+    ok(pl_dtask_rank_ended(d, t, 0, PL_ST_DONE, &c0), "usage: rank 0 ended");
+    db_usage(d, id, v);
+    ok(v[0] == 2.0 && v[1] == 1.0,
+       "usage: CPU summed over the ranks: %g s user, %g s system", v[0],
+       v[1]);
+    ok(v[2] == 60 && v[3] == 3000 && v[4] == 200 && v[5] == 4096,
+       "usage: GPU mean %g%%, most %g MB, mean %g W; maxrss %g kB", v[2],
+       v[3], v[4], v[5]);
+    /* an end without figures (a node lost, a Python worker's death) */
+    t = task_new(d, 1, 0, false);
+    id = t->id;
+    pl_sched_run(d->sched, place_cb, d);
+    pl_dtask_rank_running(d, t, 0, 0, NULL);
+    struct pl_db_change none = { .exit_code = 0, .signal = 0,
+                                 .maxrss_kb = -1 };
+    ok(pl_dtask_rank_ended(d, t, 0, PL_ST_DONE, &none),
+       "usage: a task with no figures ended");
+    db_usage(d, id, v);
+    ok(isnan(v[0]) && isnan(v[1]) && isnan(v[2]) && isnan(v[5]),
+       "usage: ... its figures stay NULL (%g %g %g %g)", v[0], v[1], v[2],
+       v[5]);
+    daemon_drop(d);
+}
+
 int main(void)
 {
-    plan(26);
+    plan(26 + 7);
     if (!t_tmpdir("daemon-task", dir, sizeof(dir)))
         return 1;
     test_life();
     test_deps();
     test_links();
     test_run_again();
+    test_usage();
     t_rmtree(dir);
     return done_testing();
 }

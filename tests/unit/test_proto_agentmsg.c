@@ -458,12 +458,149 @@ static void test_result(void)
     pl_wbuf_destroy(&w);
 }
 
+/* ---- a rank's CPU and GPU figures (struct pl_usage) ---- */
+
+/* An end event of task 5 with one figure 'key' set to 'v' (a double) or,
+ * with 'str', to a string; cpu_sys too when 'key' is cpu_user. */
+static int usage_with(const char *key, double v, bool str,
+                      struct pl_event *ev, struct pl_error *e)
+{
+    struct t_body b;
+    const msgpack_object *o, *arr;
+    bool pair = !strcmp(key, "cpu_user");
+    int rc = -2;
+
+    t_body_begin(&b, PL_MSG_EVENTS, 1);
+    raw_key(&b.w.pk, "events");
+    msgpack_pack_array(&b.w.pk, 1);
+    msgpack_pack_map(&b.w.pk, pair ? 5 : 4);
+    raw_kuint(&b.w.pk, "id", 5);
+    raw_kuint(&b.w.pk, "attempt", 1);
+    raw_kstr(&b.w.pk, "state", "done");
+    if (str)
+        raw_kstr(&b.w.pk, key, "1.5");
+    else
+        raw_kdouble(&b.w.pk, key, v);
+    if (pair)
+        raw_kdouble(&b.w.pk, "cpu_sys", 0.25);
+    errno = 0;
+    if ((o = t_body_end(&b)) && (arr = pl_mp_get(o, "events")))
+        rc = pl_event_decode(&arr->via.array.ptr[0], ev, e);
+    t_body_free(&b);
+    return rc;
+}
+
+static void test_usage(void)
+{
+    struct pl_wbuf w;
+    struct pl_msg m;
+    struct pl_error e = { "" };
+    const msgpack_object *o, *arr;
+    struct pl_event ev, back;
+
+    /* every figure, encoded then decoded */
+    pl_event_init(&ev, 5, 1, 0, PL_ST_DONE, 10.0);
+    ev.use = (struct pl_usage){ .has = PL_USE_CPU | PL_USE_GPU_UTIL
+                                       | PL_USE_GPU_MEM | PL_USE_GPU_POWER,
+                                .cpu_user = 1.25, .cpu_sys = 0.5,
+                                .gpu_util = 87.5, .gpu_mem_mb = 40960,
+                                .gpu_power_w = 612.25 };
+    pl_events_begin(&w, 1, 1);
+    pl_event_encode(&w, &ev);
+    if ((o = reread(&w, &m, PL_MSG_EVENTS))
+        && pl_events_decode(o, &arr, &e) == 0
+        && pl_event_decode(&arr->via.array.ptr[0], &back, &e) == 0) {
+        ok(back.use.has == ev.use.has && back.use.cpu_user == 1.25
+               && back.use.cpu_sys == 0.5 && back.use.gpu_util == 87.5
+               && back.use.gpu_mem_mb == 40960
+               && back.use.gpu_power_w == 612.25,
+           "usage: every figure round-trips");
+        pl_event_clear(&back);
+    }
+    else
+        ok(0, "usage: the event decodes (%s)", e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+
+    /* CPU alone: the GPU figures stay absent; none: nothing is sent */
+    ev.use = (struct pl_usage){ .has = PL_USE_CPU, .cpu_user = 0,
+                                .cpu_sys = 0 };
+    pl_events_begin(&w, 2, 1);
+    pl_event_encode(&w, &ev);
+    if ((o = reread(&w, &m, PL_MSG_EVENTS))
+        && pl_events_decode(o, &arr, &e) == 0
+        && pl_event_decode(&arr->via.array.ptr[0], &back, &e) == 0) {
+        ok(back.use.has == PL_USE_CPU && back.use.cpu_user == 0
+               && !pl_mp_get(&arr->via.array.ptr[0], "gpu_util"),
+           "usage: CPU figures of 0 s are sent, no GPU figure");
+        pl_event_clear(&back);
+    }
+    else
+        ok(0, "usage: the CPU-only event decodes (%s)", e.text);
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    ev.use = (struct pl_usage){ 0 };
+    pl_events_begin(&w, 3, 1);
+    pl_event_encode(&w, &ev);
+    if ((o = reread(&w, &m, PL_MSG_EVENTS))
+        && pl_events_decode(o, &arr, &e) == 0) {
+        const msgpack_object *x = &arr->via.array.ptr[0];
+        ok(!pl_mp_get(x, "cpu_user") && !pl_mp_get(x, "cpu_sys")
+               && pl_event_decode(x, &back, &e) == 0 && back.use.has == 0,
+           "usage: not measured: no field, has 0");
+        pl_event_clear(&back);
+        pl_msg_release(&m);
+    }
+    else
+        ok(0, "usage: the bare event decodes (%s)", e.text);
+    pl_wbuf_destroy(&w);
+
+    /* what a hostile or broken agent may send */
+    static const struct {
+        const char *key;
+        double v;
+        bool str;
+        const char *what;
+    } bad[] = {
+        { "cpu_user", -1.0, false, "negative CPU seconds" },
+        { "cpu_user", NAN, false, "NaN CPU seconds" },
+        { "cpu_user", INFINITY, false, "infinite CPU seconds" },
+        { "cpu_user", 1e300, false, "CPU seconds past the bound" },
+        { "cpu_user", 0, true, "CPU seconds as a string" },
+        { "cpu_sys", 1.0, false, "cpu_sys without cpu_user" },
+        { "gpu_util", 100.5, false, "GPU utilisation over 100%" },
+        { "gpu_util", -0.5, false, "negative GPU utilisation" },
+        { "gpu_mem_mb", NAN, false, "NaN GPU memory" },
+        { "gpu_mem_mb", 0, true, "GPU memory as a string" },
+        { "gpu_power_w", -3, false, "negative GPU power" },
+        { "gpu_power_w", 1e7, false, "GPU power past the bound" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc = usage_with(bad[i].key, bad[i].v, bad[i].str, &back, &e);
+        ok(rc == -1 && errno == EPROTO && back.use.has == 0,
+           "usage: %s refused (%s)", bad[i].what, e.text);
+    }
+    /* the edges are taken */
+    e.text[0] = '\0';
+    ok(usage_with("gpu_util", 100, false, &back, &e) == 0
+           && back.use.has == PL_USE_GPU_UTIL && back.use.gpu_util == 100,
+       "usage: GPU utilisation of 100%% taken (%s)", e.text);
+    pl_event_clear(&back);
+    ok(usage_with("cpu_user", 0, false, &back, &e) == 0
+           && back.use.has == PL_USE_CPU && back.use.cpu_sys == 0.25,
+       "usage: CPU of 0 s user, 0.25 s system taken (%s)", e.text);
+    pl_event_clear(&back);
+}
+
 int main(void)
 {
-    plan(56);
+    plan(56 + 17);
     test_result();
     test_register();
     test_event();
     test_round_trips();
+    test_usage();
     return done_testing();
 }
