@@ -1,0 +1,20 @@
+/* client/vetnet.h - pilot vet --net / --nccl: the cross-node checks of
+ * pilot-vetcheck as a task of the pilot (client/vetnet.c) */
+#ifndef PL_CLIENT_VETNET_H
+#define PL_CLIENT_VETNET_H
+
+#include <stdbool.h>
+
+#include "client/cli.h"
+#include "client/conn.h"
+
+/* Run `pilot-vetcheck net` (one rank on each node that is up and not
+ * cordoned) or with 'nccl' `pilot-vetcheck nccl` (one rank a GPU) as a
+ * task over 'conn', with the limits of vet.yaml 'file' (NULL: the
+ * pilot's, DIR/vet.yaml, else the built-in default); print its report
+ * and cordon the nodes it names.  The exit status: 0 passed or nothing
+ * to check, 3 a check failed, else PL_EXIT_ERROR. */
+int pl_vet_net_cmd(struct pl_cli *cli, struct pl_conn *conn, bool nccl,
+                   const char *file);
+
+#endif /* !PL_CLIENT_VETNET_H */
