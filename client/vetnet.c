@@ -47,11 +47,11 @@ static int load_conf(const struct pl_conn *conn, const char *file,
     return pl_vetconf_load(path, c, errp);
 }
 
-/* The nodes a task may use now: up and not cordoned; the fewest GPUs
- * and cores one of them has. */
+/* The nodes a task may use now: up and not cordoned; the fewest and
+ * most GPUs and the fewest cores one of them has. */
 static int usable_nodes(struct pl_conn *conn, uint64_t *nodes,
-                        uint64_t *gpus_min, uint64_t *cores_min,
-                        struct pl_error *errp)
+                        uint64_t *gpus_min, uint64_t *gpus_max,
+                        uint64_t *cores_min, struct pl_error *errp)
 {
     json_t *s = pl_conn_status(conn, errp), *n;
     size_t i;
@@ -60,6 +60,7 @@ static int usable_nodes(struct pl_conn *conn, uint64_t *nodes,
         return -1;
     *nodes = 0;
     *gpus_min = *cores_min = UINT64_MAX;
+    *gpus_max = 0;
     json_array_foreach(json_object_get(s, "nodes"), i, n) {
         const json_t *v = json_object_get(n, "vet");
         if (strcmp(pl_out_jstr(n, "state"), "up")
@@ -69,6 +70,8 @@ static int usable_nodes(struct pl_conn *conn, uint64_t *nodes,
         long long g = pl_out_jcount(n, "gpus");
         if ((uint64_t)(g > 0 ? g : 0) < *gpus_min)
             *gpus_min = (uint64_t)(g > 0 ? g : 0);
+        if (g > 0 && (uint64_t)g > *gpus_max)
+            *gpus_max = (uint64_t)g;
         long long k = pl_out_jcount(n, "cores");
         if ((uint64_t)(k > 0 ? k : 0) < *cores_min)
             *cores_min = (uint64_t)(k > 0 ? k : 0);
@@ -238,7 +241,7 @@ static json_t *read_report(const struct pl_conn *conn, uint64_t id,
 
 /* Cordon the nodes each failed entry names, the check and figure the
  * reason.  How many were cordoned. */
-static int cordon_failed(struct pl_conn *conn, const json_t *rep, bool quiet)
+static int cordon_failed(struct pl_conn *conn, const json_t *rep, FILE *out)
 {
     const json_t *f, *node;
     size_t i, j;
@@ -263,35 +266,35 @@ static int cordon_failed(struct pl_conn *conn, const json_t *rep, bool quiet)
                 continue;
             if (!(r = pl_conn_cordon(conn, &q, &err)))
                 pl_cli_error("cordon %s: %s", name, err.text);
-            else if (n++, !quiet)
-                printf("%s cordoned: %s\n", name, reason);
+            else if (n++, out)
+                fprintf(out, "%s cordoned: %s\n", name, reason);
             json_decref(r);
         }
     }
     return n;
 }
 
-static void print_net(const json_t *rep)
+static void print_net(FILE *out, const json_t *rep)
 {
     const json_t *p;
     size_t i;
 
-    printf("%-12s %-12s %12s %14s\n", "A", "B", "latency us",
+    fprintf(out, "%-12s %-12s %12s %14s\n", "A", "B", "latency us",
            "bandwidth MB/s");
     json_array_foreach(json_object_get(rep, "pairs"), i, p)
-        printf("%-12s %-12s %12.2f %14.1f%s\n", pl_out_jstr(p, "a"),
+        fprintf(out, "%-12s %-12s %12.2f %14.1f%s\n", pl_out_jstr(p, "a"),
                pl_out_jstr(p, "b"),
                json_number_value(json_object_get(p, "latency_us")),
                json_number_value(json_object_get(p, "bandwidth_mbs")),
                json_is_false(json_object_get(p, "ok")) ? "  FAILED" : "");
-    printf("median latency %.2f us, bandwidth %.1f MB/s\n",
+    fprintf(out, "median latency %.2f us, bandwidth %.1f MB/s\n",
            json_number_value(json_object_get(rep, "median_latency_us")),
            json_number_value(json_object_get(rep, "median_bandwidth_mbs")));
 }
 
-static void print_nccl(const json_t *rep)
+static void print_nccl(FILE *out, const json_t *rep)
 {
-    printf("nccl all-reduce: %lld ranks on %lld nodes, busbw %.2f GB/s "
+    fprintf(out, "nccl all-reduce: %lld ranks on %lld nodes, busbw %.2f GB/s "
            "(algbw %.2f GB/s, %.0f us)\n",
            pl_out_jint(rep, "ranks", 0), pl_out_jint(rep, "nodes", 0),
            json_number_value(json_object_get(rep, "busbw_gbs")),
@@ -299,59 +302,63 @@ static void print_nccl(const json_t *rep)
            json_number_value(json_object_get(rep, "time_us")));
 }
 
-int pl_vet_net_cmd(struct pl_cli *cli, struct pl_conn *conn, bool nccl,
-                   const char *file)
+/* The check (net, or with 'nccl' nccl) with the limits of 'c', its
+ * words on 'out' (with 'json' the report alone, on stdout). */
+static int vet_run(struct pl_conn *conn, bool nccl,
+                   const struct pl_vetconf *c, bool json, FILE *out)
 {
-    struct pl_vetconf c;
     struct pl_error err;
-    uint64_t nodes, gpus, cores, id;
+    uint64_t nodes, gpus, gmax, cores, id;
     char prog[PL_PATH_MAX + 32];
     const char *what = nccl ? "nccl" : "net";
     json_t *rep = NULL, *f;
     size_t i;
     int st, rc = PL_EXIT_ERROR;
 
-    if (load_conf(conn, file, &c, &err) < 0) {
-        pl_cli_error("%s", err.text);
-        return PL_EXIT_ERROR;
-    }
-    if (usable_nodes(conn, &nodes, &gpus, &cores, &err) < 0) {
+    if (usable_nodes(conn, &nodes, &gpus, &gmax, &cores, &err) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }
+    /* nothing to check is not a failure of the nodes */
+    if (nccl && !gmax) {
+        fprintf(out, "vet nccl: no GPUs in this pilot (on its nodes that "
+                "are up and not cordoned): nothing checked\n");
+        rc = PL_EXIT_OK;
+        goto done;
+    }
     if (nccl && !gpus) {
-        /* nothing to check is not a failure of the nodes */
-        printf("vet nccl: no GPUs in this pilot (on its uncordoned nodes "
-               "that are up): nothing checked\n");
+        fprintf(out, "vet nccl: a node without GPUs: NCCL is checked on "
+                "pilots whose every node has them; nothing checked\n");
         rc = PL_EXIT_OK;
         goto done;
     }
     if (!nccl && nodes < 2) {
-        printf("vet net: %llu node%s up and uncordoned: no pair to "
-               "check\n", (unsigned long long)nodes, nodes == 1 ? "" : "s");
+        fprintf(out, "vet net: %llu node%s up and not cordoned: no pair to "
+                "check\n", (unsigned long long)nodes, nodes == 1 ? "" : "s");
         rc = PL_EXIT_OK;
         goto done;
     }
     if (nccl && gpus > cores) {
         /* a rank needs a core: the GPUs a node's cores can drive */
-        printf("vet nccl: %llu of each node's %llu GPUs (one rank a core)\n",
-               (unsigned long long)cores, (unsigned long long)gpus);
+        fprintf(out, "vet nccl: %llu of each node's %llu GPUs (a rank needs "
+                "a core)\n", (unsigned long long)cores,
+                (unsigned long long)gpus);
         gpus = cores;
     }
     if (find_prog(prog, sizeof(prog)) < 0) {
         pl_cli_error("no pilot-vetcheck (%s)", prog);
         goto done;
     }
-    if (!(id = submit(conn, &c, nccl, nodes, gpus, prog, &err))) {
+    if (!(id = submit(conn, c, nccl, nodes, gpus, prog, &err))) {
         pl_cli_error("vet %s: %s", what, err.text);
         goto done;
     }
-    if (!cli->json)
-        printf("vet %s: task %llu, %llu nodes%s\n", what,
-               (unsigned long long)id, (unsigned long long)nodes,
-               nccl ? ", one rank a GPU" : "");
-    /* its run and a wait for the nodes to be free */
-    if ((st = wait_end(conn, id, 2 * c.net_timeout + 60, &err)) < 0) {
+    if (!json)
+        fprintf(out, "vet %s: task %llu, %llu nodes%s\n", what,
+                (unsigned long long)id, (unsigned long long)nodes,
+                nccl ? ", one rank a GPU" : "");
+    /* its run, and a wait for the nodes to be free */
+    if ((st = wait_end(conn, id, 2 * c->net_timeout + 60, &err)) < 0) {
         pl_cli_error("vet %s: %s", what, err.text);
         goto done;
     }
@@ -360,27 +367,97 @@ int pl_vet_net_cmd(struct pl_cli *cli, struct pl_conn *conn, bool nccl,
                      (unsigned long long)id, pl_state_name(st), err.text);
         goto done;
     }
-    if (cli->json)
+    bool cannot = !strcmp(pl_out_jstr(rep, "status"), "cannot-run");
+    if (json)
         pl_out_json(rep);
-    else if (!strcmp(pl_out_jstr(rep, "status"), "cannot-run"))
-        ; /* no figures: the line below says why */
+    else if (cannot)
+        fprintf(out, "vet %s: cannot run here, nothing checked or "
+                "cordoned: %s\n", what, pl_out_jstr(rep, "error"));
     else if (nccl)
-        print_nccl(rep);
+        print_nccl(out, rep);
     else
-        print_net(rep);
+        print_net(out, rep);
     rc = PL_EXIT_OK;
-    if (!strcmp(pl_out_jstr(rep, "status"), "cannot-run") && !cli->json)
-        printf("vet %s: cannot run here, nothing checked or cordoned: %s\n",
-               what, pl_out_jstr(rep, "error"));
     json_array_foreach(json_object_get(rep, "failed"), i, f) {
-        if (!cli->json)
-            printf("FAILED %s: %s\n", pl_out_jstr(f, "check"),
-                   pl_out_jstr(f, "text"));
+        if (!json)
+            fprintf(out, "FAILED %s: %s\n", pl_out_jstr(f, "check"),
+                    pl_out_jstr(f, "text"));
         rc = 3;
     }
-    cordon_failed(conn, rep, cli->json);
+    cordon_failed(conn, rep, json ? NULL : out);
 done:
     json_decref(rep);
+    return rc;
+}
+
+int pl_vet_net_cmd(struct pl_cli *cli, struct pl_conn *conn, bool nccl,
+                   const char *file)
+{
+    struct pl_vetconf c;
+    struct pl_error err;
+    int rc;
+
+    if (load_conf(conn, file, &c, &err) < 0) {
+        pl_cli_error("%s", err.text);
+        return PL_EXIT_ERROR;
+    }
+    rc = vet_run(conn, nccl, &c, cli->json, stdout);
+    pl_vetconf_clear(&c);
+    return rc;
+}
+
+/* Whether a node is still in its first vetting (cordoned "vetting"). */
+static int vetting(struct pl_conn *conn, struct pl_error *errp)
+{
+    json_t *s = pl_conn_status(conn, errp), *n;
+    size_t i;
+    int busy = 0;
+
+    if (!s)
+        return -1;
+    json_array_foreach(json_object_get(s, "nodes"), i, n)
+        busy |= !strcmp(pl_out_jstr(json_object_get(n, "vet"), "state"),
+                        "running");
+    json_decref(s);
+    return busy;
+}
+
+int pl_vet_net_at_start(struct pl_cli *cli, const struct pl_pilot *p,
+                        const char *yaml)
+{
+    struct pl_vetconf c;
+    struct pl_error err;
+    struct pl_conn *conn = NULL;
+    struct timespec pause = { 0, 200 * 1000 * 1000 };
+    int rc = PL_EXIT_OK, busy;
+
+    if (!yaml || pl_vetconf_parse("vet.yaml", yaml, strlen(yaml), &c, &err)
+                     < 0)
+        return PL_EXIT_OK; /* none, or checked before: nothing asked */
+    if (!c.net_start && !c.nccl_start)
+        goto done;
+    if (!(conn = pl_conn_attach(&cli->find, p, &err))) {
+        rc = pl_cli_error("%s", err.text);
+        goto done;
+    }
+    /* the nodes' own checks first: a node is used once it passed */
+    time_t until = time(NULL) + (time_t)c.timeout + 10;
+    while ((busy = vetting(conn, &err)) > 0 && time(NULL) < until)
+        nanosleep(&pause, NULL);
+    if (busy < 0) {
+        rc = pl_cli_error("%s", err.text);
+        goto done;
+    }
+    /* stdout has the pilot's id alone: the reports go to stderr */
+    if (c.net_start)
+        rc = vet_run(conn, false, &c, false, stderr);
+    if (c.nccl_start && rc == PL_EXIT_OK)
+        rc = vet_run(conn, true, &c, false, stderr);
+    /* a node that failed is cordoned; the pilot itself is up */
+    if (rc == 3)
+        rc = PL_EXIT_OK;
+done:
+    pl_conn_free(conn);
     pl_vetconf_clear(&c);
     return rc;
 }

@@ -17,4 +17,12 @@
 int pl_vet_net_cmd(struct pl_cli *cli, struct pl_conn *conn, bool nccl,
                    const char *file);
 
+/* `pilot up --wait`: when vet.yaml text 'yaml' (NULL: the built-in
+ * default) asks for them (net.at_start, nccl.at_start), wait until the
+ * nodes' own vetting is done and run the checks, their words on
+ * stderr.  PL_EXIT_OK (nodes that failed are cordoned), or an error's
+ * exit status. */
+int pl_vet_net_at_start(struct pl_cli *cli, const struct pl_pilot *p,
+                        const char *yaml);
+
 #endif /* !PL_CLIENT_VETNET_H */
