@@ -694,7 +694,7 @@ static int find_vetcheck(char *path, size_t len)
 /* The granted GPUs' health: `pilot-vetcheck gpu --expect N` (NVML, a CUDA
  * kernel), its report turned into checks. */
 static void check_gpu_health(struct out *o, const struct pl_vetconf *c,
-                             size_t granted)
+                             size_t granted, double left)
 {
     char prog[PL_PATH_MAX + 32], expect[32], pct[32], temp[32];
     char why[256] = "", *buf = NULL;
@@ -714,7 +714,9 @@ static void check_gpu_health(struct out *o, const struct pl_vetconf *c,
     snprintf(expect, sizeof(expect), "%zu", granted);
     snprintf(pct, sizeof(pct), "%g", c->gpu_min_free_pct);
     snprintf(temp, sizeof(temp), "%g", c->gpu_max_temp);
-    if (run_prog(prog, argv, c->timeout, &buf, &len, &status, why,
+    /* within what is left of the checks' timeout: a program that hangs
+     * fails this check, not the whole vetting */
+    if (run_prog(prog, argv, left > 1 ? left : 1, &buf, &len, &status, why,
                  sizeof(why)) < 0)
         add(o, "gpu", false, NAN, NULL, NAN, "pilot-vetcheck gpu: %s", why);
     else
@@ -787,7 +789,7 @@ int pl_vet_child_main(int argc, char **argv)
     if (c.gpus) {
         size_t ng = check_gpus(&o, &c, gpus);
         if (ng && c.gpu_vetcheck)
-            check_gpu_health(&o, &c, ng);
+            check_gpu_health(&o, &c, ng, c.timeout - (mono() - t0) - 1);
     }
     if (c.disk && c.disk_task_dir && dir) {
         char path[PL_PATH_MAX + 8];
