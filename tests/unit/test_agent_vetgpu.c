@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,7 +125,7 @@ int main(void)
     char exe[PATH_MAX], prog[PATH_MAX + 32];
     ssize_t n;
 
-    plan(17);
+    plan(19);
 
     g = adapt("{\"check\":\"gpu\",\"failed\":[],\"count\":2,\"expect\":2,"
               "\"driver\":\"570.1\",\"gpus\":[{\"temperature_c\":40,"
@@ -223,6 +224,34 @@ int main(void)
            && !find(&r, "gpu") && find(&r, "gpus") && r.ok,
        "gpus.vetcheck: false: not run");
     pl_vet_result_clear(&r);
+    /* programs in its place: one that hangs, one that floods */
+    char hang[] = "/tmp/test_vetgpu.XXXXXX";
+    int fd = mkstemp(hang);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fp) {
+        fputs("#!/bin/sh\nexec sleep 30\n", fp);
+        fclose(fp);
+    }
+    chmod(hang, 0700);
+    setenv("PILOT_VETCHECK", hang, 1);
+    ok(run("timeout: 2\ngpus: {devices: none}\ndisk: {enabled: false}\n"
+           "memory: {enabled: false}\ncpu: {enabled: false}\n", "", &r) == 0
+           && (c = find(&r, "gpu")) && !c->ok
+           && strstr(c->detail, "timed out"),
+       "a program that hangs: killed within the checks' timeout, failed");
+    pl_vet_result_clear(&r);
+    if ((fp = fopen(hang, "w"))) {
+        fputs("#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' '['\n"
+              "exit 0\n", fp);
+        fclose(fp);
+    }
+    ok(run("gpus: {devices: none}\ndisk: {enabled: false}\n"
+           "memory: {enabled: false}\ncpu: {enabled: false}\n", "", &r) == 0
+           && (c = find(&r, "gpu")) && !c->ok
+           && strstr(c->detail, "printed no report"),
+       "a program that prints 3 MB of '[': read up to its limit, failed");
+    pl_vet_result_clear(&r);
+    unlink(hang);
     setenv("PILOT_VETCHECK", "/nonexistent/pilot-vetcheck", 1);
     ok(run("gpus: {devices: none}\ndisk: {enabled: false}\n"
            "memory: {enabled: false}\ncpu: {enabled: false}\n", "", &r) == 0
