@@ -25,4 +25,20 @@ bool pl_vet_child(const struct pl_vet *v, pid_t pid);
  * Returns the exit code. */
 int pl_vet_child_main(int argc, char **argv);
 
+/* Where pl_vet_gpu_adapt() puts a check (its texts are borrowed). */
+typedef void (*pl_vet_add_f)(void *arg, const char *name, bool ok,
+                             double figure, const char *unit, double limit,
+                             const char *detail);
+
+/* `pilot-vetcheck gpu`'s report ('len' bytes at 'buf', any bytes at all)
+ * and exit code 'code' as checks to 'add': on a pass one check "gpu"
+ * (the GPU count, the hottest, the least free); on a failure one check
+ * for each entry of "failed" (its name, "gpu.temperature", its value and
+ * limit); exit 3 (cannot run) a "gpu" check that passes with a note when
+ * no NVML library loaded ("no_nvml": nothing to judge the GPUs by) and
+ * fails otherwise (NVML or the CUDA driver loaded and failed); anything
+ * else (no report, cut short, wrong types) a failed "gpu". */
+void pl_vet_gpu_adapt(const char *buf, size_t len, int code,
+                      pl_vet_add_f add, void *arg);
+
 #endif /* !PL_AGENT_VET_H */

@@ -177,6 +177,8 @@ static int nvml_load(struct pl_vet *v, struct nvml *api, void **libp)
     void *lib;
 
     if (path && !*path) {
+        /* node vetting passes a node with no NVML at all (docs) */
+        json_object_set_new(v->out, "no_nvml", json_true());
         pl_vet_cannot(v, "no GPU here: NVML is not used "
                          "(PILOT_NVML_LIBRARY is empty)");
         return -1;
@@ -184,6 +186,7 @@ static int nvml_load(struct pl_vet *v, struct nvml *api, void **libp)
     if (!path)
         path = "libnvidia-ml.so.1";
     if (!(lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+        json_object_set_new(v->out, "no_nvml", json_true());
         pl_vet_cannot(v, "no GPU here: NVML not found (%s)", dlerror());
         return -1;
     }
@@ -328,6 +331,8 @@ static int cuda_load(struct pl_vet *v, struct cuda *cu)
     int rc;
 
     if (path && !*path) {
+        /* node vetting passes a node with no NVML at all (docs) */
+        json_object_set_new(v->out, "no_nvml", json_true());
         pl_vet_cannot(v, "the CUDA driver is not used "
                          "(PILOT_CUDA_LIBRARY is empty)");
         return -1;

@@ -147,6 +147,15 @@ static void print_nodes(const json_t *nodes)
         if (why)
             printf("%s cordoned: %s\n", pl_out_jstr(n, "name"), why);
     }
+    /* checks that passed without looking (no NVML for the GPUs) */
+    json_array_foreach(nodes, i, n) {
+        const json_t *note;
+        size_t k;
+        json_array_foreach(json_object_get(json_object_get(n, "vet"),
+                                           "notes"), k, note)
+            printf("%s note: %s %s\n", pl_out_jstr(n, "name"),
+                   pl_out_jstr(note, "check"), pl_out_jstr(note, "detail"));
+    }
 }
 
 /* "metrics: http://10.0.0.1:9464/metrics, file /var/lib/.../p3.prom" */

@@ -13,6 +13,7 @@
 #include "client/conn.h"
 #include "client/output.h"
 #include "client/up_private.h"
+#include "client/vetnet.h"
 #include "proto/vetconf.h"
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
@@ -669,6 +670,8 @@ int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
                    : PL_EXIT_OK;
     if (rc == PL_EXIT_OK && o.wait && o.npools)
         rc = wait_pools(cli, &p, &o, t0);
+    if (rc == PL_EXIT_OK && o.wait)
+        rc = pl_vet_net_at_start(cli, &p, o.vet);
 done:
     if (created)
         remove_dir(p.dir);

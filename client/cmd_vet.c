@@ -8,11 +8,13 @@
 #include "client/cli.h"
 #include "client/conn.h"
 #include "client/output.h"
+#include "client/vetnet.h"
 #include "proto/agentmsg.h"
 #include "proto/vetmsg.h"
 
 static const char vet_help[] =
     "usage: pilot vet [NODE...] [--json] [--pilot ID]\n"
+    "       pilot vet --net | --nccl [--vet FILE] [--json] [--pilot ID]\n"
     "\n"
     "Run the nodes' checks again (all the pilot's nodes that are up, or\n"
     "the NODEs) and print each node's result, check by check: its figure\n"
@@ -22,14 +24,25 @@ static const char vet_help[] =
     "limits are the pilot's vet.yaml ('pilot up --vet FILE'; docs/vet.yaml).\n"
     "Exit status 0 when every node passed, 3 when one did not.\n"
     "\n"
+    "--net runs pilot-vetcheck net as a task of the pilot (comm mpi, one\n"
+    "rank on each node that is up and not cordoned): latency and bandwidth\n"
+    "between every pair of nodes; --nccl runs pilot-vetcheck nccl (one\n"
+    "rank a GPU): NCCL all-reduce bus bandwidth.  Their limits are\n"
+    "vet.yaml's net: and nccl: sections (none by default); the nodes of a\n"
+    "pair that breaks one are cordoned ('vet: net.latency ...').\n"
+    "\n"
     "options:\n"
+    "  --net        the network between the nodes (MPI ping-pong)\n"
+    "  --nccl       NCCL all-reduce across the pilot's GPUs\n"
+    "  --vet FILE   --net/--nccl: the limits of this vet.yaml instead\n"
     "  --json       print the results as JSON (an array, one per node)\n"
     "  --pilot ID   the pilot (default: the one running)\n"
     "  -h, --help   this help\n"
     "\n"
     "examples:\n"
     "  pilot vet\n"
-    "  pilot vet n3 n4\n";
+    "  pilot vet n3 n4\n"
+    "  pilot vet --net\n";
 
 static const char cordon_help[] =
     "usage: pilot cordon NODE [--reason TEXT] [--pilot ID]\n"
@@ -89,7 +102,14 @@ static void print_result(const json_t *r)
 
 int pl_cmd_vet(struct pl_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = { PL_CLI_COMMON_OPTS, { 0 } };
+    enum { OPT_NET = PL_OPT_CMD, OPT_NCCL, OPT_VET };
+    static const struct option opts[] = {
+        { "net", no_argument, NULL, OPT_NET },
+        { "vet", required_argument, NULL, OPT_VET },
+        { "nccl", no_argument, NULL, OPT_NCCL },
+        PL_CLI_COMMON_OPTS, { 0 } };
+    bool net = false, nccl = false;
+    const char *file = NULL;
     struct pl_error err;
     struct pl_conn *conn = NULL;
     json_t *res = NULL, *r;
@@ -98,9 +118,33 @@ int pl_cmd_vet(struct pl_cli *cli, int argc, char **argv)
     int c, rc;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
-        if (pl_cli_opt(cli, c, argv, vet_help, &rc) < 0)
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c == OPT_NET)
+            net = true;
+        else if (c == OPT_NCCL)
+            nccl = true;
+        else if (c == OPT_VET)
+            file = optarg;
+        else if (pl_cli_opt(cli, c, argv, vet_help, &rc) < 0)
             return rc;
+    }
+    if (file && !net && !nccl)
+        return pl_cli_usage(cli, "--vet FILE is for --net and --nccl");
+    if ((net || nccl) && optind < argc)
+        return pl_cli_usage(cli, "--net and --nccl check the pilot's nodes "
+                            "that are up and not cordoned: no NODE");
+    if (net || nccl) {
+        rc = PL_EXIT_ERROR;
+        if (!(conn = pl_conn_open(&cli->find, PL_CONN_WRITE, &err))) {
+            pl_cli_error("%s", err.text);
+            return rc;
+        }
+        rc = net ? pl_vet_net_cmd(cli, conn, false, file) : PL_EXIT_OK;
+        if (nccl && rc == PL_EXIT_OK)
+            rc = pl_vet_net_cmd(cli, conn, true, file);
+        pl_conn_free(conn);
+        return rc;
+    }
     for (int k = optind; k < argc; k++)
         if (!pl_node_name_ok(argv[k]))
             return pl_cli_usage(cli, "'%s' is not a node name", argv[k]);

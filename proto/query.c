@@ -742,6 +742,20 @@ json_t *pl_query_vet_status(const char *state, double time,
     json_object_set_new(o, "cordon", cordon ? json_string(cordon)
                                             : json_null());
     json_array_foreach(json_object_get(res, "checks"), i, c) {
+        const char *det = json_string_value(json_object_get(c, "detail"));
+        if (json_is_true(json_object_get(c, "ok")) && det
+            && !strncmp(det, "not checked", 11)) {
+            /* a check that passed without looking (the GPUs' with no
+             * NVML): said, so that nobody takes it for a pass */
+            json_t *notes = json_object_get(o, "notes");
+            if (!notes)
+                json_object_set_new(o, "notes", notes = json_array());
+            json_array_append_new(notes, json_pack("{s:O, s:s}", "check",
+                                  json_object_get(c, "name"), "detail",
+                                  det));
+        }
+    }
+    json_array_foreach(json_object_get(res, "checks"), i, c) {
         if (json_is_true(json_object_get(c, "ok")))
             continue;
         static const char *const keys[] = { "figure", "limit", "unit",

@@ -24,6 +24,14 @@
 #define DEF_CPU_SLOWER 30.0
 #define DEF_REVET_SIGNALS 3
 #define DEF_REVET_WINDOW 600.0
+/* pilot-vetcheck's own defaults (docs/vetcheck.md) */
+#define DEF_GPU_FREE_PCT 90.0
+#define DEF_GPU_TEMP 85.0
+#define DEF_NET_SIZE (4 * 1024 * 1024)
+#define DEF_NET_ITERS 100
+#define DEF_NCCL_SIZE (64 * 1024 * 1024)
+#define DEF_NCCL_ITERS 20
+#define DEF_NET_TIMEOUT 300.0
 
 int pl_vetconf_default(struct pl_vetconf *c)
 {
@@ -39,6 +47,14 @@ int pl_vetconf_default(struct pl_vetconf *c)
     c->cpu_max_slower = DEF_CPU_SLOWER;
     c->revet_signals = DEF_REVET_SIGNALS;
     c->revet_window = DEF_REVET_WINDOW;
+    c->gpu_vetcheck = true;
+    c->gpu_min_free_pct = DEF_GPU_FREE_PCT;
+    c->gpu_max_temp = DEF_GPU_TEMP;
+    c->net_size = DEF_NET_SIZE;
+    c->net_iters = DEF_NET_ITERS;
+    c->nccl_size = DEF_NCCL_SIZE;
+    c->nccl_iters = DEF_NCCL_ITERS;
+    c->net_timeout = DEF_NET_TIMEOUT;
     if (!(c->gpu_devices = strdup(DEF_GPU_DEVICES))
         || !(c->disk_paths = pl_strv_dup((char *const *)paths))) {
         pl_vetconf_clear(c);
@@ -52,6 +68,7 @@ int pl_vetconf_default(struct pl_vetconf *c)
 static void off(struct pl_vetconf *c)
 {
     c->gpus = c->disk = c->memory = c->cpu = false;
+    c->net_start = c->nccl_start = false;
     for (uint32_t i = 0; i < c->next; i++) {
         free(c->ext[i].name);
         pl_strv_free(c->ext[i].argv);
@@ -240,6 +257,14 @@ static int gpus_pair(struct ctx *x, const char *key, yaml_node_t *k,
                         "id goes (/dev/nvidia%%s), or none");
         return 0;
     }
+    if (!strcmp(key, "vetcheck"))
+        return get_bool(x, v, "gpus.vetcheck", &c->gpu_vetcheck);
+    if (!strcmp(key, "min_free_pct"))
+        return get_num(x, v, "gpus.min_free_pct", 0, 100, false,
+                       &c->gpu_min_free_pct);
+    if (!strcmp(key, "max_temp_c"))
+        return get_num(x, v, "gpus.max_temp_c", 1, 200, false,
+                       &c->gpu_max_temp);
     return unknown(x, k, "gpus", key);
 }
 
@@ -333,6 +358,65 @@ static int revet_pair(struct ctx *x, const char *key, yaml_node_t *k,
     return unknown(x, k, "revet", key);
 }
 
+/* net: and nccl: (pilot vet --net / --nccl, client/cmd_vet.c) */
+static int net_pair(struct ctx *x, const char *key, yaml_node_t *k,
+                    yaml_node_t *v, void *arg)
+{
+    struct pl_vetconf *c = arg;
+    double d;
+
+    if (!strcmp(key, "at_start"))
+        return get_bool(x, v, "net.at_start", &c->net_start);
+    if (!strcmp(key, "max_latency_us"))
+        return get_num(x, v, "net.max_latency_us", 0, 1e9, false,
+                       &c->net_max_latency);
+    if (!strcmp(key, "min_bandwidth_mbs"))
+        return get_num(x, v, "net.min_bandwidth_mbs", 0, 1e9, false,
+                       &c->net_min_bw);
+    if (!strcmp(key, "size")) {
+        if (get_num(x, v, "net.size", 8, 1 << 30, true, &d) < 0)
+            return -1;
+        c->net_size = (uint64_t)d;
+        return 0;
+    }
+    if (!strcmp(key, "iters")) {
+        if (get_num(x, v, "net.iters", 1, 1e6, true, &d) < 0)
+            return -1;
+        c->net_iters = (uint64_t)d;
+        return 0;
+    }
+    if (!strcmp(key, "timeout"))
+        return get_num(x, v, "net.timeout", 1, PL_VET_TIMEOUT_MAX, false,
+                       &c->net_timeout);
+    return unknown(x, k, "net", key);
+}
+
+static int nccl_pair(struct ctx *x, const char *key, yaml_node_t *k,
+                     yaml_node_t *v, void *arg)
+{
+    struct pl_vetconf *c = arg;
+    double d;
+
+    if (!strcmp(key, "at_start"))
+        return get_bool(x, v, "nccl.at_start", &c->nccl_start);
+    if (!strcmp(key, "min_busbw_gbs"))
+        return get_num(x, v, "nccl.min_busbw_gbs", 0, 1e6, false,
+                       &c->nccl_min_busbw);
+    if (!strcmp(key, "size")) {
+        if (get_num(x, v, "nccl.size", 4, 1 << 30, true, &d) < 0)
+            return -1;
+        c->nccl_size = (uint64_t)d;
+        return 0;
+    }
+    if (!strcmp(key, "iters")) {
+        if (get_num(x, v, "nccl.iters", 1, 1e6, true, &d) < 0)
+            return -1;
+        c->nccl_iters = (uint64_t)d;
+        return 0;
+    }
+    return unknown(x, k, "nccl", key);
+}
+
 static int ext_pair(struct ctx *x, const char *key, yaml_node_t *k,
                     yaml_node_t *v, void *arg)
 {
@@ -418,6 +502,10 @@ static int top_pair(struct ctx *x, const char *key, yaml_node_t *k,
         return each_pair(x, v, "revet", revet_pair, c);
     if (!strcmp(key, "external"))
         return external(x, v, c);
+    if (!strcmp(key, "net"))
+        return each_pair(x, v, "net", net_pair, c);
+    if (!strcmp(key, "nccl"))
+        return each_pair(x, v, "nccl", nccl_pair, c);
     return unknown(x, k, "", key);
 }
 

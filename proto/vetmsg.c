@@ -77,6 +77,9 @@ void pl_vet_encode(struct pl_wbuf *w, uint64_t seq, uint64_t token,
     pl_wm_bool(&w->body, "gpus", c->gpus);
     if (c->gpu_devices)
         pl_wm_str(&w->body, "gpu_devices", c->gpu_devices);
+    pl_wm_bool(&w->body, "gpu_vetcheck", c->gpu_vetcheck);
+    pl_wm_double(&w->body, "gpu_min_free_pct", c->gpu_min_free_pct);
+    pl_wm_double(&w->body, "gpu_max_temp", c->gpu_max_temp);
     pl_wm_bool(&w->body, "disk", c->disk);
     pl_wm_bool(&w->body, "disk_task_dir", c->disk_task_dir);
     if (c->disk_paths)
@@ -115,6 +118,12 @@ int pl_vet_decode(const msgpack_object *body, uint64_t *token,
         || pl_mp_bool(body, "gpus", false, &c->gpus, errp) < 0
         || text(body, "gpu_devices", false, PL_VET_TEXT_MAX, &c->gpu_devices,
                 errp) < 0
+        || pl_mp_bool(body, "gpu_vetcheck", false, &c->gpu_vetcheck, errp)
+               < 0
+        || pl_mp_double(body, "gpu_min_free_pct", false, &c->gpu_min_free_pct,
+                        errp) < 0
+        || pl_mp_double(body, "gpu_max_temp", false, &c->gpu_max_temp, errp)
+               < 0
         || pl_mp_bool(body, "disk", false, &c->disk, errp) < 0
         || pl_mp_bool(body, "disk_task_dir", false, &c->disk_task_dir, errp)
                < 0
@@ -140,6 +149,12 @@ int pl_vet_decode(const msgpack_object *body, uint64_t *token,
     if (c->cpu && (c->cpu_iterations == 0 || c->cpu_slices == 0)) {
         bad(errp, "field '%s': cpu needs iterations and slices",
             "cpu_slices");
+        goto error;
+    }
+    if (!(c->gpu_min_free_pct >= 0 && c->gpu_min_free_pct <= 100)
+        || !(c->gpu_max_temp >= 0 && c->gpu_max_temp <= 200)) {
+        bad(errp, "field '%s': want 0..100 %% and 0..200 C",
+            "gpu_min_free_pct");
         goto error;
     }
     if (c->gpu_devices && !strstr(c->gpu_devices, "%s")) {

@@ -44,6 +44,9 @@ struct pl_vetconf {
     bool gpus;                /* the GPUs usable are those Slurm granted */
     char *gpu_devices;        /* the device file of GPU id %s
                                  ("/dev/nvidia%s"); NULL: none checked */
+    bool gpu_vetcheck;        /* granted GPUs: pilot-vetcheck gpu too */
+    double gpu_min_free_pct;  /* ... its --min-free-pct */
+    double gpu_max_temp;      /* ... its --max-temp, C */
     bool disk;
     bool disk_task_dir;       /* the pilot's task directory too */
     char **disk_paths;        /* NULL-terminated, may be NULL */
@@ -60,6 +63,17 @@ struct pl_vetconf {
     struct pl_vet_external *ext;
     uint32_t next;
     bool off;                 /* enabled: false (not on the wire) */
+    /* `pilot vet --net` / `--nccl` (client side, not on the wire):
+     * pilot-vetcheck net / nccl as a task of the pilot */
+    bool net_start, nccl_start; /* also run by `pilot up` at start-up */
+    double net_max_latency;   /* us a pair may take; 0: no limit */
+    double net_min_bw;        /* MB/s a pair must reach; 0: no limit */
+    uint64_t net_size;        /* bytes of the bandwidth ping-pong */
+    uint64_t net_iters;
+    double nccl_min_busbw;    /* GB/s; 0: no limit */
+    uint64_t nccl_size;
+    uint64_t nccl_iters;
+    double net_timeout;       /* s a net or nccl task may run */
 };
 
 void pl_vetconf_clear(struct pl_vetconf *c);

@@ -63,6 +63,12 @@ static void test_conf(void)
            && c.cpu_iterations == 2000000 && c.cpu_slices == 3
            && c.cpu_max_slower == 30 && c.revet_signals == 3
            && c.revet_window == 600 && c.timeout == 60 && c.next == 0
+           && c.gpu_vetcheck && c.gpu_min_free_pct == 90
+           && c.gpu_max_temp == 85 && !c.net_start && !c.nccl_start
+           && c.net_max_latency == 0 && c.net_min_bw == 0
+           && c.net_size == 4194304 && c.net_iters == 100
+           && c.net_timeout == 300 && c.nccl_min_busbw == 0
+           && c.nccl_size == 67108864 && c.nccl_iters == 20
            && c.gpu_devices && !strcmp(c.gpu_devices, "/dev/nvidia%s"),
        "... and says what the built-in default is");
     pl_vetconf_clear(&c);
@@ -97,6 +103,25 @@ static void test_conf(void)
            && !strcmp(c.ext[0].argv[1], "--json") && c.ext[0].timeout == 45,
        "... every value as given");
     pl_vetconf_clear(&c);
+
+    is(parse("gpus: {min_free_pct: 50, max_temp_c: 70, vetcheck: no}\n"
+             "net: {max_latency_us: 5.5, min_bandwidth_mbs: 1000, size: 1024,"
+             " iters: 10, timeout: 30, at_start: true}\n"
+             "nccl: {min_busbw_gbs: 100, size: 4096, iters: 5}\n", &c, &e),
+       0, "gpus' thresholds, net: and nccl: parse");
+    ok(c.gpu_min_free_pct == 50 && c.gpu_max_temp == 70 && !c.gpu_vetcheck
+           && c.net_max_latency == 5.5 && c.net_min_bw == 1000
+           && c.net_size == 1024 && c.net_iters == 10 && c.net_timeout == 30
+           && c.net_start && c.nccl_min_busbw == 100 && c.nccl_size == 4096
+           && c.nccl_iters == 5,
+       "... every value as given");
+    pl_vetconf_clear(&c);
+    ok(parse("net: {max_latency_us: -1}\n", &c, &e) == -1
+           && strstr(e.text, "net.max_latency_us"),
+       "a negative latency limit: refused, named");
+    ok(parse("nccl: {busbw: 1}\n", &c, &e) == -1
+           && strstr(e.text, "nccl.busbw: unknown key"),
+       "an unknown nccl key: refused");
 
     is(parse("gpus: {devices: none}\n", &c, &e), 0, "devices: none");
     ok(c.gpus && !c.gpu_devices, "... no device file opened");
@@ -174,8 +199,9 @@ static void test_vet(void)
            && d.cpu_iterations == c.cpu_iterations && d.disk_task_dir
            && !strcmp(d.disk_paths[0], "/tmp") && d.next == 1
            && !strcmp(d.ext[0].argv[1], "b") && d.timeout == c.timeout
-           && !strcmp(d.gpu_devices, "/dev/nvidia%s"),
-       "VET: round trip");
+           && !strcmp(d.gpu_devices, "/dev/nvidia%s") && d.gpu_vetcheck
+           && d.gpu_min_free_pct == 90 && d.gpu_max_temp == 85,
+       "VET: round trip (the GPU check's thresholds too)");
     pl_vetconf_clear(&d);
     pl_msg_release(&m);
     pl_wbuf_destroy(&w);
@@ -467,7 +493,7 @@ static void test_requests(void)
 
 int main(void)
 {
-    plan(68);
+    plan(72);
     test_conf();
     test_vet();
     test_result();
