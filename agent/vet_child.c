@@ -19,33 +19,20 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "agent/resources.h"
-#include "agent/spawn.h"
 #include "agent/vet.h"
+#include "agent/vet_private.h"
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
 #include "proto/strv.h"
 #include "proto/vetmsg.h"
 
 #define MIB (1024.0 * 1024.0)
-#define EXT_OUT_MAX (256 * 1024) /* bytes of an external program's JSON */
 
-struct out {
-    struct pl_vet_result r;
-    uint32_t cap;
-};
-
-/* A check into the result; 'detail' is a printf format. */
-static void add(struct out *o, const char *name, bool ok, double figure,
-                const char *unit, double limit, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-static void add(struct out *o, const char *name, bool ok, double figure,
+void pl_vet_add(struct pl_vet_out *o, const char *name, bool ok, double figure,
                 const char *unit, double limit, const char *fmt, ...)
 {
     struct pl_vet_check *c;
@@ -100,7 +87,7 @@ static int dev_state(const char *pattern, const char *id, char *path,
 }
 
 /* Returns how many GPUs Slurm granted. */
-static size_t check_gpus(struct out *o, const struct pl_vetconf *c,
+static size_t check_gpus(struct pl_vet_out *o, const struct pl_vetconf *c,
                          const char *usable)
 {
     const char *grant = getenv("SLURM_STEP_GPUS");
@@ -143,16 +130,16 @@ static size_t check_gpus(struct out *o, const struct pl_vetconf *c,
         }
     }
     if (ng == 0)
-        add(o, "gpus", nu == 0, (double)nu, "gpus", 0, "Slurm granted no "
+        pl_vet_add(o, "gpus", nu == 0, (double)nu, "gpus", 0, "Slurm granted no "
             "GPU%s", nu ? ", but the agent has some" : "");
     else if (nu == ng)
-        add(o, "gpus", true, (double)nu, "gpus", (double)ng, "%zu of %zu "
+        pl_vet_add(o, "gpus", true, (double)nu, "gpus", (double)ng, "%zu of %zu "
             "granted (%s)%s", nu, ng, grant,
             c->gpu_devices && !nfiles ? "; no device file like "
                                         "gpus.devices says: not opened"
                                       : "");
     else
-        add(o, "gpus", false, (double)nu, "gpus", (double)ng, "%zu of the "
+        pl_vet_add(o, "gpus", false, (double)nu, "gpus", (double)ng, "%zu of the "
             "%zu Slurm granted (%s) usable: %s", nu, ng, grant, missing);
     pl_strv_free(granted);
     pl_strv_free(have);
@@ -161,7 +148,7 @@ static size_t check_gpus(struct out *o, const struct pl_vetconf *c,
 
 /* ------------------------------------------------------------ disk, memory */
 
-static void check_disk(struct out *o, const struct pl_vetconf *c,
+static void check_disk(struct pl_vet_out *o, const struct pl_vetconf *c,
                        const char *path)
 {
     struct statvfs sv;
@@ -174,19 +161,19 @@ static void check_disk(struct out *o, const struct pl_vetconf *c,
     while (statvfs(at, &sv) < 0) {
         char *slash = strrchr(at, '/');
         if (errno != ENOENT || !slash || slash == at) {
-            add(o, "disk", false, NAN, "MiB", limit, "%s: %s", path,
+            pl_vet_add(o, "disk", false, NAN, "MiB", limit, "%s: %s", path,
                 strerror(errno));
             return;
         }
         *slash = '\0';
     }
     double free_mb = (double)sv.f_bavail * (double)sv.f_frsize / MIB;
-    add(o, "disk", free_mb >= limit, floor(free_mb), "MiB", limit,
+    pl_vet_add(o, "disk", free_mb >= limit, floor(free_mb), "MiB", limit,
         "%s: %.0f MiB free of %.0f MiB", path, free_mb,
         (double)sv.f_blocks * (double)sv.f_frsize / MIB);
 }
 
-static void check_memory(struct out *o, const struct pl_vetconf *c)
+static void check_memory(struct pl_vet_out *o, const struct pl_vetconf *c)
 {
     FILE *fp = fopen("/proc/meminfo", "re");
     char line[256];
@@ -198,17 +185,17 @@ static void check_memory(struct out *o, const struct pl_vetconf *c)
     if (fp)
         fclose(fp);
     if (kb < 0) {
-        add(o, "memory", false, NAN, "MiB", (double)c->mem_min_mb,
+        pl_vet_add(o, "memory", false, NAN, "MiB", (double)c->mem_min_mb,
             "/proc/meminfo: no MemAvailable");
         return;
     }
-    add(o, "memory", kb / 1024 >= (double)c->mem_min_mb, floor(kb / 1024),
+    pl_vet_add(o, "memory", kb / 1024 >= (double)c->mem_min_mb, floor(kb / 1024),
         "MiB", (double)c->mem_min_mb, "%.0f MiB available", kb / 1024);
 }
 
 /* ------------------------------------------------------------ cpu */
 
-static double mono(void)
+double pl_vet_mono(void)
 {
     struct timespec ts;
 
@@ -345,7 +332,7 @@ static double throttled_since(char files[][STAT_LEN], int n, double *at)
  * the other nodes sharing its CPUs do not make it slow.  The node's
  * figure is its slowest core's.  Cores one after the other.  pilotd
  * compares the nodes (daemon/vet.c). */
-static void check_cpu(struct out *o, const struct pl_vetconf *c,
+static void check_cpu(struct pl_vet_out *o, const struct pl_vetconf *c,
                       const char *cores)
 {
     uint64_t *cpu = NULL;
@@ -402,7 +389,7 @@ static void check_cpu(struct out *o, const struct pl_vetconf *c,
     (void)sched_setaffinity(0, sizeof(all), &all);
     free(cpu);
     if (!done) {
-        add(o, "cpu", false, NAN, "Mop/s", NAN, "could not run on any of "
+        pl_vet_add(o, "cpu", false, NAN, "Mop/s", NAN, "could not run on any of "
             "the node's cores");
         return;
     }
@@ -410,16 +397,13 @@ static void check_cpu(struct out *o, const struct pl_vetconf *c,
     if (held > 0)
         snprintf(quota, sizeof(quota), "; held back by a CPU quota for "
                  "%.2f s", held);
-    add(o, "cpu", true, round(worst * 10) / 10, "Mop/s", NAN, "slowest core "
+    pl_vet_add(o, "cpu", true, round(worst * 10) / 10, "Mop/s", NAN, "slowest core "
         "%llu: %.1f, fastest core %llu: %.1f Mop/s (%u cores)%s",
         (unsigned long long)worst_id, worst, (unsigned long long)best_id, best,
         done, quota);
 }
 
-/* ------------------------------------------------------------ external */
-
-/* Read 'fd' until EOF or 'deadline' (mono()); 0 or -1 (ETIMEDOUT). */
-static int read_all(int fd, char **buf, size_t *len, double deadline)
+int pl_vet_read_all(int fd, char **buf, size_t *len, double deadline)
 {
     size_t cap = 0;
 
@@ -427,7 +411,7 @@ static int read_all(int fd, char **buf, size_t *len, double deadline)
     *len = 0;
     for (;;) {
         struct pollfd p = { .fd = fd, .events = POLLIN };
-        double left = deadline - mono();
+        double left = deadline - pl_vet_mono();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;
@@ -440,7 +424,7 @@ static int read_all(int fd, char **buf, size_t *len, double deadline)
         if (!p.revents)
             continue;
         if (*len + 4096 > cap) {
-            if (cap >= EXT_OUT_MAX) {
+            if (cap >= PL_VET_READ_MAX) {
                 char junk[4096];
                 if (read(fd, junk, sizeof(junk)) <= 0)
                     return 0;
@@ -459,270 +443,6 @@ static int read_all(int fd, char **buf, size_t *len, double deadline)
         *len += (size_t)n;
         (*buf)[*len] = '\0';
     }
-}
-
-/* Its JSON's checks into the result: 0, or -1 with 'why'. */
-static int ext_json(struct out *o, const char *buf, size_t len, char *why,
-                    size_t wlen)
-{
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, len, 0, &jerr), *arr, *e;
-    size_t i;
-
-    if (!root || !(arr = json_object_get(root, "checks"))
-        || !json_is_array(arr) || json_array_size(arr) == 0) {
-        snprintf(why, wlen, "printed no {\"checks\": [...]}%s%s",
-                 root ? "" : ": ", root ? "" : jerr.text);
-        json_decref(root);
-        return -1;
-    }
-    json_array_foreach(arr, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        json_t *ok = json_object_get(e, "ok");
-        json_t *fig = json_object_get(e, "figure");
-        json_t *lim = json_object_get(e, "limit");
-        const char *unit = json_string_value(json_object_get(e, "unit"));
-        const char *detail = json_string_value(json_object_get(e, "detail"));
-        if (!name || !pl_vet_name_ok(name) || !json_is_boolean(ok)
-            || (fig && !json_is_number(fig) && !json_is_null(fig))
-            || (lim && !json_is_number(lim) && !json_is_null(lim))
-            || (unit && strlen(unit) > PL_VET_UNIT_MAX)) {
-            snprintf(why, wlen, "check %zu: want name (a-z 0-9 _ . -), ok "
-                     "(true/false), figure and limit (numbers)", i);
-            json_decref(root);
-            return -1;
-        }
-        add(o, name, json_is_true(ok),
-            json_is_number(fig) ? json_number_value(fig) : NAN, unit,
-            json_is_number(lim) ? json_number_value(lim) : NAN, "%s",
-            detail ? detail : "");
-    }
-    json_decref(root);
-    return 0;
-}
-
-/* Run 'prog' ('argv', its stdin /dev/null, stderr ours) until it ends
- * or 'timeout' s pass (then killed): its stdout into *buf (malloc'd,
- * may be NULL), its wait status into *status.  0, or -1 with 'why'. */
-static int run_prog(const char *prog, char **argv, double timeout,
-                    char **buf, size_t *len, int *status, char *why,
-                    size_t wlen)
-{
-    int fds[2] = { -1, -1 }, devnull = -1, rc = 0;
-    pid_t pid = -1;
-    extern char **environ;
-
-    *buf = NULL;
-    *len = 0;
-    *status = 0;
-    *why = '\0';
-    if (pipe2(fds, O_CLOEXEC) < 0
-        || (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0
-        || (rc = pl_spawn(prog, argv, environ, devnull, fds[1], 2, -1,
-                          NULL, &pid))) {
-        snprintf(why, wlen, "%s", strerror(rc ? rc : errno));
-        goto error;
-    }
-    close(fds[1]);
-    fds[1] = -1;
-    if (read_all(fds[0], buf, len, mono() + timeout) < 0) {
-        snprintf(why, wlen, "%s", errno == ETIMEDOUT ? "timed out"
-                                                     : strerror(errno));
-        kill(-pid, SIGKILL);
-    }
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-        ;
-    if (!*why && WIFSIGNALED(*status))
-        snprintf(why, wlen, "killed by signal %d", WTERMSIG(*status));
-    close(fds[0]);
-    close(devnull);
-    return *why ? -1 : 0;
-error:
-    for (int i = 0; i < 2; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    if (devnull >= 0)
-        close(devnull);
-    return -1;
-}
-
-static void check_external(struct out *o, const struct pl_vet_external *x)
-{
-    char prog[4096], why[256] = "", *buf = NULL;
-    int status = 0, rc;
-    size_t len = 0;
-
-    if ((rc = pl_spawn_find(x->argv[0], NULL, prog, sizeof(prog)))) {
-        add(o, x->name, false, NAN, NULL, NAN, "%s: %s", x->argv[0],
-            strerror(rc));
-        return;
-    }
-    if (run_prog(prog, x->argv, x->timeout, &buf, &len, &status, why,
-                 sizeof(why)) < 0) {
-        add(o, x->name, false, NAN, NULL, NAN, "%s: %s", x->argv[0], why);
-        free(buf);
-        return;
-    }
-    /* a non-zero exit with checks printed: the checks say what failed */
-    if (ext_json(o, buf ? buf : "", len, why, sizeof(why)) < 0) {
-        if (WIFEXITED(status) && WEXITSTATUS(status))
-            snprintf(why + strlen(why), sizeof(why) - strlen(why),
-                     " (exit %d)", WEXITSTATUS(status));
-        add(o, x->name, false, NAN, NULL, NAN, "%s: %s", x->argv[0], why);
-    }
-    free(buf);
-}
-
-/* ------------------------------------------------------------ gpu health */
-
-/* Into the result, as pl_vet_add_f wants it. */
-static void add_cb(void *arg, const char *name, bool ok, double figure,
-                   const char *unit, double limit, const char *detail)
-{
-    add(arg, name, ok, figure, unit, limit, "%s", detail);
-}
-
-/* A text member of 'o', or 'dflt'. */
-static const char *jtext(const json_t *o, const char *key, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-
-    return s ? s : dflt;
-}
-
-static double jnum(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* A pass: one check, the GPU count, with the hottest and least free. */
-static void gpu_pass(const json_t *r, pl_vet_add_f addf, void *arg)
-{
-    char detail[PL_VET_TEXT_MAX];
-    const json_t *g;
-    double tmax = NAN, fmin = NAN;
-    size_t i;
-
-    json_array_foreach(json_object_get(r, "gpus"), i, g) {
-        double t = jnum(g, "temperature_c");
-        double fr = jnum(g, "memory_free_mb");
-        double tot = jnum(g, "memory_total_mb");
-        if (!isnan(t) && !(t <= tmax))
-            tmax = t;
-        if (tot > 0 && !isnan(fr) && !(100 * fr / tot >= fmin))
-            fmin = 100 * fr / tot;
-    }
-    snprintf(detail, sizeof(detail), "%.0f GPUs (driver %.40s), NVML and a "
-             "CUDA kernel ok; hottest %.0f C, least free %.1f%%",
-             jnum(r, "count"), jtext(r, "driver", "?"), tmax, fmin);
-    addf(arg, "gpu", true, jnum(r, "count"), "gpus", jnum(r, "expect"),
-         detail);
-}
-
-void pl_vet_gpu_adapt(const char *buf, size_t len, int code,
-                      pl_vet_add_f addf, void *arg)
-{
-    json_error_t jerr;
-    json_t *r = json_loadb(buf ? buf : "", len, 0, &jerr), *e;
-    const char *status;
-    char detail[PL_VET_TEXT_MAX];
-    size_t i, nf = 0;
-
-    if (!json_is_object(r)) {
-        snprintf(detail, sizeof(detail), "pilot-vetcheck gpu exited %d and "
-                 "printed no report%s%.200s", code, r ? "" : ": ",
-                 r ? "" : jerr.text);
-        addf(arg, "gpu", false, NAN, NULL, NAN, detail);
-        json_decref(r);
-        return;
-    }
-    status = jtext(r, "status", "");
-    if (code == 3 && !strcmp(status, "cannot-run")) {
-        /* no GPU library at all (the dev cluster's fake GPUs, a node
-         * without the driver's user space): nothing to judge the GPUs
-         * by; a library that loaded and failed is the node's fault */
-        bool no_lib = json_is_true(json_object_get(r, "no_nvml"));
-        snprintf(detail, sizeof(detail), "%s%.400s", no_lib ? "not checked: "
-                 : "", jtext(r, "error", "cannot run, no reason given"));
-        addf(arg, "gpu", no_lib, NAN, NULL, NAN, detail);
-    }
-    else if (code == 0 && !strcmp(status, "pass")
-             && json_is_true(json_object_get(r, "ok")))
-        gpu_pass(r, addf, arg);
-    else {
-        json_array_foreach(json_object_get(r, "failed"), i, e) {
-            const char *name = jtext(e, "check", "gpu");
-            snprintf(detail, sizeof(detail), "%.400s", jtext(e, "text", ""));
-            addf(arg, pl_vet_name_ok(name) ? name : "gpu", false,
-                 jnum(e, "value"), NULL, jnum(e, "limit"), detail);
-            if (++nf >= PL_VET_MAX_CHECKS / 2)
-                break; /* a report of thousands: the first say enough */
-        }
-        if (!nf) {
-            snprintf(detail, sizeof(detail), "pilot-vetcheck gpu exited %d "
-                     "(status '%.32s') and named no failed check %.300s",
-                     code, status, jtext(r, "error", ""));
-            addf(arg, "gpu", false, NAN, NULL, NAN, detail);
-        }
-    }
-    json_decref(r);
-}
-
-/* Where pilot-vetcheck is: $PILOT_VETCHECK, else beside our program (as
- * the pool's pilot-worker is).  0, or -1. */
-static int find_vetcheck(char *path, size_t len)
-{
-    const char *env = getenv("PILOT_VETCHECK");
-    char exe[PL_PATH_MAX];
-    ssize_t n;
-
-    if (env && *env) {
-        snprintf(path, len, "%s", env);
-        return access(path, X_OK);
-    }
-    snprintf(path, len, "/proc/self/exe");
-    if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
-        return -1;
-    exe[n] = '\0';
-    *strrchr(exe, '/') = '\0';
-    snprintf(path, len, "%s/pilot-vetcheck", exe);
-    return access(path, X_OK);
-}
-
-/* The granted GPUs' health: `pilot-vetcheck gpu --expect N` (NVML, a CUDA
- * kernel), its report turned into checks. */
-static void check_gpu_health(struct out *o, const struct pl_vetconf *c,
-                             size_t granted, double left)
-{
-    char prog[PL_PATH_MAX + 32], expect[32], pct[32], temp[32];
-    char why[256] = "", *buf = NULL;
-    char a_gpu[] = "gpu", a_expect[] = "--expect", a_pct[] = "--min-free-pct",
-         a_temp[] = "--max-temp";
-    char *argv[] = { prog, a_gpu, a_expect, expect, a_pct, pct, a_temp, temp,
-                     NULL };
-    int status = 0;
-    size_t len = 0;
-
-    if (find_vetcheck(prog, sizeof(prog)) < 0) {
-        /* an installation without it is not the node's fault */
-        add(o, "gpu", true, NAN, NULL, NAN, "not checked: no "
-            "pilot-vetcheck (%s)", prog);
-        return;
-    }
-    snprintf(expect, sizeof(expect), "%zu", granted);
-    snprintf(pct, sizeof(pct), "%g", c->gpu_min_free_pct);
-    snprintf(temp, sizeof(temp), "%g", c->gpu_max_temp);
-    /* within what is left of the checks' timeout: a program that hangs
-     * fails this check, not the whole vetting */
-    if (run_prog(prog, argv, left > 1 ? left : 1, &buf, &len, &status, why,
-                 sizeof(why)) < 0)
-        add(o, "gpu", false, NAN, NULL, NAN, "pilot-vetcheck gpu: %s", why);
-    else
-        pl_vet_gpu_adapt(buf, len, WIFEXITED(status) ? WEXITSTATUS(status)
-                                                     : -1, add_cb, o);
-    free(buf);
 }
 
 /* ------------------------------------------------------------ main */
@@ -749,10 +469,10 @@ int pl_vet_child_main(int argc, char **argv)
     struct pl_msg m;
     struct pl_error err;
     struct pl_vetconf c;
-    struct out o = { 0 };
+    struct pl_vet_out o = { 0 };
     uint64_t token;
     struct pl_wbuf w;
-    double t0 = mono();
+    double t0 = pl_vet_mono();
 
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--node"))
@@ -770,7 +490,7 @@ int pl_vet_child_main(int argc, char **argv)
     }
     /* no checks left running by an agent that died */
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (read_all(0, &in, &inlen, mono() + 60) < 0 || !in
+    if (pl_vet_read_all(0, &in, &inlen, pl_vet_mono() + 60) < 0 || !in
         || pl_msg_decode(in, inlen, &m, &err) < 0) {
         fprintf(stderr, "pilot-agent --vet-child: no VET message on stdin\n");
         free(in);
@@ -789,7 +509,7 @@ int pl_vet_child_main(int argc, char **argv)
     if (c.gpus) {
         size_t ng = check_gpus(&o, &c, gpus);
         if (ng && c.gpu_vetcheck)
-            check_gpu_health(&o, &c, ng, c.timeout - (mono() - t0) - 1);
+            pl_vet_check_gpu_health(&o, &c, ng, c.timeout - (pl_vet_mono() - t0) - 1);
     }
     if (c.disk && c.disk_task_dir && dir) {
         char path[PL_PATH_MAX + 8];
@@ -803,11 +523,11 @@ int pl_vet_child_main(int argc, char **argv)
     if (c.cpu)
         check_cpu(&o, &c, cores);
     for (uint32_t i = 0; i < c.next; i++)
-        check_external(&o, &c.ext[i]);
+        pl_vet_check_external(&o, &c.ext[i]);
     o.r.node = (char *)node;
     o.r.token = token;
     o.r.time = pl_now();
-    o.r.took = mono() - t0;
+    o.r.took = pl_vet_mono() - t0;
     pl_vet_result_encode(&w, 0, &o.r);
     int rc = write_all(1, w.sb.data, w.sb.size) < 0 ? 1 : 0;
     pl_wbuf_destroy(&w);
