@@ -62,7 +62,7 @@ static int prep_tasks(sqlite3 *db, const char *rest, sqlite3_stmt **st)
     return -1;
 }
 
-static int db_err(sqlite3 *db, struct pl_error *errp, const char *what)
+int pl_query_dberr(sqlite3 *db, struct pl_error *errp, const char *what)
 {
     pl_errprintf(errp, "%s: %s", what, sqlite3_errmsg(db));
     errno = EIO;
@@ -99,7 +99,7 @@ json_t *pl_query_intlist(const char *s)
     return a;
 }
 
-static json_t *col_json(sqlite3_stmt *st, int i)
+json_t *pl_query_col(sqlite3_stmt *st, int i)
 {
     switch (sqlite3_column_type(st, i)) {
     case SQLITE_INTEGER:
@@ -184,7 +184,7 @@ static json_t *task_row(sqlite3_stmt *st)
         else if (!strcmp(name, "cores") || !strcmp(name, "gpus"))
             v = pl_query_intlist((const char *)sqlite3_column_text(st, i));
         else
-            v = col_json(st, i);
+            v = pl_query_col(st, i);
         json_object_set_new(t, name, v);
     }
     /* derived: wall time of the last attempt */
@@ -293,7 +293,7 @@ json_t *pl_query_tasks_after(sqlite3 *db, const char *state,
     sqlite3_finalize(st);
     return arr;
 dberr:
-    db_err(db, errp, "list tasks");
+    pl_query_dberr(db, errp, "list tasks");
     sqlite3_finalize(st);
     json_decref(arr);
     return NULL;
@@ -454,7 +454,7 @@ nomem:
     pl_errprintf(errp, "out of memory");
     goto done;
 dberr:
-    db_err(db, errp, "resolve task ids");
+    pl_query_dberr(db, errp, "resolve task ids");
 done:
     sqlite3_finalize(one);
     sqlite3_finalize(all);
@@ -478,9 +478,9 @@ static void add_result(sqlite3 *db, uint64_t id, json_t *t)
     }
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        json_object_set_new(t, "result_status", col_json(st, 0));
-        json_object_set_new(t, "result_size", col_json(st, 1));
-        json_object_set_new(t, "result_repr", col_json(st, 4));
+        json_object_set_new(t, "result_status", pl_query_col(st, 0));
+        json_object_set_new(t, "result_size", pl_query_col(st, 1));
+        json_object_set_new(t, "result_repr", pl_query_col(st, 4));
         if (sqlite3_column_type(st, 2) == SQLITE_BLOB) {
             char *b64 = pl_b64_encode(sqlite3_column_blob(st, 2),
                                       (size_t)sqlite3_column_bytes(st, 2));
@@ -489,7 +489,7 @@ static void add_result(sqlite3 *db, uint64_t id, json_t *t)
             free(b64);
         }
         else
-            json_object_set_new(t, "result_file", col_json(st, 3));
+            json_object_set_new(t, "result_file", pl_query_col(st, 3));
     }
     sqlite3_finalize(st);
 }
@@ -527,17 +527,17 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     ev = json_array();
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *e = json_object();
-        json_object_set_new(e, "time", col_json(st, 0));
-        json_object_set_new(e, "state", col_json(st, 1));
-        json_object_set_new(e, "attempt", col_json(st, 2));
-        json_object_set_new(e, "node", col_json(st, 3));
+        json_object_set_new(e, "time", pl_query_col(st, 0));
+        json_object_set_new(e, "state", pl_query_col(st, 1));
+        json_object_set_new(e, "attempt", pl_query_col(st, 2));
+        json_object_set_new(e, "node", pl_query_col(st, 3));
         json_object_set_new(e, "cores",
             pl_query_intlist((const char *)sqlite3_column_text(st, 4)));
         json_object_set_new(e, "gpus",
             pl_query_intlist((const char *)sqlite3_column_text(st, 5)));
-        json_object_set_new(e, "detail", col_json(st, 6));
+        json_object_set_new(e, "detail", pl_query_col(st, 6));
         if (sqlite3_column_type(st, 7) != SQLITE_NULL)
-            json_object_set_new(e, "rank", col_json(st, 7));
+            json_object_set_new(e, "rank", pl_query_col(st, 7));
         json_array_append_new(ev, e);
     }
     if (rc != SQLITE_DONE)
@@ -573,13 +573,13 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *r = json_object();
-        json_object_set_new(r, "rank", col_json(st, 0));
-        json_object_set_new(r, "node", col_json(st, 1));
+        json_object_set_new(r, "rank", pl_query_col(st, 0));
+        json_object_set_new(r, "node", pl_query_col(st, 1));
         json_object_set_new(r, "cores",
             pl_query_intlist((const char *)sqlite3_column_text(st, 2)));
         json_object_set_new(r, "gpus",
             pl_query_intlist((const char *)sqlite3_column_text(st, 3)));
-        json_object_set_new(r, "state", col_json(st, 4));
+        json_object_set_new(r, "state", pl_query_col(st, 4));
         json_array_append_new(ranks, r);
     }
     if (rc != SQLITE_DONE)
@@ -587,7 +587,7 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     sqlite3_finalize(st);
     return t;
 dberr:
-    db_err(db, errp, "show task");
+    pl_query_dberr(db, errp, "show task");
     sqlite3_finalize(st);
     json_decref(t);
     json_decref(ev);
@@ -714,7 +714,7 @@ nomem:
     pl_errprintf(errp, "out of memory");
     goto done;
 dberr:
-    db_err(db, errp, "count tasks");
+    pl_query_dberr(db, errp, "count tasks");
 done:
     sqlite3_finalize(st);
     sqlite3_finalize(arr);
@@ -723,116 +723,4 @@ done:
     json_decref(c);
     json_decref(unknown);
     return res;
-}
-
-json_t *pl_query_vet_status(const char *state, double time,
-                            const char *cordon, const char *vet)
-{
-    json_t *o = json_object(), *res = vet ? json_loads(vet, 0, NULL) : NULL;
-    json_t *c;
-    size_t i;
-
-    if (!state)
-        state = res ? (json_is_true(json_object_get(res, "ok")) ? "ok"
-                                                                : "failed")
-                : cordon && !strcmp(cordon, "vetting") ? "running"
-                                                       : "none";
-    json_object_set_new(o, "state", json_string(state));
-    json_object_set_new(o, "time", time > 0 ? json_real(time) : json_null());
-    json_object_set_new(o, "cordon", cordon ? json_string(cordon)
-                                            : json_null());
-    json_array_foreach(json_object_get(res, "checks"), i, c) {
-        const char *det = json_string_value(json_object_get(c, "detail"));
-        if (json_is_true(json_object_get(c, "ok")) && det
-            && !strncmp(det, "not checked", 11)) {
-            /* a check that passed without looking (the GPUs' with no
-             * NVML): said, so that nobody takes it for a pass */
-            json_t *notes = json_object_get(o, "notes");
-            if (!notes)
-                json_object_set_new(o, "notes", notes = json_array());
-            json_array_append_new(notes, json_pack("{s:O, s:s}", "check",
-                                  json_object_get(c, "name"), "detail",
-                                  det));
-        }
-    }
-    json_array_foreach(json_object_get(res, "checks"), i, c) {
-        if (json_is_true(json_object_get(c, "ok")))
-            continue;
-        static const char *const keys[] = { "figure", "limit", "unit",
-                                            "detail" };
-        json_object_set(o, "check", json_object_get(c, "name"));
-        for (size_t k = 0; k < 4; k++) {
-            json_t *v = json_object_get(c, keys[k]);
-            json_object_set(o, keys[k], v ? v : json_null());
-        }
-        break;
-    }
-    if (json_object_get(res, "took"))
-        json_object_set(o, "took", json_object_get(res, "took"));
-    json_decref(res);
-    return o;
-}
-
-/* Each node's "vet" object from nodes.cordon, vet, vet_time (schema 11;
- * an older database has none: nothing is added). */
-static void nodes_vet(sqlite3 *db, json_t *arr)
-{
-    sqlite3_stmt *st = NULL;
-    json_t *n;
-    size_t i;
-
-    if (sqlite3_prepare_v2(db, "SELECT name, cordon, vet, vet_time FROM "
-                               "nodes", -1, &st, NULL) != SQLITE_OK)
-        return;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        json_array_foreach(arr, i, n) {
-            const char *nn = json_string_value(json_object_get(n, "name"));
-            if (!name || !nn || strcmp(nn, name))
-                continue;
-            const char *cordon = (const char *)sqlite3_column_text(st, 1);
-            json_object_set_new(n, "vet", pl_query_vet_status(
-                NULL, sqlite3_column_double(st, 3), cordon,
-                (const char *)sqlite3_column_text(st, 2)));
-            /* as a live pilotd's status has it (pilot top) */
-            json_object_set_new(n, "cordon", cordon ? json_string(cordon)
-                                                    : json_null());
-            break;
-        }
-    }
-    sqlite3_finalize(st);
-}
-
-json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp)
-{
-    sqlite3_stmt *st = NULL;
-    json_t *arr = json_array();
-    int rc;
-
-    if (sqlite3_prepare_v2(db, "SELECT name, cores, gpus, state, joined, "
-                               "last_seen FROM nodes ORDER BY name",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto dberr;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *n = json_object();
-        json_object_set_new(n, "name", col_json(st, 0));
-        json_object_set_new(n, "cores",
-            pl_query_intlist((const char *)sqlite3_column_text(st, 1)));
-        json_object_set_new(n, "gpus",
-            pl_query_intlist((const char *)sqlite3_column_text(st, 2)));
-        json_object_set_new(n, "state", col_json(st, 3));
-        json_object_set_new(n, "joined", col_json(st, 4));
-        json_object_set_new(n, "last_seen", col_json(st, 5));
-        json_array_append_new(arr, n);
-    }
-    if (rc != SQLITE_DONE)
-        goto dberr;
-    sqlite3_finalize(st);
-    nodes_vet(db, arr);
-    return arr;
-dberr:
-    db_err(db, errp, "list nodes");
-    sqlite3_finalize(st);
-    json_decref(arr);
-    return NULL;
 }

@@ -18,6 +18,12 @@
 /* Open the state database at 'path' read-only.  NULL with errp set. */
 sqlite3 *pl_query_open(const char *path, struct pl_error *errp);
 
+/* For the query files: column 'i' of the row 'st' as JSON (its
+ * type kept, NULL as null); and 'what' failed in 'db', into errp
+ * (errno EIO): returns -1. */
+json_t *pl_query_col(sqlite3_stmt *st, int i);
+int pl_query_dberr(sqlite3 *db, struct pl_error *errp, const char *what);
+
 /* Tasks as an array of objects: oldest first, or in the order of 'ids'
  * when given (nids > 0; unknown ids are skipped).  'state' (may be NULL)
  * filters by state name; 'tags' (NULL-terminated, may be NULL) by tags,

@@ -18,20 +18,6 @@
 #define TL_CPU "cpu_user, cpu_sys "
 #define TL_NOCPU "NULL AS cpu_user, NULL AS cpu_sys "
 
-static json_t *col(sqlite3_stmt *st, int i)
-{
-    switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER:
-        return json_integer(sqlite3_column_int64(st, i));
-    case SQLITE_FLOAT:
-        return json_real(sqlite3_column_double(st, i));
-    case SQLITE_TEXT:
-        return json_string((const char *)sqlite3_column_text(st, i));
-    default:
-        return json_null();
-    }
-}
-
 /* One rank of one attempt, as the events tell it. */
 struct place {
     int64_t attempt, rank;
@@ -81,7 +67,7 @@ static int place_row(sqlite3_stmt *st, struct place **v, size_t *n,
      * running one's */
     if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
         json_decref(p->node);
-        p->node = col(st, 4);
+        p->node = pl_query_col(st, 4);
     }
     if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
         json_decref(p->cores);
@@ -187,7 +173,7 @@ static json_t *task_obj(sqlite3_stmt *st)
             }
         }
         else
-            v = col(st, i);
+            v = pl_query_col(st, i);
         if (json_object_set_new(t, keys[i], v) < 0) {
             json_decref(t);
             return NULL;
