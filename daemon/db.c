@@ -504,9 +504,7 @@ static int apply(struct pl_db *db, const struct jent *j, bool replay,
     return pl_errprintf(errp, "bad journal entry");
 }
 
-/* A new journal entry whose s[] holds copies of the 'n' strings 'v'
- * (each may be NULL).  NULL: out of memory. */
-static struct jent *jent_new(enum jkind kind, const char *const *v, int n)
+struct jent *jent_new(enum jkind kind, const char *const *v, int n)
 {
     size_t len = 0, off = 0;
     struct jent *j;
@@ -784,60 +782,5 @@ int pl_db_rank_event(struct pl_db *db, const struct pl_db_change *c,
         return pl_errprintf(errp, "out of memory");
     }
     j->rank = rank;
-    return db_write_j(db, j, errp);
-}
-
-int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
-                   const char *gpus, const char *state, double now,
-                   struct pl_error *errp)
-{
-    const char *v[4] = { name, cores, gpus, state };
-    struct jent *j;
-
-    if (!name || !state) {
-        errno = EINVAL;
-        return pl_errprintf(errp, "a node row needs a name and a state");
-    }
-    if (!(j = jent_new(J_NODE, v, 4))) {
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
-    j->c.time = j->joined = now;
-    return db_write_j(db, j, errp);
-}
-
-int pl_db_node_vet_set(struct pl_db *db, const char *name,
-                       const char *cordon, const char *vet, double vet_time,
-                       struct pl_error *errp)
-{
-    const char *v[3] = { name, cordon, vet };
-    struct jent *j;
-
-    if (!name) {
-        errno = EINVAL;
-        return pl_errprintf(errp, "a node row needs a name");
-    }
-    if (!(j = jent_new(J_NODE_VET, v, 3))) {
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
-    j->c.time = vet_time;
-    return db_write_j(db, j, errp);
-}
-
-int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
-                   struct pl_error *errp)
-{
-    const char *v[2] = { key, val };
-    struct jent *j;
-
-    if (!key) {
-        errno = EINVAL;
-        return pl_errprintf(errp, "a meta row needs a key");
-    }
-    if (!(j = jent_new(J_META, v, 2))) {
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
     return db_write_j(db, j, errp);
 }

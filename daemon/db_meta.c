@@ -1,5 +1,6 @@
-/* daemon/db_meta.c - reading the meta rows: one key's value, or every
- * key under a prefix (the writes go through db.c's journal) */
+/* daemon/db_meta.c - the meta and nodes rows: a meta key's value, or
+ * every key under a prefix; their writes (and a node's row, its
+ * vetting), kept in db.c's journal until stored */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,4 +96,59 @@ int pl_db_node_vet_get(struct pl_db *db, const char *name, char **cordon,
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+int pl_db_node_set(struct pl_db *db, const char *name, const char *cores,
+                   const char *gpus, const char *state, double now,
+                   struct pl_error *errp)
+{
+    const char *v[4] = { name, cores, gpus, state };
+    struct jent *j;
+
+    if (!name || !state) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a node row needs a name and a state");
+    }
+    if (!(j = jent_new(J_NODE, v, 4))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    j->c.time = j->joined = now;
+    return db_write_j(db, j, errp);
+}
+
+int pl_db_node_vet_set(struct pl_db *db, const char *name,
+                       const char *cordon, const char *vet, double vet_time,
+                       struct pl_error *errp)
+{
+    const char *v[3] = { name, cordon, vet };
+    struct jent *j;
+
+    if (!name) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a node row needs a name");
+    }
+    if (!(j = jent_new(J_NODE_VET, v, 3))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    j->c.time = vet_time;
+    return db_write_j(db, j, errp);
+}
+
+int pl_db_meta_set(struct pl_db *db, const char *key, const char *val,
+                   struct pl_error *errp)
+{
+    const char *v[2] = { key, val };
+    struct jent *j;
+
+    if (!key) {
+        errno = EINVAL;
+        return pl_errprintf(errp, "a meta row needs a key");
+    }
+    if (!(j = jent_new(J_META, v, 2))) {
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    return db_write_j(db, j, errp);
 }

@@ -93,6 +93,9 @@ int db_event(struct pl_db *db, int which, uint64_t id, double now, int state,
 /* The errno and text of the failed commit, for a write refused while it
  * holds.  Returns -1. */
 int db_refuse(struct pl_db *db, struct pl_error *errp);
+/* A new journal entry whose s[] holds copies of the 'n' strings 'v'
+ * (each may be NULL).  NULL: out of memory. */
+struct jent *jent_new(enum jkind kind, const char *const *v, int n);
 /* Keep 'j' (taken) in the journal and, unless the commit has failed, do
  * it in the open transaction (db.c's write_j()). */
 int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp);
