@@ -12,7 +12,7 @@
 # sort by busy, and a gang of 2 nodes that one busy node holds back.
 . "$(dirname "$0")/lib.sh"
 
-plan 43
+plan 47
 
 TM="tmux -L pl1220-$$"
 cleanup_hook "$TM kill-server 2>/dev/null || true"
@@ -25,6 +25,10 @@ ex() { pilot explain "$1" --json | json "$2"; }
 # --- a task that ended, then two that hold both cores ------------------
 F=$(pilot submit --name quick -- true)
 wait_for 30 state_is "$F" done || diag "task $F did not end"
+# a DEL in a name: jansson leaves it raw, the escaping stdout must not
+# turn it into "\x7f" (not JSON) in --json
+DEL=$(pilot submit --name $'de\x7fl' -- true)
+wait_for 30 state_is "$DEL" done || diag "task $DEL did not end"
 A=$(pilot submit --name hold -- sleep 300)
 EVIL=$'ev\e[2J\e]0;pwned\a\e[31mil'
 G=$(pilot submit --name "$EVIL" -- sleep 300)
@@ -37,7 +41,7 @@ is "$RC" 0 "pilot top with its output not a terminal exits 0"
 like "$OUT" $'\n''NODE +STATE +CORES +TASKS' "... one snapshot with the node table"
 like "$OUT" "[^ ]+ +up +\[#{20}\] +2/2 +$A:hold" \
     "... the node's cores all busy as a bar, the task 'hold' by name"
-like "$OUT" 'tasks: 0 waiting, 0 queued, 0 assigned, 2 running, 1 done' \
+like "$OUT" 'tasks: 0 waiting, 0 queued, 0 assigned, 2 running, 2 done' \
     "... the tasks by state"
 unlike "$OUT" $'\e' "... and no escape character at all"
 like "$OUT" "$G:ev\\\\x1b\[2J\\\\x1b\]0;pwned\\\\x07\\\\x1b\[31mil" \
@@ -130,6 +134,8 @@ is "$(ex "$E" '[j["code"], j["reserved_for"]]')" "[\"reserved\", $B]" \
    "explain of a 1-core task: it fits only on the node reserved for $B"
 capture pilot explain 9999
 one_error_line "explain of an unknown task" 'no task 9999'
+is "$(pilot explain "$DEL" --json | json 'j["name"] == "de\x7fl"')" true \
+   "explain --json of a task whose name holds a DEL: JSON, the name as it is"
 
 # --- the pilot down ------------------------------------------------------
 pilot down >/dev/null 2>&1
@@ -140,6 +146,12 @@ like "$OUT" $'\n''[^ ]+ +down +\[\.{20}\] +0/2' "... and shows its node, down, a
 capture pilot explain "$B"
 like "$OUT" "^task $B \(big\) was queued when the pilot stopped: it runs when the pilot is resumed" \
     "explain on a pilot that is down: the state it last recorded"
+capture pilot explain "$B" --json
+is "$RC" 0 "explain --json on a pilot that is down exits 0"
+is "$(echo "$OUT" | json '[j["id"], j["state"], j["code"]]')" "[$B, \"queued\", \"down\"]" \
+   "... an object: the state it last recorded, code down"
+is "$(pilot top --json | json 'j["state"] != "running"')" true \
+   "top --json on a pilot that is down: JSON"
 
 # --- a 2-node Slurm pilot ------------------------------------------------
 P2=$(run_timeout 180 pilot up --nodes 2 --gpus-per-node 2 --time 5:00 --wait \
