@@ -11,6 +11,8 @@
  * the terminal is put back on every way out but a crash.
  */
 #include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -266,6 +268,10 @@ int pl_cmd_top(struct pl_cli *cli, int argc, char **argv)
     }
     if (optind < argc)
         return pl_cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+    /* the columns a name takes (topview.c): names are UTF-8, and so is
+     * the terminal in all but name where the locale is C */
+    if (!setlocale(LC_CTYPE, "") || strcmp(nl_langinfo(CODESET), "UTF-8"))
+        setlocale(LC_CTYPE, "C.UTF-8");
     if (!(t.conn = pl_conn_open(&cli->find, PL_CONN_READ, &err)))
         return pl_cli_error("%s", err.text);
     rc = PL_EXIT_ERROR;
