@@ -182,7 +182,10 @@ static int run_live(struct top *t)
                 break;
             struct pollfd pf[2] = { { sfd, POLLIN, 0 },
                                     { STDIN_FILENO, POLLIN, 0 } };
-            int np = poll(pf, keys ? 2 : 1, (int)(wait * 1000) + 1);
+            /* at most a minute a poll: a long --interval (1e9 s) in
+             * ms overflowed the int, and poll() waited for ever */
+            int np = poll(pf, keys ? 2 : 1,
+                          (int)(fmin(wait, 60) * 1000) + 1);
             if (np < 0 && errno != EINTR) {
                 rc = PL_EXIT_ERROR;
                 break;
