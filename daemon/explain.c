@@ -29,6 +29,24 @@ static const char *dur(double secs, char *buf, size_t len)
     return buf;
 }
 
+/* Cut 's' back to its last whole character.  snprintf() cuts bytes: a
+ * text cut inside a character (a long cordon's reason or failure reason
+ * in UTF-8) is not UTF-8, and jansson refuses it, so the reason, or the
+ * whole explanation, was lost. */
+static void whole_chars(char *s)
+{
+    size_t n = strlen(s), i = n;
+
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i > 0 && (unsigned char)s[i - 1] >= 0xC0) {
+        unsigned char c = (unsigned char)s[i - 1];
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (n - (i - 1) < need)
+            s[i - 1] = '\0';
+    }
+}
+
 static void add_reason(json_t *reasons, const char *code, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
 
@@ -41,6 +59,7 @@ static void add_reason(json_t *reasons, const char *code, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    whole_chars(text);
     json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", code,
                                              "text", text));
 }
@@ -308,6 +327,7 @@ json_t *pl_explain_live(struct pl_sched *s, const struct pl_dtask *t)
     else
         snprintf(sum, sizeof(sum), "it is %s", pl_state_name(t->state));
     json_object_set_new(o, "code", json_string(code));
+    whole_chars(sum);
     json_object_set_new(o, "summary", json_string(sum));
     return o;
 }
@@ -361,6 +381,7 @@ json_t *pl_explain_row(const json_t *task)
                                         - start, a, sizeof(a)));
     if (ended && reason && *reason && off < sizeof(sum))
         snprintf(sum + off, sizeof(sum) - off, ": %s", reason);
+    whole_chars(sum);
     return json_pack("{s:O?, s:s, s:s, s:s, s:s?}", "id",
                      json_object_get(task, "id"), "state", st, "code",
                      ended ? "ended" : "running", "summary", sum, "where",

@@ -256,6 +256,17 @@ static void test_nodes(void)
            && node_says(o, "n3", "down", "lost"),
        "exclusive: n1 busy, n2 cordoned (why), n3 lost");
     json_decref(o);
+    /* a cordon's reason of 256 bytes in UTF-8 (pilot cordon --reason
+     * allows it): the reason's text is cut between characters, and kept */
+    free(n2->cordon);
+    n2->cordon = malloc(257);
+    for (int i = 0; i < 256; i += 2)
+        memcpy(n2->cordon + i, "\xc3\xa9", 2);
+    n2->cordon[256] = '\0';
+    o = explain(s, 2);
+    ok(node_says(o, "n2", "cordoned", "cordoned: \xc3\xa9\xc3\xa9"),
+       "a long cordon's reason in UTF-8: the reason kept, cut whole");
+    json_decref(o);
     /* a gang of 2 x 2 cores on 2 nodes: only n1 has room, for 1 */
     t = addtask(s, 3, 2, 2, 0);
     t->nodes_req = 2;
@@ -311,11 +322,35 @@ static void test_row(void)
        "ended before it started, with its reason");
     json_decref(o);
     json_decref(row);
+
+    /* a reason longer than the summary's room, in 2-byte characters at
+     * an odd offset: cut between characters, not inside one */
+    char reason[1201];
+    reason[0] = 'x';
+    for (int i = 1; i < 1199; i += 2)
+        memcpy(reason + i, "\xc3\xa9", 2); /* U+00E9 */
+    reason[1199] = '\0';
+    row = json_pack("{s:I, s:s, s:n, s:n, s:n, s:s}", "id", (json_int_t)7,
+                    "state", "failed", "node", "start_time", "end_time",
+                    "reason", reason);
+    o = pl_explain_row(row);
+    ok(o && code_is(o, "ended") && says(o, "started: x\xc3\xa9"),
+       "a long reason in UTF-8: cut between characters (%s)",
+       o ? "an explanation" : "none");
+    json_decref(o);
+    json_decref(row);
+    row = json_pack("{s:I, s:s, s:n, s:n, s:n, s:s}", "id", (json_int_t)8,
+                    "state", "failed", "node", "start_time", "end_time",
+                    "reason", reason + 1);
+    o = pl_explain_row(row);
+    ok(o != NULL, "... at an even offset too");
+    json_decref(o);
+    json_decref(row);
 }
 
 int main(void)
 {
-    plan(18);
+    plan(21);
     test_deps();
     test_cores_resv();
     test_nodes();
