@@ -183,12 +183,22 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
     double left = pl_sched_time_left(s);
     uint64_t resv = live_resv(s);
     char why[256], a[32], b[32], names[256];
-    uint32_t room = 0, with_room = 0, up = 0;
+    uint32_t room = 0, with_room = 0, up = 0, open = 0;
+    size_t noff = 0;
     json_t *nodes = json_array();
 
+    names[0] = '\0';
     for (size_t k = 0; k < pl_sched_nnodes(s); k++) {
         struct pl_node *n = pl_sched_node_at(s, k);
         uint32_t r = pl_sched_room(t, n, false);
+        /* the nodes large enough for it: open, or cordoned (named) */
+        if (n->state == PL_NODE_UP && pl_sched_room(t, n, true) > 0) {
+            if (!n->cordon)
+                open++;
+            else if (noff < sizeof(names))
+                noff += (size_t)snprintf(names + noff, sizeof(names) - noff,
+                                         "%s%s", noff ? ", " : "", n->name);
+        }
         if (resv && resv != t->id && pl_sched_node_reserved(s, k))
             r = 0;
         room += r;
@@ -212,6 +222,13 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
     else if (!pl_sched_fits(s, t, why, sizeof(why))) {
         *code = "never";
         snprintf(sum, len, "it can never run on this pilot: %s", why);
+    }
+    else if (!open && noff) {
+        /* not "first in line" nor "waits for room": nothing frees a
+         * cordoned node but an uncordon (or a vetting that passes) */
+        *code = "cordoned";
+        snprintf(sum, len, "every node it fits on is cordoned: %s (pilot "
+                 "uncordon NODE, or pilot vet NODE)", names);
     }
     else if (pl_sched_fits_now(s, t, true)) {
         *code = "next";

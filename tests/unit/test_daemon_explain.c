@@ -238,10 +238,10 @@ static void test_cores_resv(void)
 static void test_nodes(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n2, *n3;
+    struct pl_node *n1, *n2, *n3;
     json_t *o;
 
-    addnode(s, "n1", 4, 0);
+    n1 = addnode(s, "n1", 4, 0);
     n2 = addnode(s, "n2", 4, 0);
     n3 = addnode(s, "n3", 4, 0);
     addtask(s, 1, 1, 1, 0);
@@ -267,6 +267,14 @@ static void test_nodes(void)
     ok(node_says(o, "n2", "cordoned", "cordoned: \xc3\xa9\xc3\xa9"),
        "a long cordon's reason in UTF-8: the reason kept, cut whole");
     json_decref(o);
+    /* n1 cordoned too: n3 is lost, so no open node can ever take it */
+    n1->cordon = strdup("by hand");
+    o = explain(s, 2);
+    ok(code_is(o, "cordoned") && says(o, "cordoned: n1, n2"),
+       "every node it fits on cordoned: says so, not 'waits for room'");
+    json_decref(o);
+    free(n1->cordon);
+    n1->cordon = NULL;
     /* a gang of 2 x 2 cores on 2 nodes: only n1 has room, for 1 */
     t = addtask(s, 3, 2, 2, 0);
     t->nodes_req = 2;
@@ -350,7 +358,7 @@ static void test_row(void)
 
 int main(void)
 {
-    plan(21);
+    plan(22);
     test_deps();
     test_cores_resv();
     test_nodes();
