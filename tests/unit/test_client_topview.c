@@ -224,7 +224,8 @@ int main(void)
     json_object_set_new(
         json_array_get(json_object_get(json_array_get(
                            json_object_get(s, "nodes"), 0), "tasks"), 0),
-        "name", json_string("名前名前名前名前名前名前名前名前名前名前名前名前"));
+        "name", json_string("名前名前名前名前名前名前"
+                            "名前名前名前名前名前名前"));
     f = draw(&v, s, NULL);
     measure(f, &widest, &lines, &bad);
     ok(widest <= 100 && strstr(f, "12:名前名前"),
