@@ -303,6 +303,11 @@ int pl_cmd_report(struct pl_cli *cli, int argc, char **argv)
             break;
         }
     }
+    /* --json prints instead of writing: a page asked for too was
+     * silently not written */
+    if (cli->json && html)
+        return pl_cli_usage(cli, "--json prints the summary, --html writes "
+                            "the page: one or the other");
     r.color_tag = color_tag;
     if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, argc - optind,
                                   argv + optind, &q.sel, &rc)))
