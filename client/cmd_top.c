@@ -38,9 +38,9 @@ static const char help[] =
     "(up, lost, cordoned) and last vetting; the tasks by state; tasks\n"
     "started and ended per second; the walltime left.  Keys: q quit,\n"
     "s the next sort (name, busy, tasks), + and - refresh slower or\n"
-    "faster.  When the output is not a terminal (or with --once) it\n"
-    "prints one snapshot and exits.  On a pilot that is down, shows what\n"
-    "it last recorded.\n"
+    "faster.  When the output is not a terminal (or TERM is dumb, or\n"
+    "with --once) it prints one snapshot and exits.  On a pilot that is\n"
+    "down, shows what it last recorded.\n"
     "\n"
     "options:\n"
     "  --once            one snapshot, then exit\n"
@@ -278,7 +278,11 @@ int pl_cmd_top(struct pl_cli *cli, int argc, char **argv)
     if (!(t.conn = pl_conn_open(&cli->find, PL_CONN_READ, &err)))
         return pl_cli_error("%s", err.text);
     rc = PL_EXIT_ERROR;
-    t.v.live = !cli->json && !once && isatty(STDOUT_FILENO);
+    /* a terminal that cannot move its cursor (TERM=dumb: Emacs' shell,
+     * some CI logs) got our codes as text: one snapshot there too */
+    const char *term = getenv("TERM");
+    t.v.live = !cli->json && !once && isatty(STDOUT_FILENO) && term
+               && *term && strcmp(term, "dumb");
     if (t.v.live) {
         rc = run_live(&t);
         goto done;

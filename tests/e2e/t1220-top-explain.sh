@@ -12,7 +12,7 @@
 # sort by busy, and a gang of 2 nodes that one busy node holds back.
 . "$(dirname "$0")/lib.sh"
 
-plan 47
+plan 49
 
 TM="tmux -L pl1220-$$"
 cleanup_hook "$TM kill-server 2>/dev/null || true"
@@ -38,8 +38,8 @@ wait_for 30 state_is "$A" running && wait_for 30 state_is "$G" running \
 # --- not a terminal: one snapshot --------------------------------------
 capture pilot top </dev/null
 is "$RC" 0 "pilot top with its output not a terminal exits 0"
-like "$OUT" $'\n''NODE +STATE +CORES +TASKS' "... one snapshot with the node table"
-like "$OUT" "[^ ]+ +up +\[#{20}\] +2/2 +$A:hold" \
+like "$OUT" $'\n''NODE +STATE +CORES +VET +TASKS' "... one snapshot with the node table"
+like "$OUT" "[^ ]+ +up +\[#{20}\] +2/2 +ok +$A:hold" \
     "... the node's cores all busy as a bar, the task 'hold' by name"
 like "$OUT" 'tasks: 0 waiting, 0 queued, 0 assigned, 2 running, 2 done' \
     "... the tasks by state"
@@ -71,7 +71,7 @@ pane() { $TM capture-pane -p -t top 2>/dev/null; }
 pane_has() { pane | grep -qE -- "$1"; }
 env -u PILOT_HOME $TM new-session -d -s top -x 160 -y 50 "$WORK/top.sh"
 ok "top draws the node row with a full bar and 'hold' running" \
-    wait_for 20 pane_has "^[^ ]+ +up +\[#{40}\] +2/2 +$A:hold"
+    wait_for 20 pane_has "^[^ ]+ +up +\[#{40}\] +2/2 +ok +$A:hold"
 like "$(pane | head -1)" '^pilot p[0-9]+ \(local on [^)]+\) running ' \
     "... the pilot's line first"
 like "$(pane)" "$G:ev\\\\x1b\[2J" "... the task's escapes shown escaped"
@@ -95,6 +95,14 @@ pid=$(pgrep -f -n "^pilot top$" -P "$($TM display -p -t top '#{pane_pid}')")
 ok "SIGTERM to top (pid $pid) ..." kill -TERM "$pid"
 ok "... it exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
+$TM kill-server
+
+# TERM=dumb: a terminal that cannot take top's codes: one snapshot
+env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 \
+    "env TERM=dumb $WORK/top.sh"
+ok "TERM=dumb: one snapshot, top exits by itself" \
+    wait_for 20 pane_has '^TOP EXITED 0$'
+ok "... the snapshot's node row" pane_has "^[^ ]+ +up +\[#{20}\] +2/2 +ok +$A:hold"
 $TM kill-server
 
 env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
@@ -168,7 +176,7 @@ is "$(first_row "$OUT")" "$BUSY" "top --sort busy: the busiest node ($BUSY) firs
 capture pilot top --sort name
 is "$(first_row "$OUT")" "$(pilot status --json | json 'sorted(n["name"] for n in j["nodes"])[0]')" \
    "top --sort name: the first name first"
-like "$OUT" "$BUSY +up +\[#{10}\.{10}\] +1/2 +\[#+\.+\] +1/[0-9]+ +$H:busy" \
+like "$OUT" "$BUSY +up +\[#{10}\.{10}\] +1/2 +\[#+\.+\] +1/[0-9]+ +ok +$H:busy" \
     "... the busy node's cores and GPUs as bars, its task by name"
 G2=$(pilot submit --name gang --ranks 2 --nodes 2 --cores 2 -- true)
 S2=$(pilot submit --name small -- true)
