@@ -88,7 +88,12 @@ static int parse_since(const char *s, double now, double *t,
         struct tm tm = { .tm_isdst = -1 };
         const char *rest = strptime(s, fmts[i], &tm);
         if (rest && !*rest) {
+            /* mktime() moves a day that does not exist (2026-02-30) to
+             * one that does (March 2nd): refused, not moved */
+            int mday = tm.tm_mday, mon = tm.tm_mon;
             *t = (double)mktime(&tm);
+            if (tm.tm_mday != mday || tm.tm_mon != mon)
+                break;
             return 0;
         }
     }

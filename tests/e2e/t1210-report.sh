@@ -17,7 +17,7 @@
 # of its nodes, a bar per rank of its GPU and 2-node tasks.
 . "$(dirname "$0")/lib.sh"
 
-plan 43
+plan 44
 
 CHROMIUM=$(command -v chromium) \
     || abort "chromium is not installed (scripts/install-deps.sh tests)"
@@ -289,6 +289,9 @@ is "$(stat -c %F "$WORK/fifo"),$(grep -c '</html>' "$WORK/fifo.out")" "fifo,1" \
 capture pilot report --html -
 is "$RC,$(grep -c '</html>' <<<"$OUT"),$(grep -c "^report-" <<<"$OUT")" "0,1,0" \
    "--html -: the page on stdout, and no path"
+capture pilot report --since 2026-02-30
+usage_error "--since 2026-02-30 (no such day) is a usage error, not March 2nd" \
+    "since"
 capture pilot report --json --html "$WORK/both.html"
 usage_error "--json with --html: a usage error (the page was silently not written)" \
     "one or the other"
