@@ -183,7 +183,8 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
     double left = pl_sched_time_left(s);
     uint64_t resv = live_resv(s);
     char why[256], a[32], b[32], names[256];
-    uint32_t room = 0, with_room = 0, up = 0, open = 0;
+    uint32_t room = 0, with_room = 0, up = 0, open = 0, closed = 0,
+             vetting = 0;
     size_t noff = 0;
     json_t *nodes = json_array();
 
@@ -195,9 +196,15 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
         if (n->state == PL_NODE_UP && pl_sched_room(t, n, true) > 0) {
             if (!n->cordon)
                 open++;
-            else if (noff < sizeof(names))
-                noff += (size_t)snprintf(names + noff, sizeof(names) - noff,
-                                         "%s%s", noff ? ", " : "", n->name);
+            else {
+                closed++;
+                /* daemon/vet.c's cordon until a first vetting's result */
+                vetting += !strcmp(n->cordon, "vetting");
+                if (noff < sizeof(names))
+                    noff += (size_t)snprintf(names + noff,
+                                             sizeof(names) - noff, "%s%s",
+                                             noff ? ", " : "", n->name);
+            }
         }
         if (resv && resv != t->id && pl_sched_node_reserved(s, k))
             r = 0;
@@ -223,12 +230,16 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
         *code = "never";
         snprintf(sum, len, "it can never run on this pilot: %s", why);
     }
-    else if (!open && noff) {
+    else if (!open && closed) {
         /* not "first in line" nor "waits for room": nothing frees a
          * cordoned node but an uncordon (or a vetting that passes) */
         *code = "cordoned";
-        snprintf(sum, len, "every node it fits on is cordoned: %s (pilot "
-                 "uncordon NODE, or pilot vet NODE)", names);
+        if (vetting == closed)
+            snprintf(sum, len, "every node it fits on is being vetted: %s; "
+                     "it starts on one that passes", names);
+        else
+            snprintf(sum, len, "every node it fits on is cordoned: %s "
+                     "(pilot uncordon NODE, or pilot vet NODE)", names);
     }
     else if (pl_sched_fits_now(s, t, true)) {
         *code = "next";

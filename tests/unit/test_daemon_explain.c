@@ -274,7 +274,17 @@ static void test_nodes(void)
        "every node it fits on cordoned: says so, not 'waits for room'");
     json_decref(o);
     free(n1->cordon);
+    free(n2->cordon);
+    n1->cordon = strdup("vetting");
+    n2->cordon = strdup("vetting");
+    o = explain(s, 2);
+    ok(code_is(o, "cordoned") && says(o, "being vetted: n1, n2"),
+       "... being vetted at first: says so, not 'pilot uncordon'");
+    json_decref(o);
+    free(n1->cordon);
+    free(n2->cordon);
     n1->cordon = NULL;
+    n2->cordon = strdup("check cpu_speed: 41% slower than the median");
     /* a gang of 2 x 2 cores on 2 nodes: only n1 has room, for 1 */
     t = addtask(s, 3, 2, 2, 0);
     t->nodes_req = 2;
@@ -358,7 +368,7 @@ static void test_row(void)
 
 int main(void)
 {
-    plan(22);
+    plan(23);
     test_deps();
     test_cores_resv();
     test_nodes();
