@@ -703,7 +703,7 @@ int pl_metrics_start(struct pl_daemon *d, struct pl_error *errp)
             return pl_errprintf(errp, "metrics: cannot write %s: %s",
                                 m->path, strerror(m->werr));
         }
-        m->written_at = pl_mono();
+        m->written_at = -INFINITY; /* the first tick writes it again */
     }
     /* the texts before the server: it never serves a 503 */
     if (d->cfg.metrics_http) {
