@@ -161,6 +161,11 @@ static int run_live(struct top *t)
         raw.c_cc[VTIME] = 0;
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
+    /* a refresh blocks the keys and signals: a stuck or dead pilotd held
+     * q and Ctrl-C for the whole request limit (10 s); 2 s at most here,
+     * the next refresh asks again */
+    if (t->conn->timeout_ms > 2000)
+        t->conn->timeout_ms = 2000;
     term_size(&t->v);
     /* the alternate screen, the cursor hidden */
     term_str("\033[?1049h\033[?25l\033[2J");

@@ -12,7 +12,7 @@
 # sort by busy, and a gang of 2 nodes that one busy node holds back.
 . "$(dirname "$0")/lib.sh"
 
-plan 49
+plan 50
 
 TM="tmux -L pl1220-$$"
 cleanup_hook "$TM kill-server 2>/dev/null || true"
@@ -68,6 +68,10 @@ exec sleep 300
 EOF
 chmod +x "$WORK/top.sh"
 pane() { $TM capture-pane -p -t top 2>/dev/null; }
+# the server gone before the next new-session: one started while it
+# exits fails ("server exited unexpectedly")
+tm_gone() { ! $TM ls >/dev/null 2>&1; }
+tm_kill() { $TM kill-server 2>/dev/null; wait_for 5 tm_gone; }
 pane_has() { pane | grep -qE -- "$1"; }
 env -u PILOT_HOME $TM new-session -d -s top -x 160 -y 50 "$WORK/top.sh"
 ok "top draws the node row with a full bar and 'hold' running" \
@@ -87,7 +91,7 @@ $TM send-keys -t top q
 ok "q: top exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... the terminal's modes as they were" pane_has '^TERMINAL RESTORED$'
 unlike "$(pane)" 'sort: ' "... and the main screen back (no frame left)"
-$TM kill-server
+tm_kill
 
 env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
 wait_for 20 pane_has "$A:hold" || diag "top did not draw"
@@ -95,7 +99,21 @@ pid=$(pgrep -f -n "^pilot top$" -P "$($TM display -p -t top '#{pane_pid}')")
 ok "SIGTERM to top (pid $pid) ..." kill -TERM "$pid"
 ok "... it exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
-$TM kill-server
+tm_kill
+
+# a pilotd that does not answer (stopped): q still quits at once, not
+# after the request's whole limit of 10 s
+env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
+wait_for 20 pane_has "$A:hold" || diag "top did not draw"
+PD=$(kv "$(pilot_dir "$PILOT_UP_ID")/endpoint" pid)
+cleanup_hook "kill -CONT $PD 2>/dev/null; true"
+kill -STOP "$PD"
+sleep 2 # top's next refresh now waits on pilotd
+$TM send-keys -t top q
+ok "q while pilotd does not answer: top exits within 5 s" \
+    wait_for 5 pane_has '^TOP EXITED 0$'
+kill -CONT "$PD"
+tm_kill
 
 # TERM=dumb: a terminal that cannot take top's codes: one snapshot
 env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 \
@@ -103,14 +121,14 @@ env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 \
 ok "TERM=dumb: one snapshot, top exits by itself" \
     wait_for 20 pane_has '^TOP EXITED 0$'
 ok "... the snapshot's node row" pane_has "^[^ ]+ +up +\[#{20}\] +2/2 +ok +$A:hold"
-$TM kill-server
+tm_kill
 
 env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
 wait_for 20 pane_has "$A:hold" || diag "top did not draw"
 $TM send-keys -t top C-c
 ok "Ctrl-C: top exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
-$TM kill-server
+tm_kill
 
 # --- explain -----------------------------------------------------------
 like "$(pilot explain "$F")" "^task $F \(quick\) is done: it ran on [^ ]+ and ended done \(exit 0\) after [0-9]+s" \
