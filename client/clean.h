@@ -7,7 +7,8 @@
  * escapes: C0 controls but newline and tab, and DEL, print as "\xHH"; C1
  * controls (U+0080..U+009F, which some terminals obey as ESC sequences)
  * as "\u00HH".  JSON output needs none (jansson escapes every control
- * character), and 'pilot logs' prints the task's bytes as they are.
+ * character but DEL, which pl_out_json() writes "\u007f"), and 'pilot
+ * logs' prints the task's bytes as they are.
  */
 #ifndef PL_CLIENT_CLEAN_H
 #define PL_CLIENT_CLEAN_H

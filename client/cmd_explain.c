@@ -86,24 +86,43 @@ static void print_explain(const json_t *e)
     print_nodes(json_object_get(e, "nodes"));
 }
 
-/* A pilot that is down: what its state database last recorded. */
-static int explain_down(struct pl_conn *conn, const struct pl_sel_req *sel)
+/* A pilot that is down: what its state database last recorded; with
+ * --json as an explain object of code "down" (scripts get an object on
+ * a pilot that is down too, not an error). */
+static int explain_down(struct pl_conn *conn, const struct pl_sel_req *sel,
+                        bool json)
 {
     struct pl_error err;
-    json_t *task = pl_conn_show(conn, sel, &err);
+    json_t *task = pl_conn_show(conn, sel, &err), *e;
     const char *st, *name;
+    char summary[200];
 
     if (!task)
         return pl_cli_error("%s", err.text);
     st = pl_out_jstr(task, "state");
     name = pl_out_jstr(task, "name");
+    snprintf(summary, sizeof(summary), "it was %s when the pilot stopped%s",
+             st ? st : "unknown",
+             st && (!strcmp(st, "queued") || !strcmp(st, "waiting"))
+                 ? ": it runs when the pilot is resumed (pilot up --resume)"
+                 : "");
+    if (json) {
+        e = json_pack("{s:O, s:O?, s:s, s:s, s:s}", "id",
+                      json_object_get(task, "id"), "name",
+                      json_object_get(task, "name"), "state",
+                      st ? st : "unknown", "code", "down", "summary",
+                      summary);
+        json_decref(task);
+        if (!e)
+            return pl_cli_error("out of memory");
+        pl_out_json(e);
+        json_decref(e);
+        return PL_EXIT_OK;
+    }
     printf("task %lld", pl_out_jint(task, "id", 0));
     if (name)
         printf(" (%s)", name);
-    printf(" was %s when the pilot stopped", st ? st : "unknown");
-    if (st && (!strcmp(st, "queued") || !strcmp(st, "waiting")))
-        printf(": it runs when the pilot is resumed (pilot up --resume)");
-    putchar('\n');
+    printf(" was%s\n", summary + strlen("it was"));
     json_decref(task);
     return PL_EXIT_OK;
 }
@@ -128,8 +147,8 @@ int pl_cmd_explain(struct pl_cli *cli, int argc, char **argv)
     if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, 1, argv + optind, &sel,
                                   &rc)))
         goto done;
-    if (conn->db && !cli->json) {
-        rc = explain_down(conn, &sel);
+    if (conn->db) {
+        rc = explain_down(conn, &sel, cli->json);
         goto done;
     }
     rc = PL_EXIT_ERROR;

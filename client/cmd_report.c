@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/cli.h"
@@ -36,7 +37,7 @@ static const char help[] =
     "\n"
     "options:\n"
     "  --html FILE     write the page there (default: report-PILOT.html\n"
-    "                  in the current directory)\n"
+    "                  in the current directory; '-': stdout)\n"
     "  --json          print the summary (histograms, slowest, failures,\n"
     "                  tables, utilisation) as JSON instead\n"
     "  --since T       leave out tasks that ended before T: a duration ago\n"
@@ -88,7 +89,12 @@ static int parse_since(const char *s, double now, double *t,
         struct tm tm = { .tm_isdst = -1 };
         const char *rest = strptime(s, fmts[i], &tm);
         if (rest && !*rest) {
+            /* mktime() moves a day that does not exist (2026-02-30) to
+             * one that does (March 2nd): refused, not moved */
+            int mday = tm.tm_mday, mon = tm.tm_mon;
             *t = (double)mktime(&tm);
+            if (tm.tm_mday != mday || tm.tm_mon != mon)
+                break;
             return 0;
         }
     }
@@ -138,34 +144,96 @@ static int read_all(struct pl_conn *conn, struct pl_tl_req *q,
     }
 }
 
+/* Open where the page goes.  A regular file (or a new one) is written
+ * beside, then renamed over it, so that a page is whole or not there:
+ * through a symlink, beside the file it names (the link stays), with
+ * the mode the file had.  What is not a regular file (a FIFO, a
+ * terminal, /dev/stdout; '-' is stdout) is written straight: renamed
+ * over, /dev/stdout (as root) or a FIFO was replaced by a file, and a
+ * symlink by a copy.  '*tmp' is the name to rename, or "" for none. */
+static FILE *open_page(const char *path, char *tmp, size_t len,
+                       char *dst, struct pl_error *errp)
+{
+    struct stat st;
+    mode_t mode, mask;
+    bool exists;
+    FILE *f;
+    int fd;
+
+    tmp[0] = '\0';
+    if (!strcmp(path, "-")) {
+        /* fd 1 itself: stdout escapes what it writes (client/clean.h) */
+        if ((fd = dup(STDOUT_FILENO)) < 0 || !(f = fdopen(fd, "w"))) {
+            pl_errprintf(errp, "cannot write the page to stdout: %s",
+                         strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return NULL;
+        }
+        return f;
+    }
+    exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        pl_errprintf(errp, "cannot write %s: it is a directory", path);
+        return NULL;
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        if (!(f = fopen(path, "w")))
+            pl_errprintf(errp, "cannot write %s: %s", path, strerror(errno));
+        return f;
+    }
+    if (!exists || !realpath(path, dst))
+        snprintf(dst, PATH_MAX, "%s", path);
+    if (snprintf(tmp, len, "%s.XXXXXX", dst) >= (int)len) {
+        tmp[0] = '\0';
+        errno = ENAMETOOLONG;
+        pl_errprintf(errp, "%s: name too long", path);
+        return NULL;
+    }
+    if ((fd = mkstemp(tmp)) < 0) {
+        pl_errprintf(errp, "cannot write %s: %s", path, strerror(errno));
+        tmp[0] = '\0';
+        return NULL;
+    }
+    /* mkstemp()'s 0600: the old file's mode, or a new file's */
+    mask = umask(0);
+    umask(mask);
+    mode = exists ? st.st_mode & 07777 : 0666 & ~mask;
+    if (fchmod(fd, mode) < 0 || !(f = fdopen(fd, "w"))) {
+        pl_errprintf(errp, "cannot write %s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        tmp[0] = '\0';
+        return NULL;
+    }
+    return f;
+}
+
 static int write_page(const struct pl_report *r, const char *path,
                       const char *pilot, uint64_t detail_max,
                       struct pl_error *errp)
 {
-    char title[160], tmp[PATH_MAX];
+    char title[160], tmp[PATH_MAX + 8], dst[PATH_MAX];
     size_t nb = HEAT_BUCKETS;
     FILE *f;
 
     if (r->nrows && r->nrows * nb > HEAT_CELLS)
         nb = HEAT_CELLS / r->nrows > 20 ? HEAT_CELLS / r->nrows : 20;
     snprintf(title, sizeof(title), "pilot report: %s", pilot);
-    /* a page is whole or not there: written beside, then renamed */
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-        errno = ENAMETOOLONG;
-        return pl_errprintf(errp, "%s: name too long", path);
-    }
-    if (!(f = fopen(tmp, "w")))
-        return pl_errprintf(errp, "cannot write %s: %s", tmp,
-                            strerror(errno));
+    if (!(f = open_page(path, tmp, sizeof(tmp), dst, errp)))
+        return -1;
     if (pl_report_write_html(r, f, title, r->ntasks < detail_max, nb,
                              errp) < 0) {
         fclose(f);
-        unlink(tmp);
+        if (tmp[0])
+            unlink(tmp);
         return -1;
     }
-    if (fclose(f) != 0 || rename(tmp, path) < 0) {
+    if (fclose(f) != 0 || (tmp[0] && rename(tmp, dst) < 0)) {
         int e = errno;
-        unlink(tmp);
+        if (tmp[0])
+            unlink(tmp);
         errno = e;
         return pl_errprintf(errp, "cannot write %s: %s", path,
                             strerror(errno));
@@ -241,6 +309,11 @@ int pl_cmd_report(struct pl_cli *cli, int argc, char **argv)
             break;
         }
     }
+    /* --json prints instead of writing: a page asked for too was
+     * silently not written */
+    if (cli->json && html)
+        return pl_cli_usage(cli, "--json prints the summary, --html writes "
+                            "the page: one or the other");
     r.color_tag = color_tag;
     if (!(conn = pl_conn_open_sel(cli, PL_CONN_READ, argc - optind,
                                   argv + optind, &q.sel, &rc)))
@@ -269,7 +342,8 @@ int pl_cmd_report(struct pl_cli *cli, int argc, char **argv)
         pl_cli_error("%s", err.text);
         goto done;
     }
-    printf("%s\n", html);
+    if (strcmp(html, "-"))
+        printf("%s\n", html);
     rc = PL_EXIT_OK;
 done:
     pl_report_fini(&r);

@@ -11,6 +11,8 @@
  * the terminal is put back on every way out but a crash.
  */
 #include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,9 +38,9 @@ static const char help[] =
     "(up, lost, cordoned) and last vetting; the tasks by state; tasks\n"
     "started and ended per second; the walltime left.  Keys: q quit,\n"
     "s the next sort (name, busy, tasks), + and - refresh slower or\n"
-    "faster.  When the output is not a terminal (or with --once) it\n"
-    "prints one snapshot and exits.  On a pilot that is down, shows what\n"
-    "it last recorded.\n"
+    "faster.  When the output is not a terminal (or TERM is dumb, or\n"
+    "with --once) it prints one snapshot and exits.  On a pilot that is\n"
+    "down, shows what it last recorded.\n"
     "\n"
     "options:\n"
     "  --once            one snapshot, then exit\n"
@@ -159,6 +161,11 @@ static int run_live(struct top *t)
         raw.c_cc[VTIME] = 0;
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
+    /* a refresh blocks the keys and signals: a stuck or dead pilotd held
+     * q and Ctrl-C for the whole request limit (10 s); 2 s at most here,
+     * the next refresh asks again */
+    if (t->conn->timeout_ms > 2000)
+        t->conn->timeout_ms = 2000;
     term_size(&t->v);
     /* the alternate screen, the cursor hidden */
     term_str("\033[?1049h\033[?25l\033[2J");
@@ -180,7 +187,10 @@ static int run_live(struct top *t)
                 break;
             struct pollfd pf[2] = { { sfd, POLLIN, 0 },
                                     { STDIN_FILENO, POLLIN, 0 } };
-            int np = poll(pf, keys ? 2 : 1, (int)(wait * 1000) + 1);
+            /* at most a minute a poll: a long --interval (1e9 s) in
+             * ms overflowed the int, and poll() waited for ever */
+            int np = poll(pf, keys ? 2 : 1,
+                          (int)(fmin(wait, 60) * 1000) + 1);
             if (np < 0 && errno != EINTR) {
                 rc = PL_EXIT_ERROR;
                 break;
@@ -266,10 +276,18 @@ int pl_cmd_top(struct pl_cli *cli, int argc, char **argv)
     }
     if (optind < argc)
         return pl_cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+    /* the columns a name takes (topview.c): names are UTF-8, and so is
+     * the terminal in all but name where the locale is C */
+    if (!setlocale(LC_CTYPE, "") || strcmp(nl_langinfo(CODESET), "UTF-8"))
+        setlocale(LC_CTYPE, "C.UTF-8");
     if (!(t.conn = pl_conn_open(&cli->find, PL_CONN_READ, &err)))
         return pl_cli_error("%s", err.text);
     rc = PL_EXIT_ERROR;
-    t.v.live = !cli->json && !once && isatty(STDOUT_FILENO);
+    /* a terminal that cannot move its cursor (TERM=dumb: Emacs' shell,
+     * some CI logs) got our codes as text: one snapshot there too */
+    const char *term = getenv("TERM");
+    t.v.live = !cli->json && !once && isatty(STDOUT_FILENO) && term
+               && *term && strcmp(term, "dumb");
     if (t.v.live) {
         rc = run_live(&t);
         goto done;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wchar.h>
 
 #include "client/clean.h"
 #include "client/output.h"
@@ -64,24 +65,60 @@ static void code(struct pl_topview *t, const char *c)
     t->len += n;
 }
 
+/* The columns the character at 's' takes on a terminal, its length in
+ * '*n'.  A wide character (CJK, most emoji) takes two: counted as one,
+ * a line of them ran past the screen's edge and wrapped, breaking the
+ * frame.  Widths come from the locale (cmd_top.c sets one of UTF-8);
+ * where it cannot say, one column a code point. */
+static int char_width(const char *s, size_t *n)
+{
+    mbstate_t st;
+    wchar_t wc;
+    size_t r;
+    int w;
+
+    memset(&st, 0, sizeof(st));
+    r = mbrtowc(&wc, s, MB_LEN_MAX, &st);
+    if (r == 0 || r == (size_t)-1 || r == (size_t)-2) {
+        *n = 1;
+        return ((unsigned char)*s & 0xC0) != 0x80;
+    }
+    *n = r;
+    w = wcwidth(wc);
+    return w < 0 ? 1 : w;
+}
+
+/* Columns of the string 's'. */
+static int str_width(const char *s)
+{
+    int cols = 0;
+    size_t n;
+
+    for (; *s; s += n)
+        cols += char_width(s, &n);
+    return cols;
+}
+
 /* Append text that holds no control character, cut at the screen's
- * width (UTF-8 counted by code points). */
+ * width (a character that would cross it is left out whole). */
 static void put(struct pl_topview *t, const char *s)
 {
     int width = t->live ? t->cols : INT_MAX;
+    size_t n;
 
     /* N.B. the last row stays empty: a newline there would scroll */
     if (t->live && t->lines >= t->rows - 1)
         return;
-    for (; *s && !t->oom; s++) {
-        bool cont = ((unsigned char)*s & 0xC0) == 0x80;
-        if (!cont && t->line_cols >= width)
+    for (; *s && !t->oom; s += n) {
+        int w = char_width(s, &n);
+        if (w > 0 && t->line_cols + w > width)
             break;
-        grow(t, 1);
+        grow(t, n);
         if (t->oom)
             return;
-        t->buf[t->len++] = *s;
-        t->line_cols += !cont;
+        memcpy(t->buf + t->len, s, n);
+        t->len += n;
+        t->line_cols += w;
     }
 }
 
@@ -119,14 +156,17 @@ static void put_user(struct pl_topview *t, const char *s, int pad,
             *p = ' ';
     if (max > 0) {
         int k = 0;
-        for (char *p = c; *p; p++)
-            if (((unsigned char)*p & 0xC0) != 0x80 && k++ == max) {
+        size_t len;
+        for (char *p = c; *p; p += len) {
+            int w = char_width(p, &len);
+            if (k + w > max) {
                 *p = '\0';
                 break;
             }
+            k += w;
+        }
     }
-    for (char *p = c; *p; p++)
-        n += ((unsigned char)*p & 0xC0) != 0x80;
+    n = str_width(c);
     put(t, c);
     for (; n < pad; n++)
         put(t, " ");

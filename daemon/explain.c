@@ -29,6 +29,24 @@ static const char *dur(double secs, char *buf, size_t len)
     return buf;
 }
 
+/* Cut 's' back to its last whole character.  snprintf() cuts bytes: a
+ * text cut inside a character (a long cordon's reason or failure reason
+ * in UTF-8) is not UTF-8, and jansson refuses it, so the reason, or the
+ * whole explanation, was lost. */
+static void whole_chars(char *s)
+{
+    size_t n = strlen(s), i = n;
+
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i > 0 && (unsigned char)s[i - 1] >= 0xC0) {
+        unsigned char c = (unsigned char)s[i - 1];
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (n - (i - 1) < need)
+            s[i - 1] = '\0';
+    }
+}
+
 static void add_reason(json_t *reasons, const char *code, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
 
@@ -41,6 +59,7 @@ static void add_reason(json_t *reasons, const char *code, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    whole_chars(text);
     json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", code,
                                              "text", text));
 }
@@ -164,12 +183,29 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
     double left = pl_sched_time_left(s);
     uint64_t resv = live_resv(s);
     char why[256], a[32], b[32], names[256];
-    uint32_t room = 0, with_room = 0, up = 0;
+    uint32_t room = 0, with_room = 0, up = 0, open = 0, closed = 0,
+             vetting = 0;
+    size_t noff = 0;
     json_t *nodes = json_array();
 
+    names[0] = '\0';
     for (size_t k = 0; k < pl_sched_nnodes(s); k++) {
         struct pl_node *n = pl_sched_node_at(s, k);
         uint32_t r = pl_sched_room(t, n, false);
+        /* the nodes large enough for it: open, or cordoned (named) */
+        if (n->state == PL_NODE_UP && pl_sched_room(t, n, true) > 0) {
+            if (!n->cordon)
+                open++;
+            else {
+                closed++;
+                /* daemon/vet.c's cordon until a first vetting's result */
+                vetting += !strcmp(n->cordon, "vetting");
+                if (noff < sizeof(names))
+                    noff += (size_t)snprintf(names + noff,
+                                             sizeof(names) - noff, "%s%s",
+                                             noff ? ", " : "", n->name);
+            }
+        }
         if (resv && resv != t->id && pl_sched_node_reserved(s, k))
             r = 0;
         room += r;
@@ -193,6 +229,17 @@ static void queued(struct pl_sched *s, const struct pl_dtask *t, json_t *o,
     else if (!pl_sched_fits(s, t, why, sizeof(why))) {
         *code = "never";
         snprintf(sum, len, "it can never run on this pilot: %s", why);
+    }
+    else if (!open && closed) {
+        /* not "first in line" nor "waits for room": nothing frees a
+         * cordoned node but an uncordon (or a vetting that passes) */
+        *code = "cordoned";
+        if (vetting == closed)
+            snprintf(sum, len, "every node it fits on is being vetted: %s; "
+                     "it starts on one that passes", names);
+        else
+            snprintf(sum, len, "every node it fits on is cordoned: %s "
+                     "(pilot uncordon NODE, or pilot vet NODE)", names);
     }
     else if (pl_sched_fits_now(s, t, true)) {
         *code = "next";
@@ -308,6 +355,7 @@ json_t *pl_explain_live(struct pl_sched *s, const struct pl_dtask *t)
     else
         snprintf(sum, sizeof(sum), "it is %s", pl_state_name(t->state));
     json_object_set_new(o, "code", json_string(code));
+    whole_chars(sum);
     json_object_set_new(o, "summary", json_string(sum));
     return o;
 }
@@ -361,6 +409,7 @@ json_t *pl_explain_row(const json_t *task)
                                         - start, a, sizeof(a)));
     if (ended && reason && *reason && off < sizeof(sum))
         snprintf(sum + off, sizeof(sum) - off, ": %s", reason);
+    whole_chars(sum);
     return json_pack("{s:O?, s:s, s:s, s:s, s:s?}", "id",
                      json_object_get(task, "id"), "state", st, "code",
                      ended ? "ended" : "running", "summary", sum, "where",

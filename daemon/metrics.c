@@ -685,7 +685,25 @@ int pl_metrics_start(struct pl_daemon *d, struct pl_error *errp)
             return -1;
         m->interval = d->cfg.metrics_interval > 0 ? d->cfg.metrics_interval
                                                   : PL_METRICS_INTERVAL;
-        m->written_at = -INFINITY; /* the first tick writes it */
+        /* the first write now, from the loop (it has not started):
+         * a directory that is not there or not writable stops pilotd
+         * with the reason, as a port taken does, instead of a pilot
+         * that runs for hours with one warning in its log and no
+         * metrics */
+        if (!(m->wsnap = render(d, false))) {
+            errno = ENOMEM;
+            return pl_errprintf(errp, "out of memory");
+        }
+        m->work.data = m;
+        write_work(&m->work);
+        snap_unref(m->wsnap);
+        m->wsnap = NULL;
+        if (m->werr) {
+            errno = m->werr;
+            return pl_errprintf(errp, "metrics: cannot write %s: %s",
+                                m->path, strerror(m->werr));
+        }
+        m->written_at = -INFINITY; /* the first tick writes it again */
     }
     /* the texts before the server: it never serves a 503 */
     if (d->cfg.metrics_http) {

@@ -17,7 +17,7 @@
 # of its nodes, a bar per rank of its GPU and 2-node tasks.
 . "$(dirname "$0")/lib.sh"
 
-plan 38
+plan 44
 
 CHROMIUM=$(command -v chromium) \
     || abort "chromium is not installed (scripts/install-deps.sh tests)"
@@ -272,6 +272,32 @@ is "$(json '[j["rendered"], j["bars"], j["heat"][0], j["tables"]["failures"][1][
     '[true, 0, "6", "exit code 3"]' "... a heat row per core and GPU, no bar, the rest as before"
 capture pilot report --since nonsense
 usage_error "--since nonsense is a usage error" "since"
+# where the page goes: through a symlink, onto a FIFO, to stdout
+echo old >"$WORK/kept.html"
+chmod 640 "$WORK/kept.html"
+ln -s kept.html "$WORK/link.html"
+pilot report --html "$WORK/link.html" >/dev/null
+is "$(stat -c %F,%a "$WORK/link.html" "$WORK/kept.html" | tr '\n' ' ')$(grep -c '</html>' "$WORK/kept.html")" \
+   "symbolic link,777 regular file,640 1" \
+   "--html LINK: the page in the file it names, the link kept, the file's mode kept"
+mkfifo "$WORK/fifo"
+cat "$WORK/fifo" >"$WORK/fifo.out" &
+pilot report --html "$WORK/fifo" >/dev/null
+wait $!
+is "$(stat -c %F "$WORK/fifo"),$(grep -c '</html>' "$WORK/fifo.out")" "fifo,1" \
+   "--html FIFO: the page written into it, the FIFO not replaced by a file"
+capture pilot report --html -
+is "$RC,$(grep -c '</html>' <<<"$OUT"),$(grep -c "^report-" <<<"$OUT")" "0,1,0" \
+   "--html -: the page on stdout, and no path"
+capture pilot report --since 2026-02-30
+usage_error "--since 2026-02-30 (no such day) is a usage error, not March 2nd" \
+    "since"
+capture pilot report --json --html "$WORK/both.html"
+usage_error "--json with --html: a usage error (the page was silently not written)" \
+    "one or the other"
+mkdir "$WORK/adir"
+capture pilot report --html "$WORK/adir/"
+one_error_line "--html DIR: an error" "adir/: it is a directory"
 
 # --- the same from state.db once the pilot is down --------------------
 pilot down >/dev/null 2>&1

@@ -12,7 +12,7 @@
 # sort by busy, and a gang of 2 nodes that one busy node holds back.
 . "$(dirname "$0")/lib.sh"
 
-plan 43
+plan 50
 
 TM="tmux -L pl1220-$$"
 cleanup_hook "$TM kill-server 2>/dev/null || true"
@@ -25,6 +25,10 @@ ex() { pilot explain "$1" --json | json "$2"; }
 # --- a task that ended, then two that hold both cores ------------------
 F=$(pilot submit --name quick -- true)
 wait_for 30 state_is "$F" done || diag "task $F did not end"
+# a DEL in a name: jansson leaves it raw, the escaping stdout must not
+# turn it into "\x7f" (not JSON) in --json
+DEL=$(pilot submit --name $'de\x7fl' -- true)
+wait_for 30 state_is "$DEL" done || diag "task $DEL did not end"
 A=$(pilot submit --name hold -- sleep 300)
 EVIL=$'ev\e[2J\e]0;pwned\a\e[31mil'
 G=$(pilot submit --name "$EVIL" -- sleep 300)
@@ -37,7 +41,7 @@ is "$RC" 0 "pilot top with its output not a terminal exits 0"
 like "$OUT" $'\n''NODE +STATE +CORES +VET +TASKS' "... one snapshot with the node table (the nodes' vetting too)"
 like "$OUT" "[^ ]+ +up +\[#{20}\] +2/2 +ok +$A:hold" \
     "... the node's cores all busy as a bar, the task 'hold' by name"
-like "$OUT" 'tasks: 0 waiting, 0 queued, 0 assigned, 2 running, 1 done' \
+like "$OUT" 'tasks: 0 waiting, 0 queued, 0 assigned, 2 running, 2 done' \
     "... the tasks by state"
 unlike "$OUT" $'\e' "... and no escape character at all"
 like "$OUT" "$G:ev\\\\x1b\[2J\\\\x1b\]0;pwned\\\\x07\\\\x1b\[31mil" \
@@ -64,6 +68,10 @@ exec sleep 300
 EOF
 chmod +x "$WORK/top.sh"
 pane() { $TM capture-pane -p -t top 2>/dev/null; }
+# the server gone before the next new-session: one started while it
+# exits fails ("server exited unexpectedly")
+tm_gone() { ! $TM ls >/dev/null 2>&1; }
+tm_kill() { $TM kill-server 2>/dev/null; wait_for 5 tm_gone; }
 pane_has() { pane | grep -qE -- "$1"; }
 env -u PILOT_HOME $TM new-session -d -s top -x 160 -y 50 "$WORK/top.sh"
 ok "top draws the node row with a full bar and 'hold' running" \
@@ -83,7 +91,7 @@ $TM send-keys -t top q
 ok "q: top exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... the terminal's modes as they were" pane_has '^TERMINAL RESTORED$'
 unlike "$(pane)" 'sort: ' "... and the main screen back (no frame left)"
-$TM kill-server
+tm_kill
 
 env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
 wait_for 20 pane_has "$A:hold" || diag "top did not draw"
@@ -91,14 +99,36 @@ pid=$(pgrep -f -n "^pilot top$" -P "$($TM display -p -t top '#{pane_pid}')")
 ok "SIGTERM to top (pid $pid) ..." kill -TERM "$pid"
 ok "... it exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
-$TM kill-server
+tm_kill
+
+# a pilotd that does not answer (stopped): q still quits at once, not
+# after the request's whole limit of 10 s
+env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
+wait_for 20 pane_has "$A:hold" || diag "top did not draw"
+PD=$(kv "$(pilot_dir "$PILOT_UP_ID")/endpoint" pid)
+cleanup_hook "kill -CONT $PD 2>/dev/null; true"
+kill -STOP "$PD"
+sleep 2 # top's next refresh now waits on pilotd
+$TM send-keys -t top q
+ok "q while pilotd does not answer: top exits within 5 s" \
+    wait_for 5 pane_has '^TOP EXITED 0$'
+kill -CONT "$PD"
+tm_kill
+
+# TERM=dumb: a terminal that cannot take top's codes: one snapshot
+env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 \
+    "env TERM=dumb $WORK/top.sh"
+ok "TERM=dumb: one snapshot, top exits by itself" \
+    wait_for 20 pane_has '^TOP EXITED 0$'
+ok "... the snapshot's node row" pane_has "^[^ ]+ +up +\[#{20}\] +2/2 +ok +$A:hold"
+tm_kill
 
 env -u PILOT_HOME $TM new-session -d -s top -x 120 -y 30 "$WORK/top.sh"
 wait_for 20 pane_has "$A:hold" || diag "top did not draw"
 $TM send-keys -t top C-c
 ok "Ctrl-C: top exits 0" wait_for 10 pane_has '^TOP EXITED 0$'
 ok "... with the terminal restored" pane_has '^TERMINAL RESTORED$'
-$TM kill-server
+tm_kill
 
 # --- explain -----------------------------------------------------------
 like "$(pilot explain "$F")" "^task $F \(quick\) is done: it ran on [^ ]+ and ended done \(exit 0\) after [0-9]+s" \
@@ -130,6 +160,8 @@ is "$(ex "$E" '[j["code"], j["reserved_for"]]')" "[\"reserved\", $B]" \
    "explain of a 1-core task: it fits only on the node reserved for $B"
 capture pilot explain 9999
 one_error_line "explain of an unknown task" 'no task 9999'
+is "$(pilot explain "$DEL" --json | json 'j["name"] == "de\x7fl"')" true \
+   "explain --json of a task whose name holds a DEL: JSON, the name as it is"
 
 # --- the pilot down ------------------------------------------------------
 pilot down >/dev/null 2>&1
@@ -140,6 +172,12 @@ like "$OUT" $'\n''[^ ]+ +down +\[\.{20}\] +0/2' "... and shows its node, down, a
 capture pilot explain "$B"
 like "$OUT" "^task $B \(big\) was queued when the pilot stopped: it runs when the pilot is resumed" \
     "explain on a pilot that is down: the state it last recorded"
+capture pilot explain "$B" --json
+is "$RC" 0 "explain --json on a pilot that is down exits 0"
+is "$(echo "$OUT" | json '[j["id"], j["state"], j["code"]]')" "[$B, \"queued\", \"down\"]" \
+   "... an object: the state it last recorded, code down"
+is "$(pilot top --json | json 'j["state"] != "running"')" true \
+   "top --json on a pilot that is down: JSON"
 
 # --- a 2-node Slurm pilot ------------------------------------------------
 P2=$(run_timeout 180 pilot up --nodes 2 --gpus-per-node 2 --time 5:00 --wait \

@@ -12,7 +12,7 @@
 # one begins at 0.
 . "$(dirname "$0")/lib.sh"
 
-plan 30
+plan 32
 
 N=20
 PROM=${PROMETHEUS:-/usr/bin/prometheus}
@@ -95,6 +95,23 @@ EOF
 capture pilot up --local --metrics-file "$WORK/pilot.txt"
 usage_error "pilot up --metrics-file pilot.txt: refused" \
     "--metrics-file .*pilot.txt: the name must end in '.prom'"
+# --- a textfile in a directory that is not there: pilotd does not start
+# (it ran for hours with one warning in its log and no metrics)
+capture pilot up --local --wait \
+    --metrics-file "$WORK/no/such/dir/pilot.prom"
+like "$RC,$ERR" "^1,.*metrics: cannot write [^ ]*/no/such/dir/pilot.prom: No such file or directory" \
+    "pilot up --metrics-file in a directory that is not there: fails, saying why"
+# --- a port taken: pilotd does not start ---------------------------------
+"$PY" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(120)' >"$WORK/taken" &
+TAKER=$!
+cleanup_hook "kill $TAKER 2>/dev/null; true"
+wait_for 10 test -s "$WORK/taken" || diag "no port taken"
+capture pilot up --local --wait --metrics-port "$(<"$WORK/taken")"
+like "$RC,$ERR" "^1,.*metrics: cannot listen on 127.0.0.1 port $(<"$WORK/taken"): Address already in use" \
+    "pilot up --metrics-port of a port taken: fails, saying why"
+kill $TAKER 2>/dev/null
 
 # --- a Slurm pilot with metrics ------------------------------------------
 mkdir -p "$WORK/textfile"

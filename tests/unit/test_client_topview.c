@@ -1,8 +1,11 @@
 /* tests/unit/test_client_topview.c - pilot top's frame from a status */
+#include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include <jansson.h>
 
@@ -120,7 +123,18 @@ static void measure(const char *f, int *widest, int *lines, bool *bad)
             continue;
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *bad = true;
-        if (((unsigned char)*p & 0xC0) != 0x80 && ++w > *widest)
+        /* a terminal's columns: two for a wide character */
+        wchar_t wc;
+        mbstate_t st;
+        memset(&st, 0, sizeof(st));
+        size_t n = mbrtowc(&wc, p, MB_LEN_MAX, &st);
+        if (n > 0 && n <= MB_LEN_MAX) {
+            w += wcwidth(wc) > 0 ? wcwidth(wc) : 1;
+            p += n - 1;
+        }
+        else
+            w += ((unsigned char)*p & 0xC0) != 0x80;
+        if (w > *widest)
             *widest = w;
     }
 }
@@ -135,7 +149,8 @@ int main(void)
     int widest, lines;
     bool bad;
 
-    plan(19);
+    plan(20);
+    setlocale(LC_CTYPE, "C.UTF-8"); /* as cmd_top.c */
 
     /* a snapshot: plain lines */
     f = draw(&v, s, NULL);
@@ -202,7 +217,19 @@ int main(void)
        widest, lines);
     ok(strstr(f, "... 2 more nodes") != NULL,
        "live: the nodes that do not fit counted");
+    /* a name of wide characters: 2 columns each, so the line still
+     * ends at the screen's edge (counted 1 a character, it wrapped) */
     v.rows = 30;
+    v.cols = 100;
+    json_object_set_new(
+        json_array_get(json_object_get(json_array_get(
+                           json_object_get(s, "nodes"), 0), "tasks"), 0),
+        "name", json_string("名前名前名前名前名前名前"
+                            "名前名前名前名前名前名前"));
+    f = draw(&v, s, NULL);
+    measure(f, &widest, &lines, &bad);
+    ok(widest <= 100 && strstr(f, "12:名前名前"),
+       "live: a name of wide characters cut at 100 columns (%d)", widest);
     f = draw(&v, s, "pilotd did not answer \033[31min time");
     ok(strstr(f, "error: pilotd did not answer \\x1b[31min time") != NULL,
        "live: the refresh's error, escaped");

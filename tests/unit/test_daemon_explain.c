@@ -238,10 +238,10 @@ static void test_cores_resv(void)
 static void test_nodes(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n2, *n3;
+    struct pl_node *n1, *n2, *n3;
     json_t *o;
 
-    addnode(s, "n1", 4, 0);
+    n1 = addnode(s, "n1", 4, 0);
     n2 = addnode(s, "n2", 4, 0);
     n3 = addnode(s, "n3", 4, 0);
     addtask(s, 1, 1, 1, 0);
@@ -256,6 +256,35 @@ static void test_nodes(void)
            && node_says(o, "n3", "down", "lost"),
        "exclusive: n1 busy, n2 cordoned (why), n3 lost");
     json_decref(o);
+    /* a cordon's reason of 256 bytes in UTF-8 (pilot cordon --reason
+     * allows it): the reason's text is cut between characters, and kept */
+    free(n2->cordon);
+    n2->cordon = malloc(257);
+    for (int i = 0; i < 256; i += 2)
+        memcpy(n2->cordon + i, "\xc3\xa9", 2);
+    n2->cordon[256] = '\0';
+    o = explain(s, 2);
+    ok(node_says(o, "n2", "cordoned", "cordoned: \xc3\xa9\xc3\xa9"),
+       "a long cordon's reason in UTF-8: the reason kept, cut whole");
+    json_decref(o);
+    /* n1 cordoned too: n3 is lost, so no open node can ever take it */
+    n1->cordon = strdup("by hand");
+    o = explain(s, 2);
+    ok(code_is(o, "cordoned") && says(o, "cordoned: n1, n2"),
+       "every node it fits on cordoned: says so, not 'waits for room'");
+    json_decref(o);
+    free(n1->cordon);
+    free(n2->cordon);
+    n1->cordon = strdup("vetting");
+    n2->cordon = strdup("vetting");
+    o = explain(s, 2);
+    ok(code_is(o, "cordoned") && says(o, "being vetted: n1, n2"),
+       "... being vetted at first: says so, not 'pilot uncordon'");
+    json_decref(o);
+    free(n1->cordon);
+    free(n2->cordon);
+    n1->cordon = NULL;
+    n2->cordon = strdup("check cpu_speed: 41% slower than the median");
     /* a gang of 2 x 2 cores on 2 nodes: only n1 has room, for 1 */
     t = addtask(s, 3, 2, 2, 0);
     t->nodes_req = 2;
@@ -311,11 +340,35 @@ static void test_row(void)
        "ended before it started, with its reason");
     json_decref(o);
     json_decref(row);
+
+    /* a reason longer than the summary's room, in 2-byte characters at
+     * an odd offset: cut between characters, not inside one */
+    char reason[1201];
+    reason[0] = 'x';
+    for (int i = 1; i < 1199; i += 2)
+        memcpy(reason + i, "\xc3\xa9", 2); /* U+00E9 */
+    reason[1199] = '\0';
+    row = json_pack("{s:I, s:s, s:n, s:n, s:n, s:s}", "id", (json_int_t)7,
+                    "state", "failed", "node", "start_time", "end_time",
+                    "reason", reason);
+    o = pl_explain_row(row);
+    ok(o && code_is(o, "ended") && says(o, "started: x\xc3\xa9"),
+       "a long reason in UTF-8: cut between characters (%s)",
+       o ? "an explanation" : "none");
+    json_decref(o);
+    json_decref(row);
+    row = json_pack("{s:I, s:s, s:n, s:n, s:n, s:s}", "id", (json_int_t)8,
+                    "state", "failed", "node", "start_time", "end_time",
+                    "reason", reason + 1);
+    o = pl_explain_row(row);
+    ok(o != NULL, "... at an even offset too");
+    json_decref(o);
+    json_decref(row);
 }
 
 int main(void)
 {
-    plan(18);
+    plan(23);
     test_deps();
     test_cores_resv();
     test_nodes();

@@ -513,8 +513,10 @@ static void test_many_nodes(void)
 
     uv_loop_init(&loop);
     struct pl_daemon *d = daemon_make(&loop, NULL);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/many.prom", dir);
     d->cfg.metrics_http = false; /* rendered here, not served */
-    d->cfg.metrics_file = "/nonexistent/x.prom";
+    d->cfg.metrics_file = path;
     if (pl_metrics_start(d, &e) < 0)
         exit(1);
     free(pl_metrics_render(d, true, &len1));
@@ -546,6 +548,28 @@ static void test_many_nodes(void)
     is(uv_loop_close(&loop), 0, "... closed");
 }
 
+/* A textfile that cannot be written (its directory is not there): start
+ * fails and says why, as for a port taken, instead of a pilot without
+ * metrics and one warning in its log. */
+static void test_file_unwritable(void)
+{
+    uv_loop_t loop;
+    struct pl_error e;
+
+    uv_loop_init(&loop);
+    struct pl_daemon *d = daemon_make(&loop, NULL);
+    d->cfg.metrics_http = false;
+    d->cfg.metrics_file = "/nonexistent/x.prom";
+    ok(pl_metrics_start(d, &e) < 0
+           && strstr(e.text, "cannot write /nonexistent/x.prom: No such "
+                             "file or directory"),
+       "a textfile's directory not there: start fails (%s)", e.text);
+    pl_metrics_stop(d);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    daemon_drop(d);
+    is(uv_loop_close(&loop), 0, "... nothing left open");
+}
+
 /* A port taken: start fails and says which. */
 static void test_port_taken(void)
 {
@@ -573,13 +597,14 @@ static void test_port_taken(void)
 
 int main(void)
 {
-    plan(34);
+    plan(36);
     if (!t_tmpdir("daemon-metrics", dir, sizeof(dir)))
         return 1;
     test_file_check();
     test_all();
     test_many_nodes();
     test_port_taken();
+    test_file_unwritable();
     t_rmtree(dir);
     return done_testing();
 }
