@@ -211,8 +211,10 @@ static int cordon(struct pl_cli *cli, int argc, char **argv, bool uncordon)
         pl_out_json(res);
     else if (json_is_string(json_object_get(res, "cordon")))
         printf("%s cordoned: %s\n", q.node, pl_out_jstr(res, "cordon"));
+    else if (json_is_string(json_object_get(res, "was")))
+        printf("%s uncordoned (was: %s)\n", q.node, pl_out_jstr(res, "was"));
     else
-        printf("%s uncordoned\n", q.node);
+        printf("%s was not cordoned\n", q.node);
     rc = PL_EXIT_OK;
 done:
     json_decref(res);

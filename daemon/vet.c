@@ -548,6 +548,9 @@ void pl_cordon_req(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, ENOENT, why);
         goto done;
     }
+    /* what it was, so that the user hears of an uncordon that changed
+     * nothing */
+    json_t *was = n->cordon ? json_string(n->cordon) : json_null();
     if (q.uncordon) {
         if (n->cordon)
             pl_log(LOG_NOTICE, "node %s uncordoned (was: %s)", n->name,
@@ -560,9 +563,10 @@ void pl_cordon_req(struct pl_daemon *d, const struct pl_req *r,
         pl_log(LOG_NOTICE, "node %s cordoned: %s", n->name, n->cordon);
     }
     store(d, n);
-    pl_out_json(d, r, json_pack("{s:s, s:o}", "node", n->name, "cordon",
-                                n->cordon ? json_string(n->cordon)
-                                          : json_null()));
+    pl_out_json(d, r, json_pack("{s:s, s:o, s:o}", "node", n->name,
+                                "cordon", n->cordon ? json_string(n->cordon)
+                                                    : json_null(),
+                                "was", was ? was : json_null()));
 done:
     pl_cordon_req_clear(&q);
 }

@@ -14,7 +14,7 @@
 # line.  Needs root (mount, nsenter, cgroups); restores all of it.
 . "$(dirname "$0")/lib.sh"
 
-plan 30
+plan 31
 
 status_json() {
     pilot status --json 2>/dev/null | json "$1" 2>/dev/null
@@ -161,7 +161,9 @@ is "$(nodes_of "${IDS[@]}")" "$A " "... all on $A, the one node not cordoned"
 
 # --- uncordon Y: tasks land there again ----------------------------------
 capture pilot uncordon "$Y"
-is "$OUT" "$Y uncordoned" "pilot uncordon $Y"
+like "$OUT" "^$Y uncordoned \\(was: vet: cpu " "pilot uncordon $Y, with the cordon it lifted"
+capture pilot uncordon "$Y"
+is "$OUT/$RC" "$Y was not cordoned/0" "... again: it says it was not cordoned"
 IDS=()
 for i in 1 2; do
     IDS+=("$(pilot submit --exclusive -- sleep 2 2>/dev/null)")
