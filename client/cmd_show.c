@@ -218,29 +218,29 @@ static void print_usage(const json_t *t)
     double mem = pl_out_jreal(t, "gpu_mem_mb", NAN);
     double power = pl_out_jreal(t, "gpu_power_w", NAN);
     const char *comm = pl_out_jstr(t, "comm");
-    const char *launcher = pl_out_jstr(t, "launcher");
     long long cores = pl_out_jint(t, "ranks", 1)
                       * pl_out_jint(t, "cores_per_rank", 1);
     char buf[160], d[32];
     int n = 0;
 
-    if (isnan(user) || isnan(sys)) {
-        line("cpu:", NULL);
-        return;
+    if (isnan(user) || isnan(sys))
+        /* an MPI task's ranks are its launcher's children (srun's
+         * slurmstepd, mpirun's orted): pilotd keeps no figure for it */
+        line("cpu:", comm && !strcmp(comm, "mpi")
+                         ? "- (not measured for an MPI task: its ranks "
+                           "are its launcher's children)"
+                         : NULL);
+    else {
+        snprintf(buf, sizeof(buf), "%.2f s user, %.2f s system", user,
+                 sys);
+        line("cpu:", buf);
     }
-    snprintf(buf, sizeof(buf), "%.2f s user, %.2f s system", user, sys);
-    line("cpu:", buf);
     if (!isnan(eff)) {
         snprintf(buf, sizeof(buf), "%.1f%% of %lld core%s x %s", eff * 100,
                  cores, cores == 1 ? "" : "s",
                  pl_out_duration(pl_out_jreal(t, "wall", 0), d, sizeof(d)));
         line("cpu eff:", buf);
     }
-    /* an MPI task's figure is its launcher's (docs/observability.md) */
-    if (comm && !strcmp(comm, "mpi"))
-        line("", launcher && !strcmp(launcher, "mpirun")
-                     ? "(mpirun and the ranks on its node only)"
-                     : "(srun's own CPU only, not its ranks')");
     if (isnan(util) && isnan(mem) && isnan(power))
         return;
     buf[0] = '\0';

@@ -353,6 +353,12 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t)
     int64_t maxrss_kb;
 
     ranks_usage(t, &use, &maxrss_kb);
+    /* an MPI task's one "rank" here is its launcher: with srun its
+     * ranks are slurmstepd's children, with mpirun those on other nodes
+     * are orted's, so its CPU is not the task's and no efficiency is
+     * drawn from it (it read 1% for a busy 4-node prep) */
+    if (t->comm == PL_COMM_MPI)
+        use.has &= ~PL_USE_CPU;
     struct pl_db_change c = {
         .exit_code = t->exit_code, .signal = t->signal,
         .maxrss_kb = maxrss_kb, .reason = t->reason[0] ? t->reason : NULL,

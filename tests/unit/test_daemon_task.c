@@ -429,12 +429,25 @@ static void test_usage(void)
     ok(isnan(v[0]) && isnan(v[1]) && isnan(v[2]) && isnan(v[5]),
        "usage: ... its figures stay NULL (%g %g %g %g)", v[0], v[1], v[2],
        v[5]);
+    /* an MPI task: its one entry is the launcher, whose reap is not
+     * the ranks' CPU; the GPU figures stay */
+    t = task_new(d, 1, 0, false);
+    t->comm = PL_COMM_MPI;
+    id = t->id;
+    pl_sched_run(d->sched, place_cb, d);
+    pl_dtask_rank_running(d, t, 0, 0, NULL);
+    ok(pl_dtask_rank_ended(d, t, 0, PL_ST_DONE, &c0),
+       "usage: an MPI task ended with its launcher's figures");
+    db_usage(d, id, v);
+    ok(isnan(v[0]) && isnan(v[1]) && v[2] == 80 && v[5] == 2048,
+       "usage: ... no CPU kept for it (%g %g), its GPU's (%g%%) and peak "
+       "RSS (%g kB) are", v[0], v[1], v[2], v[5]);
     daemon_drop(d);
 }
 
 int main(void)
 {
-    plan(26 + 7);
+    plan(26 + 9);
     if (!t_tmpdir("daemon-task", dir, sizeof(dir)))
         return 1;
     test_life();
