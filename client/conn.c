@@ -488,9 +488,7 @@ json_t *pl_conn_timeline(struct pl_conn *c, const struct pl_tl_req *q,
         json_t *out;
         if (db_resolve(c, &q->sel, true, &ids, &n, errp) < 0)
             return NULL;
-        out = pl_sel_req_given(&q->sel) && n == 0
-                  ? json_pack("{s:[], s:b}", "tasks", "more", 0)
-                  : pl_query_timeline(c->db, q, ids, n, errp);
+        out = pl_query_timeline(c->db, q, ids, n, errp);
         free(ids);
         return out;
     }

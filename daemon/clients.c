@@ -75,33 +75,40 @@ done:
     free(ids);
 }
 
+/* The task a SHOW or EXPLAIN names: its id, or its array's element
+ * resolved.  0, or -1 with errp. */
+static int show_id(struct pl_daemon *d, const struct pl_show_req *s,
+                   uint64_t *id, struct pl_error *errp)
+{
+    uint64_t el[2] = { s->id, s->index }, *res = NULL;
+    size_t n = 0;
+
+    *id = s->id;
+    if (!s->by_elem)
+        return 0;
+    if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, true, &res,
+                         &n, errp) < 0)
+        return -1;
+    *id = res[0];
+    free(res);
+    return 0;
+}
+
 static void h_show(struct pl_daemon *d, const struct pl_req *r,
                    const struct pl_msg *m)
 {
     struct pl_error err;
     struct pl_show_req s;
-    uint64_t id, *res_ids = NULL;
-    size_t n = 0;
+    uint64_t id;
     json_t *res;
 
-    if (pl_show_req_decode(m->body, &s, &err) < 0)
-        goto bad;
-    id = s.id;
-    if (s.by_elem) {
-        uint64_t el[2] = { s.id, s.index };
-        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, true,
-                             &res_ids, &n, &err) < 0)
-            goto bad;
-        id = res_ids[0];
+    if (pl_show_req_decode(m->body, &s, &err) < 0
+        || show_id(d, &s, &id, &err) < 0
+        || !(res = pl_query_task(pl_db_handle(d->db), id, &err))) {
+        pl_out_err(d, r, errno, err.text);
+        return;
     }
-    if (!(res = pl_query_task(pl_db_handle(d->db), id, &err)))
-        goto bad;
     pl_out_json(d, r, res);
-    free(res_ids);
-    return;
-bad:
-    pl_out_err(d, r, errno, err.text);
-    free(res_ids);
 }
 
 /* TIMELINE: a page of a report's tasks with their ranks' placement
@@ -119,12 +126,9 @@ static void h_timeline(struct pl_daemon *d, const struct pl_req *r,
         pl_out_err(d, r, errno, err.text);
         return;
     }
-    if (sel_ids(d, &q.sel, true, &ids, &nids, &err) < 0)
-        goto bad;
-    if (pl_sel_req_given(&q.sel) && nids == 0)
-        res = json_pack("{s:[], s:b}", "tasks", "more", 0);
-    else if (!(res = pl_query_timeline(pl_db_handle(d->db), &q, ids, nids,
-                                       &err)))
+    if (sel_ids(d, &q.sel, true, &ids, &nids, &err) < 0
+        || !(res = pl_query_timeline(pl_db_handle(d->db), &q, ids, nids,
+                                     &err)))
         goto bad;
     pl_out_json(d, r, res);
     goto done;
@@ -199,21 +203,13 @@ static void h_explain(struct pl_daemon *d, const struct pl_req *r,
 {
     struct pl_error err;
     struct pl_show_req s;
-    uint64_t id, *res_ids = NULL;
-    size_t n = 0;
+    uint64_t id;
     json_t *row = NULL, *res = NULL;
     struct pl_dtask *t;
 
-    if (pl_explain_req_decode(m->body, &s, &err) < 0)
+    if (pl_explain_req_decode(m->body, &s, &err) < 0
+        || show_id(d, &s, &id, &err) < 0)
         goto bad;
-    id = s.id;
-    if (s.by_elem) {
-        uint64_t el[2] = { s.id, s.index };
-        if (pl_query_resolve(pl_db_handle(d->db), NULL, 0, el, 1, true,
-                             &res_ids, &n, &err) < 0)
-            goto bad;
-        id = res_ids[0];
-    }
     if (!(row = pl_query_task(pl_db_handle(d->db), id, &err)))
         goto bad;
     t = pl_sched_task_get(d->sched, id);
@@ -235,7 +231,6 @@ bad:
     pl_out_err(d, r, errno, err.text);
 done:
     json_decref(row);
-    free(res_ids);
 }
 
 /* The running tasks a status lists per node, and in all (a live 'pilot

@@ -85,8 +85,9 @@ json_t *pl_query_nodes(sqlite3 *db, struct pl_error *errp);
 json_t *pl_query_vet_status(const char *state, double time,
                             const char *cordon, const char *vet);
 /* TIMELINE (proto/tlmsg.h): one page of the tasks of 'q' (its
- * selection resolved into 'ids', nids of them, in their order; none:
- * all tasks but pools' own jobs, by id) after q->after, at most q->limit
+ * selection resolved into 'ids', nids of them, in their order; no
+ * selection: all tasks but pools' own jobs, by id; a selection that
+ * resolved to none: no task) after q->after, at most q->limit
  * (PL_TL_PAGE) of them and about PL_TL_PAGE_RANKS rank rows, as
  * {"tasks": [...], "more": bool, "nodes": pl_query_nodes() (on the first
  * page only)}; docs/protocol.md has a task's fields.  query_tl.c.  NULL

@@ -255,6 +255,14 @@ json_t *pl_query_timeline(sqlite3 *db, const struct pl_tl_req *q,
 
     if (!tasks)
         goto nomem;
+    /* a selection that names no task (an empty array, a name nothing
+     * has): no tasks, rather than all of them */
+    if (pl_sel_req_given(&q->sel) && nids == 0) {
+        if (!(out = json_pack("{s:O, s:b}", "tasks", tasks, "more", 0)))
+            goto nomem;
+        json_decref(tasks);
+        return out;
+    }
     if (nids && q->after) {
         while (from < nids && ids[from] != q->after)
             from++;
