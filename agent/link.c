@@ -126,6 +126,13 @@ static void send_register(struct pl_agent *a)
     r.cpu = (uint64_t *)pl_resources_cores(a->res, &r.ncpu);
     r.gpus = (char **)pl_resources_gpu_ids(a->res);
     r.last_run = a->last_run;
+    /* the job this agent runs in: pilotd tells a grown allocation's
+     * nodes by it, and drains them before its end (docs/grow.md) */
+    const char *job = getenv("SLURM_JOB_ID"), *end = getenv("PILOT_JOB_END");
+    r.job = job ? strtoull(job, NULL, 10) : 0;
+    r.job_end = end ? strtod(end, NULL) : 0;
+    if (r.job > UINT32_MAX || !(r.job_end >= 0 && r.job_end < 1e11))
+        r.job = 0, r.job_end = 0;
     size_t npool = pl_wpool_held(a->wpool, NULL, 0);
     size_t npy = pl_pyw_held(a->pyw, NULL, 0);
     r.running = calloc(a->nrunning + npool + npy + 1, sizeof(*r.running));

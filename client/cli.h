@@ -112,6 +112,10 @@ int pl_cmd_status(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_down(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_pilots(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_keys(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_grow(struct pl_cli *cli, int argc, char **argv);
+int pl_cmd_shrink(struct pl_cli *cli, int argc, char **argv);
+/* The allocations of 'allocs' (status's, or ALLOCS'), as a table. */
+void pl_allocs_print(const json_t *allocs);
 int pl_cmd_pool(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_top(struct pl_cli *cli, int argc, char **argv);
 int pl_cmd_explain(struct pl_cli *cli, int argc, char **argv);

@@ -158,6 +158,57 @@ static void print_nodes(const json_t *nodes)
     }
 }
 
+/* "1h 02m", "3m 05s", "42s" */
+static void left_text(double s, char *buf, size_t len)
+{
+    long t = (long)s;
+
+    if (t >= 3600)
+        snprintf(buf, len, "%ldh %02ldm", t / 3600, t % 3600 / 60);
+    else if (t >= 60)
+        snprintf(buf, len, "%ldm %02lds", t / 60, t % 60);
+    else
+        snprintf(buf, len, "%lds", t);
+}
+
+void pl_allocs_print(const json_t *allocs)
+{
+    static const char *headers[] = { "ALLOC", "JOB", "STATE", "NODES",
+                                     "LEFT", "IDLE", "WHY" };
+    struct pl_out_table *tab;
+    const json_t *a, *v;
+    size_t i, k;
+
+    if (json_array_size(allocs) == 0
+        || !(tab = pl_out_table_new(7, headers)))
+        return;
+    json_array_foreach(allocs, i, a) {
+        char id[32], job[32], nodes[256] = "", left[32] = "-", idle[32] = "-";
+        snprintf(id, sizeof(id), "%lld%s", pl_out_jint(a, "id", 0),
+                 json_is_true(json_object_get(a, "auto")) ? " (auto)" : "");
+        snprintf(job, sizeof(job), "%lld", pl_out_jint(a, "job", 0));
+        json_array_foreach(json_object_get(a, "names"), k, v)
+            snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes),
+                     "%s%s", k ? "," : "", json_string_value(v));
+        if (!nodes[0])
+            snprintf(nodes, sizeof(nodes), "(%lld asked)",
+                     pl_out_jint(a, "nodes", 0));
+        if (json_is_number(json_object_get(a, "time_left")))
+            left_text(json_number_value(json_object_get(a, "time_left")),
+                      left, sizeof(left));
+        if (json_is_number(json_object_get(a, "idle")))
+            left_text(json_number_value(json_object_get(a, "idle")), idle,
+                      sizeof(idle));
+        const char *why = pl_out_jstr(a, "why");
+        const char *cells[] = { id, job, pl_out_jstr(a, "state"), nodes,
+                                left, idle, why && *why ? why : "-" };
+        if (pl_out_table_add(tab, cells) < 0)
+            break;
+    }
+    pl_out_table_print(tab, stdout, PL_OUT_WIDTH);
+    pl_out_table_free(tab);
+}
+
 /* "metrics: http://10.0.0.1:9464/metrics, file /var/lib/.../p3.prom" */
 static void print_metrics(const json_t *s)
 {
@@ -218,6 +269,8 @@ static void print_status(const struct pl_conn *conn, const json_t *s)
                pl_out_jcount(p, "workers"), pl_out_jcount(p, "busy"),
                pl_out_jcount(p, "queued"));
     print_nodes(nodes);
+    /* allocations that joined (pilot grow): their nodes are above */
+    pl_allocs_print(json_object_get(s, "allocs"));
 }
 
 int pl_cmd_status(struct pl_cli *cli, int argc, char **argv)

@@ -14,6 +14,7 @@
 #include "client/output.h"
 #include "client/up_private.h"
 #include "client/vetnet.h"
+#include "proto/allocmsg.h"
 #include "proto/vetconf.h"
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
@@ -76,6 +77,10 @@ static const char help[] =
     "  --metrics-file F      pilotd writes them to F, a name ending in\n"
     "                        .prom, for node_exporter's textfile collector\n"
     "  --metrics-interval S  ... every S (default 15 s)\n"
+    "  --grow max=K,idle=D[,nodes=N][,time=T][,partition=P][,pending=M]\n"
+    "                        pilotd adds Slurm jobs of agents while queued\n"
+    "                        work does not fit, K nodes at most, and\n"
+    "                        releases those idle for D (docs/grow.md)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -120,6 +125,7 @@ enum {
     OPT_METRICS_PORT,
     OPT_METRICS_FILE,
     OPT_METRICS_INTERVAL,
+    OPT_GROW,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -277,6 +283,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
         { "metrics-interval", required_argument, NULL,
           OPT_METRICS_INTERVAL },
+        { "grow", required_argument, NULL, OPT_GROW },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -405,6 +412,13 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "--metrics-interval: want 1 s to "
                                     "1 day");
             break;
+        case OPT_GROW: {
+            struct pl_grow_conf gc;
+            if (pl_grow_conf_parse(optarg, &gc, &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            o->grow = optarg;
+            break;
+        }
         case OPT_LOCAL:
             o->local = true;
             break;
@@ -440,6 +454,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                           : o->partition     ? "--partition"
                           : o->account       ? "--account"
                           : nargs            ? "--sbatch-arg"
+                          : o->grow          ? "--grow"
                           : o->nodes_set && o->nodes != 1 ? "--nodes"
                                                           : NULL;
         if (bad)

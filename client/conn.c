@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "client/conn.h"
+#include "proto/allocmsg.h"
 #include "proto/keys.h"
 #include "proto/mpjson.h"
 #include "proto/msg.h"
@@ -810,4 +811,41 @@ json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp)
         return NULL;
     pl_wbuf_init(&w, PL_MSG_STATUS, seq);
     return call(c, &w, JSON_OBJECT, "status", errp);
+}
+
+/* ------------------------------------------------------------ grow */
+
+json_t *pl_conn_grow(struct pl_conn *c, const struct pl_grow_req *q,
+                     struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_grow_req_encode(&w, seq, q);
+    return call(c, &w, JSON_OBJECT, "grow", errp);
+}
+
+json_t *pl_conn_shrink(struct pl_conn *c, const struct pl_shrink_req *q,
+                       struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_shrink_req_encode(&w, seq, q);
+    return call(c, &w, JSON_OBJECT, "shrink", errp);
+}
+
+json_t *pl_conn_allocs(struct pl_conn *c, struct pl_error *errp)
+{
+    struct pl_wbuf w;
+    uint64_t seq;
+
+    if (!(seq = next_seq(c, errp)))
+        return NULL;
+    pl_wbuf_init(&w, PL_MSG_ALLOCS, seq);
+    return call(c, &w, JSON_OBJECT, "allocs", errp);
 }

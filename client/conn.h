@@ -134,5 +134,15 @@ json_t *pl_conn_cordon(struct pl_conn *c, const struct pl_cordon_req *q,
                        struct pl_error *errp);
 json_t *pl_conn_pool(struct pl_conn *c, int type,
                      const struct pl_pool_req *p, struct pl_error *errp);
+/* GROW: the allocation, once sbatch took it ({"id", "job", ...}); SHRINK:
+ * {"released": [ids]}; ALLOCS: {"allocs": [...], "grow": settings or
+ * null} (docs/grow.md).  NULL with errp. */
+struct pl_grow_req;
+struct pl_shrink_req;
+json_t *pl_conn_grow(struct pl_conn *c, const struct pl_grow_req *q,
+                     struct pl_error *errp);
+json_t *pl_conn_shrink(struct pl_conn *c, const struct pl_shrink_req *q,
+                       struct pl_error *errp);
+json_t *pl_conn_allocs(struct pl_conn *c, struct pl_error *errp);
 
 #endif /* !PL_CLIENT_CONN_H */

@@ -37,6 +37,8 @@ static const struct cmd cmds[] = {
     { "vet", pl_cmd_vet, "run the nodes' checks again; print the results" },
     { "cordon", pl_cmd_cordon, "place nothing new on a node" },
     { "uncordon", pl_cmd_uncordon, "place tasks on a cordoned node again" },
+    { "grow", pl_cmd_grow, "add nodes: a Slurm job of agents joins the pilot" },
+    { "shrink", pl_cmd_shrink, "release idle allocations (or one)" },
     { "report", pl_cmd_report,
       "a page of what ran: timeline, histograms, failures" },
     { NULL, NULL, NULL },

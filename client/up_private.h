@@ -44,6 +44,7 @@ struct pl_up_opts {
     int metrics_port;       /* pilotd --metrics-port, -1: none */
     char *metrics_file;     /* pilotd --metrics-file (absolute), or NULL */
     double metrics_interval; /* pilotd --metrics-interval, 0: default */
+    const char *grow;       /* pilotd --grow (checked), or NULL */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',

@@ -81,7 +81,7 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    char opts[160 + 8 * 96] = "";
+    char opts[160 + 8 * 96 + 272] = "";
     if (o->lost_after > 0)
         snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
     if (o->start_timeout >= 0)
@@ -100,6 +100,10 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     if (o->metrics_interval > 0)
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --metrics-interval %g", o->metrics_interval);
+    /* checked by pl_grow_conf_parse(): [A-Za-z0-9_.,:=-], nothing to quote */
+    if (o->grow)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --grow %s", o->grow);
     char *qmfile = o->metrics_file ? pl_out_shquote(o->metrics_file) : NULL;
     if (o->metrics_file && !qmfile) {
         errno = ENOMEM;

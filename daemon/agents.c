@@ -101,6 +101,9 @@ void pl_agents_kill_task(struct pl_daemon *d, struct pl_dtask *t)
 struct lost {
     struct pl_daemon *d;
     struct pl_node *n;
+    const char *reason;
+    bool spare;              /* the node left (its allocation ends): the
+                                task runs again, not charged to --retries */
 };
 
 /* A task's agent is gone: its ranks there have ended; the task runs
@@ -109,10 +112,12 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
 {
     struct lost *l = arg;
     struct pl_db_change c = { .exit_code = -1, .signal = -1,
-                              .maxrss_kb = -1, .reason = "node-lost" };
+                              .maxrss_kb = -1, .reason = l->reason };
     /* an MPI job dies with its launcher on rank 0's node */
     bool all = t->comm == PL_COMM_MPI && t->rank[0].node == l->n;
 
+    if (l->spare && !t->lost)
+        t->spared++; /* once an attempt, if it spans several such nodes */
     t->lost = true;
     for (uint32_t r = 0; r < t->ranks; r++) {
         if (!all && t->rank[r].node != l->n)
@@ -124,13 +129,26 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
 
 void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
 {
-    struct lost l = { d, n };
+    struct lost l = { d, n, "node-lost", false };
 
     pl_log(LOG_WARNING, "agent on %s lost: %s", n->name, why);
     n->state = PL_NODE_LOST;
     pl_agents_record(d, n, "lost");
     pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
     pl_launch_node(d, n);
+}
+
+void pl_agents_leave(struct pl_daemon *d, struct pl_node *n, const char *why)
+{
+    struct lost l = { d, n, "node-left", true };
+    struct pl_link *k = pl_agents_link(d, n);
+
+    pl_log(LOG_NOTICE, "agent on %s leaves: %s", n->name, why);
+    if (k && n->state == PL_NODE_UP)
+        send_bare(d, k->rid, k->ridlen, PL_MSG_EXIT);
+    n->state = PL_NODE_GONE;
+    pl_agents_record(d, n, "gone");
+    pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
 }
 
 /* s between two ticks (1 s apart) that make a stall of the loop */
@@ -199,7 +217,8 @@ static void check_fit(struct pl_daemon *d)
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
-    if ((int)up >= d->cfg.expected_agents)
+    /* a pilot that grows itself may yet fit them */
+    if ((int)up >= d->cfg.expected_agents && !pl_alloc_may_grow(d))
         pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
 }
 
@@ -499,6 +518,8 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         pl_welcome_encode(&o->w, m->seq, &wl);
         pl_out_push(d, o);
     }
+    /* a node of a grown allocation: its job and end (docs/grow.md) */
+    pl_alloc_joined(d, n, &reg);
     /* after WELCOME: a VET before it would be dropped */
     pl_vet_joined(d, n, first);
     check_fit(d);

@@ -343,6 +343,9 @@ static json_t *status_nodes(struct pl_daemon *d, json_t *s)
         json_object_set_new(o, "gpus_busy",
                             json_integer(n->ngpus - n->free_gpus));
         json_object_set_new(o, "running", json_integer(n->running));
+        uint64_t alloc = pl_alloc_of_node(d, n->name);
+        json_object_set_new(o, "alloc", alloc ? json_integer((json_int_t)alloc)
+                                              : json_null());
         json_object_set_new(o, "cordon", n->cordon ? json_string(n->cordon)
                                                    : json_null());
         json_t *tl = node_tasks(d->sched, n, names, &budget);
@@ -442,6 +445,7 @@ static void h_status(struct pl_daemon *d, const struct pl_req *r,
                             ? json_real(d->longest_batch_at)
                             : json_null());
     status_nodes(d, s);
+    json_object_set_new(s, "allocs", pl_alloc_status(d));
     const char *murl = pl_metrics_url(d), *mpath = pl_metrics_path(d);
     json_object_set_new(s, "metrics", murl ? json_string(murl) : json_null());
     json_object_set_new(s, "metrics_file",
@@ -516,6 +520,9 @@ static const struct {
     { PL_MSG_VET_REQ, pl_vet_req, R_WRITE, "vet nodes" },
     { PL_MSG_CORDON, pl_cordon_req, R_ADMIN, "cordon nodes" },
     { PL_MSG_TIMELINE, h_timeline, R_READ, "read the timeline" },
+    { PL_MSG_GROW, pl_alloc_grow_req, R_ADMIN, "grow the pilot" },
+    { PL_MSG_SHRINK, pl_alloc_shrink_req, R_ADMIN, "shrink the pilot" },
+    { PL_MSG_ALLOCS, pl_alloc_list_req, R_READ, "list the allocations" },
     { 0, NULL, 0, NULL },
 };
 

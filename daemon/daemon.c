@@ -229,6 +229,7 @@ static void finish_stop(struct pl_daemon *d)
     pl_sched_node_tasks(d->sched, NULL, stop_task_cb, d);
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         pl_agents_record(d, pl_sched_node_at(d->sched, k), "down");
+    pl_alloc_stop(d);
     if (pl_db_commit(d->db, &err) < 0)
         pl_log(LOG_ERR, "final commit: %s: %zu changes are lost",
                err.text, pl_db_unstored(d->db));
@@ -316,6 +317,7 @@ static void tick_cb(uv_timer_t *h)
     pl_orders_tick(d);
     pl_watch_tick(d);
     pl_vet_tick(d);
+    pl_alloc_tick(d);
     pl_daemon_flush(d);
     pl_store_checkpoint(d, 0); /* the last writes of a burst */
     pl_daemon_batch_time(d, t0);
@@ -412,7 +414,8 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
         pl_errprintf(errp, "out of memory");
         goto error;
     }
-    if (pl_recover_load(d, errp) < 0 || pl_vet_boot(d, errp) < 0
+    if (pl_recover_load(d, errp) < 0 || pl_alloc_boot(d, errp) < 0
+        || pl_vet_boot(d, errp) < 0
         || pl_poolctl_boot(d, errp) < 0
         || sockets_open(d, errp) < 0 || pl_metrics_start(d, errp) < 0)
         goto error;
@@ -468,6 +471,7 @@ void pl_daemon_free(struct pl_daemon *d)
     pl_agents_free(d);
     pl_poolctl_free(d);
     pl_vet_free(d);
+    pl_alloc_free(d);
     pl_orders_free_all(d);
     pl_cancel_free_all(d);
     pl_watch_free_all(d); /* before the tasks it points to */

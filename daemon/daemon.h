@@ -38,6 +38,8 @@ struct pl_daemon_config {
     int metrics_port;        /* ... on this port of bind_addr (0: any) */
     const char *metrics_file; /* write them here (*.prom), or NULL ... */
     double metrics_interval; /* ... every this many s (0: the default) */
+    const char *grow;        /* --grow max=K,...: pilotd grows itself
+                                (docs/grow.md), or NULL */
 };
 
 struct pl_daemon;

@@ -223,6 +223,8 @@ struct pl_daemon {
     size_t nvetwaits, capvetwaits;
     /* metrics.c: NULL unless served or written */
     struct pl_metrics *metrics;
+    /* alloc.c: the allocations that joined (pilot grow), owned */
+    struct pl_allocs *allocs;
 };
 
 /* ------------------------------------------------------------ daemon.c */
@@ -428,6 +430,11 @@ void pl_agents_tick(struct pl_daemon *d);
 /* The agent of 'n' is lost ('why'): its tasks' ranks there end; another
  * agent may start there. */
 void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why);
+/* The node 'n' leaves the pilot ('why': its allocation ends or is
+ * released): its agent is told to exit, the ranks there end and their
+ * tasks run again elsewhere, not charged to --retries; no agent is
+ * started there again. */
+void pl_agents_leave(struct pl_daemon *d, struct pl_node *n, const char *why);
 /* Tell every agent up to exit. */
 void pl_agents_exit(struct pl_daemon *d);
 /* Record node 'n' in the database as 'state'. */
@@ -596,5 +603,37 @@ void pl_vet_req(struct pl_daemon *d, const struct pl_req *r,
                 const struct pl_msg *m);
 void pl_cordon_req(struct pl_daemon *d, const struct pl_req *r,
                    const struct pl_msg *m);
+
+/* ------------------------------------------------------------ alloc.c */
+
+struct pl_allocs;
+/* Set up from cfg.grow and the database (a restarted pilotd takes its
+ * allocations back).  0, or -1 with errp. */
+int pl_alloc_boot(struct pl_daemon *d, struct pl_error *errp);
+void pl_alloc_free(struct pl_daemon *d);
+/* The pilot stops: every live allocation's job is cancelled (their
+ * agents were told to exit), and it has ended. */
+void pl_alloc_stop(struct pl_daemon *d);
+/* The agent of 'n' registered with 'reg': a node of an allocation joins
+ * it (its job's end is learned). */
+void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
+                     const struct pl_register *reg);
+/* The id of the live allocation node 'name' is in; 0: the pilot's own
+ * job (or none). */
+uint64_t pl_alloc_of_node(const struct pl_daemon *d, const char *name);
+/* Whether the pilot grows itself (pilot up --grow): a task too large for
+ * its nodes waits rather than fails. */
+bool pl_alloc_may_grow(const struct pl_daemon *d);
+/* Every second: the jobs' states, drains, idle releases, auto-grow. */
+void pl_alloc_tick(struct pl_daemon *d);
+/* Status's "allocs" array (new reference). */
+json_t *pl_alloc_status(const struct pl_daemon *d);
+/* The requests GROW (119), SHRINK (120), ALLOCS (121). */
+void pl_alloc_grow_req(struct pl_daemon *d, const struct pl_req *r,
+                       const struct pl_msg *m);
+void pl_alloc_shrink_req(struct pl_daemon *d, const struct pl_req *r,
+                         const struct pl_msg *m);
+void pl_alloc_list_req(struct pl_daemon *d, const struct pl_req *r,
+                       const struct pl_msg *m);
 
 #endif /* !PL_DAEMON_PRIVATE_H */

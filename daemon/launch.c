@@ -213,6 +213,14 @@ void pl_launch_node(struct pl_daemon *d, const struct pl_node *n)
      * comes back (pl_agents_cb) */
     if (d->cfg.local || d->stopping)
         return;
+    /* a grown allocation's node is not in our job: srun cannot reach it,
+     * and its own job's end takes its agent (daemon/alloc.c) */
+    if (pl_alloc_of_node(d, n->name)) {
+        pl_log(LOG_NOTICE, "not starting another agent on %s: it is in "
+               "allocation %llu, not in this job", n->name,
+               (unsigned long long)pl_alloc_of_node(d, n->name));
+        return;
+    }
     if (!(nl = node_launch(d, n->name))) {
         pl_log(LOG_ERR, "restart agent on %s: out of memory", n->name);
         return;

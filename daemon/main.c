@@ -17,6 +17,7 @@
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "daemon/slurmjob.h"
+#include "proto/allocmsg.h"
 #include "proto/clientmsg.h"
 #include "proto/keys.h"
 #include "proto/log.h"
@@ -62,6 +63,7 @@ static void usage(FILE *fp)
         "  --metrics-file F   write them to F (its name ends in .prom:\n"
         "                     node_exporter's textfile collector) ...\n"
         "  --metrics-interval S  ... every S seconds (15)\n"
+        "  --grow max=K,idle=D,...  grow while work waits (docs/grow.md)\n"
         "  -h, --help\n"
         "  --version          print the version and the protocol\n"
         "\n"
@@ -98,6 +100,7 @@ int main(int argc, char **argv)
         { "metrics-port", required_argument, NULL, 'M' },
         { "metrics-file", required_argument, NULL, 'F' },
         { "metrics-interval", required_argument, NULL, 'I' },
+        { "grow", required_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -169,6 +172,13 @@ int main(int argc, char **argv)
         case 'I':
             cfg.metrics_interval = parse_secs(optarg, "--metrics-interval");
             break;
+        case 'G': {
+            struct pl_grow_conf gc;
+            if (pl_grow_conf_parse(optarg, &gc, &err) < 0)
+                pl_fatal(2, "%s", err.text);
+            cfg.grow = optarg;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V':
             printf("pilotd %s (protocol %d)\n", PL_VERSION, PL_PROTO_VERSION);

@@ -1,5 +1,6 @@
-/* daemon/slurmjob.c - facts about the pilot's own Slurm job (libslurm) */
+/* daemon/slurmjob.c - facts about the pilot's Slurm jobs (libslurm) */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -95,4 +96,57 @@ nomem:
     errno = ENOMEM;
     pl_errprintf(errp, "out of memory");
     return NULL;
+}
+
+int pl_slurmjob_state(long job, int *state, time_t *end,
+                      struct pl_error *errp)
+{
+    job_info_msg_t *msg = NULL;
+
+    init_once();
+    if (slurm_load_job(&msg, (uint32_t)job, SHOW_DETAIL) != SLURM_SUCCESS) {
+        int e = slurm_get_errno();
+        /* a job that ended long ago is purged from the controller */
+        if (e == ESLURM_INVALID_JOB_ID) {
+            *state = PL_SJ_ENDED;
+            *end = 0;
+            return 0;
+        }
+        errno = EIO;
+        return pl_errprintf(errp, "slurm_load_job %ld: %s", job,
+                            slurm_strerror(e));
+    }
+    if (msg->record_count < 1) {
+        slurm_free_job_info_msg(msg);
+        *state = PL_SJ_ENDED;
+        *end = 0;
+        return 0;
+    }
+    uint32_t st = msg->job_array[0].job_state;
+    *end = msg->job_array[0].end_time;
+    /* COMPLETING: its processes are being killed, it runs nothing */
+    if (st & JOB_COMPLETING)
+        *state = PL_SJ_ENDED;
+    else if ((st & JOB_STATE_BASE) == JOB_PENDING)
+        *state = PL_SJ_PENDING;
+    else if ((st & JOB_STATE_BASE) == JOB_RUNNING
+             || (st & JOB_STATE_BASE) == JOB_SUSPENDED)
+        *state = PL_SJ_RUNNING;
+    else
+        *state = PL_SJ_ENDED;
+    slurm_free_job_info_msg(msg);
+    return 0;
+}
+
+int pl_slurmjob_cancel(long job, struct pl_error *errp)
+{
+    init_once();
+    if (slurm_kill_job((uint32_t)job, SIGKILL, 0) != SLURM_SUCCESS) {
+        int e = slurm_get_errno();
+        if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)
+            return 0;
+        errno = EIO;
+        return pl_errprintf(errp, "scancel %ld: %s", job, slurm_strerror(e));
+    }
+    return 0;
 }

@@ -124,7 +124,8 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
             return pl_errprintf(errp, "%s", why);
         }
     }
-    else if (pl_sched_nnodes(d->sched) > 0) {
+    /* a pilot that grows itself (--grow) may fit it later */
+    else if (pl_sched_nnodes(d->sched) > 0 && !pl_alloc_may_grow(d)) {
         struct pl_dtask t = { 0 };
         char why[160];
         pl_dtask_shape(&t, s);

@@ -291,6 +291,10 @@ void pl_register_encode(struct pl_wbuf *w, uint64_t seq,
     pl_wm_uint(b, "pid", r->pid);
     pl_wm_uintv(b, "cores", r->cpu, r->ncpu);
     pl_wm_strv(b, "gpus", r->gpus);
+    if (r->job)
+        pl_wm_uint(b, "job", r->job);
+    if (r->job_end > 0)
+        pl_wm_double(b, "job_end", r->job_end);
     pk = pl_wm_key(b, "running");
     msgpack_pack_array(pk, r->nrunning);
     for (uint32_t i = 0; i < r->nrunning; i++) {
@@ -434,8 +438,15 @@ int pl_register_decode(const msgpack_object *body, struct pl_register *r,
         || pl_mp_strv(body, "gpus", false, 0, PL_REG_MAX_GPUS, PL_GPU_ID_MAX,
                       &r->gpus, errp) < 0
         || pl_mp_uint(body, "last_run", false, UINT64_MAX, &r->last_run,
-                      errp) < 0)
+                      errp) < 0
+        || pl_mp_uint(body, "job", false, UINT32_MAX, &r->job, errp) < 0
+        || pl_mp_double(body, "job_end", false, &r->job_end, errp) < 0)
         goto error;
+    /* pilotd plans its drain from it: a time it can compute with */
+    if (!isfinite(r->job_end) || r->job_end < 0 || r->job_end > 1e11) {
+        bad(errp, "bad 'job_end'");
+        goto error;
+    }
     if (!pl_node_name_ok(r->node)) {
         pl_errprintf(errp, "bad node name (want 1..%d of A-Z a-z 0-9 . _ -)",
                      PL_NODE_NAME_MAX);

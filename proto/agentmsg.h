@@ -114,6 +114,10 @@ struct pl_register {
     uint32_t nrunning;
     struct pl_event *ended;
     uint32_t nended;
+    /* protocol 12: the agent's Slurm job (a grown allocation's is not
+     * pilotd's own: docs/grow.md) and that job's end */
+    uint64_t job;       /* 0: none or not told */
+    double job_end;     /* s since the epoch; 0: unknown */
 };
 
 /* Every pointer of 'r' is borrowed. */

@@ -30,6 +30,9 @@ const char *pl_msg_type_name(int type)
     case PL_MSG_VET_REQ: return "vet";
     case PL_MSG_CORDON: return "cordon";
     case PL_MSG_TIMELINE: return "timeline";
+    case PL_MSG_GROW: return "grow";
+    case PL_MSG_SHRINK: return "shrink";
+    case PL_MSG_ALLOCS: return "allocs";
     case PL_MSG_WELCOME: return "welcome";
     case PL_MSG_RUN: return "run";
     case PL_MSG_KILL: return "kill";

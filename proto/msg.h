@@ -14,7 +14,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 11
+#define PL_PROTO_VERSION 12
 /* pilot's release, printed by the three programs' --version */
 #define PL_VERSION "0.1.0"
 
@@ -53,6 +53,9 @@ enum pl_msg_type {
     PL_MSG_VET_REQ = 117,    /* vet nodes again (proto/vetmsg.h) */
     PL_MSG_CORDON = 118,     /* cordon or uncordon a node */
     PL_MSG_TIMELINE = 116,   /* a report's tasks and ranks (tlmsg.h) */
+    PL_MSG_GROW = 119,       /* a Slurm job of agents joins (allocmsg.h) */
+    PL_MSG_SHRINK = 120,     /* release allocations (idle ones, or one) */
+    PL_MSG_ALLOCS = 121,     /* list the allocations */
 
     /* daemon -> agent */
     PL_MSG_WELCOME = 201,
