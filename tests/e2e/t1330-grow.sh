@@ -1,12 +1,13 @@
 #!/bin/bash
 # t1330-grow.sh - pilot grow: a Slurm job of agents joins a running 1-node
-# pilot and tasks run on its node; pilot shrink --idle releases it (its
-# job ends, its node leaves).  An allocation whose walltime nears drains
+# pilot and tasks run on its node; a pilotd killed and restarted in its
+# job takes it back; pilot shrink --idle releases it (its job ends, its
+# node leaves).  An allocation whose walltime nears drains
 # its node and leaves: only its task is queued again (not charged to
 # --retries 0) and ends on the pilot's own node, whose task runs on.
 . "$(dirname "$0")/lib.sh"
 
-plan 27
+plan 29
 
 pilot_up 1 || abort "pilot up --nodes 1 --wait failed"
 P=$PILOT_UP_ID
@@ -25,8 +26,9 @@ ok "its node ($NEW) is not the pilot's ($OWN)" test "$NEW" != "$OWN"
 like "$(squeue -h -j "$A1_JOB" -o '%j %T')" "^pilot-$P-a1 RUNNING" \
     "its Slurm job $A1_JOB runs, named after the pilot"
 capture pilot status --json
-is "$(json '[[n["name"], n["alloc"]] for n in j["nodes"]]' <<<"$OUT")" \
-    "[[\"$OWN\", null], [\"$NEW\", 1]]" "status: each node with its allocation"
+is "$(json '[{n["name"]: n["alloc"] for n in j["nodes"]}.get(x, 0)
+             for x in ["'"$OWN"'", "'"$NEW"'"]]' <<<"$OUT")" "[null, 1]" \
+    "status: each node with its allocation (none: the pilot's own)"
 is "$(json '[[a["id"], a["job"], a["state"]] for a in j["allocs"]]' \
     <<<"$OUT")" "[[1, $A1_JOB, \"running\"]]" "status lists the allocation"
 capture pilot status
@@ -45,6 +47,16 @@ is "$(json 'sorted(t["node"] for t in j)' <<<"$OUT")" \
        'import json, sys; print(json.dumps(sys.stdin.read().split()))')" \
     "one ran on the pilot's node, one on the grown one"
 
+# --- a pilotd restarted in its job takes its allocation back ----------
+PID=$(kv "$DIR/endpoint" pid)
+kill -9 "$PID"
+ok "pilotd killed: restarted, both agents back" \
+    wait_for 60 eval '[[ $(kv "$DIR/endpoint" pid) != "$PID" ]] && agents_up 2'
+capture pilot status --json
+is "$(json '[[a["id"], a["state"], a["names"]] for a in j["allocs"]]' \
+    <<<"$OUT")" "[[1, \"running\", [\"$NEW\"]]]" \
+    "the new pilotd has allocation 1 back (state.db), its node rejoined"
+
 capture pilot shrink --idle 1h --json
 is "$(json 'j["released"]' <<<"$OUT")" "[]" \
     "shrink --idle 1h: nothing idle that long"
@@ -57,7 +69,8 @@ capture pilot status --json
 like "$(json '[[a["state"], a["why"]] for a in j["allocs"]]' <<<"$OUT")" \
     '^\[\["ended", "released idle after [0-9]+ s \(pilot shrink\)"\]\]$' \
     "the allocation has ended, released idle"
-is "$(json '[n["state"] for n in j["nodes"]]' <<<"$OUT")" '["up", "gone"]' \
+is "$(json '[{n["name"]: n["state"] for n in j["nodes"]}.get(x)
+             for x in ["'"$OWN"'", "'"$NEW"'"]]' <<<"$OUT")" '["up", "gone"]' \
     "its node is gone, the pilot's is up"
 capture pilot shrink --alloc 9
 one_error_line "shrink --alloc 9: no such allocation" "no such allocation"
