@@ -162,7 +162,7 @@ int pl_cmd_grow(struct pl_cli *cli, int argc, char **argv)
     if (cli->json)
         pl_out_json(res);
     else {
-        printf("allocation %lld: Slurm job %lld, %lld nodes", 
+        printf("allocation %lld: Slurm job %lld, %lld nodes",
                pl_out_jint(res, "id", 0), pl_out_jint(res, "job", 0),
                pl_out_jint(res, "nodes", 0));
         if (wait && joined(res))

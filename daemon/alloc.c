@@ -19,77 +19,30 @@
 #include <unistd.h>
 
 #include "daemon/alloc.h"
+#include "daemon/alloc_private.h"
 #include "daemon/child.h"
 #include "daemon/daemon_private.h"
 #include "daemon/slurmjob.h"
 #include "proto/log.h"
 #include "proto/strv.h"
 
+const char *const alloc_state_names[] = { "?", "pending", "running",
+                                          "draining", "ended" };
+
 #define LEAVE_MARGIN 15.0   /* s before its end a draining one leaves */
 #define POLL_PENDING 2.0    /* s between looks at a pending job */
 #define POLL_RUNNING 10.0   /* ... at a running one (its end may move) */
 #define GROW_SETTLE 3.0     /* s the queue must wait before auto-grow */
 #define GROW_SCAN 5.0       /* s between looks at the queue's shape */
-#define SHOW_ENDED 20       /* ended allocations status lists at most */
-
-enum alloc_state {
-    A_PENDING = 1,           /* sbatch runs, or the job waits in Slurm */
-    A_RUNNING,
-    A_DRAINING,
-    A_ENDED,
-};
-
-static const char *const state_names[] = { "?", "pending", "running",
-                                           "draining", "ended" };
-
-struct pl_alloc {
-    struct pl_daemon *d;
-    uint64_t id;
-    long job;                /* 0 while sbatch runs */
-    int state;
-    bool automatic;
-    uint32_t nodes;          /* asked */
-    char time[PL_ALLOC_TIME_MAX + 1];
-    char partition[PL_ALLOC_PART_MAX + 1];
-    double drain;            /* s before the end its nodes drain */
-    double submitted, started, ended; /* pl_now(); 0: not yet */
-    double end_time;         /* the job's end (s since the epoch); 0 */
-    double idle_since;       /* pl_mono(): all its nodes idle since; 0 */
-    double checked;          /* pl_mono() of the last look at its job */
-    bool joined;             /* an agent of it registered (ever) */
-    char **names;            /* its nodes, as they joined (owned) */
-    char why[128];           /* why it drains, or ended */
-    struct pl_child *sbatch; /* while it runs */
-    char out[PL_PATH_MAX + 64]; /* sbatch's output */
-    /* the GROW that waits for sbatch's answer */
-    bool reply;
-    unsigned char rid[256];
-    size_t ridlen;
-    uint64_t seq;
-};
-
-struct pl_allocs {
-    struct pl_alloc **v;
-    size_t n, cap;
-    uint64_t next;
-    bool grow;               /* pilot up --grow */
-    struct pl_grow_conf conf;
-    unsigned failures;       /* sbatch failures in a row (auto) */
-    double retry_at;         /* pl_mono() before which none is asked */
-    double queued_since;     /* pl_mono(): the queue waits since; 0 */
-    double scanned;          /* pl_mono() of the last look at it */
-    struct pl_alloc_want *want; /* the queue's shape (scratch) */
-    size_t nwant, capwant;
-};
 
 /* ------------------------------------------------------------ the table */
 
-static bool live(const struct pl_alloc *a)
+bool alloc_live(const struct pl_alloc *a)
 {
     return a->state != A_ENDED;
 }
 
-static struct pl_alloc *find_id(const struct pl_allocs *s, uint64_t id)
+struct pl_alloc *alloc_find(const struct pl_allocs *s, uint64_t id)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->v[i]->id == id)
@@ -119,7 +72,7 @@ uint64_t pl_alloc_of_node(const struct pl_daemon *d, const char *name)
     const struct pl_allocs *s = d->allocs;
 
     for (size_t i = 0; s && i < s->n; i++)
-        if (live(s->v[i]) && has_name(s->v[i], name))
+        if (alloc_live(s->v[i]) && has_name(s->v[i], name))
             return s->v[i]->id;
     return 0;
 }
@@ -129,7 +82,7 @@ bool pl_alloc_may_grow(const struct pl_daemon *d)
     return d->allocs && d->allocs->grow;
 }
 
-static struct pl_alloc *alloc_new(struct pl_daemon *d)
+struct pl_alloc *alloc_new(struct pl_daemon *d)
 {
     struct pl_allocs *s = d->allocs;
     struct pl_alloc *a;
@@ -145,7 +98,7 @@ static struct pl_alloc *alloc_new(struct pl_daemon *d)
     return a;
 }
 
-static int add_name(struct pl_alloc *a, const char *name)
+int alloc_add_name(struct pl_alloc *a, const char *name)
 {
     size_t n = pl_strv_len(a->names);
     char **v = realloc(a->names, (n + 2) * sizeof(*v));
@@ -159,7 +112,7 @@ static int add_name(struct pl_alloc *a, const char *name)
     return 0;
 }
 
-static json_t *to_json(const struct pl_alloc *a)
+json_t *alloc_json(const struct pl_alloc *a)
 {
     json_t *names = json_array();
 
@@ -168,7 +121,7 @@ static json_t *to_json(const struct pl_alloc *a)
     return json_pack("{s:I, s:I, s:s, s:b, s:i, s:s, s:s, s:f, s:f, s:f, "
                      "s:f, s:f, s:b, s:o, s:s}",
                      "id", (json_int_t)a->id, "job", (json_int_t)a->job,
-                     "state", state_names[a->state], "auto", a->automatic,
+                     "state", alloc_state_names[a->state], "auto", a->automatic,
                      "nodes", (int)a->nodes, "time", a->time,
                      "partition", a->partition, "drain", a->drain,
                      "submitted", a->submitted, "started", a->started,
@@ -177,11 +130,11 @@ static json_t *to_json(const struct pl_alloc *a)
 }
 
 /* Write 'a' into the open transaction (meta row alloc.N). */
-static void store(struct pl_alloc *a)
+void alloc_store(struct pl_alloc *a)
 {
     char key[48];
     struct pl_error err;
-    json_t *j = to_json(a);
+    json_t *j = alloc_json(a);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
     snprintf(key, sizeof(key), "alloc.%010llu", (unsigned long long)a->id);
@@ -192,18 +145,18 @@ static void store(struct pl_alloc *a)
     json_decref(j);
 }
 
-static void set_state(struct pl_alloc *a, int state, const char *why)
+void alloc_set_state(struct pl_alloc *a, int state, const char *why)
 {
     if (why && why != a->why)
         snprintf(a->why, sizeof(a->why), "%s", why);
     if (a->state != state)
         pl_log(LOG_NOTICE, "allocation %llu (job %ld): %s%s%s",
-               (unsigned long long)a->id, a->job, state_names[state],
+               (unsigned long long)a->id, a->job, alloc_state_names[state],
                why ? ": " : "", why ? why : "");
     a->state = state;
     if (state == A_ENDED && !a->ended)
         a->ended = pl_now();
-    store(a);
+    alloc_store(a);
 }
 
 /* ------------------------------------------------------------ nodes */
@@ -254,13 +207,13 @@ static void leave_node(struct pl_alloc *a, struct pl_node *n)
 
 static void drain(struct pl_alloc *a, const char *why)
 {
-    set_state(a, A_DRAINING, why);
+    alloc_set_state(a, A_DRAINING, why);
     each_node(a, drain_node);
 }
 
 /* Its nodes leave (their tasks are queued again), its job is cancelled,
  * it has ended. */
-static void leave(struct pl_alloc *a, const char *why)
+void alloc_leave(struct pl_alloc *a, const char *why)
 {
     struct pl_error err;
     char text[sizeof(a->why)];
@@ -272,7 +225,7 @@ static void leave(struct pl_alloc *a, const char *why)
     if (a->job > 0 && pl_slurmjob_cancel(a->job, &err) < 0)
         pl_log(LOG_WARNING, "allocation %llu: %s", (unsigned long long)a->id,
                err.text);
-    set_state(a, A_ENDED, why);
+    alloc_set_state(a, A_ENDED, why);
     a->d->want_sched = true;
 }
 
@@ -400,7 +353,7 @@ static void reply(struct pl_alloc *a, int errnum, const char *text)
     if (errnum)
         pl_out_err(a->d, &r, errnum, text);
     else
-        pl_out_json(a->d, &r, to_json(a));
+        pl_out_json(a->d, &r, alloc_json(a));
 }
 
 static void sbatch_exit_cb(struct pl_child *c, int64_t status, int signum,
@@ -429,7 +382,7 @@ static void sbatch_exit_cb(struct pl_child *c, int64_t status, int signum,
         pl_log(LOG_NOTICE, "allocation %llu: Slurm job %ld (%u nodes%s%s)",
                (unsigned long long)a->id, job, a->nodes,
                a->time[0] ? ", time " : "", a->time);
-        store(a);
+        alloc_store(a);
         reply(a, 0, NULL);
     }
     else {
@@ -443,7 +396,7 @@ static void sbatch_exit_cb(struct pl_child *c, int64_t status, int signum,
             pl_log(LOG_WARNING, "auto-grow: %s; next try in %.0f s "
                    "(failure %u in a row)", why, wait, s->failures);
         }
-        set_state(a, A_ENDED, why);
+        alloc_set_state(a, A_ENDED, why);
         reply(a, EIO, why);
     }
     pl_daemon_flush(a->d);
@@ -451,10 +404,10 @@ static void sbatch_exit_cb(struct pl_child *c, int64_t status, int signum,
 
 /* A new allocation of 'nodes' nodes: its script, and sbatch started.
  * NULL with errp. */
-static struct pl_alloc *submit(struct pl_daemon *d, uint32_t nodes,
-                               const char *time, const char *partition,
-                               double drain, bool automatic,
-                               struct pl_error *errp)
+struct pl_alloc *alloc_submit(struct pl_daemon *d, uint32_t nodes,
+                              const char *time, const char *partition,
+                              double drain, bool automatic,
+                              struct pl_error *errp)
 {
     struct pl_alloc *a;
     char script[PL_PATH_MAX + 64];
@@ -480,10 +433,10 @@ static struct pl_alloc *submit(struct pl_daemon *d, uint32_t nodes,
         || !(a->sbatch = pl_child_new(d->loop, argv, a->out, sbatch_exit_cb,
                                       a, errp))
         || pl_child_start(a->sbatch, errp) < 0) {
-        set_state(a, A_ENDED, errp->text);
+        alloc_set_state(a, A_ENDED, errp->text);
         return NULL;
     }
-    store(a);
+    alloc_store(a);
     return a;
 }
 
@@ -525,7 +478,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
         pl_log(LOG_NOTICE, "agents of Slurm job %ld join: allocation %llu",
                a->job, (unsigned long long)a->id);
     }
-    if (!has_name(a, n->name) && add_name(a, n->name) < 0)
+    if (!has_name(a, n->name) && alloc_add_name(a, n->name) < 0)
         pl_log(LOG_ERR, "allocation %llu: out of memory",
                (unsigned long long)a->id);
     if (reg->job_end > 0)
@@ -541,16 +494,16 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
     pl_log(LOG_NOTICE, "node %s joins allocation %llu (job %ld)", n->name,
            (unsigned long long)a->id, a->job);
     if (a->state == A_PENDING)
-        set_state(a, A_RUNNING, NULL);
+        alloc_set_state(a, A_RUNNING, NULL);
     else if (a->state == A_DRAINING)
         drain_node(a, n);
     else if (a->state == A_ENDED) {
         /* came back after it ended (pilotd missed its end): it leaves */
         a->state = A_RUNNING;
-        leave(a, "its allocation had ended");
+        alloc_leave(a, "its allocation had ended");
         return;
     }
-    store(a);
+    alloc_store(a);
 }
 
 /* ------------------------------------------------------------ tick */
@@ -574,7 +527,7 @@ static void poll_job(struct pl_alloc *a)
     }
     if (end > 0 && st != PL_SJ_PENDING && (double)end != a->end_time) {
         a->end_time = (double)end;
-        store(a);
+        alloc_store(a);
     }
     if (st == PL_SJ_ENDED) {
         struct pl_allocs *s = a->d->allocs;
@@ -583,11 +536,12 @@ static void poll_job(struct pl_alloc *a)
             s->failures++;
             s->retry_at = pl_mono() + pl_alloc_backoff(s->failures);
         }
-        leave(a, a->joined ? "its Slurm job ended"
-                           : "its Slurm job ended before its agents joined");
+        alloc_leave(a, a->joined ? "its Slurm job ended"
+                                 : "its Slurm job ended before its agents "
+                                   "joined");
     }
     else if (st == PL_SJ_RUNNING && a->state == A_PENDING)
-        set_state(a, A_RUNNING, NULL);
+        alloc_set_state(a, A_RUNNING, NULL);
 }
 
 static void tick_one(struct pl_alloc *a)
@@ -600,10 +554,10 @@ static void tick_one(struct pl_alloc *a)
         pl_child_free(a->sbatch);
         a->sbatch = NULL;
     }
-    if (!live(a))
+    if (!alloc_live(a))
         return;
     poll_job(a);
-    if (!live(a))
+    if (!alloc_live(a))
         return;
     if (a->state == A_RUNNING && a->end_time > 0
         && now >= a->end_time - a->drain) {
@@ -613,7 +567,7 @@ static void tick_one(struct pl_alloc *a)
     if (a->state == A_DRAINING
         && (idle(a) || (a->end_time > 0
                         && now >= a->end_time - LEAVE_MARGIN))) {
-        leave(a, a->why[0] ? a->why : "drained");
+        alloc_leave(a, a->why[0] ? a->why : "drained");
         return;
     }
     /* idle: none of its nodes runs anything */
@@ -627,12 +581,12 @@ static void tick_one(struct pl_alloc *a)
     if (a->automatic && s->grow && a->idle_since && !s->queued_since
         && mono - a->idle_since >= s->conf.idle) {
         snprintf(why, sizeof(why), "idle for %.0f s", mono - a->idle_since);
-        leave(a, why);
+        alloc_leave(a, why);
     }
     /* an automatic one still waiting in Slurm while nothing waits here */
     else if (a->automatic && a->state == A_PENDING && a->job > 0
              && !s->queued_since && now - a->submitted >= s->conf.idle)
-        leave(a, "not needed any more");
+        alloc_leave(a, "not needed any more");
 }
 
 struct scan {
@@ -675,7 +629,7 @@ static void auto_grow(struct pl_daemon *d)
     for (size_t i = 0; i < s->n; i++) {
         struct pl_alloc *a = s->v[i];
         uint32_t up = 0;
-        if (!live(a))
+        if (!alloc_live(a))
             continue;
         for (size_t k = 0; a->names && a->names[k]; k++)
             if (pl_alloc_of_node(d, a->names[k]) == a->id)
@@ -705,7 +659,7 @@ static void auto_grow(struct pl_daemon *d)
     pl_log(LOG_NOTICE, "auto-grow: %zu tasks wait on %u nodes (%u pending, "
            "%u held of %u): asking for %u more", s->nwant, h.nodes,
            h.pending, h.held, s->conf.max, nodes);
-    if (!submit(d, nodes, s->conf.time[0] ? s->conf.time : NULL,
+    if (!alloc_submit(d, nodes, s->conf.time[0] ? s->conf.time : NULL,
                 s->conf.partition[0] ? s->conf.partition : NULL,
                 s->conf.drain, true, &err)) {
         s->failures++;
@@ -721,254 +675,9 @@ void pl_alloc_tick(struct pl_daemon *d)
 
     if (!s || d->cfg.local)
         return;
-    /* N.B. tick_one may add none, but leave() may not free: indexes hold */
+    /* N.B. tick_one adds none and frees none: the indexes hold */
     for (size_t i = 0; i < s->n; i++)
         tick_one(s->v[i]);
     auto_grow(d);
 }
 
-/* ------------------------------------------------------------ requests */
-
-void pl_alloc_grow_req(struct pl_daemon *d, const struct pl_req *r,
-                       const struct pl_msg *m)
-{
-    struct pl_grow_req q;
-    struct pl_error err;
-    struct pl_alloc *a;
-
-    if (pl_grow_req_decode(m->body, &q, &err) < 0) {
-        pl_out_err(d, r, errno, err.text);
-        return;
-    }
-    if (d->cfg.local || !d->allocs)
-        pl_out_err(d, r, ENOTSUP, "a --local pilot cannot grow: it has no "
-                   "Slurm job");
-    else if (d->stopping || d->draining)
-        pl_out_err(d, r, ESHUTDOWN, "the pilot is stopping");
-    else if (!pl_store_refused(d, r)) {
-        if (!(a = submit(d, q.nodes, q.time, q.partition, q.drain, false,
-                         &err)))
-            pl_out_err(d, r, errno ? errno : EIO, err.text);
-        else {
-            /* answered when sbatch has */
-            a->reply = true;
-            memcpy(a->rid, r->rid, r->ridlen);
-            a->ridlen = r->ridlen;
-            a->seq = r->seq;
-        }
-    }
-    pl_grow_req_clear(&q);
-}
-
-void pl_alloc_shrink_req(struct pl_daemon *d, const struct pl_req *r,
-                         const struct pl_msg *m)
-{
-    struct pl_allocs *s = d->allocs;
-    struct pl_shrink_req q;
-    struct pl_error err;
-    struct pl_alloc *a;
-    char why[96];
-
-    if (pl_shrink_req_decode(m->body, &q, &err) < 0) {
-        pl_out_err(d, r, errno, err.text);
-        return;
-    }
-    if (!s) {
-        pl_out_json(d, r, json_pack("{s:[]}", "released"));
-        return;
-    }
-    if (pl_store_refused(d, r))
-        return;
-    json_t *done = json_array();
-    if (q.alloc) {
-        if (!(a = find_id(s, q.alloc))) {
-            json_decref(done);
-            pl_out_err(d, r, ENOENT, "no such allocation");
-            return;
-        }
-        if (live(a)) {
-            leave(a, "released (pilot shrink)");
-            json_array_append_new(done, json_integer((json_int_t)a->id));
-        }
-    }
-    else {
-        for (size_t i = 0; i < s->n; i++) {
-            a = s->v[i];
-            double for_s = a->idle_since ? pl_mono() - a->idle_since : 0;
-            if (!live(a) || a->sbatch || !a->idle_since
-                || (a->state != A_RUNNING && a->state != A_DRAINING)
-                || for_s < q.idle)
-                continue;
-            snprintf(why, sizeof(why), "released idle after %.0f s (pilot "
-                     "shrink)", for_s);
-            leave(a, why);
-            json_array_append_new(done, json_integer((json_int_t)a->id));
-        }
-    }
-    pl_out_json(d, r, json_pack("{s:o}", "released", done));
-}
-
-json_t *pl_alloc_status(const struct pl_daemon *d)
-{
-    const struct pl_allocs *s = d->allocs;
-    json_t *v = json_array();
-    size_t ended = 0;
-
-    /* the live ones, and the last few that ended */
-    for (size_t i = s ? s->n : 0; i-- > 0;) {
-        const struct pl_alloc *a = s->v[i];
-        if (!live(a) && ended++ >= SHOW_ENDED)
-            continue;
-        json_t *j = to_json(a);
-        double left = a->end_time > 0 && live(a) ? a->end_time - pl_now()
-                                                 : -1;
-        json_object_set_new(j, "time_left", left >= 0 ? json_real(left)
-                                                      : json_null());
-        json_object_set_new(j, "idle", a->idle_since && live(a)
-                                           ? json_real(pl_mono()
-                                                       - a->idle_since)
-                                           : json_null());
-        json_array_insert_new(v, 0, j);
-    }
-    return v;
-}
-
-void pl_alloc_list_req(struct pl_daemon *d, const struct pl_req *r,
-                       const struct pl_msg *m)
-{
-    const struct pl_allocs *s = d->allocs;
-    (void)m;
-
-    pl_out_json(d, r, json_pack("{s:o, s:o}", "allocs", pl_alloc_status(d),
-                                "grow", s && s->grow
-                                            ? json_pack("{s:i, s:f, s:i, s:i}",
-                                                        "max", s->conf.max,
-                                                        "idle", s->conf.idle,
-                                                        "nodes", s->conf.nodes,
-                                                        "pending",
-                                                        s->conf.pending)
-                                            : json_null()));
-}
-
-/* ------------------------------------------------------------ boot */
-
-static double jnum(const json_t *o, const char *key)
-{
-    return json_number_value(json_object_get(o, key));
-}
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    const char *v = json_string_value(json_object_get(o, key));
-    return v ? v : "";
-}
-
-/* One meta row alloc.N of the pilotd before. */
-static int load_cb(const char *key, const char *val, void *arg)
-{
-    struct pl_daemon *d = arg;
-    struct pl_allocs *s = d->allocs;
-    json_t *j = json_loads(val, 0, NULL), *names, *v;
-    struct pl_alloc *a;
-    size_t i;
-    (void)key;
-
-    if (!j)
-        return 0; /* not ours to judge: skipped */
-    if (!(a = alloc_new(d))) {
-        json_decref(j);
-        return -1;
-    }
-    a->id = (uint64_t)jnum(j, "id");
-    if (a->id >= s->next)
-        s->next = a->id + 1;
-    a->job = (long)jnum(j, "job");
-    a->state = A_ENDED;
-    for (int k = A_PENDING; k <= A_ENDED; k++)
-        if (!strcmp(jstr(j, "state"), state_names[k]))
-            a->state = k;
-    a->automatic = json_is_true(json_object_get(j, "auto"));
-    a->joined = json_is_true(json_object_get(j, "joined"));
-    a->nodes = (uint32_t)jnum(j, "nodes");
-    snprintf(a->time, sizeof(a->time), "%s", jstr(j, "time"));
-    snprintf(a->partition, sizeof(a->partition), "%s", jstr(j, "partition"));
-    snprintf(a->why, sizeof(a->why), "%s", jstr(j, "why"));
-    a->drain = jnum(j, "drain");
-    a->submitted = jnum(j, "submitted");
-    a->started = jnum(j, "started");
-    a->ended = jnum(j, "ended");
-    a->end_time = jnum(j, "end_time");
-    names = json_object_get(j, "names");
-    json_array_foreach(names, i, v)
-        if (json_is_string(v) && add_name(a, json_string_value(v)) < 0) {
-            json_decref(j);
-            return -1;
-        }
-    /* its sbatch died with the pilotd before: the job id is lost */
-    if (live(a) && a->job <= 0)
-        a->state = A_ENDED;
-    json_decref(j);
-    return 0;
-}
-
-int pl_alloc_boot(struct pl_daemon *d, struct pl_error *errp)
-{
-    struct pl_allocs *s;
-
-    if (!(s = calloc(1, sizeof(*s)))) {
-        errno = ENOMEM;
-        return pl_errprintf(errp, "out of memory");
-    }
-    s->next = 1;
-    d->allocs = s;
-    if (d->cfg.grow) {
-        if (d->cfg.local) {
-            errno = EINVAL;
-            return pl_errprintf(errp, "--grow: a --local pilot cannot grow");
-        }
-        if (pl_grow_conf_parse(d->cfg.grow, &s->conf, errp) < 0)
-            return -1;
-        s->grow = true;
-    }
-    if (pl_db_meta_list(d->db, "alloc.", load_cb, d, errp) < 0)
-        return -1;
-    size_t n = 0;
-    for (size_t i = 0; i < s->n; i++)
-        n += live(s->v[i]);
-    if (s->n)
-        pl_log(LOG_NOTICE, "%zu allocations taken back (%zu live)", s->n, n);
-    return 0;
-}
-
-void pl_alloc_stop(struct pl_daemon *d)
-{
-    struct pl_allocs *s = d->allocs;
-    struct pl_error err;
-
-    for (size_t i = 0; s && i < s->n; i++) {
-        struct pl_alloc *a = s->v[i];
-        if (!live(a))
-            continue;
-        if (a->job > 0 && pl_slurmjob_cancel(a->job, &err) < 0)
-            pl_log(LOG_WARNING, "allocation %llu: %s",
-                   (unsigned long long)a->id, err.text);
-        set_state(a, A_ENDED, "the pilot stopped");
-    }
-}
-
-void pl_alloc_free(struct pl_daemon *d)
-{
-    struct pl_allocs *s = d->allocs;
-
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->n; i++) {
-        pl_child_free(s->v[i]->sbatch);
-        pl_strv_free(s->v[i]->names);
-        free(s->v[i]);
-    }
-    free(s->v);
-    free(s->want);
-    free(s);
-    d->allocs = NULL;
-}
