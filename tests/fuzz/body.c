@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "proto/agentmsg.h"
+#include "proto/allocmsg.h"
 #include "proto/clientmsg.h"
 #include "proto/error.h"
 #include "proto/mpjson.h"
@@ -170,6 +171,8 @@ static void reg(const msgpack_object *body)
         }
         for (uint32_t i = 0; i < r.nended; i++)
             CHECK(pl_state_name(r.ended[i].state) != NULL);
+        CHECK(r.job <= UINT32_MAX && isfinite(r.job_end)
+              && r.job_end >= 0 && r.job_end <= 1e11);
     }
     else
         CHECK(!r.node && !r.cpu && !r.gpus && !r.running && !r.ended);
@@ -493,6 +496,33 @@ static void vetting(const msgpack_object *body)
     pl_cordon_req_clear(&cr);
 }
 
+/* pilot grow: GROW and SHRINK (what reaches a batch script) */
+static void allocs(const msgpack_object *body)
+{
+    struct pl_error e;
+    struct pl_grow_req g;
+    struct pl_shrink_req s;
+    int rc;
+
+    errno = 0;
+    rc = pl_grow_req_decode(body, &g, &e);
+    check_refusal(rc, &e);
+    if (rc == 0) {
+        CHECK(g.nodes >= 1 && g.nodes <= PL_ALLOC_MAX_NODES);
+        CHECK(!g.time || pl_alloc_time_ok(g.time));
+        CHECK(!g.partition || pl_alloc_part_ok(g.partition));
+        CHECK(isfinite(g.drain));
+        pl_grow_req_clear(&g);
+    }
+    else
+        CHECK(!g.time && !g.partition);
+    errno = 0;
+    rc = pl_shrink_req_decode(body, &s, &e);
+    check_refusal(rc, &e);
+    if (rc == 0)
+        CHECK((s.idle >= 0) != (s.alloc > 0) && isfinite(s.idle));
+}
+
 void fuzz_body(const msgpack_object *body)
 {
     submit(body);
@@ -505,4 +535,5 @@ void fuzz_body(const msgpack_object *body)
     pools(body);
     watches(body);
     vetting(body);
+    allocs(body);
 }

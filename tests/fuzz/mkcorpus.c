@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "proto/agentmsg.h"
+#include "proto/allocmsg.h"
 #include "proto/msg.h"
 #include "proto/clientmsg.h"
 #include "proto/poolmsg.h"
@@ -912,6 +913,13 @@ static void messages(void)
         struct pl_cordon_req cq = { vn, vwhy, false };
         pl_cordon_req_encode(&w, 13, &cq);
         put_msg("cordon-1", &w);
+        struct pl_grow_req gq = { .nodes = 4, .time = (char *)"1:00:00",
+                                  .partition = (char *)"debug", .drain = 60 };
+        pl_grow_req_encode(&w, 14, &gq);
+        put_msg("grow-1", &w);
+        struct pl_shrink_req sq = { .idle = 300 };
+        pl_shrink_req_encode(&w, 15, &sq);
+        put_msg("shrink-1", &w);
         struct pl_whello h = { .pool = (char *)"etl", .job = 2, .attempt = 1,
                                .world_rank = 3, .world_size = 8, .pid = 77,
                                .python = true, .nccl = (char *)"no GPU" };
