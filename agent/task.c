@@ -44,6 +44,9 @@ struct pl_task {
     uint64_t t_end;
     int has_error;
     struct pl_error error;
+    char *out_path;         /* where its stdout and stderr go: the entry's
+                               paths, or one rank's (pl_path_rank_log()) */
+    char *err_path;
     char key[PL_OWNER_MAX + 96]; /* PILOT_TASK_KEY=OWNER/ID.ATTEMPT.RANK
                                (agent/leftover.h): every process of the
                                task inherits it */
@@ -83,6 +86,8 @@ static void close_cb(uv_handle_t *h)
 
     if (--t->closing == 0) {
         pl_run_clear(&t->run);
+        free(t->out_path);
+        free(t->err_path);
         free(t);
     }
 }
@@ -243,8 +248,11 @@ void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
 {
     struct stat st;
 
-    *out = stat(t->run.out, &st) == 0 ? (uint64_t)st.st_size : 0;
-    *err = strcmp(t->run.err, t->run.out) && stat(t->run.err, &st) == 0
+    const char *o = t->out_path ? t->out_path : t->run.out;
+    const char *e = t->err_path ? t->err_path : t->run.err;
+
+    *out = stat(o, &st) == 0 ? (uint64_t)st.st_size : 0;
+    *err = strcmp(e, o) && stat(e, &st) == 0
                ? (uint64_t)st.st_size
                : 0;
 }
@@ -307,11 +315,40 @@ void pl_task_reap(struct pl_task *t)
         ended(t, 0, info.si_status);
 }
 
-/* Open an output file (pl_output_open()): the ranks of a task share one
- * and append to it; a task of one rank needs a new one. */
+/* Open an output file (pl_output_open()): the launcher of an MPI task
+ * may find it made (a rank's agent made it first), every other needs a
+ * new one. */
 static int open_output(const char *path, bool append, struct pl_error *errp)
 {
     return pl_output_open(path, append, errp);
+}
+
+/* Whether each rank of the task writes its own files: a task of several
+ * ranks that are each a process the agents start (comm mpi: one
+ * launcher, whose output is the job's, in the entry's files). */
+static bool per_rank(const struct pl_run *r)
+{
+    return r->size > 1 && r->comm != PL_COMM_MPI;
+}
+
+/* The paths the task's stdout and stderr go to: the entry's, or the
+ * rank's own (two ranks on one node once wrote into one file, and
+ * unbuffered prints interleaved inside lines: issue 16).  0, or -1 with
+ * errno. */
+static int output_paths(struct pl_task *t)
+{
+    char buf[PL_RUN_MAX_PATH + 32];
+
+    if (!per_rank(&t->run))
+        return 0;
+    if (pl_path_rank_log(t->run.out, t->run.rank, buf, sizeof(buf)) < 0
+        || !(t->out_path = strdup(buf)))
+        return -1;
+    if (!strcmp(t->run.err, t->run.out))
+        t->err_path = strdup(buf);
+    else if (pl_path_rank_log(t->run.err, t->run.rank, buf, sizeof(buf)) == 0)
+        t->err_path = strdup(buf);
+    return t->err_path ? 0 : -1;
 }
 
 /* Record a start failure; returns -1 with errno 'errnum'. */
@@ -335,14 +372,23 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     int rc;
     pid_t pid;
 
-    if ((out = open_output(t->run.out, t->run.size > 1, &why)) < 0) {
+    if (output_paths(t) < 0) {
+        rc = errno;
+        pl_errprintf(&t->error, "output paths: %s", strerror(rc));
+        return start_failed(t, rc, errp);
+    }
+    const char *opath = t->out_path ? t->out_path : t->run.out;
+    const char *epath = t->err_path ? t->err_path : t->run.err;
+    bool shared = t->run.size > 1 && !per_rank(&t->run);
+
+    if ((out = open_output(opath, shared, &why)) < 0) {
         rc = errno;
         pl_errprintf(&t->error, "stdout %s", why.text);
         return start_failed(t, rc, errp);
     }
-    if (!strcmp(t->run.err, t->run.out))
+    if (!strcmp(epath, opath))
         err = out;
-    else if ((err = open_output(t->run.err, t->run.size > 1, &why)) < 0) {
+    else if ((err = open_output(epath, shared, &why)) < 0) {
         rc = errno;
         close(out);
         pl_errprintf(&t->error, "stderr %s", why.text);
