@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/journal.h"
 #include "agent/leftover.h"
 #include "agent/spawn.h"
 #include "agent/task.h"
@@ -47,6 +48,8 @@ struct pl_task {
     char *out_path;         /* where its stdout and stderr go: the entry's
                                paths, or one rank's (pl_path_rank_log()) */
     char *err_path;
+    uv_loop_t *loop;
+    struct pl_tout *tout;   /* --output journal: its pipes, else NULL */
     char key[PL_OWNER_MAX + 96]; /* PILOT_TASK_KEY=OWNER/ID.ATTEMPT.RANK
                                (agent/leftover.h): every process of the
                                task inherits it */
@@ -77,6 +80,7 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
              (unsigned long long)t->run.rank);
     uv_timer_init(loop, &t->timer);
     t->timer.data = t;
+    t->loop = loop;
     return t;
 }
 
@@ -260,6 +264,10 @@ void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
 static void ended(struct pl_task *t, int status, int sig)
 {
     t->t_end = uv_hrtime();
+    /* its output is all in the pipes: into the journal before the end is
+     * told, so that a reader finds it whole once the task is done */
+    pl_tout_finish(t->tout);
+    t->tout = NULL;
     uv_timer_stop(&t->timer);
     t->signal = sig;
     t->exit_code = sig ? 128 + sig : status;
@@ -351,9 +359,24 @@ static int output_paths(struct pl_task *t)
     return t->err_path ? 0 : -1;
 }
 
+/* Close our copies of the child's stdout and stderr: the files', or the
+ * pipes' write ends (whose read ends are read from now on). */
+static void close_ends(struct pl_task *t, int out, int err)
+{
+    if (t->tout) {
+        pl_tout_spawned(t->tout);
+        return;
+    }
+    close(out);
+    if (err != out)
+        close(err);
+}
+
 /* Record a start failure; returns -1 with errno 'errnum'. */
 static int start_failed(struct pl_task *t, int errnum, struct pl_error *errp)
 {
+    pl_tout_finish(t->tout);
+    t->tout = NULL;
     t->state = PL_ST_FAILED;
     t->has_error = 1;
     if (errp)
@@ -372,7 +395,15 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     int rc;
     pid_t pid;
 
-    if (output_paths(t) < 0) {
+    /* the journal: pipes, no files */
+    if (pl_tout_wanted(env)) {
+        if (!(t->tout = pl_tout_new(t->loop, &t->run, env, &out, &err,
+                                    &why))) {
+            pl_errprintf(&t->error, "output %s", why.text);
+            return start_failed(t, EIO, errp);
+        }
+    }
+    else if (output_paths(t) < 0) {
         rc = errno;
         pl_errprintf(&t->error, "output paths: %s", strerror(rc));
         return start_failed(t, rc, errp);
@@ -381,12 +412,16 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     const char *epath = t->err_path ? t->err_path : t->run.err;
     bool shared = t->run.size > 1 && !per_rank(&t->run);
 
-    if ((out = open_output(opath, shared, &why)) < 0) {
+    if (t->tout)
+        ; /* the pipes' ends */
+    else if ((out = open_output(opath, shared, &why)) < 0) {
         rc = errno;
         pl_errprintf(&t->error, "stdout %s", why.text);
         return start_failed(t, rc, errp);
     }
-    if (!strcmp(epath, opath))
+    if (t->tout)
+        ;
+    else if (!strcmp(epath, opath))
         err = out;
     else if ((err = open_output(epath, shared, &why)) < 0) {
         rc = errno;
@@ -400,9 +435,7 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
         nenv++;
     char **kenv = calloc(nenv + 2, sizeof(*kenv));
     if (!kenv) {
-        close(out);
-        if (err != out)
-            close(err);
+        close_ends(t, out, err);
         pl_errprintf(&t->error, "out of memory");
         return start_failed(t, ENOMEM, errp);
     }
@@ -419,9 +452,7 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
         rc = pl_spawn(prog, t->run.argv, kenv, stdin_fd, out, err, -1,
                       t->run.cwd, &pid);
     free(kenv);
-    close(out);
-    if (err != out)
-        close(err);
+    close_ends(t, out, err);
     if (rc != 0) {
         /* which of them failed, in the words a user needs: the command
          * not found in PATH, the working directory, or the exec */

@@ -76,6 +76,11 @@ static const char help[] =
     "  --metrics-file F      pilotd writes them to F, a name ending in\n"
     "                        .prom, for node_exporter's textfile collector\n"
     "  --metrics-interval S  ... every S (default 15 s)\n"
+    "  --output MODE         where tasks' output goes unless a task says:\n"
+    "                        files (default: a pair per rank) or journal\n"
+    "                        (each node's journal: docs/output.md)\n"
+    "  --journal-size SIZE   start a node's next journal file at SIZE\n"
+    "                        (default 256M)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -120,6 +125,8 @@ enum {
     OPT_METRICS_PORT,
     OPT_METRICS_FILE,
     OPT_METRICS_INTERVAL,
+    OPT_OUTPUT,
+    OPT_JOURNAL_SIZE,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -277,6 +284,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
         { "metrics-interval", required_argument, NULL,
           OPT_METRICS_INTERVAL },
+        { "output", required_argument, NULL, OPT_OUTPUT },
+        { "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -405,6 +414,23 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "--metrics-interval: want 1 s to "
                                     "1 day");
             break;
+        case OPT_OUTPUT:
+            if (strcmp(optarg, "files") && strcmp(optarg, "journal"))
+                return pl_cli_usage(cli, "--output: '%s' is not files or "
+                                    "journal", optarg);
+            o->output = optarg;
+            break;
+        case OPT_JOURNAL_SIZE: {
+            uint64_t v;
+            if (pl_parse_size("--journal-size", optarg, 1ull << 40, &v, &err)
+                < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            if (v < 4096)
+                return pl_cli_usage(cli, "--journal-size: want 4K or more");
+            snprintf(o->journal_size, sizeof(o->journal_size), "%llu",
+                     (unsigned long long)v);
+            break;
+        }
         case OPT_LOCAL:
             o->local = true;
             break;
