@@ -252,6 +252,10 @@ void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
 {
     struct stat st;
 
+    if (t->tout) {
+        pl_tout_sizes(t->tout, out, err);
+        return;
+    }
     const char *o = t->out_path ? t->out_path : t->run.out;
     const char *e = t->err_path ? t->err_path : t->run.err;
 
