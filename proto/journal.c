@@ -493,7 +493,7 @@ static int open_seg(struct pl_jr *r, struct jseg *s, bool index,
 /* Read the index records added to segment 's' since the last look. */
 static int read_index(struct pl_jr *r, struct jseg *s, struct pl_error *errp)
 {
-    unsigned char buf[PL_J_INDEX_REC * 512];
+    static unsigned char buf[PL_J_INDEX_REC * 8192];
     ssize_t n;
 
     if (open_seg(r, s, true, errp) < 0)
@@ -506,12 +506,14 @@ static int read_index(struct pl_jr *r, struct jseg *s, struct pl_error *errp)
             break; /* a record being written */
         for (size_t i = 0; i < whole; i += PL_J_INDEX_REC) {
             const unsigned char *p = buf + i;
-            if (get32(p + 28) != pl_crc32(0, p, 28))
-                continue; /* not trusted: the frames say it all */
             uint64_t id = get64(p), off = get64(p + 16);
             uint32_t att = get32(p + 8), kind = get32(p + 24);
+            /* the check of those wanted only: a million tasks' records
+             * are read for one */
             if (!r->want(id, att, r->arg))
                 continue;
+            if (get32(p + 28) != pl_crc32(0, p, 28))
+                continue; /* not trusted: the frames say it all */
             if (kind == PL_JI_START) {
                 /* frames are read from the first one wanted on: a later
                  * start is after it */
@@ -541,7 +543,9 @@ static const unsigned char *window(struct pl_jr *r, size_t i, uint64_t off,
     struct jseg *s = &r->seg[i];
 
     if (r->wseg != i || off < r->woff || off + n > r->woff + r->nwin) {
-        ssize_t k = pread(s->fd, r->win, WINDOW, (off_t)off);
+        /* 64 KiB, or the frame: one task's read does not read 1 MiB */
+        size_t want = n > 65536 ? n : 65536;
+        ssize_t k = pread(s->fd, r->win, want, (off_t)off);
         r->wseg = i;
         r->woff = off;
         r->nwin = k > 0 ? (size_t)k : 0;
