@@ -1,4 +1,4 @@
-/* tests/unit/test_proto_journal.c - output journals: frames, index, torn tails, rotation */
+/* tests/unit/test_proto_journal.c - journals: frames, index, torn tails */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
