@@ -98,16 +98,20 @@ static struct pl_jw *writer(const char *out, const char *node,
     return J.w;
 }
 
-/* Read what the pipe has now into the journal (all of it until it is
- * empty if 'all', else a read or a few).  Returns false at its end (EOF,
- * or an error). */
+/* Read what the pipe has now into the journal (until it is empty if
+ * 'all', else a read or a few).  Returns false at its end (EOF, or an
+ * error).  N.B. 'all' stops after FINAL_MAX bytes: what the ended
+ * process wrote is at most the pipe's size, and a process it left
+ * behind that writes without end must not hold the agent here. */
+#define FINAL_MAX (4u << 20)
 static bool pump(struct tstream *s, bool all)
 {
     static char buf[65536];
     struct pl_error err;
+    size_t total = 0;
     ssize_t n;
 
-    for (;;) {
+    while (total < FINAL_MAX) {
         n = read(s->fd, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
@@ -122,9 +126,11 @@ static bool pump(struct tstream *s, bool all)
                        (unsigned long long)s->js.id, err.text);
             J.warned = true;
         }
+        total += (size_t)n;
         if (!all && (size_t)n < sizeof(buf))
             return true; /* likely empty now: the next poll says */
     }
+    return true;
 }
 
 static void close_cb(uv_handle_t *h)

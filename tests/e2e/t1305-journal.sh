@@ -9,7 +9,7 @@
 # A local pilot, then a 2-node Slurm pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 26
+plan 27
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 nfiles() { find "$DIR" -type f | wc -l; }
@@ -82,6 +82,12 @@ T=$(pilot submit --output-limit 1M -- sh -c 'while :; do head -c 100000 /dev/zer
 capture pilot wait "$T" --timeout 30
 like "$(field "$T" state) $(field "$T" reason)" '^failed output-limit: stdout is over 1048576 bytes' \
     "--output-limit stops a task that writes into the journal"
+
+# a task that leaves a writer behind: its end is not held by the pipe
+T=$(pilot submit -- sh -c 'yes & sleep 0.5; echo leader done >&2')
+capture pilot wait "$T" --timeout 30
+is "$RC,$(field "$T" state),$(pilot logs --stderr "$T")" "0,done,leader done" \
+    "a task whose child writes without end still ends (the agent stops reading)"
 
 # the agent killed with SIGKILL while its task writes
 T=$(pilot submit -- sh -c 'while :; do echo tick-tock-tick-tock; done')
