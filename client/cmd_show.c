@@ -114,8 +114,13 @@ static void print_outputs(const char *dir, const json_t *t,
         else
             snprintf(one, sizeof(one), "%s", path);
         if (stat(one, &st) < 0 && pl_task_journaled(dir, t)) {
-            snprintf(text, sizeof(text), "in the journals %s/journal/NODE/"
-                     " (pilot logs%s %llu)", dir, e ? " --stderr" : "", id);
+            /* its node's journal when it ran on one node */
+            const char *node = pl_out_jstr(t, "node");
+            if (!node || !*node || strpbrk(node, "[,/ ") || node[0] == '.')
+                node = "NODE";
+            snprintf(text, sizeof(text), "in the journals %s/journal/%s/"
+                     " (pilot logs%s %llu)", dir, node, e ? " --stderr" : "",
+                     id);
             line(e ? "stderr:" : "stdout:", text);
             continue;
         }

@@ -27,7 +27,7 @@ is "$(pilot logs --stderr "$T")" "err 1" "--stderr"
 ok "no file of its own" test ! -e "$DIR/tasks/$((T / 1000))/$T.out"
 ls "$DIR"/journal/*/000001.pj "$DIR"/journal/*/000001.pji >/dev/null 2>&1
 is "$?" 0 "the node's journal and its index are in DIR/journal/NODE/"
-like "$(pilot show "$T")" "stdout: +in the journals $DIR/journal/NODE/" "pilot show says where"
+like "$(pilot show "$T")" "stdout: +in the journals $DIR/journal/[^/ ]+/ \\(pilot logs $T\\)" "pilot show says where"
 
 # a task's own --output files beside it
 T=$(pilot submit --output files -- echo in a file)
