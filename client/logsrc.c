@@ -14,6 +14,9 @@
 
 enum { MODE_UNKNOWN, MODE_FILES, MODE_JOURNAL };
 
+/* pl_cli_error() returns an exit code: these return -1 after it */
+#define FAIL(...) (pl_cli_error(__VA_ARGS__), -1)
+
 /* What a rank wrote and has not ended with a newline yet. */
 struct lbuf {
     char *p;
@@ -228,7 +231,7 @@ static int drain_journal(struct pl_logsrc *s)
         }
     }
     if (rc < 0)
-        return pl_cli_error("%s", err.text);
+        return FAIL("%s", err.text);
     return 0;
 }
 
@@ -244,7 +247,7 @@ int pl_logsrc_drain(struct pl_logsrc *s, bool final)
         if (f->fd < 0
             && (f->fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0
             && errno != ENOENT)
-            return pl_cli_error("cannot read %s: %s", f->path,
+            return FAIL("cannot read %s: %s", f->path,
                                 errno == ELOOP
                                     ? "a symbolic link, not followed"
                                     : strerror(errno));
@@ -253,13 +256,13 @@ int pl_logsrc_drain(struct pl_logsrc *s, bool final)
         s->mode = MODE_FILES;
         s->found = true;
         if (drain_file(s, f, s->first + i) < 0)
-            return pl_cli_error("cannot copy %s: %s", f->path,
+            return FAIL("cannot copy %s: %s", f->path,
                                 strerror(errno));
     }
     if (s->mode != MODE_FILES && !s->jr) {
         s->jr = pl_jr_open(s->dir, NULL, want_task, s, &err);
         if (!s->jr && errno != ENOENT)
-            return pl_cli_error("%s", err.text);
+            return FAIL("%s", err.text);
     }
     if (s->mode != MODE_FILES && s->jr) {
         if (drain_journal(s) < 0)
@@ -268,9 +271,9 @@ int pl_logsrc_drain(struct pl_logsrc *s, bool final)
             s->mode = MODE_JOURNAL;
     }
     if (final && flush_all(s) < 0)
-        return pl_cli_error("cannot write: %s", strerror(errno));
+        return FAIL("cannot write: %s", strerror(errno));
     if (fflush(stdout) == EOF)
-        return pl_cli_error("cannot write: %s", strerror(errno));
+        return FAIL("cannot write: %s", strerror(errno));
     return s->found ? 1 : 0;
 }
 
@@ -359,7 +362,7 @@ long pl_logsrc_grep(const char *dir, uint64_t array, struct pl_logelem *e,
     /* the journal first: one pass over it for all of them */
     struct pl_jr *jr = pl_jr_open(dir, NULL, want_elem, &g, &err);
     if (!jr && errno != ENOENT)
-        return pl_cli_error("%s", err.text);
+        return FAIL("%s", err.text);
     /* N.B. lines are cut where a frame of another rank or task comes
      * (one per rank ends where it wrote a newline: agents read pipes by
      * the line-buffered writes of most programs) */
@@ -378,7 +381,7 @@ long pl_logsrc_grep(const char *dir, uint64_t array, struct pl_logelem *e,
                                false)) < 0) {
             pl_jr_close(jr);
             free(b.p);
-            return pl_cli_error("out of memory");
+            return FAIL("out of memory");
         }
         hits += k;
     }
