@@ -9,7 +9,7 @@
 # A local pilot, then a 2-node Slurm pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 27
+plan 28
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 nfiles() { find "$DIR" -type f | wc -l; }
@@ -66,6 +66,11 @@ is "$RC,$(sort -V <<<"$OUT" | tr '\n' '|')" "0,$A.0: element 0 value 0|$A.1: ele
     "--array --grep: the matching lines, ID.N: line"
 capture pilot logs --array "$A" --grep 'nothing like this'
 is "$RC,$OUT" "1," "--grep with no match: exit 1"
+F=$(pilot submit --array 0-9 --output files -- sh -c 'echo "file element $PILOT_ARRAY_INDEX"')
+capture pilot wait "$F" --timeout 60
+capture pilot logs --array "$F" --grep 'element [37]$'
+is "$(sort -V <<<"$OUT" | tr '\n' '|')" "$F.3: file element 3|$F.7: file element 7|" \
+    "--grep reads the files of an array that has them"
 
 # rotation at 1M, and a task of 20 MB read back whole
 SEGS=$(ls "$DIR"/journal/*/*.pj | wc -l)
