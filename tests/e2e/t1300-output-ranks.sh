@@ -2,14 +2,14 @@
 # t1300-output-ranks.sh - each rank of a task writes its own stdout and
 # stderr (issue 16): ranks on one node printing with unbuffered print()
 # (each print() is several write()s) once shared one file and gave
-# "rankrank 03 ofof 44"; now 'pilot logs' merges whole lines, --label
+# "rankrank 03 ofof 44" (a torch task: run here too); now 'pilot logs' merges whole lines, --label
 # names each line's rank, --rank R prints one rank's, -f follows them,
 # 'pilot show' names the files, and a task of one rank keeps ID.out.
 # A 2-node Slurm pilot (its agents offer 2 cores each here): 4 ranks, 2
 # on each node; /usr/bin/python3.
 . "$(dirname "$0")/lib.sh"
 
-plan 19
+plan 21
 
 pilot_up 2 || abort "pilot up --nodes 2 --wait failed"
 export PILOT_ID=$PILOT_UP_ID
@@ -92,6 +92,16 @@ wait_for 60 eval '! kill -0 $FPID 2>/dev/null'
 wait "$FPID"
 is "$?" 0 "-f ends when the task ends"
 is "$("$PY" "$WORK/check.py" "$WORK/follow" 1 30)" ok "-f --label: all 4 x 30 lines, whole, labelled"
+
+# the issue's case: torch.distributed over 2 x 2 ranks, unbuffered
+TORCH='import os, torch, torch.distributed as d; d.init_process_group("gloo", init_method="env://"); t = torch.tensor([float(d.get_rank() + 1)]); d.all_reduce(t); print("rank", d.get_rank(), "of", d.get_world_size(), "sum", int(t.item()))'
+T=$(pilot submit --nodes 2 --ranks-per-node 2 --comm torch --env PYTHONUNBUFFERED=1 \
+    -- /usr/bin/python3 -c "$TORCH")
+CAPTURE_TIMEOUT=200 capture pilot wait "$T" --timeout 180
+is "$RC" 0 "torch: the 4-rank task is done"
+is "$(pilot logs --label "$T" | sort | tr '\n' '|')" \
+    "0: rank 0 of 4 sum 10|1: rank 1 of 4 sum 10|2: rank 2 of 4 sum 10|3: rank 3 of 4 sum 10|" \
+    "torch: 'rank R of 4 sum 10' whole, once per rank, under its label"
 
 # one rank: the old paths
 T=$(pilot submit -- /usr/bin/python3 -c 'print("one rank")')
