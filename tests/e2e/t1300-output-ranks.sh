@@ -2,11 +2,11 @@
 # t1300-output-ranks.sh - each rank of a task writes its own stdout and
 # stderr (issue 16): ranks on one node printing with unbuffered print()
 # (each print() is several write()s) once shared one file and gave
-# "rankrank 03 ofof 44" (a torch task: run here too); now 'pilot logs' merges whole lines, --label
-# names each line's rank, --rank R prints one rank's, -f follows them,
-# 'pilot show' names the files, and a task of one rank keeps ID.out.
-# A 2-node Slurm pilot (its agents offer 2 cores each here): 4 ranks, 2
-# on each node; /usr/bin/python3.
+# "rankrank 03 ofof 44" (a torch task: run here too); now 'pilot logs'
+# merges whole lines, --label names each line's rank, --rank R prints one
+# rank's, -f follows them, 'pilot show' names the files, and a task of
+# one rank keeps ID.out.  A 2-node Slurm pilot (its agents offer 2 cores
+# each here): 4 ranks, 2 on each node; /usr/bin/python3.
 . "$(dirname "$0")/lib.sh"
 
 plan 21
