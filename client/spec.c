@@ -415,20 +415,6 @@ static int flag_env(struct pl_cli_spec *b, const char *arg,
     return strv_add(&b->spec.env, &b->nenv, &b->envcap, arg, errp);
 }
 
-/* --output files|journal (docs/output.md): it travels as the task's
- * PILOT_OUTPUT, which the agent reads (agent/journal.h), so that
- * neither the wire nor the state database changes for it. */
-static int set_output(struct pl_cli_spec *b, const char *what,
-                      const char *arg, struct pl_error *errp)
-{
-    if (strcmp(arg, "files") && strcmp(arg, "journal"))
-        return pl_errset(errp, EINVAL, "%s: '%s' is not files or journal",
-                         what, arg);
-    return flag_env(b, !strcmp(arg, "files") ? "PILOT_OUTPUT=files"
-                                             : "PILOT_OUTPUT=journal",
-                    errp);
-}
-
 static int flag_tag(struct pl_cli_spec *b, const char *arg,
                     struct pl_error *errp)
 {
@@ -494,7 +480,7 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
     case F_ENV:
         return flag_env(b, arg, errp);
     case F_OUTPUT:
-        return set_output(b, "--output", arg, errp);
+        return pl_cli_spec_output(b, "--output", arg, errp);
     case F_AFTER:
         return add_after(b, arg, errp);
     case F_ARRAY:
@@ -801,7 +787,7 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
         return kv_list(key, v, env_ok, &s->env, &b->nenv, &b->envcap, errp);
     case F_OUTPUT:
         return json_is_string(v)
-                   ? set_output(b, key, json_string_value(v), errp)
+                   ? pl_cli_spec_output(b, key, json_string_value(v), errp)
                    : wrong(key, errp);
     case F_TAG:
         if (kv_list(key, v, tag_ok, &s->tags, &b->ntags, &b->tagcap, errp)
