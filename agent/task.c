@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/journal.h"
 #include "agent/leftover.h"
 #include "agent/spawn.h"
 #include "agent/task.h"
@@ -44,6 +45,11 @@ struct pl_task {
     uint64_t t_end;
     int has_error;
     struct pl_error error;
+    char *out_path;         /* where its stdout and stderr go: the entry's
+                               paths, or one rank's (pl_path_rank_log()) */
+    char *err_path;
+    uv_loop_t *loop;
+    struct pl_tout *tout;   /* --output journal: its pipes, else NULL */
     char key[PL_OWNER_MAX + 96]; /* PILOT_TASK_KEY=OWNER/ID.ATTEMPT.RANK
                                (agent/leftover.h): every process of the
                                task inherits it */
@@ -74,6 +80,7 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
              (unsigned long long)t->run.rank);
     uv_timer_init(loop, &t->timer);
     t->timer.data = t;
+    t->loop = loop;
     return t;
 }
 
@@ -83,6 +90,8 @@ static void close_cb(uv_handle_t *h)
 
     if (--t->closing == 0) {
         pl_run_clear(&t->run);
+        free(t->out_path);
+        free(t->err_path);
         free(t);
     }
 }
@@ -243,8 +252,15 @@ void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
 {
     struct stat st;
 
-    *out = stat(t->run.out, &st) == 0 ? (uint64_t)st.st_size : 0;
-    *err = strcmp(t->run.err, t->run.out) && stat(t->run.err, &st) == 0
+    if (t->tout) {
+        pl_tout_sizes(t->tout, out, err);
+        return;
+    }
+    const char *o = t->out_path ? t->out_path : t->run.out;
+    const char *e = t->err_path ? t->err_path : t->run.err;
+
+    *out = stat(o, &st) == 0 ? (uint64_t)st.st_size : 0;
+    *err = strcmp(e, o) && stat(e, &st) == 0
                ? (uint64_t)st.st_size
                : 0;
 }
@@ -252,6 +268,10 @@ void pl_task_output_sizes(const struct pl_task *t, uint64_t *out,
 static void ended(struct pl_task *t, int status, int sig)
 {
     t->t_end = uv_hrtime();
+    /* its output is all in the pipes: into the journal before the end is
+     * told, so that a reader finds it whole once the task is done */
+    pl_tout_finish(t->tout);
+    t->tout = NULL;
     uv_timer_stop(&t->timer);
     t->signal = sig;
     t->exit_code = sig ? 128 + sig : status;
@@ -307,16 +327,60 @@ void pl_task_reap(struct pl_task *t)
         ended(t, 0, info.si_status);
 }
 
-/* Open an output file (pl_output_open()): the ranks of a task share one
- * and append to it; a task of one rank needs a new one. */
+/* Open an output file (pl_output_open()): the launcher of an MPI task
+ * may find it made (a rank's agent made it first), every other needs a
+ * new one. */
 static int open_output(const char *path, bool append, struct pl_error *errp)
 {
     return pl_output_open(path, append, errp);
 }
 
+/* Whether each rank of the task writes its own files: a task of several
+ * ranks that are each a process the agents start (comm mpi: one
+ * launcher, whose output is the job's, in the entry's files). */
+static bool per_rank(const struct pl_run *r)
+{
+    return r->size > 1 && r->comm != PL_COMM_MPI;
+}
+
+/* The paths the task's stdout and stderr go to: the entry's, or the
+ * rank's own (two ranks on one node once wrote into one file, and
+ * unbuffered prints interleaved inside lines: issue 16).  0, or -1 with
+ * errno. */
+static int output_paths(struct pl_task *t)
+{
+    char buf[PL_RUN_MAX_PATH + 32];
+
+    if (!per_rank(&t->run))
+        return 0;
+    if (pl_path_rank_log(t->run.out, t->run.rank, buf, sizeof(buf)) < 0
+        || !(t->out_path = strdup(buf)))
+        return -1;
+    if (!strcmp(t->run.err, t->run.out))
+        t->err_path = strdup(buf);
+    else if (pl_path_rank_log(t->run.err, t->run.rank, buf, sizeof(buf)) == 0)
+        t->err_path = strdup(buf);
+    return t->err_path ? 0 : -1;
+}
+
+/* Close our copies of the child's stdout and stderr: the files', or the
+ * pipes' write ends (whose read ends are read from now on). */
+static void close_ends(struct pl_task *t, int out, int err)
+{
+    if (t->tout) {
+        pl_tout_spawned(t->tout);
+        return;
+    }
+    close(out);
+    if (err != out)
+        close(err);
+}
+
 /* Record a start failure; returns -1 with errno 'errnum'. */
 static int start_failed(struct pl_task *t, int errnum, struct pl_error *errp)
 {
+    pl_tout_finish(t->tout);
+    t->tout = NULL;
     t->state = PL_ST_FAILED;
     t->has_error = 1;
     if (errp)
@@ -335,14 +399,35 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
     int rc;
     pid_t pid;
 
-    if ((out = open_output(t->run.out, t->run.size > 1, &why)) < 0) {
+    /* the journal: pipes, no files */
+    if (pl_tout_wanted(env)) {
+        if (!(t->tout = pl_tout_new(t->loop, &t->run, env, &out, &err,
+                                    &why))) {
+            pl_errprintf(&t->error, "output %s", why.text);
+            return start_failed(t, EIO, errp);
+        }
+    }
+    else if (output_paths(t) < 0) {
+        rc = errno;
+        pl_errprintf(&t->error, "output paths: %s", strerror(rc));
+        return start_failed(t, rc, errp);
+    }
+    const char *opath = t->out_path ? t->out_path : t->run.out;
+    const char *epath = t->err_path ? t->err_path : t->run.err;
+    bool shared = t->run.size > 1 && !per_rank(&t->run);
+
+    if (t->tout)
+        ; /* the pipes' ends */
+    else if ((out = open_output(opath, shared, &why)) < 0) {
         rc = errno;
         pl_errprintf(&t->error, "stdout %s", why.text);
         return start_failed(t, rc, errp);
     }
-    if (!strcmp(t->run.err, t->run.out))
+    if (t->tout)
+        ;
+    else if (!strcmp(epath, opath))
         err = out;
-    else if ((err = open_output(t->run.err, t->run.size > 1, &why)) < 0) {
+    else if ((err = open_output(epath, shared, &why)) < 0) {
         rc = errno;
         close(out);
         pl_errprintf(&t->error, "stderr %s", why.text);
@@ -354,9 +439,7 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
         nenv++;
     char **kenv = calloc(nenv + 2, sizeof(*kenv));
     if (!kenv) {
-        close(out);
-        if (err != out)
-            close(err);
+        close_ends(t, out, err);
         pl_errprintf(&t->error, "out of memory");
         return start_failed(t, ENOMEM, errp);
     }
@@ -373,9 +456,7 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
         rc = pl_spawn(prog, t->run.argv, kenv, stdin_fd, out, err, -1,
                       t->run.cwd, &pid);
     free(kenv);
-    close(out);
-    if (err != out)
-        close(err);
+    close_ends(t, out, err);
     if (rc != 0) {
         /* which of them failed, in the words a user needs: the command
          * not found in PATH, the working directory, or the exec */

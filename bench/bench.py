@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/bench.py - `make bench`: pilot against the fork/exec limit and Slurm
 
-Seven scenarios (docs/PERFORMANCE.md says what each measures and why):
+Eight scenarios (docs/PERFORMANCE.md says what each measures and why):
   1 no-op throughput: N x /bin/true by every system
   2 daemon capacity: bench agents (pilot-agent --bench) against one pilotd
   3 submission of 1,000,000 tasks, and pilotd's RSS with them queued
@@ -53,6 +53,7 @@ import threading
 import time
 import urllib.request
 
+import output
 import pool
 import pyexec
 
@@ -865,6 +866,11 @@ class Bench:
     def scenario7(self):
         pyexec.scenario7(self, sys.modules[__name__])
 
+    # ---- scenario 8: output at scale (bench/output.py) ----
+
+    def scenario8(self):
+        output.scenario8(self, sys.modules[__name__])
+
     def cleanup(self):
         for p in list(self.pilots):
             log("taking down pilot %s" % p["id"])
@@ -1015,6 +1021,8 @@ def rows(b):
         pool.rows(r["s6"], add)
     if "s7" in r:
         pyexec.rows(r["s7"], add)
+    if "s8" in r:
+        output.rows(r["s8"], add)
     return out
 
 
@@ -1070,6 +1078,8 @@ def targets(b):
         pool.targets(r["s6"], judge)
     if "s7" in r:
         pyexec.targets(r["s7"], judge)
+    if "s8" in r:
+        output.targets(r["s8"], judge)
     return t
 
 
@@ -1119,6 +1129,8 @@ def print_table(b, f=sys.stdout):
             print(pool.NOTE, file=f)
         if "s7" in b.res:
             print(pyexec.NOTE, file=f)
+        if "s8" in b.res:
+            print(output.NOTE, file=f)
         print(file=f)
     tg = [("target", "measured", "result")] + targets(b)
     if len(tg) > 1:
@@ -1133,7 +1145,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=0,
                     help="repetitions (default 3, QUICK 1)")
-    ap.add_argument("--only", default="1,2,3,4,5,6,7",
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8",
                     help="scenarios to run, like 1,4")
     ap.add_argument("--profile", metavar="DIR",
                     help="perf record pilotd during scenario 2 with 16 "

@@ -1,27 +1,38 @@
 /* client/cmd_logs.c - pilot logs: a task's captured output */
 #include <errno.h>
-#include <fcntl.h>
+#include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "client/cli.h"
 #include "client/conn.h"
+#include "client/logsrc.h"
 #include "client/output.h"
 #include "proto/pilotdir.h"
 #include "proto/state.h"
 
 static const char help[] =
-    "usage: pilot logs [--stderr] [-f] [--attempt N] ID\n"
+    "usage: pilot logs [--stderr] [-f] [--attempt N] [--rank R] [--label] ID\n"
+    "       pilot logs --array ID --grep RE [--stderr]\n"
     "\n"
-    "Print what task ID wrote to its stdout (or stderr), from the file in\n"
-    "the pilot directory that holds it (see 'pilot show ID').  A task run\n"
-    "again (its node was lost) keeps each attempt's output: the last one\n"
-    "is printed, --attempt N chooses.\n"
+    "Print what task ID wrote to its stdout (or stderr), from the files in\n"
+    "the pilot directory that hold it (see 'pilot show ID') or from the\n"
+    "nodes' journals (--output journal).  The ranks of a task of several\n"
+    "write apart; their output is merged by whole lines, never mixed\n"
+    "inside one (rank 0's, then rank 1's, ...; as they come with -f, and\n"
+    "in the order written on each node from a journal).  A task run again\n"
+    "(its node was lost) keeps each attempt's output: the last one is\n"
+    "printed, --attempt N chooses.\n"
     "\n"
     "options:\n"
     "  --stderr       the task's stderr instead\n"
+    "  --rank R       rank R's output alone, as it wrote it\n"
+    "  --label        each line after its rank, \"R: \" (as srun --label)\n"
+    "  --array ID --grep RE\n"
+    "                 the lines of every element of array ID that match\n"
+    "                 the extended regular expression RE, as \"ID.N: line\"\n"
+    "                 (exit 1 if none does)\n"
     "  -f, --follow   keep printing what it writes until it ends (and go\n"
     "                 on with the next attempt's if it is run again)\n"
     "  --attempt N    attempt N's output (1 is the first)\n"
@@ -29,11 +40,24 @@ static const char help[] =
     "  -h, --help     this help\n"
     "\n"
     "example:\n"
-    "  pilot logs -f 17\n";
+    "  pilot logs -f 17\n"
+    "  pilot logs --label 18\n"
+    "  pilot logs --array 40 --grep 'loss [0-9]+'\n";
 
 enum {
     OPT_STDERR = PL_OPT_CMD,
     OPT_ATTEMPT,
+    OPT_RANK,
+    OPT_LABEL,
+    OPT_ARRAY,
+    OPT_GREP,
+};
+
+/* What a task's show says of its output: its ranks, and whether each
+ * has its own files (pl_path_rank_log()). */
+struct shape {
+    unsigned ranks;
+    bool per_rank;
 };
 
 /* The id of the one task 'sel' names (ID.N: asked of pilotd), or 0
@@ -58,7 +82,8 @@ static uint64_t sel_id(struct pl_conn *conn, const struct pl_sel_req *sel,
 /* The task's state, or -1 with errp set; *ran: it has started once;
  * *attempts: how many attempts have started (0: none). */
 static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
-                      unsigned *attempts, struct pl_error *errp)
+                      unsigned *attempts, struct shape *sh,
+                      struct pl_error *errp)
 {
     struct pl_sel_req one = { .ids = &id, .nids = 1 };
     /* show, not list: list would take an array's id for all its tasks */
@@ -73,6 +98,10 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
     *ran = json_is_number(json_object_get(t, "start_time"));
     long long a = pl_out_jint(t, "attempts", 0);
     *attempts = a > 0 && a < UINT32_MAX ? (unsigned)a : 0;
+    long long n = pl_out_jint(t, "ranks", 1);
+    const char *comm = pl_out_jstr(t, "comm");
+    sh->ranks = n > 0 && n < UINT32_MAX ? (unsigned)n : 1;
+    sh->per_rank = sh->ranks > 1 && !(comm && !strcmp(comm, "mpi"));
     json_decref(t);
     if (st < 0) {
         errno = ENOENT;
@@ -81,78 +110,37 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
     return st;
 }
 
-/* Copy what 'fd' has from '*off' on to stdout.  A file that shrank (the
- * task ran again) is read from its start.  0 or -1 (errno). */
-static int drain(int fd, off_t *off)
-{
-    char buf[65536];
-    struct stat st;
-    ssize_t n;
-
-    if (fstat(fd, &st) == 0 && st.st_size < *off) {
-        *off = 0;
-        if (lseek(fd, 0, SEEK_SET) < 0)
-            return -1;
-    }
-    while ((n = read(fd, buf, sizeof(buf))) != 0) {
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
-            return -1;
-        *off += n;
-    }
-    return fflush(stdout) == EOF ? -1 : 0;
-}
-
-/* The output file of attempt 'att' of task 'id' into 'path'.  0, or -1
- * after printing the error. */
-static int log_path(struct pl_conn *conn, uint64_t id, unsigned att,
-                    bool use_err, char *path, size_t len)
-{
-    if (pl_path_task_log(conn->pilot.dir, id, att, use_err, false, path, len)
-        < 0) {
-        pl_cli_error("task %llu: log path too long", (unsigned long long)id);
-        return -1;
-    }
-    return 0;
-}
-
-/* Print the output file of attempt 'want' of task 'id' (0: the last one,
+/* Print the output of attempt 'want' of task 'id' (0: the last one,
  * 'att' of them so far) and, with 'follow', what is added to it until
- * the task has ended, going on with the next attempt's file when the
- * task is run again.  Returns an exit code. */
+ * the task has ended, going on with the next attempt's when the task is
+ * run again.  Returns an exit code. */
 static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
-                     unsigned att, unsigned want, bool use_err, bool follow)
+                     unsigned att, unsigned want, struct shape sh,
+                     const struct pl_logopt *o, bool follow)
 {
     unsigned long long uid = (unsigned long long)id;
     unsigned cur = want ? want : att ? att : 1;
-    char path[PL_PATH_MAX + 64];
+    struct pl_logsrc *src;
     struct pl_error err;
-    off_t off = 0;
-    int fd = -1, rc = PL_EXIT_ERROR;
+    int rc = PL_EXIT_ERROR, got;
     bool said = false;
 
-    if (log_path(conn, id, cur, use_err, path, sizeof(path)) < 0)
+    if (o->rank >= (long)sh.ranks) {
+        pl_cli_error("task %llu has %u rank%s: there is no rank %ld", uid,
+                     sh.ranks, sh.ranks == 1 ? "" : "s", o->rank);
+        return PL_EXIT_USAGE;
+    }
+    if (!(src = pl_logsrc_new(conn->pilot.dir, id, cur, sh.ranks,
+                              sh.per_rank, o))) {
+        pl_cli_error("task %llu: %s", uid, strerror(errno));
         return PL_EXIT_ERROR;
+    }
     for (;;) {
-        /* N.B. O_NOFOLLOW: what the agent writes is never a link
-         * (pl_output_open()); one that is there is not its output */
-        if (fd < 0
-            && (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0
-            && errno != ENOENT) {
-            pl_cli_error("cannot read %s: %s", path,
-                         errno == ELOOP ? "a symbolic link, not followed"
-                                        : strerror(errno));
+        bool last = !follow || pl_state_final(st) || !conn->rpc;
+        if ((got = pl_logsrc_drain(src, last)) < 0)
             goto done;
-        }
-        if (fd >= 0 && drain(fd, &off) < 0) {
-            pl_cli_error("cannot copy %s: %s", path, strerror(errno));
-            goto done;
-        }
-        if (fd < 0 && !said) {
+        if (!got && !said) {
+            const char *path = pl_logsrc_path(src);
             if (pl_state_final(st) && !ran)
                 pl_cli_note("task %llu never started (it is %s)", uid,
                             pl_state_name(st));
@@ -161,7 +149,8 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
             else if (!ran)
                 pl_cli_note("task %llu has not started", uid);
             else if (!follow || pl_state_final(st))
-                pl_cli_note("task %llu has no output file %s", uid, path);
+                pl_cli_note("task %llu has no output file %s (nor any "
+                            "output in a journal)", uid, path);
             said = !ran || !follow || pl_state_final(st);
         }
         if (!follow || pl_state_final(st))
@@ -173,35 +162,89 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
         }
         pl_cli_sleep(PL_CLI_POLL);
         /* the state first: once it is final, one more drain has it all */
-        if ((st = task_state(conn, id, &ran, &att, &err)) < 0) {
+        if ((st = task_state(conn, id, &ran, &att, &sh, &err)) < 0) {
             if (pl_conn_recheck(conn) && conn->db
-                && (st = task_state(conn, id, &ran, &att, &err)) >= 0)
+                && (st = task_state(conn, id, &ran, &att, &sh, &err)) >= 0)
                 continue;
             pl_cli_error("%s", err.text);
             goto done;
         }
         if (!want && att > cur) {
-            /* run again: the rest of this attempt's file, then the next */
-            if (fd >= 0 && drain(fd, &off) < 0) {
-                pl_cli_error("cannot copy %s: %s", path, strerror(errno));
+            /* run again: the rest of this attempt's output, then the
+             * next's */
+            if (pl_logsrc_drain(src, true) < 0)
                 goto done;
-            }
-            if (fd >= 0)
-                close(fd);
-            fd = -1;
-            off = 0;
+            pl_logsrc_free(src);
             said = false;
             cur = att;
             pl_cli_note("task %llu runs again (attempt %u): its output "
                         "follows", uid, cur);
-            if (log_path(conn, id, cur, use_err, path, sizeof(path)) < 0)
+            if (!(src = pl_logsrc_new(conn->pilot.dir, id, cur, sh.ranks,
+                                      sh.per_rank, o))) {
+                pl_cli_error("task %llu: %s", uid, strerror(errno));
                 goto done;
+            }
         }
     }
     rc = PL_EXIT_OK;
 done:
-    if (fd >= 0)
-        close(fd);
+    pl_logsrc_free(src);
+    return rc;
+}
+
+/* pilot logs --array ID --grep RE: every element's matching lines. */
+static int grep_array(struct pl_cli *cli, struct pl_conn *conn,
+                      uint64_t array, const char *re, bool use_err)
+{
+    struct pl_sel_req sel = { .ids = &array, .nids = 1 };
+    struct pl_error err;
+    json_t *tasks, *t;
+    regex_t rx;
+    size_t i, n = 0;
+    int rc = PL_EXIT_ERROR, e;
+    char msg[256];
+
+    if ((e = regcomp(&rx, re, REG_EXTENDED | REG_NOSUB)) != 0) {
+        regerror(e, &rx, msg, sizeof(msg));
+        return pl_cli_usage(cli, "--grep '%s': %s", re, msg);
+    }
+    if (!(tasks = pl_conn_list(conn, NULL, NULL, &sel, 0, &err))) {
+        pl_cli_error("%s", err.text);
+        regfree(&rx);
+        return PL_EXIT_ERROR;
+    }
+    struct pl_logelem *el = calloc(json_array_size(tasks) + 1, sizeof(*el));
+    if (!el) {
+        pl_cli_error("out of memory");
+        goto done;
+    }
+    json_array_foreach(tasks, i, t) {
+        if (!json_is_integer(json_object_get(t, "array_index")))
+            continue; /* a task, not an element */
+        long long a = pl_out_jint(t, "attempts", 0);
+        long long r = pl_out_jint(t, "ranks", 1);
+        const char *comm = pl_out_jstr(t, "comm");
+        el[n] = (struct pl_logelem){
+            .id = (uint64_t)pl_out_jint(t, "id", 0),
+            .attempt = a > 0 && a < UINT32_MAX ? (unsigned)a : 0,
+            .ranks = r > 0 && r < UINT32_MAX ? (unsigned)r : 1,
+            .index = (uint64_t)pl_out_jint(t, "array_index", 0),
+        };
+        el[n].per_rank = el[n].ranks > 1 && !(comm && !strcmp(comm, "mpi"));
+        n++;
+    }
+    if (n == 0) {
+        pl_cli_error("%llu is not an array (no elements)",
+                     (unsigned long long)array);
+        goto done;
+    }
+    long hits = pl_logsrc_grep(conn->pilot.dir, array, el, n, &rx, use_err);
+    /* as grep(1): 1 when no line matched */
+    rc = hits > 0 ? PL_EXIT_OK : PL_EXIT_ERROR;
+done:
+    free(el);
+    json_decref(tasks);
+    regfree(&rx);
     return rc;
 }
 
@@ -211,6 +254,10 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
         { "stderr", no_argument, NULL, OPT_STDERR },
         { "follow", no_argument, NULL, 'f' },
         { "attempt", required_argument, NULL, OPT_ATTEMPT },
+        { "rank", required_argument, NULL, OPT_RANK },
+        { "label", no_argument, NULL, OPT_LABEL },
+        { "array", required_argument, NULL, OPT_ARRAY },
+        { "grep", required_argument, NULL, OPT_GREP },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -218,7 +265,10 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
     struct pl_conn *conn = NULL;
     bool use_err = false, follow = false;
     struct pl_sel_req sel = { 0 };
-    uint64_t id, want = 0;
+    struct pl_logopt lo = { .rank = -1 };
+    struct shape sh;
+    uint64_t id, want = 0, rank, array = 0;
+    const char *re = NULL;
     unsigned att;
     bool ran;
     int c, r, st, rc;
@@ -241,7 +291,37 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
                               &want, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             break;
+        case OPT_RANK:
+            if (pl_parse_uint("--rank", optarg, 0, UINT32_MAX - 1, &rank,
+                              &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            lo.rank = (long)rank;
+            break;
+        case OPT_LABEL:
+            lo.label = true;
+            break;
+        case OPT_ARRAY:
+            if (pl_parse_uint("--array", optarg, 1, UINT64_MAX, &array,
+                              &err) < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            break;
+        case OPT_GREP:
+            re = optarg;
+            break;
         }
+    }
+    lo.use_err = use_err;
+    if (!array != !re)
+        return pl_cli_usage(cli, "--array and --grep go together");
+    if (array) {
+        if (optind < argc || follow || want || lo.rank >= 0 || lo.label)
+            return pl_cli_usage(cli, "--array ID --grep RE takes no task "
+                                "id, -f, --attempt, --rank or --label");
+        if (!(conn = pl_conn_open(&cli->find, PL_CONN_READ, &err)))
+            return pl_cli_error("%s", err.text);
+        rc = grep_array(cli, conn, array, re, use_err);
+        pl_conn_free(conn);
+        return rc;
     }
     if (optind >= argc)
         return pl_cli_usage(cli, "no task id given");
@@ -252,7 +332,7 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
         goto done;
     rc = PL_EXIT_ERROR;
     if ((id = sel_id(conn, &sel, &err)) == 0
-        || (st = task_state(conn, id, &ran, &att, &err)) < 0) {
+        || (st = task_state(conn, id, &ran, &att, &sh, &err)) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -262,7 +342,7 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
                      (unsigned long long)want);
         goto done;
     }
-    rc = print_log(conn, id, st, ran, att, (unsigned)want, use_err, follow);
+    rc = print_log(conn, id, st, ran, att, (unsigned)want, sh, &lo, follow);
 done:
     pl_conn_free(conn);
     pl_sel_req_clear(&sel);

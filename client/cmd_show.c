@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "client/cli.h"
 #include "client/conn.h"
+#include "client/logsrc.h"
 #include "client/output.h"
 #include "proto/strv.h"
 
@@ -91,6 +93,51 @@ static void print_events(const json_t *events, double submit)
 }
 
 /* The RANKS table: where each rank of the task runs (or ran). */
+/* Where its output is: its files (one pair per rank for a task of
+ * several ranks that are not one MPI job: pl_path_rank_log()), or the
+ * nodes' journals (docs/output.md). */
+static void print_outputs(const char *dir, const json_t *t,
+                          unsigned long long id, unsigned att)
+{
+    char path[PL_PATH_MAX + 64], one[PL_PATH_MAX + 96];
+    char text[3 * PL_PATH_MAX + 400];
+    long long ranks = pl_out_jint(t, "ranks", 1);
+    const char *comm = pl_out_jstr(t, "comm");
+    bool per_rank = ranks > 1 && !(comm && !strcmp(comm, "mpi"));
+    struct stat st;
+
+    for (int e = 0; e < 2; e++) {
+        if (pl_path_task_log(dir, id, att, e, false, path, sizeof(path)) < 0)
+            continue;
+        if (per_rank)
+            pl_path_rank_log(path, 0, one, sizeof(one));
+        else
+            snprintf(one, sizeof(one), "%s", path);
+        if (stat(one, &st) < 0 && pl_task_journaled(dir, t)) {
+            /* its node's journal when it ran on one node */
+            const char *node = pl_out_jstr(t, "node");
+            if (!node || !*node || strpbrk(node, "[,/ ") || node[0] == '.')
+                node = "NODE";
+            snprintf(text, sizeof(text), "in the journals %s/journal/%s/"
+                     " (pilot logs%s %llu)", dir, node, e ? " --stderr" : "",
+                     id);
+            line(e ? "stderr:" : "stdout:", text);
+            continue;
+        }
+        if (per_rank) {
+            char last[PL_PATH_MAX + 96];
+            pl_path_rank_log(path, (unsigned long long)ranks - 1, last,
+                             sizeof(last));
+            const char *base = strrchr(last, '/');
+            snprintf(text, sizeof(text), "%s .. %s (one per rank)", one,
+                     base ? base + 1 : last);
+            line(e ? "stderr:" : "stdout:", text);
+        }
+        else
+            line(e ? "stderr:" : "stdout:", one);
+    }
+}
+
 static void print_ranks(const json_t *ranks)
 {
     static const char *headers[] = { "RANK", "NODE", "CORES", "GPUS",
@@ -325,12 +372,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
     print_usage(t);
     /* the last attempt's (pilot logs --attempt N: an earlier one's) */
     unsigned att = (unsigned)pl_out_jint(t, "attempts", 1);
-    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, att, false,
-                         false, buf, sizeof(buf)) == 0)
-        line("stdout:", buf);
-    if (pl_path_task_log(conn->pilot.dir, (unsigned long long)id, att, true,
-                         false, buf, sizeof(buf)) == 0)
-        line("stderr:", buf);
+    print_outputs(conn->pilot.dir, t, (unsigned long long)id, att);
     if (json_array_size(env) > 0) {
         const json_t *v;
         size_t i;

@@ -42,6 +42,9 @@ static const char help[] =
     "  --output-limit SIZE     stop the task (failed, reason output-limit)\n"
     "                          once its stdout or stderr is over SIZE\n"
     "                          (500M, 10G; default 10G)\n"
+    "  --output MODE           files (a pair per rank, the default) or\n"
+    "                          journal: into its node's journal, no file\n"
+    "                          of its own (docs/output.md)\n"
     "  --retries N             run it again up to N times if its node is\n"
     "                          lost (default 2)\n"
     "  --cwd DIR               working directory (default: this one)\n"
@@ -162,6 +165,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "ranks", required_argument, NULL, OPT_SPEC },
         { "timeout", required_argument, NULL, OPT_SPEC },
         { "output-limit", required_argument, NULL, OPT_SPEC },
+        { "output", required_argument, NULL, OPT_SPEC },
         { "retries", required_argument, NULL, OPT_SPEC },
         { "cwd", required_argument, NULL, OPT_SPEC },
         { "env", required_argument, NULL, OPT_SPEC },

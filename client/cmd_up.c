@@ -81,6 +81,11 @@ static const char help[] =
     "                        pilotd adds Slurm jobs of agents while queued\n"
     "                        work does not fit, K nodes at most, and\n"
     "                        releases those idle for D (docs/grow.md)\n"
+    "  --output MODE         where tasks' output goes unless a task says:\n"
+    "                        files (default: a pair per rank) or journal\n"
+    "                        (each node's journal: docs/output.md)\n"
+    "  --journal-size SIZE   start a node's next journal file at SIZE\n"
+    "                        (default 256M)\n"
     "  --resume ID           run pilot ID again, in a new allocation: its\n"
     "                        queued tasks and those its drain interrupted\n"
     "                        run, done ones do not (ID must be down)\n"
@@ -126,6 +131,8 @@ enum {
     OPT_METRICS_FILE,
     OPT_METRICS_INTERVAL,
     OPT_GROW,
+    OPT_OUTPUT,
+    OPT_JOURNAL_SIZE,
 };
 
 #define DEFAULT_WAIT 600.0 /* --wait-timeout */
@@ -284,6 +291,8 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "metrics-interval", required_argument, NULL,
           OPT_METRICS_INTERVAL },
         { "grow", required_argument, NULL, OPT_GROW },
+        { "output", required_argument, NULL, OPT_OUTPUT },
+        { "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
         PL_CLI_COMMON_OPTS,
         { 0 },
     };
@@ -417,6 +426,23 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
             if (pl_grow_conf_parse(optarg, &gc, &err) < 0)
                 return pl_cli_usage(cli, "%s", err.text);
             o->grow = optarg;
+            break;
+        }
+        case OPT_OUTPUT:
+            if (strcmp(optarg, "files") && strcmp(optarg, "journal"))
+                return pl_cli_usage(cli, "--output: '%s' is not files or "
+                                    "journal", optarg);
+            o->output = optarg;
+            break;
+        case OPT_JOURNAL_SIZE: {
+            uint64_t v;
+            if (pl_parse_size("--journal-size", optarg, 1ull << 40, &v, &err)
+                < 0)
+                return pl_cli_usage(cli, "%s", err.text);
+            if (v < 4096)
+                return pl_cli_usage(cli, "--journal-size: want 4K or more");
+            snprintf(o->journal_size, sizeof(o->journal_size), "%llu",
+                     (unsigned long long)v);
             break;
         }
         case OPT_LOCAL:

@@ -17,7 +17,7 @@ enum field {
     F_ARGV, F_CMD, F_NAME, F_CWD, F_RANKS, F_NODES, F_RPN, F_CPR, F_GPR,
     F_RETRIES, F_RETRY, F_TIMEOUT, F_EXCLUSIVE, F_COMM, F_LAUNCHER, F_ENV,
     F_POOL, F_FN, F_PY, F_PYCALL,
-    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT, F_VETTED,
+    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT, F_VETTED, F_OUTPUT,
 };
 
 static const struct {
@@ -47,6 +47,7 @@ static const struct {
     { F_PRIORITY, "priority", "priority", 0, 0 },
     { F_TAG, "tag", "tags", 0, 0 },
     { F_OUTPUT_LIMIT, "output-limit", "output_limit", 0, 0 },
+    { F_OUTPUT, "output", "output", 0, 0 },
     { F_VETTED, "vetted", "vetted", 0, 0 },
     { F_POOL, "pool", "pool", 0, 0 },
     { F_FN, "fn", "fn", 0, 0 },
@@ -478,6 +479,8 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
         return 0;
     case F_ENV:
         return flag_env(b, arg, errp);
+    case F_OUTPUT:
+        return pl_cli_spec_output(b, "--output", arg, errp);
     case F_AFTER:
         return add_after(b, arg, errp);
     case F_ARRAY:
@@ -782,6 +785,10 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
         return 0;
     case F_ENV:
         return kv_list(key, v, env_ok, &s->env, &b->nenv, &b->envcap, errp);
+    case F_OUTPUT:
+        return json_is_string(v)
+                   ? pl_cli_spec_output(b, key, json_string_value(v), errp)
+                   : wrong(key, errp);
     case F_TAG:
         if (kv_list(key, v, tag_ok, &s->tags, &b->ntags, &b->tagcap, errp)
             < 0)

@@ -37,6 +37,11 @@ void pl_cli_spec_clear(struct pl_cli_spec *b);
  * Repeated options add (--env, --tag, --after) or replace (the others).
  * A relative --cwd is resolved by pl_cli_spec_command().  0, or -1 with
  * errp set for a usage error ("--after: ',': an empty entry"). */
+/* --output files|journal, or a task file's "output" (named 'what' in
+ * errors), into 'b' (client/spec_out.c).  0, or -1 with errp set. */
+int pl_cli_spec_output(struct pl_cli_spec *b, const char *what,
+                       const char *arg, struct pl_error *errp);
+
 int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
                      const char *arg, struct pl_error *errp);
 

@@ -35,7 +35,7 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
     }
     if (pid == 0) {
         char lost[32], start[32], mport[16], mint[32];
-        const char *argv[20 + 2 * 8];
+        const char *argv[24 + 2 * 8];
         int k = 0;
         argv[k++] = "pilotd";
         argv[k++] = "--dir";
@@ -74,6 +74,14 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
             snprintf(mint, sizeof(mint), "%g", o->metrics_interval);
             argv[k++] = "--metrics-interval";
             argv[k++] = mint;
+        }
+        if (o->output) {
+            argv[k++] = "--output";
+            argv[k++] = o->output;
+        }
+        if (o->journal_size[0]) {
+            argv[k++] = "--journal-size";
+            argv[k++] = o->journal_size;
         }
         argv[k] = NULL;
         setsid(); /* no SIGINT or SIGHUP from this terminal */

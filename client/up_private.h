@@ -45,6 +45,8 @@ struct pl_up_opts {
     char *metrics_file;     /* pilotd --metrics-file (absolute), or NULL */
     double metrics_interval; /* pilotd --metrics-interval, 0: default */
     const char *grow;       /* pilotd --grow (checked), or NULL */
+    const char *output;     /* pilotd --output: "files", "journal", NULL */
+    char journal_size[24];  /* pilotd --journal-size, bytes, or "" */
 };
 
 /* Write the batch script of pilot 'id' (directory 'dir' under 'home',

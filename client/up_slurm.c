@@ -81,7 +81,7 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    char opts[160 + 8 * 96 + 272] = "";
+    char opts[240 + 8 * 96 + 272] = "";
     if (o->lost_after > 0)
         snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
     if (o->start_timeout >= 0)
@@ -104,6 +104,13 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     if (o->grow)
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --grow %s", o->grow);
+    /* checked by cmd_up.c: a word and digits, nothing to quote */
+    if (o->output)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --output %s", o->output);
+    if (o->journal_size[0])
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --journal-size %s", o->journal_size);
     char *qmfile = o->metrics_file ? pl_out_shquote(o->metrics_file) : NULL;
     if (o->metrics_file && !qmfile) {
         errno = ENOMEM;

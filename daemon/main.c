@@ -64,6 +64,11 @@ static void usage(FILE *fp)
         "                     node_exporter's textfile collector) ...\n"
         "  --metrics-interval S  ... every S seconds (15)\n"
         "  --grow max=K,idle=D,...  grow while work waits (docs/grow.md)\n"
+        "  --output MODE      files or journal: where the tasks' output\n"
+        "                     goes unless a task says (PILOT_OUTPUT in\n"
+        "                     the agents' environment: docs/output.md)\n"
+        "  --journal-size N   bytes of a node's journal file before the\n"
+        "                     next one (PILOT_JOURNAL_SIZE)\n"
         "  -h, --help\n"
         "  --version          print the version and the protocol\n"
         "\n"
@@ -101,6 +106,8 @@ int main(int argc, char **argv)
         { "metrics-file", required_argument, NULL, 'F' },
         { "metrics-interval", required_argument, NULL, 'I' },
         { "grow", required_argument, NULL, 'G' },
+        { "output", required_argument, NULL, 'O' },
+        { "journal-size", required_argument, NULL, 'J' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -179,6 +186,20 @@ int main(int argc, char **argv)
             cfg.grow = optarg;
             break;
         }
+        case 'O':
+            /* the agents it starts inherit it, and pass it to their
+             * tasks, whose own --output comes after it */
+            if (strcmp(optarg, "files") && strcmp(optarg, "journal"))
+                pl_fatal(2, "--output: '%s' is not files or journal", optarg);
+            if (setenv("PILOT_OUTPUT", optarg, 1) < 0)
+                pl_fatal(1, "setenv: %s", strerror(errno));
+            break;
+        case 'J':
+            if (strspn(optarg, "0123456789") != strlen(optarg) || !*optarg
+                || setenv("PILOT_JOURNAL_SIZE", optarg, 1) < 0)
+                pl_fatal(2, "--journal-size: '%s' is not a number of bytes",
+                         optarg);
+            break;
         case 'h': usage(stdout); return 0;
         case 'V':
             printf("pilotd %s (protocol %d)\n", PL_VERSION, PL_PROTO_VERSION);

@@ -14,6 +14,7 @@ LIBPILOT        := $(BUILD)/lib/$(LIBPILOT_REAL)
 LIBPILOT_LINKS  := $(BUILD)/lib/$(LIBPILOT_SONAME) $(BUILD)/lib/libpilot.so
 LIBPILOT_OBJ    := $(call obj,$(wildcard lib/*.c) client/conn.c \
                      client/pilot.c client/spec.c client/spec_py.c \
+                     client/spec_out.c \
                      client/submit.c client/parse.c client/slurm.c \
                      client/sub.c)
 LIBPILOT_LIBS   := $(shell pkg-config --libs libzmq libuv sqlite3 msgpack \

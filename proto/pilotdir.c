@@ -524,6 +524,23 @@ int pl_path_task_log(const char *dir, unsigned long long id,
     return 0;
 }
 
+int pl_path_rank_log(const char *path, unsigned long long rank, char *buf,
+                     size_t len)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path)
+                                                 : strlen(path);
+    int n = snprintf(buf, len, "%.*s.r%llu%s", (int)stem, path, rank,
+                     path + stem);
+
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 int pl_path_task_result(const char *dir, unsigned long long id,
                         unsigned attempt, char *buf, size_t len)
 {

@@ -110,6 +110,15 @@ int pl_path_task_log(const char *dir, unsigned long long id,
                      unsigned attempt, bool err, bool mkdirs, char *buf,
                      size_t len);
 
+/* The file of one rank of a task of several ranks (not comm mpi: its
+ * launcher's output is one stream) that writes to 'path'
+ * (pl_path_task_log()): "<id>.out" becomes "<id>.r<rank>.out" (and
+ * "<id>.<attempt>.out" "<id>.<attempt>.r<rank>.out"), so that the ranks
+ * never write into one file (docs/output.md).  0, or -1
+ * (ENAMETOOLONG). */
+int pl_path_rank_log(const char *path, unsigned long long rank, char *buf,
+                     size_t len);
+
 /* Where a Python call's result over PL_PY_RESULT_INLINE goes: beside its
  * output, DIR/tasks/<id / 1000>/<id>.result (<id>.<attempt>.result after
  * the first attempt).  0, or -1 (ENAMETOOLONG). */

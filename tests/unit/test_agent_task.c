@@ -11,6 +11,7 @@
 #include "agent/bind_cpu.h"
 #include "agent/resources.h"
 #include "agent/task.h"
+#include "proto/journal.h"
 #include "proto/log.h"
 #include "proto/msg.h"
 #include "proto/run.h"
@@ -221,6 +222,73 @@ static void test_files(struct fixture *f)
     free(d);
     is_str(slurp(f, "a/b/c/same.log"), "both\nerr\n",
            "files: same path for stdout and stderr shares one file");
+}
+
+/* A rank of a task of two writes its own files (issue 16). */
+static void test_rank_files(struct fixture *f)
+{
+    const char *sh[] = { "sh", "-c", "echo rank one; echo e >&2", NULL };
+    struct pl_run s;
+    struct pl_error err;
+    int rc, base = f->exited;
+
+    spec_init(f, &s, "ranked", sh, 0);
+    s.size = 2;
+    s.rank = 1;
+    start_spec(f, &s, &rc, &err);
+    ok(rc == 0, "rank files: spawned");
+    wait_exits(f, base + 1);
+    is_str(slurp(f, "ranked.r1.out"), "rank one\n", "rank 1 of 2: NAME.r1.out");
+    is_str(slurp(f, "ranked.r1.err"), "e\n", "... and NAME.r1.err");
+    ok(slurp(f, "ranked.out") == NULL, "... not the task's NAME.out");
+}
+
+struct jwant {
+    uint64_t id;
+};
+
+static bool jwant(uint64_t id, uint32_t attempt, void *arg)
+{
+    return id == ((struct jwant *)arg)->id && attempt == 1;
+}
+
+/* --output journal: pipes into DIR/journal/NODE/, no file. */
+static void test_journal(struct fixture *f)
+{
+    const char *sh[] = { "sh", "-c",
+                         "echo to the journal; echo e >&2; printf tail",
+                         NULL };
+    char e1[] = "PILOT_OUTPUT=journal", e2[] = "PILOT_NODE=tn";
+    char e3[] = "PATH=/bin:/usr/bin";
+    char *env[] = { e1, e2, e3, NULL };
+    char out[512] = "", errs[64] = "";
+    struct pl_run s;
+    struct pl_error err;
+    struct pl_jframe fr;
+    int rc, base = f->exited;
+
+    spec_init(f, &s, "tasks/0/jt", sh, 0);
+    uint64_t id = s.id;
+    struct pl_task *t = pl_task_new(&f->loop, &s, "0123456789ab/n1/1:1",
+                                    exit_cb, f);
+    f->tasks[f->ntasks++] = t;
+    rc = pl_task_start(t, env, STDIN_FILENO, &err);
+    ok(rc == 0, "journal: spawned (%s)", rc ? err.text : "");
+    wait_exits(f, base + 1);
+    is(pl_task_state(t), PL_ST_DONE, "journal: the task is done");
+    ok(slurp(f, "tasks/0/jt.out") == NULL, "journal: no output file");
+    struct jwant w = { id };
+    struct pl_jr *r = pl_jr_open(f->dir, "tn", jwant, &w, &err);
+    ok(r != NULL, "journal: DIR/journal/tn/ is there");
+    while (r && pl_jr_next(r, &fr, &err) == 1) {
+        char *dst = fr.stream == PL_J_STDOUT ? out : errs;
+        size_t cap = fr.stream == PL_J_STDOUT ? sizeof(out) : sizeof(errs);
+        if (strlen(dst) + fr.len < cap)
+            strncat(dst, fr.data, fr.len);
+    }
+    pl_jr_close(r);
+    is_str(out, "to the journal\ntail", "journal: stdout read back whole");
+    is_str(errs, "e\n", "journal: stderr apart");
 }
 
 static void kill_later_cb(uv_timer_t *h)
@@ -504,7 +572,7 @@ int main(void)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
-    plan(62 + 4);
+    plan(62 + 4 + 10);
     if (!t_tmpdir("agent-task", f->dir, sizeof(f->dir)))
         abort();
     uv_loop_init(&f->loop);
@@ -516,6 +584,8 @@ int main(void)
     test_exits(f);
     test_spawn_errors(f);
     test_files(f);
+    test_rank_files(f);
+    test_journal(f);
     test_kill(f);
     test_maxrss(f);
     test_cpu(f);

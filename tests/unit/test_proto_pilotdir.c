@@ -702,11 +702,30 @@ static void test_output(void)
        "output: a path without a directory: EINVAL");
 }
 
+static void test_rank_log(void)
+{
+    char buf[128];
+
+    ok(pl_path_rank_log("/p/tasks/0/7.out", 3, buf, sizeof(buf)) == 0
+           && !strcmp(buf, "/p/tasks/0/7.r3.out"),
+       "rank log: 7.out -> 7.r3.out (%s)", buf);
+    ok(pl_path_rank_log("/p/tasks/0/7.2.err", 0, buf, sizeof(buf)) == 0
+           && !strcmp(buf, "/p/tasks/0/7.2.r0.err"),
+       "rank log: attempt 2's 7.2.err -> 7.2.r0.err (%s)", buf);
+    ok(pl_path_rank_log("/p.d/x/log", 1, buf, sizeof(buf)) == 0
+           && !strcmp(buf, "/p.d/x/log.r1"),
+       "rank log: a name without a dot gets .r1 at its end (%s)", buf);
+    errno = 0;
+    ok(pl_path_rank_log("/p/tasks/0/7.out", 3, buf, 12) < 0
+           && errno == ENAMETOOLONG,
+       "rank log: too long for the buffer: ENAMETOOLONG");
+}
+
 int main(void)
 {
     char home[128];
 
-    plan(113);
+    plan(113 + 4);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
@@ -721,6 +740,7 @@ int main(void)
     test_home_checks();
     test_dir_checks();
     test_output();
+    test_rank_log();
     t_rmtree(tmp);
     ok(!is_dir(tmp), "temporary directory removed");
     return done_testing();
