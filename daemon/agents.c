@@ -14,12 +14,19 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/keymap.h"
 #include "proto/log.h"
 #include "proto/strv.h"
 #include "proto/zwatch.h"
 
+/* N.B. both lookups are made per message: no scan of the links (issue
+ * 16: one pilotd, 1,000 agents) */
 struct pl_link *pl_agents_link(struct pl_daemon *d, const struct pl_node *n)
 {
+    /* the links are in the scheduler's node order */
+    if (n && n->pidx && n->pidx_at < d->nlinks
+        && d->links[n->pidx_at]->node == n)
+        return d->links[n->pidx_at];
     for (size_t i = 0; i < d->nlinks; i++)
         if (d->links[i]->node == n)
             return d->links[i];
@@ -29,10 +36,14 @@ struct pl_link *pl_agents_link(struct pl_daemon *d, const struct pl_node *n)
 struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
                                       size_t len)
 {
-    for (size_t i = 0; i < d->nlinks; i++)
+    struct pl_link *l = pl_keymap_get(d->rids, rid, len);
+
+    /* not there: an agent that did not register (rare), or links made
+     * without the table (the unit tests) */
+    for (size_t i = 0; !l && i < d->nlinks; i++)
         if (d->links[i]->ridlen == len && !memcmp(d->links[i]->rid, rid, len))
-            return d->links[i];
-    return NULL;
+            l = d->links[i];
+    return l;
 }
 
 void pl_agents_free(struct pl_daemon *d)
@@ -44,6 +55,8 @@ void pl_agents_free(struct pl_daemon *d)
     free(d->links);
     d->links = NULL;
     d->nlinks = 0;
+    pl_keymap_free(d->rids);
+    d->rids = NULL;
 }
 
 /* A bare message (EXIT, REREGISTER, PING) to routing id 'rid'. */
@@ -127,7 +140,7 @@ void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
     struct lost l = { d, n };
 
     pl_log(LOG_WARNING, "agent on %s lost: %s", n->name, why);
-    n->state = PL_NODE_LOST;
+    pl_node_set_state(n, PL_NODE_LOST);
     pl_agents_record(d, n, "lost");
     pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
     pl_launch_node(d, n);
@@ -196,6 +209,10 @@ static void check_fit(struct pl_daemon *d)
 {
     size_t up = 0;
 
+    /* N.B. a look at every live task: not at each of 1,000 registrations
+     * while nothing is queued */
+    if (pl_sched_queued(d->sched) == 0)
+        return;
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
@@ -398,6 +415,7 @@ static struct pl_link *node_join(struct pl_daemon *d,
 
     if (pl_grow(&d->links, &d->caplinks, d->nlinks, 1, sizeof(*d->links))
             < 0
+        || (!d->rids && !(d->rids = pl_keymap_new()))
         || !(l = calloc(1, sizeof(*l)))
         || !(n = pl_node_new(reg->node, reg->cpu, reg->ncpu, reg->gpus))
         || pl_sched_node_add(d->sched, n) < 0) {
@@ -470,12 +488,18 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
                (unsigned long long)reg.pid, reg.nrunning, reg.nended);
     }
     bool same = (long)reg.pid == l->pid;
+    /* the link by its new routing id: a key it holds, so that a rid it
+     * cannot hold leaves it known by its old one */
+    pl_keymap_del(d->rids, l->rid, l->ridlen);
     memcpy(l->rid, rid, ridlen);
     l->ridlen = ridlen;
+    if (pl_keymap_put(d->rids, l->rid, l->ridlen, l) < 0)
+        pl_log(LOG_ERR, "node %s: out of memory: its messages are taken "
+               "as from an agent that did not register", n->name);
     l->pid = (long)reg.pid;
     l->last_seen = pl_now();
     l->seen = pl_mono();
-    n->state = PL_NODE_UP;
+    pl_node_set_state(n, PL_NODE_UP);
     pl_agents_record(d, n, "up");
     /* what it did not read of our RUNs and KILLs goes again; a new
      * agent process read none, and what the old one ran has ended */
