@@ -191,33 +191,60 @@ void pl_agents_exit(struct pl_daemon *d)
 /* ------------------------------------------------------------ events */
 
 /* Tasks queued before the agents registered could not be checked at
- * submit: once every expected agent is here, fail those no node fits. */
+ * submit: once every expected agent is here, fail those no node fits.
+ * The answer depends on the task's shape only, and an array's tasks
+ * share theirs: the last one's is kept (a fit on 1,000 nodes looks at
+ * each of them, for each of 10 million queued tasks it was 10^10). */
+struct fit {
+    struct pl_daemon *d;
+    bool known, fits;
+    uint32_t ranks, cpr, gpr, nodes, rpn;
+    bool excl;
+    char why[160];
+};
+
 static void too_big_cb(struct pl_dtask *t, void *arg)
 {
-    struct pl_daemon *d = arg;
-    char why[160], reason[200];
+    struct fit *f = arg;
+    char reason[200];
 
-    if (t->state != PL_ST_QUEUED || t->pool
-        || pl_sched_fits(d->sched, t, why, sizeof(why)))
+    if (t->state != PL_ST_QUEUED || t->pool)
         return;
-    snprintf(reason, sizeof(reason), "too large for this pilot: %s", why);
-    pl_sched_dequeue(d->sched, t);
-    pl_dtask_end(d, t, PL_ST_FAILED, reason);
+    if (!f->known || f->ranks != t->ranks || f->cpr != t->cores_per_rank
+        || f->gpr != t->gpus_per_rank || f->nodes != t->nodes_req
+        || f->rpn != t->ranks_per_node || f->excl != t->exclusive) {
+        f->fits = pl_sched_fits(f->d->sched, t, f->why, sizeof(f->why));
+        f->known = true;
+        f->ranks = t->ranks;
+        f->cpr = t->cores_per_rank;
+        f->gpr = t->gpus_per_rank;
+        f->nodes = t->nodes_req;
+        f->rpn = t->ranks_per_node;
+        f->excl = t->exclusive;
+    }
+    if (f->fits)
+        return;
+    snprintf(reason, sizeof(reason), "too large for this pilot: %s", f->why);
+    pl_sched_dequeue(f->d->sched, t);
+    pl_dtask_end(f->d, t, PL_ST_FAILED, reason);
 }
 
-static void check_fit(struct pl_daemon *d)
+/* 'rejoin': the agent of a node that was up registered again (it
+ * reconnected): the nodes up are what they were, nothing to check. */
+static void check_fit(struct pl_daemon *d, bool rejoin)
 {
+    struct fit f = { .d = d };
     size_t up = 0;
 
     /* N.B. a look at every live task: not at each of 1,000 registrations
-     * while nothing is queued */
-    if (pl_sched_queued(d->sched) == 0)
+     * while nothing is queued, nor at a reconnection */
+    if (rejoin || pl_sched_queued(d->sched) == 0)
         return;
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
     if ((int)up >= d->cfg.expected_agents)
-        pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
+        pl_sched_node_tasks(d->sched, NULL, too_big_cb, &f);
 }
 
 /* The result a Python call's end 'e' carries, in the transaction of its
@@ -465,6 +492,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         goto done;
     }
     bool first = !n;
+    bool was_up = n && n->state == PL_NODE_UP;
     if (n) {
         /* it reconnected, or restarted: what it no longer runs ended; a
          * new agent process knew none of our RUNs */
@@ -525,7 +553,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     }
     /* after WELCOME: a VET before it would be dropped */
     pl_vet_joined(d, n, first);
-    check_fit(d);
+    check_fit(d, was_up);
 done:
     pl_register_clear(&reg);
 }

@@ -7,7 +7,7 @@
 # 'pilot down' tells every agent to exit, and no process is left.
 . "$(dirname "$0")/lib.sh"
 
-plan 12
+plan 14
 
 N=${T1310_AGENTS:-1000}
 TASKS=${T1310_TASKS:-20000}
@@ -22,6 +22,15 @@ export PILOT_ID=$P
 PDIR=$(pilot_dir "$P")
 EP=$(kv "$PDIR/endpoint" agent)
 like "$EP" '^tcp://' "the endpoint file names the agent endpoint ($EP)"
+
+# queued before any agent: checked once the agents are here (the same
+# shape twice: one answer for both), then refused
+capture pilot submit --cores-per-rank 64 -- /bin/true
+BIG1=$OUT
+capture pilot submit --cores-per-rank 64 -- /bin/true
+BIG2=$OUT
+capture pilot submit --gpus-per-rank 1 -- /bin/true
+GPU=$OUT
 
 t0=$(now)
 pilot-agent --bench --bench-agents "$N" --connect "$EP" \
@@ -39,6 +48,15 @@ ok "$N bench agents in one process registered within ${REG_BOUND}s (${REG}s)" \
 diag "registration of $N agents: ${REG}s"
 ok "... and it is one process" alive "$APID"
 
+reason() {
+    pilot show "$1" --json 2>/dev/null | json 'j["state"] + ": " + (j.get("reason") or "")'
+}
+like "$(reason "$BIG1") / $(reason "$BIG2")" \
+    '^failed: too large for this pilot: task needs 64 cores per rank but the largest node has 4 / failed: too large' \
+    "tasks of 64 cores queued before the agents failed: too large"
+like "$(reason "$GPU")" '^failed: too large for this pilot: task needs 1 GPUs' \
+    "... and one of a GPU"
+
 capture pilot status --json
 STATUS=$OUT
 is "$(json 'len(j["nodes"])' <<<"$STATUS")" "$N" "status lists $N nodes"
@@ -50,8 +68,9 @@ is "$(json 'j["cores"]["total"]' <<<"$STATUS")" $((N * 4)) \
 t1=$(now)
 CAPTURE_TIMEOUT=120 capture pilot submit --array "1-$TASKS" -- /bin/true
 is "$RC" 0 "submit of $TASKS tasks exits 0"
-CAPTURE_TIMEOUT=300 capture pilot wait --all --timeout 280
-is "$RC" 0 "all $TASKS tasks end, done (wait --all exits 0)"
+ARR=$OUT
+CAPTURE_TIMEOUT=300 capture pilot wait "$ARR" --timeout 280
+is "$RC" 0 "all $TASKS tasks of array $ARR end, done (wait exits 0)"
 RUNS=$(elapsed "$t1" "$(now)")
 diag "$TASKS tasks over $N agents: ${RUNS}s"
 # placement rotates over the nodes: the tasks went over most of them
