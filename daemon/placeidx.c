@@ -8,6 +8,8 @@
 /* A leaf (one node), or the largest of the leaves below. */
 struct ent {
     uint32_t cores, gpus;  /* free, while up and not cordoned */
+    uint32_t tcores, tgpus; /* all it has, while up (cordoned or not):
+                               the question of a fit on idle nodes */
     bool idle;             /* up, not cordoned, nothing held */
     bool resv;             /* leaf: reserved; inner: all below are */
 };
@@ -39,7 +41,8 @@ void pl_placeidx_free(struct pl_placeidx *x)
 static bool ent_eq(const struct ent *a, const struct ent *b)
 {
     return a->cores == b->cores && a->gpus == b->gpus && a->idle == b->idle
-           && a->resv == b->resv;
+           && a->resv == b->resv && a->tcores == b->tcores
+           && a->tgpus == b->tgpus;
 }
 
 /* Entry i from its two children. */
@@ -50,6 +53,8 @@ static struct ent merge(const struct ent *t, size_t i)
     return (struct ent){
         .cores = a->cores > b->cores ? a->cores : b->cores,
         .gpus = a->gpus > b->gpus ? a->gpus : b->gpus,
+        .tcores = a->tcores > b->tcores ? a->tcores : b->tcores,
+        .tgpus = a->tgpus > b->tgpus ? a->tgpus : b->tgpus,
         .idle = a->idle || b->idle,
         .resv = a->resv && b->resv,
     };
@@ -117,6 +122,8 @@ void pl_placeidx_update(struct pl_placeidx *x, const struct pl_node *n)
     struct ent v = {
         .cores = open ? n->free_cores : 0,
         .gpus = open ? n->free_gpus : 0,
+        .tcores = up ? n->ncores : 0,
+        .tgpus = up ? n->ngpus : 0,
         .idle = open && n->free_cores == n->ncores
                 && n->free_gpus == n->ngpus,
         .resv = e->resv,
@@ -153,8 +160,13 @@ static long find(const struct pl_placeidx *x, size_t i, size_t l, size_t r,
 {
     const struct ent *e = &x->t[i];
 
-    if (r <= lo || l >= hi || e->cores < w->cores || e->gpus < w->gpus
-        || (w->idle && !e->idle) || (w->skip_resv && e->resv))
+    if (r <= lo || l >= hi)
+        return -1;
+    if (w->as_idle ? e->tcores < w->cores || e->tgpus < w->gpus
+                   : e->cores < w->cores || e->gpus < w->gpus
+                         || (w->idle && !e->idle))
+        return -1;
+    if (w->skip_resv && e->resv)
         return -1;
     if (r - l == 1)
         return !w->ok || w->ok(l, w->arg) ? (long)l : -1;

@@ -3,7 +3,8 @@
  * A tree over the scheduler's nodes (in their order) whose leaves hold
  * what a node can take now: its free cores and GPUs while it is up and
  * not cordoned (0 otherwise), whether it is idle, whether it is
- * reserved; each inner entry holds the largest of its leaves.  Finding
+ * reserved, and all its cores and GPUs while it is up (what it could
+ * take if idle); each inner entry holds the largest of its leaves.  Finding
  * the first node, in rotation order, that has room for a rank walks
  * down the tree past the subtrees that cannot have one: O(log N) for N
  * nodes, where a scan of the nodes was O(N).  node.c updates a node's
@@ -44,6 +45,9 @@ size_t pl_placeidx_nfree(const struct pl_placeidx *x);
 struct pl_placeidx_want {
     uint32_t cores, gpus;  /* free, at least (cores >= 1) */
     bool idle;             /* the node idle (an exclusive task) */
+    bool as_idle;          /* the question is of a fit if every node
+                              were idle: its cores and GPUs while up,
+                              cordoned or not ('idle' is then moot) */
     bool skip_resv;        /* not a reserved node */
     /* and then this holds (NULL: nothing more) */
     bool (*ok)(size_t k, void *arg);

@@ -440,13 +440,20 @@ static bool fast_ok(size_t k, void *arg)
     return capacity(f->t, f->s->nodes[k], false) >= 1;
 }
 
+static bool fast_idle_ok(size_t k, void *arg)
+{
+    const struct fast *f = arg;
+
+    return capacity(f->t, f->s->nodes[k], true) >= 1;
+}
+
 /* Choose nodes and rank counts for 't': pick[0..*np) (node order).
  * 'mask': not on the nodes reserved for another task.  0 or -1.
  *
- * One rank placed now (the stream of small tasks) asks the index for
- * the first node in rotation order with room, in O(log N); the others
- * (several ranks, --nodes, --vetted, or as if idle: rare, or costly
- * anyway) look at every node, in O(N log N). */
+ * One rank (the stream of small tasks, and the check of each at submit)
+ * asks the index for the first node in rotation order with room, in
+ * O(log N); the others (several ranks, --nodes, --vetted placed now:
+ * rare, or costly anyway) look at every node, in O(N log N). */
 static int plan(const struct pl_sched *s, const struct pl_dtask *t,
                 bool mask, bool idle, struct pick *pick, size_t *np)
 {
@@ -456,12 +463,14 @@ static int plan(const struct pl_sched *s, const struct pl_dtask *t,
     *np = 0;
     if (nn == 0)
         return -1;
-    if (t->ranks == 1 && !t->nodes_req && !t->vetted && !idle) {
+    /* (as if idle, --vetted is moot: capacity() ignores it) */
+    if (t->ranks == 1 && !t->nodes_req && (!t->vetted || idle)) {
         struct fast f = { s, t };
         struct pl_placeidx_want w = {
             .cores = t->cores_per_rank ? t->cores_per_rank : 1,
-            .gpus = t->gpus_per_rank, .idle = t->exclusive,
-            .skip_resv = mask, .ok = fast_ok, .arg = &f,
+            .gpus = t->gpus_per_rank, .idle = t->exclusive && !idle,
+            .as_idle = idle, .skip_resv = mask,
+            .ok = idle ? fast_idle_ok : fast_ok, .arg = &f,
         };
         long k = pl_placeidx_first(s->idx, s->rr % nn, &w);
         if (k < 0)

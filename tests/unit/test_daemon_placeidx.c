@@ -11,7 +11,7 @@
 #include "proto/state.h"
 #include "tests/unit/tap.h"
 
-#define NTESTS 8
+#define NTESTS 9
 #define MAXC 32
 #define MAXG 4
 
@@ -44,6 +44,9 @@ static struct pl_node *mknode(const char *name, uint32_t ncores,
 static bool takes(const struct pl_node *n, bool resv,
                   const struct pl_placeidx_want *w)
 {
+    if (w->as_idle)
+        return n->state == PL_NODE_UP && n->ncores >= w->cores
+               && n->ngpus >= w->gpus && !(w->skip_resv && resv);
     return n->state == PL_NODE_UP && !n->cordon && n->free_cores >= w->cores
            && n->free_gpus >= w->gpus
            && (!w->idle || (n->free_cores == n->ncores
@@ -124,7 +127,7 @@ static void test_index_random(void)
         for (int q = 0; q < 4; q++) {
             struct pl_placeidx_want w = {
                 .cores = 1 + rnd(24), .gpus = rnd(3), .idle = rnd(6) == 0,
-                .skip_resv = rnd(2),
+                .skip_resv = rnd(2), .as_idle = rnd(4) == 0,
             };
             bool odd = rnd(5) == 0;
             if (odd)
@@ -140,10 +143,11 @@ static void test_index_random(void)
             asked++;
             found += got >= 0;
             if (got != want && wrong++ < 5)
-                diag("op %d: from %zu, %u cores %u GPUs%s%s%s: index %ld, "
-                     "scan %ld", op, from, w.cores, w.gpus,
+                diag("op %d: from %zu, %u cores %u GPUs%s%s%s%s: index "
+                     "%ld, scan %ld", op, from, w.cores, w.gpus,
                      w.idle ? " idle" : "", w.skip_resv ? " unreserved" : "",
-                     odd ? " odd" : "", got, want);
+                     odd ? " odd" : "", w.as_idle ? " as if idle" : "", got,
+                     want);
         }
     }
     ok(wrong == 0, "%d questions (%d found a node) after %d random changes "
@@ -214,7 +218,7 @@ static void test_keymap(void)
 struct watch {
     struct pl_sched *s;
     size_t rr;          /* where the scan would have started */
-    int placed, notfirst;
+    int placed, notfirst, fitwrong;
 };
 
 static void place_cb(struct pl_dtask *t, void *arg)
@@ -259,10 +263,18 @@ static void test_sched_first_fit(void)
             struct pl_dtask *t = pl_sched_task_add(w.s, id, true, 0, &argv,
                                                    &env, &cwd);
             t->state = PL_ST_QUEUED;
-            t->cores_per_rank = 1 + (rnd(4) == 0 ? rnd(16) : 0);
+            t->cores_per_rank = 1 + (rnd(4) == 0 ? rnd(18) : 0);
             t->gpus_per_rank = rnd(6) == 0 ? 1 : 0;
             t->exclusive = rnd(40) == 0;
             live[nlive++] = id;
+            /* the fit on idle nodes (at submit): the index's answer and
+             * every node's, which capacity() gives */
+            bool any = false;
+            for (size_t k = 0; k < N && !any; k++)
+                any = pl_sched_room(t, pl_sched_node_at(w.s, k), true) > 0;
+            if (pl_sched_fits(w.s, t, NULL, 0) != any && w.fitwrong++ < 5)
+                diag("task %llu: fits %d, but a node by node look says %d",
+                     (unsigned long long)id, !any, any);
         }
         pl_sched_run(w.s, place_cb, &w);
         /* some end, some nodes go and come back */
@@ -283,6 +295,8 @@ static void test_sched_first_fit(void)
     ok(w.placed > TASKS / 2 && w.notfirst == 0, "%d of %d one-rank tasks "
        "placed on %d nodes, each on the first node with room in rotation "
        "order (%d not)", w.placed, TASKS, N, w.notfirst);
+    ok(w.fitwrong == 0, "... each one's fit on idle nodes as every node's "
+       "room says (%d not)", w.fitwrong);
     pl_sched_free(w.s);
 }
 
