@@ -44,6 +44,10 @@
  * reach pilotd once it is connected, each a registration to handle (an
  * agent of its own says it again after 2 s) */
 #define REGISTER_MS 10000
+/* pilotd PINGs every agent every second: with no word to any of them for
+ * this long it is gone (killed, or down before they all registered, so
+ * that some never got EXIT), and so are we */
+#define SILENT_MS 30000
 
 struct outmsg {
     struct outmsg *next;
@@ -77,7 +81,8 @@ struct many {
     uint32_t *spare;       /* the list a flush walks (marks go on the
                               other) */
     size_t ndirty;
-    uv_timer_t flush, reg, heartbeat;
+    uv_timer_t flush, reg, heartbeat, watch;
+    uint64_t heard;        /* uv_now() of pilotd's last message */
     uv_signal_t sigterm, sigint;
     uint64_t hb_ms;        /* the heartbeat timer's period; 0: not set */
 };
@@ -245,7 +250,19 @@ static void stop_all(struct many *m)
     uv_timer_stop(&m->flush);
     uv_timer_stop(&m->reg);
     uv_timer_stop(&m->heartbeat);
+    uv_timer_stop(&m->watch);
     uv_stop(m->loop);
+}
+
+static void watch_cb(uv_timer_t *h)
+{
+    struct many *m = h->data;
+
+    if (uv_now(m->loop) - m->heard < SILENT_MS)
+        return;
+    pl_log(LOG_WARNING, "no word from pilotd for %d s: stopping",
+           SILENT_MS / 1000);
+    stop_all(m);
 }
 
 static int welcome(struct bagent *b, const struct pl_msg *msg,
@@ -318,6 +335,7 @@ static void dispatch(struct bagent *b, const void *buf, size_t len)
     struct pl_error err;
     int rc = 0;
 
+    b->m->heard = uv_now(b->m->loop);
     if (pl_msg_decode(buf, len, &msg, &err) < 0) {
         pl_log(LOG_WARNING, "%s: dropped a message: %s", b->node, err.text);
         return;
@@ -453,6 +471,7 @@ static void close_all(struct many *m)
     uv_close((uv_handle_t *)&m->flush, NULL);
     uv_close((uv_handle_t *)&m->reg, NULL);
     uv_close((uv_handle_t *)&m->heartbeat, NULL);
+    uv_close((uv_handle_t *)&m->watch, NULL);
     uv_close((uv_handle_t *)&m->sigterm, NULL);
     uv_close((uv_handle_t *)&m->sigint, NULL);
     uv_run(m->loop, UV_RUN_NOWAIT);
@@ -499,9 +518,10 @@ int pl_benchmany_main(const struct pl_benchmany_opts *o)
     uv_timer_init(&loop, &m.flush);
     uv_timer_init(&loop, &m.reg);
     uv_timer_init(&loop, &m.heartbeat);
+    uv_timer_init(&loop, &m.watch);
     uv_signal_init(&loop, &m.sigterm);
     uv_signal_init(&loop, &m.sigint);
-    m.flush.data = m.reg.data = m.heartbeat.data = &m;
+    m.flush.data = m.reg.data = m.heartbeat.data = m.watch.data = &m;
     m.sigterm.data = m.sigint.data = &m;
     if (pl_cpulist_parse(o->cores ? o->cores : "0-3", &m.cpu, &m.ncpu, &err)
         < 0) {
@@ -528,6 +548,8 @@ int pl_benchmany_main(const struct pl_benchmany_opts *o)
     uv_signal_start(&m.sigterm, signal_cb, SIGTERM);
     uv_signal_start(&m.sigint, signal_cb, SIGINT);
     uv_timer_start(&m.reg, reg_cb, REGISTER_MS, REGISTER_MS);
+    m.heard = uv_now(&loop);
+    uv_timer_start(&m.watch, watch_cb, 1000, 1000);
     pl_log(LOG_NOTICE, "%u bench agents %s-0..%u, %u slots each, pilotd "
            "at %s", m.n, o->node, m.n - 1, m.ncpu, o->connect);
     uv_run(&loop, UV_RUN_DEFAULT);
