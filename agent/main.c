@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/benchmany.h"
 #include "agent/gpuprobe.h"
 #include "agent/gpusample.h"
 #include "agent/mpi.h"
@@ -45,6 +46,9 @@ static const char usage[] =
     "                     done (exit 0) at once, without starting it;\n"
     "                     --cores may then name more CPUs than there are\n"
     "                     (virtual slots), and there are no GPUs\n"
+    "  --bench-agents N   with --bench: N bench agents in this process,\n"
+    "                     nodes NAME-0..NAME-(N-1) (NAME: --node, default\n"
+    "                     bench), each with --cores slots (default 0-3)\n"
     "  --gpu-sample S     on a node with GPUs, sample their use through\n"
     "                     NVML every S seconds for the tasks' figures\n"
     "                     (default: $PILOT_GPU_SAMPLE, else 5; 0: never)\n"
@@ -68,6 +72,7 @@ struct opts {
     double gpu_sample;
     bool local;
     bool bench;
+    uint32_t bench_agents; /* --bench-agents: 0, one agent (ours) */
 };
 
 /* Seconds between GPU samples: 0 (none), or 0.01 to 3600. */
@@ -95,6 +100,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         { "dir", required_argument, NULL, 'd' },
         { "orphan-timeout", required_argument, NULL, 'o' },
         { "bench", no_argument, NULL, 'B' },
+        { "bench-agents", required_argument, NULL, 'N' },
         { "gpu-sample", required_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -140,6 +146,15 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         case 'B':
             o->bench = true;
             break;
+        case 'N': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > 100000)
+                pl_fatal(2, "--bench-agents: want 1 to 100000");
+            o->bench_agents = (uint32_t)v;
+            break;
+        }
         case 'd':
             o->dir = optarg;
             break;
@@ -185,6 +200,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         pl_fatal(2, "--connect is required (see --help)");
     if (!o->keys)
         pl_fatal(2, "--keys is required (see --help)");
+    if (o->bench_agents && !o->bench)
+        pl_fatal(2, "--bench-agents goes with --bench");
 }
 
 /* Make 'path' our stderr.  N.B. rather than pl_log_init(path): its FILE
@@ -268,6 +285,15 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (o.log)
         log_to(o.log);
+    /* many bench agents in this process: agent/benchmany.c */
+    if (o.bench_agents) {
+        struct pl_benchmany_opts bo = {
+            .connect = o.connect, .keys = o.keys, .cores = o.cores,
+            .node = o.node ? o.node : "bench", .agents = o.bench_agents,
+        };
+        pl_log_init("pilot-agent", bo.node, NULL);
+        return pl_benchmany_main(&bo);
+    }
 
     if (!(node = o.node))
         node = getenv("SLURMD_NODENAME");

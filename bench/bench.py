@@ -14,6 +14,8 @@ Eight scenarios (docs/PERFORMANCE.md says what each measures and why):
   7 Python functions through pilot.Executor: warm no-op calls against a
     fresh interpreter a call and ProcessPoolExecutor, a function that
     imports torch, latency, a map of 100,000 (bench/pyexec.py)
+  9 one pilotd, 1,000 agents: registration, and capacity with 16, 256
+    and 1,000 bench agents in one process (bench/scale.py)
 
 Every system is timed the same way: the wall clock from just before the
 command a user runs until it returns, or until the user's way of knowing
@@ -56,6 +58,7 @@ import urllib.request
 import output
 import pool
 import pyexec
+import scale
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -871,6 +874,11 @@ class Bench:
     def scenario8(self):
         output.scenario8(self, sys.modules[__name__])
 
+    # ---- scenario 9: 1,000 agents (bench/scale.py) ----
+
+    def scenario9(self):
+        scale.scenario9(self, sys.modules[__name__])
+
     def cleanup(self):
         for p in list(self.pilots):
             log("taking down pilot %s" % p["id"])
@@ -1023,6 +1031,8 @@ def rows(b):
         pyexec.rows(r["s7"], add)
     if "s8" in r:
         output.rows(r["s8"], add)
+    if "s9" in r:
+        scale.rows(r["s9"], add)
     return out
 
 
@@ -1080,6 +1090,8 @@ def targets(b):
         pyexec.targets(r["s7"], judge)
     if "s8" in r:
         output.targets(r["s8"], judge)
+    if "s9" in r:
+        scale.targets(r["s9"], judge)
     return t
 
 
@@ -1131,6 +1143,8 @@ def print_table(b, f=sys.stdout):
             print(pyexec.NOTE, file=f)
         if "s8" in b.res:
             print(output.NOTE, file=f)
+        if "s9" in b.res:
+            print(scale.NOTE, file=f)
         print(file=f)
     tg = [("target", "measured", "result")] + targets(b)
     if len(tg) > 1:
@@ -1145,7 +1159,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=0,
                     help="repetitions (default 3, QUICK 1)")
-    ap.add_argument("--only", default="1,2,3,4,5,6,7,8",
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8,9",
                     help="scenarios to run, like 1,4")
     ap.add_argument("--profile", metavar="DIR",
                     help="perf record pilotd during scenario 2 with 16 "

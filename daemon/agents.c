@@ -14,12 +14,19 @@
 #include <string.h>
 
 #include "daemon/daemon_private.h"
+#include "daemon/keymap.h"
 #include "proto/log.h"
 #include "proto/strv.h"
 #include "proto/zwatch.h"
 
+/* N.B. both lookups are made per message: no scan of the links (issue
+ * 16: one pilotd, 1,000 agents) */
 struct pl_link *pl_agents_link(struct pl_daemon *d, const struct pl_node *n)
 {
+    /* the links are in the scheduler's node order */
+    if (n && n->pidx && n->pidx_at < d->nlinks
+        && d->links[n->pidx_at]->node == n)
+        return d->links[n->pidx_at];
     for (size_t i = 0; i < d->nlinks; i++)
         if (d->links[i]->node == n)
             return d->links[i];
@@ -29,10 +36,14 @@ struct pl_link *pl_agents_link(struct pl_daemon *d, const struct pl_node *n)
 struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
                                       size_t len)
 {
-    for (size_t i = 0; i < d->nlinks; i++)
+    struct pl_link *l = pl_keymap_get(d->rids, rid, len);
+
+    /* not there: an agent that did not register (rare), or links made
+     * without the table (the unit tests) */
+    for (size_t i = 0; !l && i < d->nlinks; i++)
         if (d->links[i]->ridlen == len && !memcmp(d->links[i]->rid, rid, len))
-            return d->links[i];
-    return NULL;
+            l = d->links[i];
+    return l;
 }
 
 void pl_agents_free(struct pl_daemon *d)
@@ -44,6 +55,8 @@ void pl_agents_free(struct pl_daemon *d)
     free(d->links);
     d->links = NULL;
     d->nlinks = 0;
+    pl_keymap_free(d->rids);
+    d->rids = NULL;
 }
 
 /* A bare message (EXIT, REREGISTER, PING) to routing id 'rid'. */
@@ -132,7 +145,7 @@ void pl_agents_lost(struct pl_daemon *d, struct pl_node *n, const char *why)
     struct lost l = { d, n, "node-lost", false };
 
     pl_log(LOG_WARNING, "agent on %s lost: %s", n->name, why);
-    n->state = PL_NODE_LOST;
+    pl_node_set_state(n, PL_NODE_LOST);
     pl_agents_record(d, n, "lost");
     pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
     pl_launch_node(d, n);
@@ -146,7 +159,7 @@ void pl_agents_leave(struct pl_daemon *d, struct pl_node *n, const char *why)
     pl_log(LOG_NOTICE, "agent on %s leaves: %s", n->name, why);
     if (k && n->state == PL_NODE_UP)
         send_bare(d, k->rid, k->ridlen, PL_MSG_EXIT);
-    n->state = PL_NODE_GONE;
+    pl_node_set_state(n, PL_NODE_GONE);
     pl_agents_record(d, n, "gone");
     pl_sched_node_tasks(d->sched, n, lost_task_cb, &l);
 }
@@ -196,30 +209,62 @@ void pl_agents_exit(struct pl_daemon *d)
 /* ------------------------------------------------------------ events */
 
 /* Tasks queued before the agents registered could not be checked at
- * submit: once every expected agent is here, fail those no node fits. */
+ * submit: once every expected agent is here, fail those no node fits.
+ * The answer depends on the task's shape only, and an array's tasks
+ * share theirs: the last one's is kept (a fit on 1,000 nodes looks at
+ * each of them, for each of 10 million queued tasks it was 10^10). */
+struct fit {
+    struct pl_daemon *d;
+    bool known, fits;
+    uint32_t ranks, cpr, gpr, nodes, rpn;
+    bool excl;
+    char why[160];
+};
+
 static void too_big_cb(struct pl_dtask *t, void *arg)
 {
-    struct pl_daemon *d = arg;
-    char why[160], reason[200];
+    struct fit *f = arg;
+    char reason[200];
 
-    if (t->state != PL_ST_QUEUED || t->pool
-        || pl_sched_fits(d->sched, t, why, sizeof(why)))
+    if (t->state != PL_ST_QUEUED || t->pool)
         return;
-    snprintf(reason, sizeof(reason), "too large for this pilot: %s", why);
-    pl_sched_dequeue(d->sched, t);
-    pl_dtask_end(d, t, PL_ST_FAILED, reason);
+    if (!f->known || f->ranks != t->ranks || f->cpr != t->cores_per_rank
+        || f->gpr != t->gpus_per_rank || f->nodes != t->nodes_req
+        || f->rpn != t->ranks_per_node || f->excl != t->exclusive) {
+        f->fits = pl_sched_fits(f->d->sched, t, f->why, sizeof(f->why));
+        f->known = true;
+        f->ranks = t->ranks;
+        f->cpr = t->cores_per_rank;
+        f->gpr = t->gpus_per_rank;
+        f->nodes = t->nodes_req;
+        f->rpn = t->ranks_per_node;
+        f->excl = t->exclusive;
+    }
+    if (f->fits)
+        return;
+    snprintf(reason, sizeof(reason), "too large for this pilot: %s", f->why);
+    pl_sched_dequeue(f->d->sched, t);
+    pl_dtask_end(f->d, t, PL_ST_FAILED, reason);
 }
 
-static void check_fit(struct pl_daemon *d)
+/* 'rejoin': the agent of a node that was up registered again (it
+ * reconnected): the nodes up are what they were, nothing to check. */
+static void check_fit(struct pl_daemon *d, bool rejoin)
 {
+    struct fit f = { .d = d };
     size_t up = 0;
 
+    /* N.B. a look at every live task: not at each of 1,000 registrations
+     * while nothing is queued, nor at a reconnection */
+    if (rejoin || pl_sched_queued(d->sched) == 0)
+        return;
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
     /* a pilot that grows itself may yet fit them */
+    /* a pilot that grows itself may yet fit them */
     if ((int)up >= d->cfg.expected_agents && !pl_alloc_may_grow(d))
-        pl_sched_node_tasks(d->sched, NULL, too_big_cb, d);
+        pl_sched_node_tasks(d->sched, NULL, too_big_cb, &f);
 }
 
 /* The result a Python call's end 'e' carries, in the transaction of its
@@ -417,6 +462,7 @@ static struct pl_link *node_join(struct pl_daemon *d,
 
     if (pl_grow(&d->links, &d->caplinks, d->nlinks, 1, sizeof(*d->links))
             < 0
+        || (!d->rids && !(d->rids = pl_keymap_new()))
         || !(l = calloc(1, sizeof(*l)))
         || !(n = pl_node_new(reg->node, reg->cpu, reg->ncpu, reg->gpus))
         || pl_sched_node_add(d->sched, n) < 0) {
@@ -466,6 +512,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         goto done;
     }
     bool first = !n;
+    bool was_up = n && n->state == PL_NODE_UP;
     if (n) {
         /* it reconnected, or restarted: what it no longer runs ended; a
          * new agent process knew none of our RUNs */
@@ -489,12 +536,18 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
                (unsigned long long)reg.pid, reg.nrunning, reg.nended);
     }
     bool same = (long)reg.pid == l->pid;
+    /* the link by its new routing id: a key it holds, so that a rid it
+     * cannot hold leaves it known by its old one */
+    pl_keymap_del(d->rids, l->rid, l->ridlen);
     memcpy(l->rid, rid, ridlen);
     l->ridlen = ridlen;
+    if (pl_keymap_put(d->rids, l->rid, l->ridlen, l) < 0)
+        pl_log(LOG_ERR, "node %s: out of memory: its messages are taken "
+               "as from an agent that did not register", n->name);
     l->pid = (long)reg.pid;
     l->last_seen = pl_now();
     l->seen = pl_mono();
-    n->state = PL_NODE_UP;
+    pl_node_set_state(n, PL_NODE_UP);
     pl_agents_record(d, n, "up");
     /* what it did not read of our RUNs and KILLs goes again; a new
      * agent process read none, and what the old one ran has ended */
@@ -522,7 +575,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     pl_alloc_joined(d, n, &reg);
     /* after WELCOME: a VET before it would be dropped */
     pl_vet_joined(d, n, first);
-    check_fit(d);
+    check_fit(d, was_up);
 done:
     pl_register_clear(&reg);
 }

@@ -172,6 +172,7 @@ static void cordon(struct pl_node *n, const char *why)
     free(n->cordon);
     n->cordon = c;
     n->vet_cordon = false;
+    pl_node_changed(n); /* the placement index */
 }
 
 /* The nodes of 'a' that joined it and are still its, up. */
@@ -466,6 +467,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
                                        strlen(CORDON_PREFIX))) {
             free(n->cordon);
             n->cordon = NULL;
+            pl_node_changed(n); /* the placement index */
         }
         return;
     }
@@ -490,6 +492,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
                               strlen(CORDON_PREFIX))) {
         free(n->cordon);
         n->cordon = NULL;
+        pl_node_changed(n); /* the placement index */
     }
     pl_log(LOG_NOTICE, "node %s joins allocation %llu (job %ld)", n->name,
            (unsigned long long)a->id, a->job);

@@ -175,6 +175,7 @@ struct pl_daemon {
     /* agents.c: one link per node, in the scheduler's node order */
     struct pl_link **links;
     size_t nlinks, caplinks;
+    struct pl_keymap *rids;      /* the links by routing id (keymap.h) */
     /* store.c: a commit failed: until a retry stores the journal,
      * nothing is acknowledged and no task is started */
     double store_failed_since;   /* 0: everything is stored */

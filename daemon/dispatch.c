@@ -321,6 +321,85 @@ static uint32_t run_fill(struct pl_daemon *d, const struct pl_node *n,
     return cnt;
 }
 
+/* A rank waiting for its RUN: on the node at 'k' (the scheduler's
+ * order), of the i-th unsent task. */
+struct waiting {
+    uint32_t k, i, r;
+};
+
+static int waiting_cmp(const void *a, const void *b)
+{
+    const struct waiting *x = a, *y = b;
+
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    if (x->i != y->i)
+        return x->i < y->i ? -1 : 1;
+    return x->r < y->r ? -1 : x->r > y->r;
+}
+
+/* The RUNs of the first 'm' unsent tasks, each node's in order, from the
+ * waiting ranks sorted by node: the nodes that have none are not looked
+ * at (a walk over every node, each over every task, cost a batch
+ * O(nodes x tasks): issue 16).  0, or -1 (ENOMEM: nothing sent). */
+static int send_by_node(struct pl_daemon *d, size_t m)
+{
+    struct waiting *w = NULL;
+    size_t nw = 0, cap = 0;
+
+    for (size_t i = 0; i < m; i++) {
+        struct pl_dtask *t = pl_sched_task_get(d->sched, d->unsent[i].id);
+        for (uint32_t r = 0; r < pl_dtask_launched(t); r++) {
+            const struct pl_node *n = t->rank[r].node;
+            if (!n || !n->pidx || !run_waits(t, r, n))
+                continue;
+            if (pl_grow(&w, &cap, nw, 1, sizeof(*w)) < 0) {
+                free(w);
+                return -1;
+            }
+            w[nw++] = (struct waiting){ n->pidx_at, (uint32_t)i, r };
+        }
+    }
+    qsort(w, nw, sizeof(*w), waiting_cmp);
+    for (size_t j = 0, end; j < nw; j = end) {
+        struct pl_node *n = pl_sched_node_at(d->sched, w[j].k);
+        struct pl_link *l = pl_agents_link(d, n);
+        for (end = j; end < nw && w[end].k == w[j].k; end++)
+            ;
+        if (n->state != PL_NODE_UP || !l)
+            continue;
+        /* as many RUNs as it takes: a packed rank no longer waits */
+        for (size_t q = j, cnt; q < end; q += cnt) {
+            size_t bytes = 0;
+            struct pl_out *o;
+            for (cnt = 0; q + cnt < end; cnt++) {
+                struct pl_dtask *t = pl_sched_task_get(
+                    d->sched, d->unsent[w[q + cnt].i].id);
+                size_t eb = entry_bytes(d, t);
+                if (cnt > 0 && bytes + eb > RUN_BYTES)
+                    break;
+                bytes += eb;
+            }
+            if (!(o = pl_out_agent(d, n)))
+                break;
+            /* numbered per node, remembered until the agent's GOT */
+            uint64_t seq = pl_orders_add(l, NULL);
+            pl_run_msg_begin(&o->w, seq, (uint32_t)cnt);
+            for (size_t x = q; x < q + cnt; x++) {
+                struct pl_dtask *t = pl_sched_task_get(d->sched,
+                                                       d->unsent[w[x].i].id);
+                pack_rank(d, &o->w, t, w[x].r);
+                t->rank[w[x].r].run_seq = seq;
+            }
+            pl_out_push(d, o);
+            pl_log(LOG_DEBUG, "run %zu ranks on %s (%zu bytes at most)", cnt,
+                   n->name, bytes);
+        }
+    }
+    free(w);
+    return 0;
+}
+
 void pl_dispatch_send(struct pl_daemon *d)
 {
     size_t m = 0;
@@ -336,6 +415,9 @@ void pl_dispatch_send(struct pl_daemon *d)
             && t->attempt == d->unsent[i].attempt)
             d->unsent[m++] = d->unsent[i];
     }
+    if (m && send_by_node(d, m) == 0)
+        m = 0; /* sent */
+    /* out of memory: node by node, as it was */
     for (size_t k = 0; m && k < pl_sched_nnodes(d->sched); k++) {
         struct pl_node *n = pl_sched_node_at(d->sched, k);
         struct pl_link *l = pl_agents_link(d, n);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/node.h"
+#include "daemon/placeidx.h"
 #include "proto/msg.h"
 
 struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
@@ -32,6 +33,18 @@ error:
     pl_node_free(n);
     errno = ENOMEM;
     return NULL;
+}
+
+void pl_node_changed(struct pl_node *n)
+{
+    if (n->pidx)
+        pl_placeidx_update(n->pidx, n);
+}
+
+void pl_node_set_state(struct pl_node *n, int state)
+{
+    n->state = state;
+    pl_node_changed(n);
 }
 
 uint32_t pl_node_port_take(struct pl_node *n, uint64_t hint)
@@ -97,6 +110,7 @@ int pl_node_alloc(struct pl_node *n, uint64_t id, uint32_t ncores,
     n->free_cores -= ncores;
     n->free_gpus -= ngpus;
     n->running++;
+    pl_node_changed(n);
     return 0;
 }
 
@@ -177,6 +191,7 @@ int pl_node_claim(struct pl_node *n, uint64_t id, const char *cpus,
     n->free_cores -= *ncores;
     n->free_gpus -= *ngpus;
     n->running++;
+    pl_node_changed(n);
     *core_idx = c;
     *gpu_idx = g;
     return 0;
@@ -203,6 +218,8 @@ void pl_node_release(struct pl_node *n, uint64_t id, const uint32_t *core_idx,
     }
     if (held && n->running > 0)
         n->running--;
+    if (held)
+        pl_node_changed(n);
 }
 
 void pl_node_cpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,

@@ -46,6 +46,12 @@ struct pl_node {
                                too old (set by sched.c) */
     double vet_sig[8];      /* when ranks here last ended by a signal */
     uint32_t vet_nsig;
+    /* the scheduler's placement index (daemon/placeidx.h), NULL until
+     * the node is added: its leaf follows free_cores, free_gpus, state
+     * and cordon, so whoever changes state or cordon calls
+     * pl_node_changed() (node.c's own calls do it) */
+    struct pl_placeidx *pidx;
+    uint32_t pidx_at;       /* its position there (the scheduler's k) */
 };
 
 enum pl_vet_state {
@@ -67,6 +73,11 @@ void pl_node_port_free(struct pl_node *n, uint32_t port);
 struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
                             uint32_t ncpu, char *const *gpus);
 void pl_node_free(struct pl_node *n);
+
+/* 'state' or 'cordon' of 'n' changed: the placement index reads it
+ * again.  pl_node_set_state() sets the state and calls it. */
+void pl_node_changed(struct pl_node *n);
+void pl_node_set_state(struct pl_node *n, int state);
 
 /* Take 'ncores' free cores and 'ngpus' free GPUs for task 'id'; their
  * indexes go to core_idx[] and gpu_idx[].  Cores: lowest indexes first;

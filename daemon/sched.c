@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/keymap.h"
+#include "daemon/placeidx.h"
 #include "daemon/pool.h"
 #include "daemon/sched.h"
 #include "proto/strv.h"
@@ -33,10 +35,19 @@ struct pl_sched {
     size_t nqueued;
     struct pl_node **nodes;
     size_t nnodes;
+    struct pl_placeidx *idx; /* the nodes by free capacity (placeidx.h) */
+    struct pl_keymap *names; /* the nodes by name */
     size_t rr;             /* node to try first, rotating */
     uint64_t resv;         /* task holding the reservation, 0: none */
-    bool *resv_node;       /* per node: reserved for 'resv' */
+    bool *resv_node;       /* per node: reserved for 'resv' (kept false
+                              while 'resv' is 0: resv_drop()); the index
+                              holds the same marks */
     double time_left;      /* s before the pilot drains; 0: no limit */
+};
+
+/* A placement: 'c' ranks on node 'k'. */
+struct pick {
+    uint32_t k, c;
 };
 
 struct pl_sched *pl_sched_new(void)
@@ -45,6 +56,12 @@ struct pl_sched *pl_sched_new(void)
 
     if (!s)
         return NULL;
+    if (!(s->idx = pl_placeidx_new()) || !(s->names = pl_keymap_new())) {
+        pl_placeidx_free(s->idx);
+        free(s);
+        errno = ENOMEM;
+        return NULL;
+    }
     return s;
 }
 
@@ -141,6 +158,8 @@ void pl_sched_free(struct pl_sched *s)
         pl_node_free(s->nodes[i]);
     free(s->nodes);
     free(s->resv_node);
+    pl_placeidx_free(s->idx);
+    pl_keymap_free(s->names);
     for (size_t i = 0; i < s->nlv; i++)
         free(s->lv[i]);
     free(s->lv);
@@ -300,16 +319,19 @@ int pl_sched_node_add(struct pl_sched *s, struct pl_node *n)
         return -1;
     s->resv_node = nr;
     s->resv_node[s->nnodes] = false;
+    if (pl_keymap_put(s->names, n->name, strlen(n->name), n) < 0)
+        return -1;
+    if (pl_placeidx_add(s->idx, n) < 0) {
+        pl_keymap_del(s->names, n->name, strlen(n->name));
+        return -1;
+    }
     s->nodes[s->nnodes++] = n;
     return 0;
 }
 
 struct pl_node *pl_sched_node_find(struct pl_sched *s, const char *name)
 {
-    for (size_t i = 0; i < s->nnodes; i++)
-        if (!strcmp(s->nodes[i]->name, name))
-            return s->nodes[i];
-    return NULL;
+    return pl_keymap_get(s->names, name, strlen(name));
 }
 
 size_t pl_sched_nnodes(const struct pl_sched *s)
@@ -382,41 +404,105 @@ static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
     return cap;
 }
 
-/* Choose nodes and rank counts for 't': count[k] ranks on node k (all
- * zero but the chosen).  'usable' (NULL: all) masks nodes.  0 or -1. */
+/* A node to sort by room, most first; among equals, in rotation order. */
+struct room {
+    uint32_t cap;
+    uint32_t pos;   /* its place in the rotation from s->rr */
+    uint32_t k;
+};
+
+static int room_cmp(const void *a, const void *b)
+{
+    const struct room *x = a, *y = b;
+
+    if (x->cap != y->cap)
+        return x->cap > y->cap ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int pick_cmp(const void *a, const void *b)
+{
+    const struct pick *x = a, *y = b;
+
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* The index's last word on a node it yields: all of capacity(). */
+struct fast {
+    const struct pl_sched *s;
+    const struct pl_dtask *t;
+};
+
+static bool fast_ok(size_t k, void *arg)
+{
+    const struct fast *f = arg;
+
+    return capacity(f->t, f->s->nodes[k], false) >= 1;
+}
+
+static bool fast_idle_ok(size_t k, void *arg)
+{
+    const struct fast *f = arg;
+
+    return capacity(f->t, f->s->nodes[k], true) >= 1;
+}
+
+/* Choose nodes and rank counts for 't': pick[0..*np) (node order).
+ * 'mask': not on the nodes reserved for another task.  0 or -1.
+ *
+ * One rank (the stream of small tasks, and the check of each at submit)
+ * asks the index for the first node in rotation order with room, in
+ * O(log N); the others (several ranks, --nodes, --vetted placed now:
+ * rare, or costly anyway) look at every node, in O(N log N). */
 static int plan(const struct pl_sched *s, const struct pl_dtask *t,
-                const bool *usable, bool idle, uint32_t *count)
+                bool mask, bool idle, struct pick *pick, size_t *np)
 {
     size_t nn = s->nnodes;
-    uint32_t cap[nn ? nn : 1];
-    size_t order[nn ? nn : 1];
     uint32_t left = t->ranks, need = 0, per = 0;
 
-    memset(count, 0, nn * sizeof(*count));
+    *np = 0;
+    if (nn == 0)
+        return -1;
+    /* (as if idle, --vetted is moot: capacity() ignores it) */
+    if (t->ranks == 1 && !t->nodes_req && (!t->vetted || idle)) {
+        struct fast f = { s, t };
+        struct pl_placeidx_want w = {
+            .cores = t->cores_per_rank ? t->cores_per_rank : 1,
+            .gpus = t->gpus_per_rank, .idle = t->exclusive && !idle,
+            .as_idle = idle, .skip_resv = mask,
+            .ok = idle ? fast_idle_ok : fast_ok, .arg = &f,
+        };
+        long k = pl_placeidx_first(s->idx, s->rr % nn, &w);
+        if (k < 0)
+            return -1;
+        pick[0] = (struct pick){ (uint32_t)k, 1 };
+        *np = 1;
+        return 0;
+    }
+    struct room *room = malloc(nn * sizeof(*room));
+    if (!room)
+        return -1;
     for (size_t k = 0; k < nn; k++) {
-        cap[k] = usable && !usable[k] ? 0 : capacity(t, s->nodes[k], idle);
+        size_t o = (s->rr + k) % nn; /* the k-th in rotation order */
+        struct pl_node *n = s->nodes[o];
+        room[k] = (struct room){ 0, (uint32_t)k, (uint32_t)o };
+        room[k].cap = mask && s->resv_node[o] ? 0 : capacity(t, n, idle);
         /* a node passed over only for a vetting grown old: vet it again
          * (the one mark placement leaves; daemon/vet.c reads it) */
-        if (!cap[k] && !idle && s->nodes[k]->vet_ok_time > 0
-            && unvetted(t, s->nodes[k]))
-            s->nodes[k]->vet_wanted = true;
-        order[k] = (s->rr + k) % nn;
+        if (!room[k].cap && !idle && n->vet_ok_time > 0 && unvetted(t, n))
+            n->vet_wanted = true;
     }
     if (t->ranks == 1 && !t->nodes_req) {
         for (size_t k = 0; k < nn; k++)
-            if (cap[order[k]] >= 1) {
-                count[order[k]] = 1;
+            if (room[k].cap >= 1) {
+                pick[(*np)++] = (struct pick){ room[k].k, 1 };
+                free(room);
                 return 0;
             }
-        return -1;
+        goto fail;
     }
     /* most room first (stable: rotation order among equals) */
-    for (size_t i = 1; i < nn; i++)
-        for (size_t j = i; j > 0 && cap[order[j]] > cap[order[j - 1]]; j--) {
-            size_t x = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = x;
-        }
+    qsort(room, nn, sizeof(*room), room_cmp);
     if (t->ranks_per_node || t->nodes_req) {
         need = t->nodes_req ? t->nodes_req
                             : (t->ranks + t->ranks_per_node - 1)
@@ -424,34 +510,42 @@ static int plan(const struct pl_sched *s, const struct pl_dtask *t,
         per = t->ranks_per_node ? t->ranks_per_node
                                 : (t->ranks + need - 1) / need;
         if (need > nn || need > t->ranks || (uint64_t)per * need < t->ranks)
-            return -1;
+            goto fail;
         for (size_t i = 0; i < need; i++) {
             uint32_t want = left < per ? left : per;
             /* spread evenly over exactly 'need' nodes */
             if (!t->ranks_per_node)
                 want = t->ranks / need + (i < t->ranks % need ? 1 : 0);
-            if (want == 0 || cap[order[i]] < want)
-                return -1;
-            count[order[i]] = want;
+            if (want == 0 || room[i].cap < want)
+                goto fail;
+            pick[(*np)++] = (struct pick){ room[i].k, want };
             left -= want;
         }
-        return left == 0 ? 0 : -1;
     }
-    for (size_t i = 0; i < nn && left > 0; i++) {
-        uint32_t take = cap[order[i]] < left ? cap[order[i]] : left;
-        count[order[i]] = take;
-        left -= take;
-    }
-    return left == 0 ? 0 : -1;
+    else
+        for (size_t i = 0; i < nn && left > 0 && room[i].cap > 0; i++) {
+            uint32_t take = room[i].cap < left ? room[i].cap : left;
+            pick[(*np)++] = (struct pick){ room[i].k, take };
+            left -= take;
+        }
+    free(room);
+    if (left != 0)
+        return -1;
+    qsort(pick, *np, sizeof(*pick), pick_cmp);
+    return 0;
+fail:
+    free(room);
+    return -1;
 }
 
 bool pl_sched_fits(const struct pl_sched *s, const struct pl_dtask *t,
                    char *why, size_t len)
 {
-    uint32_t count[s->nnodes ? s->nnodes : 1];
+    struct pick pick[s->nnodes ? s->nnodes : 1];
     uint32_t maxc, maxg, up = 0;
+    size_t np;
 
-    if (plan(s, t, NULL, true, count) == 0)
+    if (plan(s, t, false, true, pick, &np) == 0)
         return true;
     if (!why)
         return false;
@@ -488,18 +582,17 @@ bool pl_sched_fits(const struct pl_sched *s, const struct pl_dtask *t,
     return false;
 }
 
-/* Take the cores of the ranks planned in count[]: all or nothing. */
-static int take(struct pl_sched *s, struct pl_dtask *t, const uint32_t *count)
+/* Take the cores of the ranks planned in pick[]: all or nothing. */
+static int take(struct pl_sched *s, struct pl_dtask *t,
+                const struct pick *pick, size_t np)
 {
     uint32_t r = 0, node_rank = 0;
 
     if (!(t->rank = calloc(t->ranks, sizeof(*t->rank))))
         return -1;
-    for (size_t k = 0; k < s->nnodes; k++) {
-        struct pl_node *n = s->nodes[k];
-        uint32_t c = count[k];
-        if (c == 0)
-            continue;
+    for (size_t i = 0; i < np; i++) {
+        struct pl_node *n = s->nodes[pick[i].k];
+        uint32_t c = pick[i].c;
         for (uint32_t l = 0; l < c; l++, r++) {
             struct pl_rank *rk = &t->rank[r];
             rk->ncores = t->cores_per_rank;
@@ -529,16 +622,14 @@ static int take(struct pl_sched *s, struct pl_dtask *t, const uint32_t *count)
         goto undo;
     /* the node list, kept: ranks that end give their node back */
     size_t len = 1, off = 0;
-    for (size_t k = 0; k < s->nnodes; k++)
-        if (count[k])
-            len += strlen(s->nodes[k]->name) + 1;
+    for (size_t i = 0; i < np; i++)
+        len += strlen(s->nodes[pick[i].k]->name) + 1;
     if (!(t->nodelist = malloc(len)))
         goto undo;
     t->nodelist[0] = '\0';
-    for (size_t k = 0; k < s->nnodes; k++)
-        if (count[k])
-            off += (size_t)snprintf(t->nodelist + off, len - off, "%s%s",
-                                    off ? "," : "", s->nodes[k]->name);
+    for (size_t i = 0; i < np; i++)
+        off += (size_t)snprintf(t->nodelist + off, len - off, "%s%s",
+                                off ? "," : "", s->nodes[pick[i].k]->name);
     return 0;
 undo:
     release(t);
@@ -549,21 +640,34 @@ undo:
  * those with the most free cores now. */
 static void reserve(struct pl_sched *s, const struct pl_dtask *t)
 {
-    uint32_t count[s->nnodes ? s->nnodes : 1];
+    struct pick pick[s->nnodes ? s->nnodes : 1];
     size_t saved = s->rr;
-    size_t best = 0;
+    size_t best = 0, np;
 
     /* start the plan's rotation at the freest node, so ties go there */
     for (size_t k = 1; k < s->nnodes; k++)
         if (s->nodes[k]->free_cores > s->nodes[best]->free_cores)
             best = k;
     s->rr = best;
-    if (plan(s, t, NULL, true, count) == 0) {
+    if (plan(s, t, false, true, pick, &np) == 0) {
         s->resv = t->id;
-        for (size_t k = 0; k < s->nnodes; k++)
-            s->resv_node[k] = count[k] > 0;
+        for (size_t i = 0; i < np; i++) {
+            s->resv_node[pick[i].k] = true;
+            pl_placeidx_set_resv(s->idx, pick[i].k, true);
+        }
     }
     s->rr = saved;
+}
+
+/* No reservation any more: its nodes take any task again. */
+static void resv_drop(struct pl_sched *s)
+{
+    s->resv = 0;
+    for (size_t k = 0; k < s->nnodes; k++)
+        if (s->resv_node[k]) {
+            s->resv_node[k] = false;
+            pl_placeidx_set_resv(s->idx, k, false);
+        }
 }
 
 uint64_t pl_sched_reserved_for(const struct pl_sched *s)
@@ -595,15 +699,13 @@ uint32_t pl_sched_room(const struct pl_dtask *t, const struct pl_node *n,
 bool pl_sched_fits_now(const struct pl_sched *s, const struct pl_dtask *t,
                        bool resv)
 {
-    uint32_t count[s->nnodes ? s->nnodes : 1];
-    bool usable[s->nnodes ? s->nnodes : 1];
+    struct pick pick[s->nnodes ? s->nnodes : 1];
     bool mask = resv && s->resv && s->resv != t->id;
+    size_t np;
 
     if (s->nnodes == 0)
         return false;
-    for (size_t k = 0; k < s->nnodes; k++)
-        usable[k] = !(mask && s->resv_node[k]);
-    return plan(s, t, usable, false, count) == 0;
+    return plan(s, t, mask, false, pick, &np) == 0;
 }
 
 size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t)
@@ -623,34 +725,29 @@ size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t)
 
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
 {
-    size_t placed = 0, skipped = 0;
+    size_t placed = 0, skipped = 0, np;
     struct pl_dtask *t, *next, *held = NULL;
-    uint32_t count[s->nnodes ? s->nnodes : 1];
-    bool usable[s->nnodes ? s->nnodes : 1];
+    struct pick pick[s->nnodes ? s->nnodes : 1];
 
     if (s->nnodes == 0)
         return 0;
     /* a reservation lasts until its task leaves the queue */
     if (s->resv && (!(held = pl_sched_task_get(s, s->resv)) || !held->inq)) {
-        s->resv = 0;
+        resv_drop(s);
         held = NULL;
     }
-    for (size_t k = 0; k < s->nnodes; k++) {
-        if (s->resv && s->resv_node[k] && s->nodes[k]->state != PL_NODE_UP)
-            s->resv = 0; /* a reserved node is gone: choose again */
+    for (size_t k = 0; s->resv && k < s->nnodes; k++) {
+        if (s->resv_node[k] && s->nodes[k]->state != PL_NODE_UP)
+            resv_drop(s); /* a reserved node is gone: choose again */
     }
-    for (size_t k = 0; k < s->nnodes; k++)
-        usable[k] = !(s->resv && s->resv_node[k]);
     /* the FIFOs from the highest priority down, as one queue */
     for (size_t li = 0; li < s->nlv && skipped < SCAN_MAX; li++) {
         struct pl_dqueue *q = &s->lv[li]->q;
         for (t = TAILQ_FIRST(q); t && skipped < SCAN_MAX; t = next) {
             next = TAILQ_NEXT(t, qent);
-            bool any = false;
-            for (size_t k = 0; k < s->nnodes; k++)
-                if (usable[k] && s->nodes[k]->state == PL_NODE_UP
-                    && s->nodes[k]->free_cores > 0)
-                    any = true;
+            /* a node up, not reserved, with a free core (the index
+             * counts them) */
+            bool any = pl_placeidx_nfree(s->idx) > 0;
             if (!any && !s->resv)
                 goto full; /* no node can take anything */
             if (!any && t->id != s->resv) {
@@ -660,38 +757,27 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             /* a task that could not end before the drain waits for the next
              * allocation (--resume) */
             if (s->time_left > 0 && t->timeout > s->time_left) {
-                if (t->id == s->resv) {
-                    s->resv = 0; /* it holds no nodes back any more */
-                    for (size_t k = 0; k < s->nnodes; k++)
-                        usable[k] = true;
-                }
+                if (t->id == s->resv)
+                    resv_drop(s); /* it holds no nodes back any more */
                 skipped++;
                 continue;
             }
-            if (plan(s, t, t->id == s->resv ? NULL : usable, false, count) < 0
-                || take(s, t, count) < 0) {
-                if (!s->resv && pl_sched_fits(s, t, NULL, 0)) {
+            if (plan(s, t, s->resv && t->id != s->resv, false, pick, &np) < 0
+                || take(s, t, pick, np) < 0) {
+                if (!s->resv && pl_sched_fits(s, t, NULL, 0))
                     reserve(s, t);
-                    for (size_t k = 0; k < s->nnodes; k++)
-                        usable[k] = !(s->resv && s->resv_node[k]);
-                }
                 skipped++;
                 continue;
             }
             if (t->ranks == 1 && !t->nodes_req)
-                for (size_t k = 0; k < s->nnodes; k++)
-                    if (count[k])
-                        s->rr = (k + 1) % s->nnodes;
+                s->rr = (pick[0].k + 1) % s->nnodes;
             if (t->id == s->resv)
-                s->resv = 0;
+                resv_drop(s);
             TAILQ_REMOVE(q, t, qent);
             t->inq = false;
             s->nqueued--;
             place(t, arg);
             placed++;
-            if (!s->resv)
-                for (size_t k = 0; k < s->nnodes; k++)
-                    usable[k] = true;
         }
     }
 full:

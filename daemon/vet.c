@@ -107,6 +107,7 @@ static void set_cordon(struct pl_node *n, const char *why, bool by_vet)
     free(n->cordon);
     n->cordon = c;
     n->vet_cordon = why && by_vet;
+    pl_node_changed(n); /* the placement index */
 }
 
 /* Send VET to the agent of 'n'; its token, or 0 (not sent). */
@@ -344,6 +345,7 @@ void pl_vet_joined(struct pl_daemon *d, struct pl_node *n, bool first)
             free(n->cordon);
             n->cordon = cordon;
             n->vet_cordon = !strncmp(cordon, "vet: ", 5);
+            pl_node_changed(n); /* the placement index */
             cordon = NULL;
         }
         if (vet && (res = json_loads(vet, 0, NULL))) {

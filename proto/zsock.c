@@ -24,6 +24,10 @@ void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
     int64_t maxmsg = PL_MSG_MAX + 33;
     int one = 1;
     int ivl = 100, ivl_max = 2000; /* ms: reconnect backoff, 0.1 s to 2 s */
+    /* connections waiting for accept(): 1,000 agents connect at once,
+     * and ZeroMQ's 100 dropped the rest, whose SYNs came again after 1,
+     * 3, 7 s (the kernel caps it at net.core.somaxconn) */
+    int backlog = 4096;
 
     if (!(s = zmq_socket(ctx, type))) {
         pl_errprintf(errp, "zmq_socket: %s", zmq_strerror(errno));
@@ -37,7 +41,9 @@ void *pl_zsock_new(void *ctx, int type, struct pl_error *errp)
         || zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max,
                           sizeof(ivl_max)) < 0
         || (type == ZMQ_ROUTER
-            && zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0)) {
+            && (zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one)) < 0
+                || zmq_setsockopt(s, ZMQ_BACKLOG, &backlog, sizeof(backlog))
+                       < 0))) {
         pl_errprintf(errp, "zmq_setsockopt: %s", zmq_strerror(errno));
         int saved = errno;
         zmq_close(s);

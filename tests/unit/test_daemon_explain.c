@@ -247,7 +247,8 @@ static void test_nodes(void)
     addtask(s, 1, 1, 1, 0);
     pl_sched_run(s, place_cb, NULL);
     n2->cordon = strdup("check cpu_speed: 41% slower than the median");
-    n3->state = PL_NODE_LOST;
+    pl_node_changed(n2);
+    pl_node_set_state(n3, PL_NODE_LOST);
     struct pl_dtask *t = addtask(s, 2, 1, 1, 0);
     t->exclusive = true;
     o = explain(s, 2);
@@ -260,6 +261,7 @@ static void test_nodes(void)
      * allows it): the reason's text is cut between characters, and kept */
     free(n2->cordon);
     n2->cordon = malloc(257);
+    pl_node_changed(n2);
     for (int i = 0; i < 256; i += 2)
         memcpy(n2->cordon + i, "\xc3\xa9", 2);
     n2->cordon[256] = '\0';
@@ -269,6 +271,7 @@ static void test_nodes(void)
     json_decref(o);
     /* n1 cordoned too: n3 is lost, so no open node can ever take it */
     n1->cordon = strdup("by hand");
+    pl_node_changed(n1);
     o = explain(s, 2);
     ok(code_is(o, "cordoned") && says(o, "cordoned: n1, n2"),
        "every node it fits on cordoned: says so, not 'waits for room'");
@@ -276,7 +279,9 @@ static void test_nodes(void)
     free(n1->cordon);
     free(n2->cordon);
     n1->cordon = strdup("vetting");
+    pl_node_changed(n1);
     n2->cordon = strdup("vetting");
+    pl_node_changed(n2);
     o = explain(s, 2);
     ok(code_is(o, "cordoned") && says(o, "being vetted: n1, n2"),
        "... being vetted at first: says so, not 'pilot uncordon'");
@@ -284,7 +289,9 @@ static void test_nodes(void)
     free(n1->cordon);
     free(n2->cordon);
     n1->cordon = NULL;
+    pl_node_changed(n1);
     n2->cordon = strdup("check cpu_speed: 41% slower than the median");
+    pl_node_changed(n2);
     /* a gang of 2 x 2 cores on 2 nodes: only n1 has room, for 1 */
     t = addtask(s, 3, 2, 2, 0);
     t->nodes_req = 2;

@@ -21,7 +21,7 @@ static struct pl_node *mknode(const char *name)
 
     if (!n)
         exit(1);
-    n->state = PL_NODE_UP;
+    pl_node_set_state(n, PL_NODE_UP);
     return n;
 }
 
@@ -191,9 +191,9 @@ int main(void)
     struct pl_dtask *f = mktask(p, 30, 1, 0, 0, 0);
     ok(run(p) == 0 && f->inpq, "a pool not ready places nothing");
     p->state = PL_POOL_READY;
-    nodes[0]->state = PL_NODE_LOST;
-    nodes[1]->state = PL_NODE_LOST;
-    nodes[2]->state = PL_NODE_LOST;
+    pl_node_set_state(nodes[0], PL_NODE_LOST);
+    pl_node_set_state(nodes[1], PL_NODE_LOST);
+    pl_node_set_state(nodes[2], PL_NODE_LOST);
     struct pl_dtask *g = mktask(p, 31, 3, 0, 0, 0);
     ok(run(p) == 1 && placed[0] == f && f->rank[0].node == nodes[3],
        "the 1-rank task goes to the node still up");
@@ -203,7 +203,8 @@ int main(void)
 
     /* a new attempt of the job: the slots anew; an old rank's release
      * frees nothing of it */
-    nodes[0]->state = nodes[1]->state = nodes[2]->state = PL_NODE_UP;
+    for (int i = 0; i < 3; i++)
+        pl_node_set_state(nodes[i], PL_NODE_UP);
     struct pl_dtask *h = mktask(p, 40, 2, 0, 0, 0);
     run(p);
     struct pl_dtask job2 = { .id = 1, .attempt = 2, .ranks = 8 };

@@ -283,8 +283,8 @@ static void test_fifo_rr(void)
     is(pl_sched_queued(s), 0, "queue empty");
 
     /* only nodes that are up (whether they 'want' work no longer matters) */
-    n2->state = PL_NODE_GONE;
-    n3->state = PL_NODE_LOST;
+    pl_node_set_state(n2, PL_NODE_GONE);
+    pl_node_set_state(n3, PL_NODE_LOST);
     addtask(s, 7, 1, 0);
     addtask(s, 8, 1, 0);
     addtask(s, 9, 1, 0);
@@ -306,7 +306,7 @@ static void test_fifo_rr(void)
     ok(p.n == 1 && p.id[0] == 9 && p.node[0] == n1, "... on n1");
 
     /* a node that is up again is eligible */
-    n2->state = PL_NODE_UP;
+    pl_node_set_state(n2, PL_NODE_UP);
     addtask(s, 10, 1, 0);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 1, "n2 up again: 1 placed");
@@ -317,7 +317,7 @@ static void test_fifo_rr(void)
     pl_sched_max(s, &mc, &mg);
     ok(mc == 4 && mg == 0, "pl_sched_max: 4 cores, 0 GPUs");
     struct pl_node *n4 = addnode(s, "n4", 16, 2);
-    n4->state = PL_NODE_LOST;
+    pl_node_set_state(n4, PL_NODE_LOST);
     pl_sched_max(s, &mc, &mg);
     ok(mc == 16 && mg == 2, "with n4 (lost): 16 cores, 2 GPUs");
     /* N.B. routing ids are the agents' links now (daemon/agents.c,
@@ -414,7 +414,7 @@ static void test_backfill(void)
         if (t && node_of(t))
             total++;
     }
-    n1->state = PL_NODE_LOST;
+    pl_node_set_state(n1, PL_NODE_LOST);
     pl_sched_node_tasks(s, n1, requeue_cb, s);
     ok(on1 == 2 && pl_sched_queued(s) == (size_t)on1 && n1->free_cores == 4
            && n1->running == 0,
@@ -490,7 +490,7 @@ static void test_dequeue(void)
     struct pl_node *n = addnode(s, "n", 4, 0);
     struct placed p = { 0 };
 
-    n->state = PL_NODE_LOST;
+    pl_node_set_state(n, PL_NODE_LOST);
     for (uint64_t id = 1; id <= 3; id++)
         addtask(s, id, 1, 0);
     struct pl_dtask *t2 = pl_sched_task_get(s, 2);
@@ -502,7 +502,7 @@ static void test_dequeue(void)
     struct pl_dtask *t3 = pl_sched_task_get(s, 3);
     pl_sched_dequeue(s, t3);
     requeue(s, t3, true);
-    n->state = PL_NODE_UP;
+    pl_node_set_state(n, PL_NODE_UP);
     pl_sched_run(s, place_cb, &p);
     ok(p.n >= 1 && p.id[0] == 3,
        "dequeue then requeue at head: task 3 is placed first (%d placed)",
@@ -850,11 +850,11 @@ static void test_random(void)
         else if (r < 93) {
             struct pl_node *n = pl_sched_node_at(w.s, rnd(NNODES));
             if (n->state == PL_NODE_UP) {
-                n->state = PL_NODE_LOST;
+                pl_node_set_state(n, PL_NODE_LOST);
                 pl_sched_node_tasks(w.s, n, lost_cb, &w);
             }
             else
-                n->state = PL_NODE_UP;
+                pl_node_set_state(n, PL_NODE_UP);
         }
         else if (t && t->state == PL_ST_ASSIGNED)
             t->state = PL_ST_RUNNING;
@@ -1160,7 +1160,7 @@ static void test_fits(void)
     t->ranks = 2;
     t->nodes_req = 2;
     t->exclusive = true;
-    pl_sched_node_at(s, 0)->state = PL_NODE_LOST;
+    pl_node_set_state(pl_sched_node_at(s, 0), PL_NODE_LOST);
     ok(pl_sched_fits(s, t, NULL, 0), "exclusive --nodes 2 with 3 of 4 "
        "nodes up: fits");
     t->nodes_req = 4;
@@ -1416,6 +1416,7 @@ static void test_vetted(void)
     ok(p.node[0] == v0, "... then on v0");
     /* a plain task goes anywhere not cordoned */
     v1->cordon = strdup("vet: cpu 1 Mop/s (limit 2 Mop/s)");
+    pl_node_changed(v1);
     addtask(s, 3, 1, 0);
     memset(&p, 0, sizeof(p));
     pl_sched_run(s, place_cb, &p);
