@@ -81,7 +81,8 @@ static const char *sql[ST_COUNT] = {
                   "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
     /* a watch's replay: the index tasks_end_seq */
     [ST_ENDS] = "SELECT id, state, exit_code, signal, reason, end_time, "
-                "end_seq, fn = 'pool' FROM tasks WHERE end_seq > ?1 AND "
+                "end_seq, CASE fn WHEN 'pool' THEN 1 WHEN 'pycall' THEN 2 "
+                "ELSE 0 END FROM tasks WHERE end_seq > ?1 AND "
                 "end_seq <= ?2 ORDER BY end_seq LIMIT ?3",
 };
 

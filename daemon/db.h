@@ -305,11 +305,13 @@ int pl_db_result_set(struct pl_db *db, const struct pl_db_result *r,
 /* The largest end seq stored (0: none), into *seq.  0, or -1 with errp. */
 int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp);
 /* The ends stored with an end seq in after+1..upto, in order, at most
- * 'limit' of them: 'cb' for each, with 'pooljob' true for a pool's own
- * job (the end's reason is valid during the call only); *last gets the
- * last seq read (unchanged if none).  The count read, or -1 with errp
- * ('cb' returned -1: its errno). */
-typedef int (*pl_db_end_f)(const struct pl_end *e, bool pooljob, void *arg);
+ * 'limit' of them: 'cb' for each, with its task's 'fn' (enum pl_fn:
+ * PL_FN_POOL for a pool's own job, PL_FN_PYCALL for a Python call,
+ * which may have a result; the others as PL_FN_NONE) (the end's reason
+ * is valid during the call only); *last gets the last seq read
+ * (unchanged if none).  The count read, or -1 with errp ('cb' returned
+ * -1: its errno). */
+typedef int (*pl_db_end_f)(const struct pl_end *e, int fn, void *arg);
 long pl_db_ends(struct pl_db *db, uint64_t after, uint64_t upto,
                 uint32_t limit, pl_db_end_f cb, void *arg, uint64_t *last,
                 struct pl_error *errp);

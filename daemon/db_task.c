@@ -595,7 +595,10 @@ long pl_db_ends(struct pl_db *db, uint64_t after, uint64_t upto,
         };
         n++;
         *last = e.seq;
-        if (cb(&e, sqlite3_column_int(st, 7) == 1, arg) < 0) {
+        int kind = sqlite3_column_int(st, 7);
+        if (cb(&e, kind == 1 ? PL_FN_POOL : kind == 2 ? PL_FN_PYCALL
+                                                      : PL_FN_NONE,
+               arg) < 0) {
             int saved = errno;
             sqlite3_reset(st);
             sqlite3_clear_bindings(st);
