@@ -216,8 +216,17 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
     if (db_step(db, ST_INSERT, errp) < 0)
         goto done;
     *id = (uint64_t)sqlite3_last_insert_rowid(db->h);
-    rc = db_event(db, ST_EVENT, *id, now, state, 0, NULL, NULL, NULL, NULL,
-                  -1, errp);
+    /* its first event: in the batch's insert of events */
+    struct jent *j = jent_new(J_FIRST, NULL, 0);
+    if (!j) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        goto done;
+    }
+    j->c = (struct pl_db_change){ .id = *id, .state = state, .time = now,
+                                  .exit_code = -1, .signal = -1,
+                                  .maxrss_kb = -1 };
+    rc = db_write_j(db, j, errp);
 done:
     free(argv);
     free(env);
@@ -246,6 +255,8 @@ long pl_db_array_failed(struct pl_db *db, uint64_t id, uint64_t **index,
     uint64_t *v = NULL, n = 0, cap = 0;
     long count = 0;
     int rc;
+
+    db_flush(db, NULL); /* the batch's writes so far */
 
     *live = 0;
     if (sqlite3_prepare_v2(db->h, "SELECT array_index, state FROM tasks "
@@ -289,6 +300,8 @@ int pl_db_array_range(struct pl_db *db, uint64_t id, uint64_t lo,
     sqlite3_stmt *st = NULL;
     int rc, is = 0;
 
+    db_flush(db, NULL); /* the batch's writes so far */
+
     *taken = 0;
     /* element 0 is the one whose array_id is its own id; the count uses
      * the index tasks_elem */
@@ -318,6 +331,8 @@ long pl_db_array_members(struct pl_db *db, uint64_t id,
     sqlite3_stmt *st = db->st[ST_MEMBERS];
     long n = 0;
     int rc;
+
+    db_flush(db, NULL); /* the batch's writes so far */
 
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -352,6 +367,7 @@ int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
           "attempt = ?2 AND rank IS NOT NULL AND state = 'assigned' "
           "ORDER BY id";
 
+    db_flush(db, NULL); /* the batch's writes so far */
     if (sqlite3_prepare_v2(db->h, q, -1, &st, NULL) != SQLITE_OK)
         return db_err(db, errp, "read placement");
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
@@ -441,6 +457,8 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
     struct pl_db_row row;
     int rc;
 
+    db_flush(db, NULL); /* the batch's writes so far */
+
     if (sqlite3_prepare_v2(db->h,
                            "SELECT id, state, name, argv, env, cwd, ranks, "
                            "cores_per_rank, gpus_per_rank, retries, timeout, "
@@ -486,6 +504,8 @@ uint64_t pl_db_task_by_name(struct pl_db *db, const char *name,
     uint64_t id = 0;
     int rc;
 
+    db_flush(db, NULL); /* the batch's writes so far */
+
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     if ((rc = sqlite3_step(st)) == SQLITE_ROW)
         id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -504,6 +524,8 @@ int pl_db_task_not_by(struct pl_db *db, const uint64_t *ids, size_t n,
 {
     sqlite3_stmt *st = NULL;
     int rc = SQLITE_DONE;
+
+    db_flush(db, NULL); /* the batch's writes so far */
 
     *other = 0;
     by[0] = '\0';
@@ -539,6 +561,8 @@ int pl_db_task_state(struct pl_db *db, uint64_t id, struct pl_error *errp)
     sqlite3_stmt *st = db->st[ST_STATE];
     int rc, state = 0;
 
+    db_flush(db, NULL); /* the batch's writes so far */
+
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     if ((rc = sqlite3_step(st)) == SQLITE_ROW)
         state = pl_state_parse((const char *)sqlite3_column_text(st, 0));
@@ -557,6 +581,8 @@ int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp)
 {
     sqlite3_stmt *st = NULL;
     int rc;
+
+    db_flush(db, NULL); /* the batch's writes so far */
 
     *seq = 0;
     if (sqlite3_prepare_v2(db->h, "SELECT max(end_seq) FROM tasks", -1, &st,
@@ -577,6 +603,8 @@ long pl_db_ends(struct pl_db *db, uint64_t after, uint64_t upto,
     sqlite3_stmt *st = db->st[ST_ENDS];
     long n = 0;
     int rc;
+
+    db_flush(db, NULL); /* the batch's writes so far */
 
     sqlite3_bind_int64(st, 1, (sqlite3_int64)after);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)upto);
