@@ -273,6 +273,8 @@ void pl_db_close(struct pl_db *db)
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(db->st[i]);
     db_batch_free(db);
+    pl_db_jcache_clear(&db->jargv);
+    pl_db_jcache_clear(&db->jenv);
     sqlite3_close(db->h);
     free(db);
     errno = saved;

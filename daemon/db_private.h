@@ -49,6 +49,15 @@ enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT, J_NODE_VET,
 
 struct upd;
 
+/* The JSON text of a list of strings, kept for the next task's same
+ * list (db_task.c). */
+struct pl_db_jcache {
+    char **v;                /* the strings, copied, 'n' */
+    size_t n;
+    char *text;
+};
+void pl_db_jcache_clear(struct pl_db_jcache *c);
+
 struct jent {
     struct jent *next;
     enum jkind kind;
@@ -93,6 +102,7 @@ struct pl_db {
     size_t capv;
     uint32_t *tab;           /* ... the changes by task id, */
     size_t captab, tabmask;
+    struct pl_db_jcache jargv, jenv; /* the last argv and env stored */
     int failed;              /* errno of the failed commit, 0: none */
     char why[160];           /* ... and its text */
     double failed_at;        /* ... and when (s since the epoch) */

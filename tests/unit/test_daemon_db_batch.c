@@ -135,7 +135,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(14);
+    plan(15);
     if (!t_tmpdir("dbbatch", tmp, sizeof(tmp)))
         return 1;
     snprintf(path, sizeof(path), "%s/state.db", tmp);
@@ -196,6 +196,29 @@ int main(void)
              (unsigned long long)c);
     scalar(h, buf, ea, sizeof(ea));
     is_str(ea, "running", "... the task running");
+
+    /* the JSON of an argv is kept for the next task's same argv only */
+    char *v1[] = { (char *)"x", (char *)"1", NULL };
+    char *v2[] = { (char *)"x", (char *)"2", NULL };
+    char *v3[] = { (char *)"x", NULL };
+    char **argvs[] = { v1, v1, v2, v3, v1 };
+    struct pl_spec sp = { .ranks = 1, .cpr = 1 };
+    struct pl_db_task row = { .spec = &sp };
+    uint64_t first = 0;
+    for (int i = 0; i < 5; i++) {
+        uint64_t id = 0;
+        row.argv = argvs[i];
+        sp.argv = argvs[i];
+        pl_db_task_insert(db, &row, PL_ST_QUEUED, 40, &id, &e);
+        if (!first)
+            first = id;
+    }
+    pl_db_commit(db, &e);
+    snprintf(buf, sizeof(buf), "SELECT group_concat(argv, ' ') FROM tasks "
+             "WHERE id >= %llu ORDER BY id", (unsigned long long)first);
+    scalar(h, buf, ea, sizeof(ea));
+    is_str(ea, "[\"x\",\"1\"] [\"x\",\"1\"] [\"x\",\"2\"] [\"x\"] "
+               "[\"x\",\"1\"]", "each task's argv stored as its own");
 
     pl_db_close(db);
     t_rmtree(tmp);
