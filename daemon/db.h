@@ -170,8 +170,11 @@ int pl_db_array_range(struct pl_db *db, uint64_t id, uint64_t lo,
 long pl_db_array_members(struct pl_db *db, uint64_t id,
                          int (*cb)(uint64_t id, int state, void *arg),
                          void *arg, struct pl_error *errp);
-/* Record a state change: update the row, add the event.  ENOENT if
- * there is no such task (the write is dropped).  The strings are copied. */
+/* Record a state change: update the row, add the event.  Both are
+ * written with the batch's others (db_batch.c), before the commit or a
+ * read of tasks or events: a change of a task with no row is dropped
+ * there, and logged.  The strings are copied.  0, or -1 with errp
+ * (ENOMEM). */
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
                       struct pl_error *errp);
 
