@@ -27,24 +27,7 @@ static const char *sql[ST_COUNT] = {
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
-    /* running sets start_time; final states set end_time; assigned/queued
-     * clear the result of an earlier attempt.  N.B. decided in C (?12,
-     * ?13): an IN list here made SQLite open an ephemeral table for
-     * every change, a tenth of pilotd's CPU (docs/PERFORMANCE.md) */
-    [ST_CHANGE] =
-        "UPDATE tasks SET state = ?2, attempts = max(attempts, ?3),"
-        " node = coalesce(?4, node), cores = coalesce(?5, cores),"
-        " gpus = coalesce(?6, gpus), reason = ?7,"
-        " exit_code = coalesce(?8, exit_code), signal = coalesce(?9, signal),"
-        " maxrss_kb = coalesce(?10, maxrss_kb),"
-        " start_time = CASE ?12 WHEN 1 THEN ?11 WHEN 2 THEN NULL"
-        "   ELSE start_time END,"
-        " end_time = ?13, end_seq = coalesce(?14, end_seq),"
-        " cpu_user = coalesce(?15, cpu_user), cpu_sys = coalesce(?16, cpu_sys),"
-        " gpu_util = coalesce(?17, gpu_util),"
-        " gpu_mem_mb = coalesce(?18, gpu_mem_mb),"
-        " gpu_power_w = coalesce(?19, gpu_power_w)"
-        " WHERE id = ?1",
+    /* the UPDATE of a task's state: db_batch.c's, one a set of columns */
     [ST_NODE] = "INSERT INTO nodes (name, cores, gpus, state, joined, "
                 "last_seen) VALUES (?1,?2,?3,?4,?6,?5) ON CONFLICT(name) DO "
                 "UPDATE SET cores = coalesce(?2, cores), gpus = "
@@ -81,7 +64,8 @@ static const char *sql[ST_COUNT] = {
                   "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
     /* a watch's replay: the index tasks_end_seq */
     [ST_ENDS] = "SELECT id, state, exit_code, signal, reason, end_time, "
-                "end_seq, fn = 'pool' FROM tasks WHERE end_seq > ?1 AND "
+                "end_seq, CASE fn WHEN 'pool' THEN 1 WHEN 'pycall' THEN 2 "
+                "ELSE 0 END FROM tasks WHERE end_seq > ?1 AND "
                 "end_seq <= ?2 ORDER BY end_seq LIMIT ?3",
 };
 
@@ -89,7 +73,7 @@ static const char *sql[ST_COUNT] = {
 static const char *const st_name[ST_COUNT] = {
     [ST_BEGIN] = "begin", [ST_COMMIT] = "commit",
     [ST_ROLLBACK] = "rollback", [ST_INSERT] = "insert a task",
-    [ST_EVENT] = "insert an event", [ST_CHANGE] = "change a task",
+    [ST_EVENT] = "insert an event",
     [ST_NODE] = "write a node", [ST_META] = "write meta",
     [ST_STATE] = "read a task's state", [ST_SAVE] = "savepoint",
     [ST_RELEASE] = "release a savepoint",
@@ -178,6 +162,7 @@ struct pl_db *pl_db_open(const char *path, struct pl_error *errp)
         return NULL;
     }
     db->jtail = &db->jhead;
+    db->pend = &db->jhead;
     snprintf(db->dir, sizeof(db->dir), "%s", path);
     char *slash = strrchr(db->dir, '/');
     if (slash)
@@ -273,6 +258,8 @@ static void journal_clear(struct pl_db *db)
     db->jtail = &db->jhead;
     db->mark = NULL;
     db->jlen = 0;
+    db->pend = &db->jhead;
+    db->npend = 0;
 }
 
 void pl_db_close(struct pl_db *db)
@@ -285,6 +272,9 @@ void pl_db_close(struct pl_db *db)
     journal_clear(db);
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(db->st[i]);
+    db_batch_free(db);
+    pl_db_jcache_clear(&db->jargv);
+    pl_db_jcache_clear(&db->jenv);
     sqlite3_close(db->h);
     free(db);
     errno = saved;
@@ -292,6 +282,9 @@ void pl_db_close(struct pl_db *db)
 
 sqlite3 *pl_db_handle(struct pl_db *db)
 {
+    /* a read sees the batch's writes so far (a failure: the last
+     * commit) */
+    db_flush(db, NULL);
     return db->h;
 }
 
@@ -328,8 +321,9 @@ static void set_failed(struct pl_db *db, const struct pl_error *errp)
 /* The open transaction is lost (SQLite rolled it back on its own after
  * SQLITE_FULL or an I/O error, or we roll it back here): from now on the
  * journal is the only copy of its writes, until pl_db_commit() replays
- * it.  errno and 'errp' say why. */
-static void txn_lost(struct pl_db *db, const struct pl_error *errp)
+ * it; the first events of its submissions go with them.  errno and
+ * 'errp' say why. */
+void db_txn_lost(struct pl_db *db, const struct pl_error *errp)
 {
     int saved = errno;
 
@@ -337,6 +331,20 @@ static void txn_lost(struct pl_db *db, const struct pl_error *errp)
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
     db->in_txn = 0;
     db->mark = NULL;
+    for (struct jent **pp = &db->jhead; *pp;) {
+        struct jent *o = *pp;
+        if (o->kind != J_FIRST) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        if (db->jtail == &o->next)
+            db->jtail = pp;
+        free(o);
+    }
+    /* the retry writes the whole journal */
+    db->pend = db->jtail;
+    db->npend = 0;
     errno = saved;
     set_failed(db, errp);
 }
@@ -355,7 +363,7 @@ int db_step(struct pl_db *db, int which, struct pl_error *errp)
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
         if (db->in_txn && sqlite3_get_autocommit(db->h))
-            txn_lost(db, &e);
+            db_txn_lost(db, &e);
         return -1;
     }
     sqlite3_reset(st);
@@ -402,62 +410,6 @@ int db_event(struct pl_db *db, int which, uint64_t id, double now,
     return db_step(db, which, errp);
 }
 
-/* ?15 to ?19 of ST_CHANGE: the figures measured (the others stay NULL:
- * the row keeps what it has). */
-static void bind_usage(sqlite3_stmt *st, const struct pl_usage *u)
-{
-    if (u->has & PL_USE_CPU) {
-        sqlite3_bind_double(st, 15, u->cpu_user);
-        sqlite3_bind_double(st, 16, u->cpu_sys);
-    }
-    if (u->has & PL_USE_GPU_UTIL)
-        sqlite3_bind_double(st, 17, u->gpu_util);
-    if (u->has & PL_USE_GPU_MEM)
-        sqlite3_bind_int64(st, 18, (sqlite3_int64)(u->gpu_mem_mb + 0.5));
-    if (u->has & PL_USE_GPU_POWER)
-        sqlite3_bind_double(st, 19, u->gpu_power_w);
-}
-
-static int do_change(struct pl_db *db, const struct pl_db_change *c,
-                     struct pl_error *errp)
-{
-    sqlite3_stmt *st = db->st[ST_CHANGE];
-
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)c->id);
-    sqlite3_bind_text(st, 2, pl_state_name(c->state), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, c->attempt);
-    db_bind_text(st, 4, c->node);
-    db_bind_text(st, 5, c->cores);
-    db_bind_text(st, 6, c->gpus);
-    db_bind_text(st, 7, c->reason);
-    if (c->exit_code >= 0)
-        sqlite3_bind_int(st, 8, c->exit_code);
-    if (c->signal >= 0)
-        sqlite3_bind_int(st, 9, c->signal);
-    if (c->maxrss_kb >= 0)
-        sqlite3_bind_int64(st, 10, c->maxrss_kb);
-    sqlite3_bind_double(st, 11, c->time);
-    sqlite3_bind_int(st, 12, c->state == PL_ST_RUNNING ? 1
-                             : c->state == PL_ST_QUEUED
-                                     || c->state == PL_ST_ASSIGNED
-                                 ? 2
-                                 : 0);
-    if (pl_state_final(c->state))
-        sqlite3_bind_double(st, 13, c->time);
-    if (c->end_seq)
-        sqlite3_bind_int64(st, 14, (sqlite3_int64)c->end_seq);
-    if (c->use)
-        bind_usage(st, c->use);
-    if (db_step(db, ST_CHANGE, errp) < 0)
-        return -1;
-    if (sqlite3_changes(db->h) == 0) {
-        errno = ENOENT;
-        return pl_errprintf(errp, "no task %llu", (unsigned long long)c->id);
-    }
-    return db_event(db, ST_EVENT, c->id, c->time, c->state, c->attempt, c->node,
-                 c->cores, c->gpus, c->reason, -1, errp);
-}
-
 /* Do the write 'j' in the open transaction; 'replay': again, after a
  * failed commit. */
 static int apply(struct pl_db *db, const struct jent *j, bool replay,
@@ -468,7 +420,9 @@ static int apply(struct pl_db *db, const struct jent *j, bool replay,
 
     switch (j->kind) {
     case J_CHANGE:
-        return do_change(db, c, errp);
+        return db_change_one(db, c, errp);
+    case J_FIRST:
+        return 0; /* its submission's insert is not done again either */
     case J_RANK:
         return db_event(db, replay ? ST_EVENT_IF : ST_EVENT, c->id, c->time,
                      c->state, c->attempt, c->node, c->cores, c->gpus,
@@ -584,9 +538,18 @@ int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
     slot = db->jtail;
     *slot = j;
     db->jtail = &j->next;
-    db->jlen++;
+    if (j->kind != J_FIRST)
+        db->jlen++; /* not a retried write */
     if (db->failed)
         return 0; /* stored by the next pl_db_commit() */
+    if (j->kind == J_CHANGE || j->kind == J_RANK || j->kind == J_FIRST) {
+        /* written with the batch's others (db_batch.c) */
+        if (db_begin(db, errp) < 0)
+            goto lost;
+        j->pending = true;
+        db->npend++;
+        return 0;
+    }
     if (db_begin(db, errp) == 0 && apply(db, j, false, errp) == 0)
         return 0;
     if (errno == ENOENT || errno == EINVAL) {
@@ -596,7 +559,8 @@ int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp)
         free(j);
         return -1;
     }
-    txn_lost(db, errp);
+lost:
+    db_txn_lost(db, errp);
     return 0;
 }
 
@@ -661,7 +625,7 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp)
     }
     if (!db->in_txn)
         return 0;
-    if (db_step(db, ST_COMMIT, errp) < 0)
+    if (db_flush(db, errp) < 0 || db_step(db, ST_COMMIT, errp) < 0)
         goto error;
     db->in_txn = 0;
     db->failed = 0;
@@ -670,7 +634,7 @@ int pl_db_commit(struct pl_db *db, struct pl_error *errp)
     return 0;
 error:
     if (db->in_txn)
-        txn_lost(db, errp);
+        db_txn_lost(db, errp);
     else
         set_failed(db, errp); /* BEGIN failed, or SQLite rolled back */
     return -1;
@@ -718,7 +682,10 @@ int pl_db_savepoint(struct pl_db *db, struct pl_error *errp)
 {
     if (db->failed)
         return db_refuse(db, errp);
-    if (db_begin(db, errp) < 0 || db_step(db, ST_SAVE, errp) < 0)
+    /* N.B. what is pending is written outside the savepoint: a rollback
+     * to it drops what was made inside only */
+    if (db_begin(db, errp) < 0 || db_flush(db, errp) < 0
+        || db_step(db, ST_SAVE, errp) < 0)
         return -1;
     db->mark = db->jtail;
     return 0;
@@ -740,10 +707,14 @@ int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp)
         /* the journal forgets what the savepoint held */
         if (mark) {
             for (struct jent *j = *mark; j; j = j->next)
-                db->jlen--;
+                if (j->kind != J_FIRST)
+                    db->jlen--;
             journal_free(*mark);
             *mark = NULL;
             db->jtail = mark;
+            /* db_flush() left nothing pending before the mark */
+            db->pend = mark;
+            db->npend = 0;
         }
     }
     return db_step(db, ST_RELEASE, errp);

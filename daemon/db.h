@@ -170,8 +170,11 @@ int pl_db_array_range(struct pl_db *db, uint64_t id, uint64_t lo,
 long pl_db_array_members(struct pl_db *db, uint64_t id,
                          int (*cb)(uint64_t id, int state, void *arg),
                          void *arg, struct pl_error *errp);
-/* Record a state change: update the row, add the event.  ENOENT if
- * there is no such task (the write is dropped).  The strings are copied. */
+/* Record a state change: update the row, add the event.  Both are
+ * written with the batch's others (db_batch.c), before the commit or a
+ * read of tasks or events: a change of a task with no row is dropped
+ * there, and logged.  The strings are copied.  0, or -1 with errp
+ * (ENOMEM). */
 int pl_db_task_change(struct pl_db *db, const struct pl_db_change *c,
                       struct pl_error *errp);
 
@@ -305,11 +308,13 @@ int pl_db_result_set(struct pl_db *db, const struct pl_db_result *r,
 /* The largest end seq stored (0: none), into *seq.  0, or -1 with errp. */
 int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp);
 /* The ends stored with an end seq in after+1..upto, in order, at most
- * 'limit' of them: 'cb' for each, with 'pooljob' true for a pool's own
- * job (the end's reason is valid during the call only); *last gets the
- * last seq read (unchanged if none).  The count read, or -1 with errp
- * ('cb' returned -1: its errno). */
-typedef int (*pl_db_end_f)(const struct pl_end *e, bool pooljob, void *arg);
+ * 'limit' of them: 'cb' for each, with its task's 'fn' (enum pl_fn:
+ * PL_FN_POOL for a pool's own job, PL_FN_PYCALL for a Python call,
+ * which may have a result; the others as PL_FN_NONE) (the end's reason
+ * is valid during the call only); *last gets the last seq read
+ * (unchanged if none).  The count read, or -1 with errp ('cb' returned
+ * -1: its errno). */
+typedef int (*pl_db_end_f)(const struct pl_end *e, int fn, void *arg);
 long pl_db_ends(struct pl_db *db, uint64_t after, uint64_t upto,
                 uint32_t limit, pl_db_end_f cb, void *arg, uint64_t *last,
                 struct pl_error *errp);

@@ -14,7 +14,6 @@ enum {
     ST_ROLLBACK,
     ST_INSERT,
     ST_EVENT,
-    ST_CHANGE,
     ST_NODE,
     ST_META,
     ST_STATE,
@@ -36,12 +35,34 @@ enum {
 };
 
 /* One write since the last commit (not the insert of a submission),
- * kept to be done again when the commit fails. */
-enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT, J_NODE_VET };
+ * kept to be done again when the commit fails.  J_FIRST: a submission's
+ * first event, written with the others of the batch (db_batch.c) but,
+ * as the insert of its task, not done again: a failed commit drops it
+ * (db_txn_lost()). */
+enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT, J_NODE_VET,
+             J_FIRST };
+
+/* Rows of one multi-row INSERT of events (9 parameters each). */
+#define EV_ROWS 64
+/* The sets of columns an UPDATE of a task may set (db_batch.c). */
+#define U_COMBOS (1 << 13)
+
+struct upd;
+
+/* The JSON text of a list of strings, kept for the next task's same
+ * list (db_task.c). */
+struct pl_db_jcache {
+    char **v;                /* the strings, copied, 'n' */
+    size_t n;
+    char *text;
+};
+void pl_db_jcache_clear(struct pl_db_jcache *c);
 
 struct jent {
     struct jent *next;
     enum jkind kind;
+    bool pending;            /* J_CHANGE, J_RANK, J_FIRST: not written
+                                yet (db_flush()) */
     struct pl_db_change c;   /* J_CHANGE, J_RANK: strings point into buf,
                                 'use' to 'use' */
     struct pl_usage use;     /* J_CHANGE: a copy of *c.use */
@@ -67,7 +88,21 @@ struct pl_db {
     /* The journal: every write since the last commit, oldest first. */
     struct jent *jhead, **jtail;
     struct jent **mark;      /* jtail at the open savepoint, or NULL */
-    size_t jlen;
+    size_t jlen;             /* its entries but J_FIRST ones */
+    /* Writes kept pending for db_flush() (db_batch.c): those in the
+     * journal from *pend on whose 'pending' is set, 'npend' of them. */
+    struct jent **pend;
+    size_t npend;
+    sqlite3_stmt *evst[EV_ROWS + 1]; /* insert of N events, by N */
+    sqlite3_stmt **updst;    /* U_COMBOS UPDATEs of a task, by the
+                                columns they set (db_batch.c) */
+    struct jent **v;         /* db_flush()'s scratch: the entries, */
+    struct upd *upd;         /* ... each task's merged change, */
+    uint32_t *ix;            /* ... an entry's change in upd (or -1), */
+    size_t capv;
+    uint32_t *tab;           /* ... the changes by task id, */
+    size_t captab, tabmask;
+    struct pl_db_jcache jargv, jenv; /* the last argv and env stored */
     int failed;              /* errno of the failed commit, 0: none */
     char why[160];           /* ... and its text */
     double failed_at;        /* ... and when (s since the epoch) */
@@ -99,6 +134,19 @@ struct jent *jent_new(enum jkind kind, const char *const *v, int n);
 /* Keep 'j' (taken) in the journal and, unless the commit has failed, do
  * it in the open transaction (db.c's write_j()). */
 int db_write_j(struct pl_db *db, struct jent *j, struct pl_error *errp);
+/* Write the pending changes and events (db_batch.c): before a commit, a
+ * savepoint, or a read of tasks or events.  0, or -1 (errp): the
+ * transaction is lost (db_txn_lost()), the journal keeps the writes. */
+int db_flush(struct pl_db *db, struct pl_error *errp);
+/* Write state change 'c' now: its UPDATE and its event (the replay of
+ * a failed commit).  ENOENT: the task has no row. */
+int db_change_one(struct pl_db *db, const struct pl_db_change *c,
+                  struct pl_error *errp);
+/* Free what db_batch.c holds. */
+void db_batch_free(struct pl_db *db);
+/* The open transaction is lost (rolled back): the journal is the only
+ * copy of its writes until the retry; errno and 'errp' say why. */
+void db_txn_lost(struct pl_db *db, const struct pl_error *errp);
 /* Do the J_RESULT write 'j' (db_py.c). */
 int db_result_apply(struct pl_db *db, const struct jent *j,
                     struct pl_error *errp);

@@ -50,9 +50,10 @@
 #define WATCH_BEAT 3.0
 
 /* An end waiting to be pushed (its reason copied: pilotd keeps 127
- * bytes of one). */
+ * bytes of one); 'call': a Python call's, which may have a result. */
 struct qend {
     struct pl_end e;
+    bool call;
     char reason[128];
 };
 
@@ -280,7 +281,7 @@ static int cmp_u64(const void *a, const void *b)
 
 /* End 'e' of one of the tasks of 'w'. */
 static void end_to(struct pl_daemon *d, struct pl_watch *w,
-                   const struct pl_end *e)
+                   const struct pl_end *e, bool call)
 {
     w->owed++;
     if (!w->attached || w->replay)
@@ -296,6 +297,7 @@ static void end_to(struct pl_daemon *d, struct pl_watch *w,
     }
     struct qend *q = &w->q[w->nq++];
     q->e = *e;
+    q->call = call;
     q->e.reason = NULL;
     if (e->reason) {
         snprintf(q->reason, sizeof(q->reason), "%s", e->reason);
@@ -314,7 +316,7 @@ void pl_watch_ended(struct pl_daemon *d, struct pl_dtask *t,
 
     for (uint32_t i = 0; i < t->nwatches; i++) {
         t->watches[i]->live--;
-        end_to(d, t->watches[i], &e);
+        end_to(d, t->watches[i], &e, t->fn == PL_FN_PYCALL);
     }
     free(t->watches);
     t->watches = NULL;
@@ -323,7 +325,7 @@ void pl_watch_ended(struct pl_daemon *d, struct pl_dtask *t,
         return;
     for (size_t i = 0; i < d->nwatches; i++)
         if (d->watches[i]->all)
-            end_to(d, d->watches[i], &e);
+            end_to(d, d->watches[i], &e, t->fn == PL_FN_PYCALL);
 }
 
 void pl_watch_forgot(struct pl_daemon *d, uint64_t id)
@@ -360,9 +362,10 @@ void pl_watch_forgot(struct pl_daemon *d, uint64_t id)
 /* ------------------------------------------------------------ pushes */
 
 /* Push 'n' ends of 'w' ('n' may be 0: a heartbeat), with what is
- * pending after them (the caller has counted them off w->owed). */
+ * pending after them (the caller has counted them off w->owed);
+ * call[i]: ends[i] is a Python call's. */
 static void push(struct pl_daemon *d, struct pl_watch *w,
-                 const struct pl_end *ends, uint32_t n)
+                 const struct pl_end *ends, const bool *call, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         if (ends[i].seq > w->pushed)
@@ -372,13 +375,19 @@ static void push(struct pl_daemon *d, struct pl_watch *w,
         return; /* the client sees a gap in 'n' and resumes */
     /* a Python call's small result goes with its end (a primary-key
      * probe each, ~2 us: 2 ms a push of 1,000); out of memory, the ends
-     * go without them and the client asks */
-    struct pl_end *ex = n ? malloc(n * sizeof(*ex)) : NULL;
+     * go without them and the client asks.  N.B. only a call's: a probe
+     * for every end was 9% of pilotd's CPU under a stream of commands
+     * watched by 'pilot wait --all' (docs/PERFORMANCE.md) */
+    uint32_t calls = 0;
+    for (uint32_t i = 0; i < n; i++)
+        calls += call[i];
+    struct pl_end *ex = calls ? malloc(n * sizeof(*ex)) : NULL;
     for (uint32_t i = 0; ex && i < n; i++) {
         ex[i] = ends[i];
-        ex[i].result = pl_db_result_small(d->db, ends[i].id,
-                                          PL_END_RESULT_INLINE,
-                                          &ex[i].result_size);
+        if (call[i])
+            ex[i].result = pl_db_result_small(d->db, ends[i].id,
+                                              PL_END_RESULT_INLINE,
+                                              &ex[i].result_size);
     }
     pl_ends_encode(&o->w, w->token, ++w->n, pending(d, w), ex ? ex : ends,
                    n);
@@ -397,6 +406,7 @@ static void push_queue(struct pl_daemon *d, struct pl_watch *w)
 
     while (k < w->nq && w->q[k].e.seq <= d->end_seq_stored) {
         struct pl_end chunk[PL_ENDS_MAX];
+        bool call[PL_ENDS_MAX];
         uint32_t n = 0;
         for (; k < w->nq && n < PL_ENDS_MAX
                && w->q[k].e.seq <= d->end_seq_stored; k++) {
@@ -404,12 +414,13 @@ static void push_queue(struct pl_daemon *d, struct pl_watch *w)
              * here, as w->q moves (pl_grow()'s realloc, the memmove
              * below) and a pointer kept since would dangle */
             chunk[n] = w->q[k].e;
+            call[n] = w->q[k].call;
             if (chunk[n].reason)
                 chunk[n].reason = w->q[k].reason;
             n++;
         }
         w->owed = w->owed > n ? w->owed - n : 0;
-        push(d, w, chunk, n);
+        push(d, w, chunk, call, n);
     }
     if (k == 0)
         return; /* (w->q may be NULL: nothing queued yet) */
@@ -425,16 +436,17 @@ struct turn {
     uint32_t n;
 };
 
-static int turn_cb(const struct pl_end *e, bool pooljob, void *arg)
+static int turn_cb(const struct pl_end *e, int fn, void *arg)
 {
     struct turn *tn = arg;
     struct pl_watch *w = tn->w;
     bool found = false;
 
-    if (w->all ? pooljob : (id_pos(w, e->id, &found), !found))
+    if (w->all ? fn == PL_FN_POOL : (id_pos(w, e->id, &found), !found))
         return 0;
     struct qend *q = &tn->got[tn->n++];
     q->e = *e;
+    q->call = fn == PL_FN_PYCALL;
     q->e.reason = NULL;
     if (e->reason) {
         snprintf(q->reason, sizeof(q->reason), "%s", e->reason);
@@ -468,9 +480,11 @@ static long replay_turn(struct pl_daemon *d, struct pl_watch *w,
     }
     for (uint32_t k = 0; k < tn.n;) {
         struct pl_end chunk[PL_ENDS_MAX];
+        bool call[PL_ENDS_MAX];
         uint32_t n = 0;
         for (; k < tn.n && n < PL_ENDS_MAX; k++) {
             chunk[n] = tn.got[k].e;
+            call[n] = tn.got[k].call;
             /* an end past what was pushed was owed (a live one) */
             if (!done && chunk[n].seq > w->pushed && w->owed)
                 w->owed--;
@@ -478,12 +492,13 @@ static long replay_turn(struct pl_daemon *d, struct pl_watch *w,
         }
         if (done)
             w->owed = tn.n - k;
-        push(d, w, chunk, n);
+        push(d, w, chunk, call, n);
     }
     if (done) {
         w->owed = 0;
         if (tn.n == 0)
-            push(d, w, NULL, 0); /* the client learns it has caught up */
+            /* the client learns it has caught up */
+            push(d, w, NULL, NULL, 0);
         if (w->pushed < d->end_seq_stored)
             w->pushed = d->end_seq_stored;
     }
@@ -530,7 +545,7 @@ void pl_watch_flush(struct pl_daemon *d)
         }
         more = more || w->replay;
         if (w->n == n0 && now - w->last_push >= WATCH_BEAT)
-            push(d, w, NULL, 0);
+            push(d, w, NULL, NULL, 0);
     }
     free(buf);
     if (more)

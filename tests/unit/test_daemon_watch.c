@@ -188,10 +188,11 @@ static int watch(struct rig *g, struct pl_watch_req *q,
 }
 
 /* A queued task, stored and counted as submit.c does it (committed). */
-static struct pl_dtask *task_new(struct pl_daemon *d)
+/* A queued task of kind 'fn' (enum pl_fn). */
+static struct pl_dtask *task_new_fn(struct pl_daemon *d, int fn)
 {
     char *argv[] = { (char *)"true", NULL };
-    struct pl_spec s = { .argv = argv, .ranks = 1, .cpr = 1 };
+    struct pl_spec s = { .argv = argv, .ranks = 1, .cpr = 1, .fn = fn };
     struct pl_db_task row = { .spec = &s };
     struct pl_error e;
     uint64_t id;
@@ -204,10 +205,16 @@ static struct pl_dtask *task_new(struct pl_daemon *d)
     struct pl_dtask *t = pl_sched_task_add(d->sched, id, true, 0, &av, &env,
                                            &cwd);
     t->state = PL_ST_QUEUED;
+    t->fn = fn;
     pl_dtask_shape(t, &s);
     t->serial = ++d->serial;
     pl_dtask_counted(d, t);
     return t;
+}
+
+static struct pl_dtask *task_new(struct pl_daemon *d)
+{
+    return task_new_fn(d, PL_FN_NONE);
 }
 
 /* Every push the client gets within 'ms' of each other, their ends
@@ -679,7 +686,7 @@ static void test_results(struct rig *g)
     memset(small, 's', sizeof(small));
     memset(big, 'b', sizeof(big));
     for (int i = 0; i < 3; i++) {
-        t[i] = task_new(d);
+        t[i] = task_new_fn(d, PL_FN_PYCALL);
         ids[i] = t[i]->id;
     }
     struct pl_db_result r[3] = {
