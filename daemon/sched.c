@@ -306,8 +306,11 @@ static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
         }
     }
     if (id != r->first && id != r->end - 1) {
-        if (!(tail = pl_qrun_tail(r, id + 1))
-            || pl_qruns_add(&s->runs, tail) < 0) {
+        uint64_t end = r->end;
+        if ((tail = pl_qrun_tail(r, id + 1)))
+            r->end = id; /* before the tail joins the sorted runs */
+        if (!tail || pl_qruns_add(&s->runs, tail) < 0) {
+            r->end = end;
             pl_qrun_free(tail);
             task_free(t);
             errno = ENOMEM;
@@ -332,7 +335,6 @@ static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
         r->end--;
     }
     else {
-        r->end = id;
         TAILQ_INSERT_AFTER(q, &r->proto, &tail->proto, qent);
         if (t)
             TAILQ_INSERT_AFTER(q, &r->proto, t, qent);
@@ -798,10 +800,23 @@ size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t)
     return n;
 }
 
+/* Whether 'a' and 'b' ask for the same: one cannot start where the other
+ * could not. */
+static bool same_shape(const struct pl_dtask *a, const struct pl_dtask *b)
+{
+    return a->ranks == b->ranks && a->cores_per_rank == b->cores_per_rank
+           && a->gpus_per_rank == b->gpus_per_rank
+           && a->nodes_req == b->nodes_req
+           && a->ranks_per_node == b->ranks_per_node
+           && a->exclusive == b->exclusive && a->vetted == b->vetted
+           && a->comm == b->comm && a->timeout == b->timeout;
+}
+
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
 {
     size_t placed = 0, skipped = 0;
     struct pl_dtask *t, *next, *held = NULL;
+    struct pl_dtask *passed = NULL; /* the last task that could not start */
     uint32_t count[s->nnodes ? s->nnodes : 1];
     bool usable[s->nnodes ? s->nnodes : 1];
 
@@ -840,6 +855,12 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
              * (its argv NULL) may join several submits: each element is
              * looked at. */
             struct pl_dtask *after = NULL;
+            if (t->run && t->argv && passed
+                && TAILQ_PREV(t, pl_dqueue, qent) == passed
+                && same_shape(passed, t)) {
+                skipped++; /* its element just before could not start */
+                continue;
+            }
             if (t->run) {
                 struct pl_qrun *r = t->run;
                 if (r->end - r->first > 1 && r->proto.argv)
@@ -864,6 +885,7 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
                 }
                 if (after)
                     next = TAILQ_NEXT(after, qent);
+                passed = t;
                 skipped++;
                 continue;
             }
@@ -876,6 +898,7 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
                     for (size_t k = 0; k < s->nnodes; k++)
                         usable[k] = !(s->resv && s->resv_node[k]);
                 }
+                passed = t;
                 skipped++;
                 continue;
             }
