@@ -14,6 +14,9 @@ Seven scenarios (docs/PERFORMANCE.md says what each measures and why):
   7 Python functions through pilot.Executor: warm no-op calls against a
     fresh interpreter a call and ProcessPoolExecutor, a function that
     imports torch, latency, a map of 100,000 (bench/pyexec.py)
+  10 10,000,000 tasks queued: ack, pilotd RSS, status, kill -9 and
+    restart, a sample run after it (bench/queue10m.py; not named
+    queue.py: that would hide Python's own module)
 
 Every system is timed the same way: the wall clock from just before the
 command a user runs until it returns, or until the user's way of knowing
@@ -54,6 +57,7 @@ import time
 import urllib.request
 
 import pool
+import queue10m
 import pyexec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -865,6 +869,11 @@ class Bench:
     def scenario7(self):
         pyexec.scenario7(self, sys.modules[__name__])
 
+    # ---- scenario 10: 10 million queued (bench/queue10m.py) ----
+
+    def scenario10(self):
+        queue10m.scenario10(self, sys.modules[__name__])
+
     def cleanup(self):
         for p in list(self.pilots):
             log("taking down pilot %s" % p["id"])
@@ -1015,6 +1024,8 @@ def rows(b):
         pool.rows(r["s6"], add)
     if "s7" in r:
         pyexec.rows(r["s7"], add)
+    if "s10" in r:
+        queue10m.rows(r["s10"], add)
     return out
 
 
@@ -1070,6 +1081,8 @@ def targets(b):
         pool.targets(r["s6"], judge)
     if "s7" in r:
         pyexec.targets(r["s7"], judge)
+    if "s10" in r:
+        queue10m.targets(r["s10"], judge)
     return t
 
 
@@ -1119,6 +1132,8 @@ def print_table(b, f=sys.stdout):
             print(pool.NOTE, file=f)
         if "s7" in b.res:
             print(pyexec.NOTE, file=f)
+        if "s10" in b.res:
+            print(queue10m.NOTE, file=f)
         print(file=f)
     tg = [("target", "measured", "result")] + targets(b)
     if len(tg) > 1:
@@ -1133,7 +1148,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=0,
                     help="repetitions (default 3, QUICK 1)")
-    ap.add_argument("--only", default="1,2,3,4,5,6,7",
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,10",
                     help="scenarios to run, like 1,4")
     ap.add_argument("--profile", metavar="DIR",
                     help="perf record pilotd during scenario 2 with 16 "
