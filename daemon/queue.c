@@ -118,7 +118,7 @@ struct pl_qrun *pl_qrun_tail(const struct pl_qrun *r, uint64_t from)
     return t;
 }
 
-struct pl_dtask *pl_qrun_elem(const struct pl_qrun *r, uint64_t id)
+struct pl_dtask *pl_qrun_elem_bare(const struct pl_qrun *r, uint64_t id)
 {
     struct pl_dtask *t = malloc(sizeof(*t));
     uint64_t k = id - r->id0;
@@ -133,6 +133,15 @@ struct pl_dtask *pl_qrun_elem(const struct pl_qrun *r, uint64_t id)
     t->id = id;
     t->array_index = r->idx0 + k * r->step;
     t->serial = r->proto.serial + k;
+    return t;
+}
+
+struct pl_dtask *pl_qrun_elem(const struct pl_qrun *r, uint64_t id)
+{
+    struct pl_dtask *t = pl_qrun_elem_bare(r, id);
+
+    if (!t)
+        return NULL;
     if ((r->proto.argv
          && !(t->argv = pl_queue_subst_strv(r->proto.argv, t->array_index)))
         || strings_copy(t, &r->proto) < 0) {

@@ -46,6 +46,8 @@ struct pl_qrun *pl_qrun_tail(const struct pl_qrun *r, uint64_t from);
  * anywhere: the run's spec, its own argv (the template filled in, or
  * NULL for a run of the database), env and cwd.  NULL: ENOMEM. */
 struct pl_dtask *pl_qrun_elem(const struct pl_qrun *r, uint64_t id);
+/* The same without its strings (argv, env, cwd NULL). */
+struct pl_dtask *pl_qrun_elem_bare(const struct pl_qrun *r, uint64_t id);
 
 /* 0, or -1 (ENOMEM). */
 int pl_qruns_add(struct pl_qruns *rs, struct pl_qrun *r);

@@ -287,16 +287,19 @@ static void run_drop(struct pl_sched *s, struct pl_qrun *r)
  * NULL: ENOMEM (or the fill's error), and nothing changed; or ENOENT:
  * the fill found no row for it, and it left the queue (a row that cannot
  * be read stays in the database as it is, as before runs). */
-static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
-                                    uint64_t id)
+static struct pl_dtask *materialize_as(struct pl_sched *s,
+                                       struct pl_qrun *r, uint64_t id,
+                                       bool bare)
 {
     struct pl_dqueue *q = &level_find(s, r->proto.priority)->q;
     struct pl_qrun *tail = NULL;
-    struct pl_dtask *t = pl_qrun_elem(r, id);
+    struct pl_dtask *t = bare ? pl_qrun_elem_bare(r, id)
+                              : pl_qrun_elem(r, id);
 
     if (!t)
         return NULL;
-    if (!r->proto.argv && s->fill && s->fill(t, s->fill_arg) < 0) {
+    if (!bare && !r->proto.argv && s->fill
+        && s->fill(t, s->fill_arg) < 0) {
         int e = errno;
         task_free(t);
         t = NULL;
@@ -345,6 +348,24 @@ static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
     if (!t)
         errno = ENOENT;
     return t;
+}
+
+static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
+                                    uint64_t id)
+{
+    return materialize_as(s, r, id, false);
+}
+
+struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id)
+{
+    struct pl_qrun *r;
+
+    if (id < s->cap && s->tab[id])
+        return s->tab[id];
+    errno = 0;
+    if (!s->runs.n || !(r = pl_qruns_find(&s->runs, id)))
+        return NULL;
+    return materialize_as(s, r, id, true);
 }
 
 struct pl_dtask *pl_sched_task_peek(const struct pl_sched *s, uint64_t id)

@@ -143,6 +143,10 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
  * task of its own here (in its place in the queue); NULL with errno
  * ENOMEM if it cannot (and errno 0 for no such task). */
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
+/* As pl_sched_task_get(), but an element of a run is made without its
+ * command (argv, env, cwd NULL; its row is not read back): only for a
+ * caller that ends it at once, as a cancel of queued tasks does. */
+struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id);
 /* The same without making one: NULL for an element still in a run. */
 struct pl_dtask *pl_sched_task_peek(const struct pl_sched *s, uint64_t id);
 /* Whether 'id' is live: a task, or an element of a run. */

@@ -11,7 +11,7 @@
 #include "proto/strv.h"
 #include "tests/unit/tap.h"
 
-#define NTESTS 52
+#define NTESTS 53
 
 static struct pl_node *addnode(struct pl_sched *s, const char *name,
                                uint32_t ncores)
@@ -191,8 +191,11 @@ static void test_blocked(void)
     pl_sched_task_remove(s, t);
     ok(!pl_sched_live(s, 3) && pl_sched_live(s, 4) && pl_sched_live(s, 2)
        && pl_sched_queued(s) == 4, "element 3 canceled, 2 and 4 live");
+    t = pl_sched_task_get_bare(s, 5);
+    ok(t && t->id == 5 && !t->argv && !t->cwd && t->inq
+       && t->cores_per_rank == 4, "get_bare(5): a task without its command");
     for (uint64_t id = 1; id <= 5; id++)
-        if ((t = pl_sched_task_get(s, id))) {
+        if ((t = pl_sched_task_get_bare(s, id))) {
             pl_sched_dequeue(s, t);
             pl_sched_task_remove(s, t);
         }
