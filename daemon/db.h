@@ -227,9 +227,10 @@ typedef int (*pl_db_live_f)(struct pl_db_row *row, void *arg);
 int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                     struct pl_error *errp);
 /* The same but for the plain queued ones (fn NULL), which
- * pl_db_queue_scan() lists. */
-int pl_db_load_unqueued(struct pl_db *db, pl_db_live_f cb, void *arg,
-                        struct pl_error *errp);
+ * pl_db_queue_scan() lists: the assigned and running ('placed'), or the
+ * queued calls and the waiting. */
+int pl_db_load_unqueued(struct pl_db *db, bool placed, pl_db_live_f cb,
+                        void *arg, struct pl_error *errp);
 /* The same for the queued rows of ids 'lo' to 'hi'. */
 int pl_db_load_range(struct pl_db *db, uint64_t lo, uint64_t hi,
                      pl_db_live_f cb, void *arg, struct pl_error *errp);

@@ -495,16 +495,19 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
     return load_rows(db, LIVE, 0, 0, cb, arg, errp);
 }
 
-int pl_db_load_unqueued(struct pl_db *db, pl_db_live_f cb, void *arg,
-                        struct pl_error *errp)
+int pl_db_load_unqueued(struct pl_db *db, bool placed, pl_db_live_f cb,
+                        void *arg, struct pl_error *errp)
 {
-    /* indexed (NOT IN would read every row): the queued calls, then the
-     * others, each in id order (a waiting task's dependencies are loaded
-     * before it: they have smaller ids, or are queued) */
+    /* indexed (NOT IN would read every row), each part in id order: a
+     * waiting task's dependencies are loaded before it (they have
+     * smaller ids, or are queued) */
+    if (placed)
+        return load_rows(db, "WHERE state IN ('assigned', 'running')", 0, 0,
+                         cb, arg, errp);
     return load_rows(db, "INDEXED BY tasks_fn WHERE fn IS NOT NULL AND "
                      "state = 'queued'", 0, 0, cb, arg, errp) < 0
-               || load_rows(db, "WHERE state IN ('waiting', 'assigned', "
-                            "'running')", 0, 0, cb, arg, errp) < 0
+               || load_rows(db, "WHERE state = 'waiting'", 0, 0, cb, arg,
+                            errp) < 0
                ? -1 : 0;
 }
 

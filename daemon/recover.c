@@ -304,8 +304,8 @@ static int scan_cb(int64_t prio, uint64_t id, void *arg)
     return 0;
 }
 
-/* The plain queued tasks as runs.  *done false: the database has pools,
- * whose tasks are loaded as before (their queue is the pool's). */
+/* The live tasks with the plain queued ones as runs (load_order()).
+ * *done false: the database has pools, and nothing was loaded. */
 static int load_runs(struct pl_daemon *d, bool *done, struct pl_error *errp)
 {
     sqlite3 *h = pl_db_handle(d->db);
@@ -325,7 +325,8 @@ static int load_runs(struct pl_daemon *d, bool *done, struct pl_error *errp)
         return 0;
     /* calls (fn) need their inputs at dispatch: loaded one by one */
     if (sqlite3_prepare_v2(h, "SELECT id FROM tasks INDEXED BY tasks_fn WHERE "
-                           "fn IS NOT NULL AND state = 'queued' ORDER BY id", -1, &st, NULL)
+                           "fn IS NOT NULL AND state = 'queued' ORDER BY id",
+                           -1, &st, NULL)
         != SQLITE_OK)
         goto dberr;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -342,13 +343,15 @@ static int load_runs(struct pl_daemon *d, bool *done, struct pl_error *errp)
         goto nomem;
     f->d = d;
     pl_sched_set_fill(d->sched, fill_cb, f, fill_free);
-    if (pl_db_queue_scan(d->db, scan_cb, &sc, errp) < 0
-        || scan_flush(&sc) < 0) {
+    *done = true;
+    if (pl_db_load_unqueued(d->db, true, load_cb, d, errp) < 0
+        || pl_db_queue_scan(d->db, scan_cb, &sc, errp) < 0
+        || scan_flush(&sc) < 0
+        || pl_db_load_unqueued(d->db, false, load_cb, d, errp) < 0) {
         free(sc.skip);
         return -1;
     }
     free(sc.skip);
-    *done = true;
     return 0;
 dberr:
     free(sc.skip);
@@ -356,6 +359,21 @@ dberr:
 nomem:
     free(sc.skip);
     return pl_errprintf(errp, "cannot rebuild the queue: out of memory");
+}
+
+/* The live tasks of the database, in the order of their ids as far as
+ * the queue goes: those an older pilotd had placed (requeued, unless
+ * orphans) before the runs of the queued, then the queued calls and the
+ * waiting.  A database with pools: row by row, in id order. */
+static int load_order(struct pl_daemon *d, struct pl_error *errp)
+{
+    bool runs;
+
+    if (load_runs(d, &runs, errp) < 0)
+        return -1;
+    if (!runs)
+        return pl_db_load_live(d->db, load_cb, d, errp);
+    return 0;
 }
 
 /* The counters from the database (what was loaded moved them already:
@@ -378,7 +396,6 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     const struct pl_daemon_config *cfg = &d->cfg;
     struct pl_endpoint ep = { 0 };
     char jobstr[32], *job = NULL;
-    bool runs = false;
 
     /* the same Slurm job as the pilotd before us: its agents may still
      * run its tasks (a pilotd restarted after a crash) */
@@ -406,9 +423,7 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     d->end_seq_stored = d->end_seq;
     if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
         || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
-        || pl_poolctl_load(d, errp) < 0 || load_runs(d, &runs, errp) < 0
-        || (runs ? pl_db_load_unqueued(d->db, load_cb, d, errp)
-                 : pl_db_load_live(d->db, load_cb, d, errp)) < 0
+        || pl_poolctl_load(d, errp) < 0 || load_order(d, errp) < 0
         || pl_poolctl_loaded(d, errp) < 0
         || pl_db_commit(d->db, errp) < 0 || init_counts(d, errp) < 0)
         return -1;
