@@ -264,7 +264,25 @@ struct scan {
     size_t nskip, at;
     int64_t prio;
     uint64_t id0, n;            /* the run being read */
+    uint64_t seen;              /* queued ids read, and those queued
+                                   after the scan (waiting no more) */
 };
+
+/* load_cb() after the scan: a waiting task whose dependencies all ended
+ * is queued now, and counted. */
+static int load_after_cb(struct pl_db_row *row, void *arg)
+{
+    struct scan *sc = arg;
+    uint64_t id = row->id;
+    bool waited = row->state == PL_ST_WAITING;
+
+    if (load_cb(row, sc->d) < 0)
+        return -1;
+    const struct pl_dtask *t = pl_sched_task_peek(sc->d->sched, id);
+    if (waited && t && t->state == PL_ST_QUEUED)
+        sc->seen++;
+    return 0;
+}
 
 static int scan_flush(struct scan *sc)
 {
@@ -287,10 +305,13 @@ static int scan_cb(int64_t prio, uint64_t id, void *arg)
     struct scan *sc = arg;
     bool skip = false;
 
-    /* 'skip' is sorted, and so are the ids */
+    sc->seen++;
+    /* 'skip' is sorted, and so are the ids; a task requeued by this load
+     * (an older pilotd had placed it) is live already */
     while (sc->at < sc->nskip && sc->skip[sc->at] < id)
         sc->at++;
-    skip = sc->at < sc->nskip && sc->skip[sc->at] == id;
+    skip = (sc->at < sc->nskip && sc->skip[sc->at] == id)
+           || pl_sched_task_peek(sc->d->sched, id);
     if (sc->n && (prio != sc->prio || id != sc->id0 + sc->n || skip)
         && scan_flush(sc) < 0)
         return -1;
@@ -306,7 +327,8 @@ static int scan_cb(int64_t prio, uint64_t id, void *arg)
 
 /* The live tasks with the plain queued ones as runs (load_order()).
  * *done false: the database has pools, and nothing was loaded. */
-static int load_runs(struct pl_daemon *d, bool *done, struct pl_error *errp)
+static int load_runs(struct pl_daemon *d, bool *done, uint64_t *queued,
+                     struct pl_error *errp)
 {
     sqlite3 *h = pl_db_handle(d->db);
     sqlite3_stmt *st = NULL;
@@ -347,11 +369,13 @@ static int load_runs(struct pl_daemon *d, bool *done, struct pl_error *errp)
     if (pl_db_load_unqueued(d->db, true, load_cb, d, errp) < 0
         || pl_db_queue_scan(d->db, scan_cb, &sc, errp) < 0
         || scan_flush(&sc) < 0
-        || pl_db_load_unqueued(d->db, false, load_cb, d, errp) < 0) {
+        || pl_db_load_unqueued(d->db, false, load_after_cb, &sc, errp)
+               < 0) {
         free(sc.skip);
         return -1;
     }
     free(sc.skip);
+    *queued = sc.seen;
     return 0;
 dberr:
     free(sc.skip);
@@ -365,29 +389,59 @@ nomem:
  * the queue goes: those an older pilotd had placed (requeued, unless
  * orphans) before the runs of the queued, then the queued calls and the
  * waiting.  A database with pools: row by row, in id order. */
-static int load_order(struct pl_daemon *d, struct pl_error *errp)
+static int load_order(struct pl_daemon *d, bool *runs, uint64_t *queued,
+                      struct pl_error *errp)
 {
-    bool runs;
-
-    if (load_runs(d, &runs, errp) < 0)
+    if (load_runs(d, runs, queued, errp) < 0)
         return -1;
-    if (!runs)
+    if (!*runs)
         return pl_db_load_live(d->db, load_cb, d, errp);
     return 0;
 }
 
 /* The counters from the database (what was loaded moved them already:
- * this sets them right). */
-static int init_counts(struct pl_daemon *d, struct pl_error *errp)
+ * this sets them right).  With 'queued' known (the scan of the runs read
+ * every queued id), each other state is counted on its own: a queue of
+ * millions is not read a second time. */
+static int init_counts(struct pl_daemon *d, bool runs, uint64_t queued,
+                       struct pl_error *errp)
 {
-    json_t *c = pl_query_counts(pl_db_handle(d->db), NULL, 0, errp);
+    sqlite3 *h = pl_db_handle(d->db);
+    sqlite3_stmt *st = NULL;
+    json_t *c;
 
-    if (!c)
-        return -1;
-    for (int s = 1; s < PL_ST_COUNT; s++)
-        d->count[s] = json_integer_value(json_object_get(c, pl_state_name(s)));
-    d->total = json_integer_value(json_object_get(c, "total"));
-    json_decref(c);
+    if (!runs) {
+        if (!(c = pl_query_counts(h, NULL, 0, errp)))
+            return -1;
+        for (int s = 1; s < PL_ST_COUNT; s++)
+            d->count[s] = json_integer_value(
+                json_object_get(c, pl_state_name(s)));
+        d->total = json_integer_value(json_object_get(c, "total"));
+        json_decref(c);
+        return 0;
+    }
+    /* no pools (load_runs()): no pool's job to leave out */
+    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM tasks WHERE state = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pl_errprintf(errp, "count tasks: %s", sqlite3_errmsg(h));
+    d->total = 0;
+    for (int s = 1; s < PL_ST_COUNT; s++) {
+        if (s == PL_ST_QUEUED) {
+            d->count[s] = (int64_t)queued;
+            d->total += d->count[s];
+            continue;
+        }
+        sqlite3_bind_text(st, 1, pl_state_name(s), -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_ROW) {
+            pl_errprintf(errp, "count tasks: %s", sqlite3_errmsg(h));
+            sqlite3_finalize(st);
+            return -1;
+        }
+        d->count[s] = sqlite3_column_int64(st, 0);
+        d->total += d->count[s];
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
     return 0;
 }
 
@@ -396,6 +450,8 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     const struct pl_daemon_config *cfg = &d->cfg;
     struct pl_endpoint ep = { 0 };
     char jobstr[32], *job = NULL;
+    bool runs = false;
+    uint64_t queued = 0;
 
     /* the same Slurm job as the pilotd before us: its agents may still
      * run its tasks (a pilotd restarted after a crash) */
@@ -423,9 +479,11 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     d->end_seq_stored = d->end_seq;
     if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
         || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
-        || pl_poolctl_load(d, errp) < 0 || load_order(d, errp) < 0
+        || pl_poolctl_load(d, errp) < 0
+        || load_order(d, &runs, &queued, errp) < 0
         || pl_poolctl_loaded(d, errp) < 0
-        || pl_db_commit(d->db, errp) < 0 || init_counts(d, errp) < 0)
+        || pl_db_commit(d->db, errp) < 0
+        || init_counts(d, runs, queued, errp) < 0)
         return -1;
     return 0;
 }

@@ -29,6 +29,7 @@ struct level {
 struct pl_sched {
     struct pl_dtask **tab; /* by id: ids are dense, from 1 */
     size_t cap;
+    size_t tab_hi;         /* entries past this were never written */
     struct level **lv;     /* owned, highest priority first */
     size_t nlv;
     size_t nqueued;
@@ -139,7 +140,7 @@ void pl_sched_free(struct pl_sched *s)
     if (!s)
         return;
     int saved = errno;
-    for (size_t i = 0; i < s->cap; i++)
+    for (size_t i = 0; i < s->tab_hi; i++)
         if (s->tab[i])
             task_free(s->tab[i]);
     free(s->tab);
@@ -159,7 +160,10 @@ void pl_sched_free(struct pl_sched *s)
     errno = saved;
 }
 
-/* Room in the table for ids up to 'id'.  0, or -1 (ENOMEM). */
+/* Room in the table for ids up to 'id'.  0, or -1 (ENOMEM).  A new
+ * table is calloc'd (a large one is fresh zero pages) and only the part
+ * ever written is copied: the ids of millions of queued run elements
+ * cost no memory until they are tasks. */
 static int tab_grow(struct pl_sched *s, uint64_t id)
 {
     if (id < s->cap)
@@ -167,13 +171,23 @@ static int tab_grow(struct pl_sched *s, uint64_t id)
     size_t ncap = s->cap ? s->cap : 1024;
     while (ncap <= id)
         ncap *= 2;
-    struct pl_dtask **ntab = realloc(s->tab, ncap * sizeof(*ntab));
+    struct pl_dtask **ntab = calloc(ncap, sizeof(*ntab));
     if (!ntab)
         return -1;
-    memset(ntab + s->cap, 0, (ncap - s->cap) * sizeof(*ntab));
+    if (s->tab_hi)
+        memcpy(ntab, s->tab, s->tab_hi * sizeof(*ntab));
+    free(s->tab);
     s->tab = ntab;
     s->cap = ncap;
     return 0;
+}
+
+/* tab[id] = t, and the part of the table ever written grows. */
+static void tab_set(struct pl_sched *s, uint64_t id, struct pl_dtask *t)
+{
+    s->tab[id] = t;
+    if (id >= s->tab_hi)
+        s->tab_hi = id + 1;
 }
 
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
@@ -206,7 +220,7 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
     *argv = NULL;
     *env = NULL;
     *cwd = NULL;
-    s->tab[id] = t;
+    tab_set(s, id, t);
     if (queue)
         enqueue(s, t, false);
     return t;
@@ -321,7 +335,7 @@ static struct pl_dtask *materialize_as(struct pl_sched *s,
         }
     }
     if (t) {
-        s->tab[id] = t;
+        tab_set(s, id, t);
         t->inq = true;
     }
     else
@@ -506,7 +520,7 @@ struct pl_node *pl_sched_node_at(struct pl_sched *s, size_t i)
 void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
                          void (*cb)(struct pl_dtask *t, void *arg), void *arg)
 {
-    for (size_t i = 0; i < s->cap; i++) {
+    for (size_t i = 0; i < s->tab_hi; i++) {
         struct pl_dtask *t = s->tab[i];
         bool on = !n;
         for (uint32_t r = 0; t && !on && t->rank && r < t->ranks; r++)
