@@ -88,23 +88,23 @@ def _restart(b, h, p):
         except OSError:
             break
         time.sleep(0.01)
-    log = open(os.path.join(p["dir"], "logs", "pilotd-restart.out"), "w")
+    log = os.path.join(p["dir"], "logs", "pilotd-restart.out")
     t0 = time.time()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=log, start_new_session=True)
+    # started by a shell that exits at once, as the batch script's is not
+    # our child: 'pilot down' waits for its pid to go, and a child of ours
+    # would stay a zombie until we reaped it
+    subprocess.run(["/bin/sh", "-c", 'log=$1; shift; "$@" </dev/null '
+                    '>"$log" 2>&1 &', "sh", log] + argv, env=env,
+                   start_new_session=True, check=True)
     while time.time() - t0 < 300:
         st = _status(b, p)
-        if st.get("state") == "running" and st.get("pid") == proc.pid:
+        if st.get("state") == "running" and st.get("pid") != pid:
             break
-        if proc.poll() is not None:
-            raise RuntimeError("s10: pilotd did not restart (exit %s)"
-                               % proc.returncode)
         time.sleep(0.02)
     else:
         raise RuntimeError("s10: the restarted pilotd did not answer")
     dt = time.time() - t0
     _endpoint(p)
-    b.procs.append((p, proc))
     return dt
 
 
