@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/bench.py - `make bench`: pilot against the fork/exec limit and Slurm
 
-Eight scenarios (docs/PERFORMANCE.md says what each measures and why):
+Ten scenarios (docs/PERFORMANCE.md says what each measures and why):
   1 no-op throughput: N x /bin/true by every system
   2 daemon capacity: bench agents (pilot-agent --bench) against one pilotd
   3 submission of 1,000,000 tasks, and pilotd's RSS with them queued
@@ -14,8 +14,14 @@ Eight scenarios (docs/PERFORMANCE.md says what each measures and why):
   7 Python functions through pilot.Executor: warm no-op calls against a
     fresh interpreter a call and ProcessPoolExecutor, a function that
     imports torch, latency, a map of 100,000 (bench/pyexec.py)
+  8 output at scale: N tasks each printing a line, into files and into
+    the nodes' journals: tasks/s, files created, bytes on disk
+    (bench/output.py)
   9 one pilotd, 1,000 agents: registration, and capacity with 16, 256
     and 1,000 bench agents in one process (bench/scale.py)
+  10 10,000,000 tasks queued: ack, pilotd RSS, status, kill -9 and
+    restart, a sample run after it (bench/queue10m.py; not named
+    queue.py: that would hide Python's own module)
 
 Every system is timed the same way: the wall clock from just before the
 command a user runs until it returns, or until the user's way of knowing
@@ -57,6 +63,7 @@ import urllib.request
 
 import output
 import pool
+import queue10m
 import pyexec
 import scale
 
@@ -879,6 +886,11 @@ class Bench:
     def scenario9(self):
         scale.scenario9(self, sys.modules[__name__])
 
+    # ---- scenario 10: 10 million queued (bench/queue10m.py) ----
+
+    def scenario10(self):
+        queue10m.scenario10(self, sys.modules[__name__])
+
     def cleanup(self):
         for p in list(self.pilots):
             log("taking down pilot %s" % p["id"])
@@ -1033,6 +1045,8 @@ def rows(b):
         output.rows(r["s8"], add)
     if "s9" in r:
         scale.rows(r["s9"], add)
+    if "s10" in r:
+        queue10m.rows(r["s10"], add)
     return out
 
 
@@ -1093,6 +1107,8 @@ def targets(b):
         output.targets(r["s8"], judge)
     if "s9" in r:
         scale.targets(r["s9"], judge)
+    if "s10" in r:
+        queue10m.targets(r["s10"], judge)
     return t
 
 
@@ -1146,6 +1162,8 @@ def print_table(b, f=sys.stdout):
             print(output.NOTE, file=f)
         if "s9" in b.res:
             print(scale.NOTE, file=f)
+        if "s10" in b.res:
+            print(queue10m.NOTE, file=f)
         print(file=f)
     tg = [("target", "measured", "result")] + targets(b)
     if len(tg) > 1:
@@ -1160,7 +1178,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=0,
                     help="repetitions (default 3, QUICK 1)")
-    ap.add_argument("--only", default="1,2,3,4,5,6,7,8,9",
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10",
                     help="scenarios to run, like 1,4")
     ap.add_argument("--profile", metavar="DIR",
                     help="perf record pilotd during scenario 2 with 16 "

@@ -73,7 +73,8 @@ static bool job_turn(struct pl_daemon *d, struct pl_canceljob *j)
 
     for (; j->at < end; j->at++) {
         uint64_t id = j->ids[j->at];
-        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        /* a queued element of a run ends now: its command is not needed */
+        struct pl_dtask *t = pl_sched_task_get_bare(d->sched, id);
         if (t) {
             pl_dtask_cancel(d, t);
             j->ids[j->ncanceled++] = id;

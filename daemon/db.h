@@ -229,6 +229,20 @@ int pl_db_placement(struct pl_db *db, uint64_t id, uint32_t attempt,
 typedef int (*pl_db_live_f)(struct pl_db_row *row, void *arg);
 int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
                     struct pl_error *errp);
+/* The same but for the plain queued ones (fn NULL), which
+ * pl_db_queue_scan() lists: the assigned and running ('placed'), or the
+ * queued calls and the waiting. */
+int pl_db_load_unqueued(struct pl_db *db, bool placed, pl_db_live_f cb,
+                        void *arg, struct pl_error *errp);
+/* The same for the queued rows of ids 'lo' to 'hi'. */
+int pl_db_load_range(struct pl_db *db, uint64_t lo, uint64_t hi,
+                     pl_db_live_f cb, void *arg, struct pl_error *errp);
+/* Every queued task's priority and id, in id order, from indexes alone
+ * (a restart's queue of millions: no row is read).  'cb'
+ * returns 0, or -1 to stop (errno). */
+typedef int (*pl_db_queued_f)(int64_t priority, uint64_t id, void *arg);
+int pl_db_queue_scan(struct pl_db *db, pl_db_queued_f cb, void *arg,
+                     struct pl_error *errp);
 
 /* The id of the latest task named 'name' (this transaction's included),
  * 0 if none, UINT64_MAX with errp set on error. */

@@ -488,27 +488,35 @@ static int row_read(sqlite3_stmt *st, struct pl_db_row *r)
     return 0;
 }
 
-int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
-                    struct pl_error *errp)
+/* The rows of 'where' (a WHERE clause, with an INDEXED BY before it
+ * where SQLite would choose badly; ids 'lo' to 'hi' bound as ?1, ?2 when
+ * it names them) in id order, each to 'cb'. */
+static int load_rows(struct pl_db *db, const char *where, uint64_t lo,
+                     uint64_t hi, pl_db_live_f cb, void *arg,
+                     struct pl_error *errp)
 {
     sqlite3_stmt *st = NULL;
     struct pl_db_row row;
+    char sql[1024];
     int rc;
 
     db_flush(db, NULL); /* the batch's writes so far */
 
-    if (sqlite3_prepare_v2(db->h,
-                           "SELECT id, state, name, argv, env, cwd, ranks, "
-                           "cores_per_rank, gpus_per_rank, retries, timeout, "
-                           "attempts, nodes, ranks_per_node, exclusive, comm, "
-                           "launcher, after, array_id, array_index, priority, "
-                           "output_limit, pool, fn, (SELECT "
-                           "json_array_length(refs) FROM pyinputs WHERE "
-                           "task = tasks.id), vetted FROM tasks WHERE state "
-                           "NOT IN ('done', 'failed', "
-                           "'canceled', 'timeout') ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
+    snprintf(sql, sizeof(sql),
+             "SELECT id, state, name, argv, env, cwd, ranks, "
+             "cores_per_rank, gpus_per_rank, retries, timeout, "
+             "attempts, nodes, ranks_per_node, exclusive, comm, "
+             "launcher, after, array_id, array_index, priority, "
+             "output_limit, pool, fn, (SELECT "
+             "json_array_length(refs) FROM pyinputs WHERE "
+             "task = tasks.id), vetted FROM tasks %s ORDER BY id",
+             where);
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
         return db_err(db, errp, "load tasks");
+    if (sqlite3_bind_parameter_count(st) == 2) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)lo);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)hi);
+    }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (row_read(st, &row) < 0) {
             if (errno == ENOMEM)
@@ -531,6 +539,92 @@ int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
     return 0;
 nomem:
     sqlite3_finalize(st);
+    return pl_errprintf(errp, "cannot rebuild the queue: %s",
+                        strerror(errno));
+}
+
+#define LIVE "WHERE state NOT IN ('done', 'failed', 'canceled', 'timeout')"
+
+int pl_db_load_live(struct pl_db *db, pl_db_live_f cb, void *arg,
+                    struct pl_error *errp)
+{
+    return load_rows(db, LIVE, 0, 0, cb, arg, errp);
+}
+
+int pl_db_load_unqueued(struct pl_db *db, bool placed, pl_db_live_f cb,
+                        void *arg, struct pl_error *errp)
+{
+    /* indexed (NOT IN would read every row), each part in id order: a
+     * waiting task's dependencies are loaded before it (they have
+     * smaller ids, or are queued) */
+    if (placed)
+        return load_rows(db, "WHERE state IN ('assigned', 'running')", 0, 0,
+                         cb, arg, errp);
+    return load_rows(db, "INDEXED BY tasks_fn WHERE fn IS NOT NULL AND "
+                     "state = 'queued'", 0, 0, cb, arg, errp) < 0
+               || load_rows(db, "WHERE state = 'waiting'", 0, 0, cb, arg,
+                            errp) < 0
+               ? -1 : 0;
+}
+
+int pl_db_load_range(struct pl_db *db, uint64_t lo, uint64_t hi,
+                     pl_db_live_f cb, void *arg, struct pl_error *errp)
+{
+    return load_rows(db, "NOT INDEXED WHERE id BETWEEN ?1 AND ?2 AND state = "
+                     "'queued'", lo, hi,
+                     cb, arg, errp);
+}
+
+int pl_db_queue_scan(struct pl_db *db, pl_db_queued_f cb, void *arg,
+                     struct pl_error *errp)
+{
+    sqlite3_stmt *st = NULL;
+    struct prio { uint64_t id; int64_t prio; } *p = NULL;
+    size_t np = 0, cap = 0, at = 0;
+    int rc;
+
+    /* the few with a priority (index tasks_prio), then every queued id
+     * (index tasks_state alone: no row is read) */
+    if (sqlite3_prepare_v2(db->h, "SELECT id, priority FROM tasks INDEXED BY "
+                           "tasks_prio WHERE priority != 0 AND state = "
+                           "'queued' ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_err(db, errp, "scan the queue");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (pl_grow(&p, &cap, np, 1, sizeof(*p)) < 0)
+            goto nomem;
+        p[np].id = (uint64_t)sqlite3_column_int64(st, 0);
+        p[np++].prio = sqlite3_column_int64(st, 1);
+    }
+    if (rc != SQLITE_DONE)
+        goto dberr;
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db->h, "SELECT id FROM tasks WHERE state = "
+                           "'queued' ORDER BY id", -1, &st, NULL)
+        != SQLITE_OK) {
+        st = NULL;
+        goto dberr;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+        while (at < np && p[at].id < id)
+            at++;
+        if (cb(at < np && p[at].id == id ? p[at].prio : 0, id, arg) < 0)
+            goto nomem;
+    }
+    if (rc != SQLITE_DONE)
+        goto dberr;
+    sqlite3_finalize(st);
+    free(p);
+    return 0;
+dberr:
+    db_err(db, errp, "scan the queue");
+    sqlite3_finalize(st);
+    free(p);
+    return -1;
+nomem:
+    sqlite3_finalize(st);
+    free(p);
     return pl_errprintf(errp, "cannot rebuild the queue: %s",
                         strerror(errno));
 }
@@ -623,7 +717,8 @@ int pl_db_max_end_seq(struct pl_db *db, uint64_t *seq, struct pl_error *errp)
     db_flush(db, NULL); /* the batch's writes so far */
 
     *seq = 0;
-    if (sqlite3_prepare_v2(db->h, "SELECT max(end_seq) FROM tasks", -1, &st,
+    if (sqlite3_prepare_v2(db->h, "SELECT max(end_seq) FROM tasks WHERE "
+                           "end_seq IS NOT NULL", -1, &st,
                            NULL) != SQLITE_OK)
         return db_err(db, errp, "read the last end seq");
     if ((rc = sqlite3_step(st)) == SQLITE_ROW)

@@ -15,6 +15,7 @@
 
 #include "daemon/daemon_private.h"
 #include "daemon/pool.h"
+#include "daemon/queue.h"
 #include "daemon/slurmjob.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -22,6 +23,9 @@
 
 /* a restarted pilotd waits this many agent heartbeats for the agents */
 #define RECOVER_HEARTBEATS 5
+/* rows of a run rebuilt from the database read back at once, as its
+ * elements reach the head of the queue */
+#define FILL_BATCH 256
 
 static void orphan_place_cb(uint32_t rank, const char *node,
                             const char *cores, const char *gpus, void *arg)
@@ -157,18 +161,287 @@ static int load_cb(struct pl_db_row *row, void *arg)
     return 0;
 }
 
-/* The counters from the database (what was loaded moved them already:
- * this sets them right). */
-static int init_counts(struct pl_daemon *d, struct pl_error *errp)
-{
-    json_t *c = pl_query_counts(pl_db_handle(d->db), NULL, 0, errp);
+/* ------------------------------------------------------------ runs */
 
-    if (!c)
+/* The queued tasks of the database are read back as compact runs
+ * (daemon/queue.h) from the index alone: a restart with millions queued
+ * reads their ids, not their rows.  A run's element is filled from its
+ * row when it leaves the run, FILL_BATCH rows at a time. */
+struct fill {
+    struct pl_daemon *d;
+    uint64_t lo;                    /* id of ent[0] */
+    struct pl_dtask ent[FILL_BATCH]; /* id 0: no row loaded */
+};
+
+static void fill_clear(struct fill *f)
+{
+    for (size_t i = 0; i < FILL_BATCH; i++) {
+        pl_strv_free(f->ent[i].argv);
+        pl_strv_free(f->ent[i].env);
+        free(f->ent[i].cwd);
+        memset(&f->ent[i], 0, sizeof(f->ent[i]));
+    }
+}
+
+static void fill_free(void *arg)
+{
+    fill_clear(arg);
+    free(arg);
+}
+
+static int fill_row_cb(struct pl_db_row *row, void *arg)
+{
+    struct fill *f = arg;
+    struct pl_spec *s = &row->spec;
+    struct pl_dtask *e;
+
+    if (row->id < f->lo || row->id - f->lo >= FILL_BATCH)
+        return 0;
+    e = &f->ent[row->id - f->lo];
+    pl_dtask_shape(e, s);
+    e->id = row->id;
+    e->attempt = row->attempts;
+    e->array_id = row->array_id;
+    e->array_index = row->array_index;
+    e->argv = s->argv;
+    e->env = s->env;
+    e->cwd = s->cwd;
+    s->argv = s->env = NULL;
+    s->cwd = NULL;
+    return 0;
+}
+
+/* pl_sched_fill_f: element 't' of a run from its row. */
+static int fill_cb(struct pl_dtask *t, void *arg)
+{
+    struct fill *f = arg;
+    struct pl_error err;
+    struct pl_dtask *e;
+
+    if (t->id < f->lo || t->id - f->lo >= FILL_BATCH
+        || !f->ent[t->id - f->lo].id) {
+        fill_clear(f);
+        f->lo = t->id;
+        if (pl_db_load_range(f->d->db, t->id, t->id + FILL_BATCH - 1,
+                             fill_row_cb, f, &err) < 0) {
+            pl_log(LOG_ERR, "task %llu: %s", (unsigned long long)t->id,
+                   err.text);
+            errno = EIO;
+            return -1;
+        }
+        if (!f->ent[0].id) {
+            /* its command could not be read (logged): left as it is */
+            errno = ENOENT;
+            return -1;
+        }
+    }
+    e = &f->ent[t->id - f->lo];
+    t->argv = e->argv;
+    t->env = e->env;
+    t->cwd = e->cwd;
+    t->ranks = e->ranks;
+    t->cores_per_rank = e->cores_per_rank;
+    t->gpus_per_rank = e->gpus_per_rank;
+    t->nodes_req = e->nodes_req;
+    t->ranks_per_node = e->ranks_per_node;
+    t->exclusive = e->exclusive;
+    t->vetted = e->vetted;
+    t->comm = e->comm;
+    t->mpirun = e->mpirun;
+    t->retries = e->retries;
+    t->timeout = e->timeout;
+    t->output_limit = e->output_limit;
+    t->attempt = e->attempt;
+    t->array_id = e->array_id;
+    t->array_index = e->array_index;
+    memset(e, 0, sizeof(*e)); /* its strings are the task's now */
+    return 0;
+}
+
+struct scan {
+    struct pl_daemon *d;
+    uint64_t *skip;             /* queued ids that are not in runs */
+    size_t nskip, at;
+    int64_t prio;
+    uint64_t id0, n;            /* the run being read */
+    uint64_t seen;              /* queued ids read, and those queued
+                                   after the scan (waiting no more) */
+};
+
+/* load_cb() after the scan: a waiting task whose dependencies all ended
+ * is queued now, and counted. */
+static int load_after_cb(struct pl_db_row *row, void *arg)
+{
+    struct scan *sc = arg;
+    uint64_t id = row->id;
+    bool waited = row->state == PL_ST_WAITING;
+
+    if (load_cb(row, sc->d) < 0)
         return -1;
-    for (int s = 1; s < PL_ST_COUNT; s++)
-        d->count[s] = json_integer_value(json_object_get(c, pl_state_name(s)));
-    d->total = json_integer_value(json_object_get(c, "total"));
-    json_decref(c);
+    const struct pl_dtask *t = pl_sched_task_peek(sc->d->sched, id);
+    if (waited && t && t->state == PL_ST_QUEUED)
+        sc->seen++;
+    return 0;
+}
+
+static int scan_flush(struct scan *sc)
+{
+    char **argv = NULL, **env = NULL, *cwd = NULL;
+    struct pl_dtask *p;
+
+    if (!sc->n)
+        return 0;
+    if (!(p = pl_sched_run_add(sc->d->sched, sc->id0, sc->n, 0, 0,
+                               (int32_t)sc->prio, &argv, &env, &cwd)))
+        return -1;
+    p->serial = sc->d->serial + 1;
+    sc->d->serial += sc->n;
+    sc->n = 0;
+    return 0;
+}
+
+static int scan_cb(int64_t prio, uint64_t id, void *arg)
+{
+    struct scan *sc = arg;
+    bool skip = false;
+
+    sc->seen++;
+    /* 'skip' is sorted, and so are the ids; a task requeued by this load
+     * (an older pilotd had placed it) is live already */
+    while (sc->at < sc->nskip && sc->skip[sc->at] < id)
+        sc->at++;
+    skip = (sc->at < sc->nskip && sc->skip[sc->at] == id)
+           || pl_sched_task_peek(sc->d->sched, id);
+    if (sc->n && (prio != sc->prio || id != sc->id0 + sc->n || skip)
+        && scan_flush(sc) < 0)
+        return -1;
+    if (skip)
+        return 0;
+    if (!sc->n) {
+        sc->prio = prio;
+        sc->id0 = id;
+    }
+    sc->n++;
+    return 0;
+}
+
+/* The live tasks with the plain queued ones as runs (load_order()).
+ * *done false: the database has pools, and nothing was loaded. */
+static int load_runs(struct pl_daemon *d, bool *done, uint64_t *queued,
+                     struct pl_error *errp)
+{
+    sqlite3 *h = pl_db_handle(d->db);
+    sqlite3_stmt *st = NULL;
+    struct scan sc = { .d = d };
+    struct fill *f = NULL;
+    size_t cap = 0;
+    int rc;
+
+    *done = false;
+    if (sqlite3_prepare_v2(h, "SELECT 1 FROM tasks WHERE fn = 'pool' LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto dberr;
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    /* calls (fn) need their inputs at dispatch: loaded one by one */
+    if (sqlite3_prepare_v2(h, "SELECT id FROM tasks INDEXED BY tasks_fn WHERE "
+                           "fn IS NOT NULL AND state = 'queued' ORDER BY id",
+                           -1, &st, NULL)
+        != SQLITE_OK)
+        goto dberr;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (pl_grow(&sc.skip, &cap, sc.nskip, 1, sizeof(*sc.skip)) < 0) {
+            sqlite3_finalize(st);
+            goto nomem;
+        }
+        sc.skip[sc.nskip++] = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        goto dberr;
+    if (!(f = calloc(1, sizeof(*f))))
+        goto nomem;
+    f->d = d;
+    pl_sched_set_fill(d->sched, fill_cb, f, fill_free);
+    *done = true;
+    if (pl_db_load_unqueued(d->db, true, load_cb, d, errp) < 0
+        || pl_db_queue_scan(d->db, scan_cb, &sc, errp) < 0
+        || scan_flush(&sc) < 0
+        || pl_db_load_unqueued(d->db, false, load_after_cb, &sc, errp)
+               < 0) {
+        free(sc.skip);
+        return -1;
+    }
+    free(sc.skip);
+    *queued = sc.seen;
+    return 0;
+dberr:
+    free(sc.skip);
+    return pl_errprintf(errp, "rebuild the queue: %s", sqlite3_errmsg(h));
+nomem:
+    free(sc.skip);
+    return pl_errprintf(errp, "cannot rebuild the queue: out of memory");
+}
+
+/* The live tasks of the database, in the order of their ids as far as
+ * the queue goes: those an older pilotd had placed (requeued, unless
+ * orphans) before the runs of the queued, then the queued calls and the
+ * waiting.  A database with pools: row by row, in id order. */
+static int load_order(struct pl_daemon *d, bool *runs, uint64_t *queued,
+                      struct pl_error *errp)
+{
+    if (load_runs(d, runs, queued, errp) < 0)
+        return -1;
+    if (!*runs)
+        return pl_db_load_live(d->db, load_cb, d, errp);
+    return 0;
+}
+
+/* The counters from the database (what was loaded moved them already:
+ * this sets them right).  With 'queued' known (the scan of the runs read
+ * every queued id), each other state is counted on its own: a queue of
+ * millions is not read a second time. */
+static int init_counts(struct pl_daemon *d, bool runs, uint64_t queued,
+                       struct pl_error *errp)
+{
+    sqlite3 *h = pl_db_handle(d->db);
+    sqlite3_stmt *st = NULL;
+    json_t *c;
+
+    if (!runs) {
+        if (!(c = pl_query_counts(h, NULL, 0, errp)))
+            return -1;
+        for (int s = 1; s < PL_ST_COUNT; s++)
+            d->count[s] = json_integer_value(
+                json_object_get(c, pl_state_name(s)));
+        d->total = json_integer_value(json_object_get(c, "total"));
+        json_decref(c);
+        return 0;
+    }
+    /* no pools (load_runs()): no pool's job to leave out */
+    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM tasks WHERE state = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pl_errprintf(errp, "count tasks: %s", sqlite3_errmsg(h));
+    d->total = 0;
+    for (int s = 1; s < PL_ST_COUNT; s++) {
+        if (s == PL_ST_QUEUED) {
+            d->count[s] = (int64_t)queued;
+            d->total += d->count[s];
+            continue;
+        }
+        sqlite3_bind_text(st, 1, pl_state_name(s), -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_ROW) {
+            pl_errprintf(errp, "count tasks: %s", sqlite3_errmsg(h));
+            sqlite3_finalize(st);
+            return -1;
+        }
+        d->count[s] = sqlite3_column_int64(st, 0);
+        d->total += d->count[s];
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
     return 0;
 }
 
@@ -177,6 +450,8 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     const struct pl_daemon_config *cfg = &d->cfg;
     struct pl_endpoint ep = { 0 };
     char jobstr[32], *job = NULL;
+    bool runs = false;
+    uint64_t queued = 0;
 
     /* the same Slurm job as the pilotd before us: its agents may still
      * run its tasks (a pilotd restarted after a crash) */
@@ -205,9 +480,10 @@ int pl_recover_load(struct pl_daemon *d, struct pl_error *errp)
     if (pl_db_meta_set(d->db, "pilot", d->id, errp) < 0
         || pl_db_meta_set(d->db, "job", jobstr, errp) < 0
         || pl_poolctl_load(d, errp) < 0
-        || pl_db_load_live(d->db, load_cb, d, errp) < 0
+        || load_order(d, &runs, &queued, errp) < 0
         || pl_poolctl_loaded(d, errp) < 0
-        || pl_db_commit(d->db, errp) < 0 || init_counts(d, errp) < 0)
+        || pl_db_commit(d->db, errp) < 0
+        || init_counts(d, runs, queued, errp) < 0)
         return -1;
     return 0;
 }
@@ -289,7 +565,7 @@ static void each_orphan(struct pl_daemon *d,
                         void (*cb)(struct pl_dtask *t, void *arg), void *arg)
 {
     for (uint64_t id = 1; id <= pl_sched_max_id(d->sched); id++) {
-        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        struct pl_dtask *t = pl_sched_task_peek(d->sched, id);
         if (t && t->orphans)
             cb(t, arg);
     }
@@ -329,7 +605,7 @@ void pl_recover_end(struct pl_daemon *d)
     size_t n = 0;
 
     for (uint64_t id = 1; id <= pl_sched_max_id(d->sched); id++) {
-        struct pl_dtask *t = pl_sched_task_get(d->sched, id);
+        struct pl_dtask *t = pl_sched_task_peek(d->sched, id);
         n += t && t->orphans;
     }
     d->recovering = false;

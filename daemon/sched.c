@@ -7,6 +7,7 @@
 #include "daemon/keymap.h"
 #include "daemon/placeidx.h"
 #include "daemon/pool.h"
+#include "daemon/queue.h"
 #include "daemon/sched.h"
 #include "proto/strv.h"
 #include "proto/msg.h"
@@ -30,6 +31,7 @@ struct level {
 struct pl_sched {
     struct pl_dtask **tab; /* by id: ids are dense, from 1 */
     size_t cap;
+    size_t tab_hi;         /* entries past this were never written */
     struct level **lv;     /* owned, highest priority first */
     size_t nlv;
     size_t nqueued;
@@ -43,6 +45,11 @@ struct pl_sched {
                               while 'resv' is 0: resv_drop()); the index
                               holds the same marks */
     double time_left;      /* s before the pilot drains; 0: no limit */
+    struct pl_qruns runs;  /* compact runs of queued elements (queue.c) */
+    uint64_t run_elems;    /* elements in them */
+    pl_sched_fill_f fill;  /* fills an element of a run of the database */
+    void *fill_arg;
+    void (*fill_free)(void *arg);
 };
 
 /* A placement: 'c' ranks on node 'k'. */
@@ -150,7 +157,7 @@ void pl_sched_free(struct pl_sched *s)
     if (!s)
         return;
     int saved = errno;
-    for (size_t i = 0; i < s->cap; i++)
+    for (size_t i = 0; i < s->tab_hi; i++)
         if (s->tab[i])
             task_free(s->tab[i]);
     free(s->tab);
@@ -163,8 +170,43 @@ void pl_sched_free(struct pl_sched *s)
     for (size_t i = 0; i < s->nlv; i++)
         free(s->lv[i]);
     free(s->lv);
+    for (size_t i = 0; i < s->runs.n; i++)
+        pl_qrun_free(s->runs.v[i]);
+    free(s->runs.v);
+    if (s->fill_free)
+        s->fill_free(s->fill_arg);
     free(s);
     errno = saved;
+}
+
+/* Room in the table for ids up to 'id'.  0, or -1 (ENOMEM).  A new
+ * table is calloc'd (a large one is fresh zero pages) and only the part
+ * ever written is copied: the ids of millions of queued run elements
+ * cost no memory until they are tasks. */
+static int tab_grow(struct pl_sched *s, uint64_t id)
+{
+    if (id < s->cap)
+        return 0;
+    size_t ncap = s->cap ? s->cap : 1024;
+    while (ncap <= id)
+        ncap *= 2;
+    struct pl_dtask **ntab = calloc(ncap, sizeof(*ntab));
+    if (!ntab)
+        return -1;
+    if (s->tab_hi)
+        memcpy(ntab, s->tab, s->tab_hi * sizeof(*ntab));
+    free(s->tab);
+    s->tab = ntab;
+    s->cap = ncap;
+    return 0;
+}
+
+/* tab[id] = t, and the part of the table ever written grows. */
+static void tab_set(struct pl_sched *s, uint64_t id, struct pl_dtask *t)
+{
+    s->tab[id] = t;
+    if (id >= s->tab_hi)
+        s->tab_hi = id + 1;
 }
 
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
@@ -177,20 +219,9 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
         errno = EOVERFLOW;
         return NULL;
     }
-    if (!level_get(s, priority))
+    if (!level_get(s, priority) || tab_grow(s, id) < 0)
         return NULL;
-    if (id >= s->cap) {
-        size_t ncap = s->cap ? s->cap : 1024;
-        while (ncap <= id)
-            ncap *= 2;
-        struct pl_dtask **ntab = realloc(s->tab, ncap * sizeof(*ntab));
-        if (!ntab)
-            return NULL;
-        memset(ntab + s->cap, 0, (ncap - s->cap) * sizeof(*ntab));
-        s->tab = ntab;
-        s->cap = ncap;
-    }
-    if (s->tab[id]) {
+    if (s->tab[id] || pl_qruns_find(&s->runs, id)) {
         errno = EEXIST;
         return NULL;
     }
@@ -208,7 +239,7 @@ struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
     *argv = NULL;
     *env = NULL;
     *cwd = NULL;
-    s->tab[id] = t;
+    tab_set(s, id, t);
     if (queue)
         enqueue(s, t, false);
     return t;
@@ -224,9 +255,173 @@ uint64_t pl_sched_max_id(const struct pl_sched *s)
     return s->cap ? s->cap - 1 : 0;
 }
 
-struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id)
+struct pl_dtask *pl_sched_run_add(struct pl_sched *s, uint64_t id0,
+                                  uint64_t n, uint64_t idx0, uint64_t step,
+                                  int32_t priority, char ***argv, char ***env,
+                                  char **cwd)
+{
+    struct pl_qrun *r;
+    struct level *l;
+
+    if (id0 == 0 || n == 0 || id0 + n - 1 > PL_SCHED_ID_MAX) {
+        errno = EOVERFLOW;
+        return NULL;
+    }
+    /* ids are handed out in order: a new run's are above every live one
+     * (the table is only grown: its entries stay NULL) */
+    if (id0 < s->cap && (s->tab[id0] || pl_qruns_find(&s->runs, id0)
+                         || pl_qruns_find(&s->runs, id0 + n - 1))) {
+        errno = EEXIST;
+        return NULL;
+    }
+    if (!(l = level_get(s, priority)) || tab_grow(s, id0 + n - 1) < 0
+        || !(r = pl_qrun_new(id0, n, idx0, step, argv, env, cwd)))
+        return NULL;
+    if (pl_qruns_add(&s->runs, r) < 0) {
+        pl_qrun_free(r);
+        return NULL;
+    }
+    r->proto.priority = priority;
+    r->proto.state = PL_ST_QUEUED;
+    TAILQ_INSERT_TAIL(&l->q, &r->proto, qent);
+    r->proto.inq = true;
+    s->nqueued += n;
+    s->run_elems += n;
+    return &r->proto;
+}
+
+void pl_sched_set_fill(struct pl_sched *s, pl_sched_fill_f fill, void *arg,
+                       void (*free_arg)(void *arg))
+{
+    if (s->fill_free)
+        s->fill_free(s->fill_arg);
+    s->fill = fill;
+    s->fill_arg = arg;
+    s->fill_free = free_arg;
+}
+
+size_t pl_sched_runs(const struct pl_sched *s, uint64_t *elems)
+{
+    if (elems)
+        *elems = s->run_elems;
+    return s->runs.n;
+}
+
+/* A run is out of the queue and freed. */
+static void run_drop(struct pl_sched *s, struct pl_qrun *r)
+{
+    TAILQ_REMOVE(&level_find(s, r->proto.priority)->q, &r->proto, qent);
+    pl_qruns_del(&s->runs, r);
+    pl_qrun_free(r);
+}
+
+/* Element 'id' of run 'r' becomes a task of its own, in the run's place
+ * in the queue (the run splits around it); 'r' is freed once empty.
+ * NULL: ENOMEM (or the fill's error), and nothing changed; or ENOENT:
+ * the fill found no row for it, and it left the queue (a row that cannot
+ * be read stays in the database as it is, as before runs). */
+static struct pl_dtask *materialize_as(struct pl_sched *s,
+                                       struct pl_qrun *r, uint64_t id,
+                                       bool bare)
+{
+    struct pl_dqueue *q = &level_find(s, r->proto.priority)->q;
+    struct pl_qrun *tail = NULL;
+    struct pl_dtask *t = bare ? pl_qrun_elem_bare(r, id)
+                              : pl_qrun_elem(r, id);
+
+    if (!t)
+        return NULL;
+    if (!bare && !r->proto.argv && s->fill
+        && s->fill(t, s->fill_arg) < 0) {
+        int e = errno;
+        task_free(t);
+        t = NULL;
+        if (e != ENOENT) {
+            errno = e;
+            return NULL;
+        }
+    }
+    if (id != r->first && id != r->end - 1) {
+        uint64_t end = r->end;
+        if ((tail = pl_qrun_tail(r, id + 1)))
+            r->end = id; /* before the tail joins the sorted runs */
+        if (!tail || pl_qruns_add(&s->runs, tail) < 0) {
+            r->end = end;
+            pl_qrun_free(tail);
+            task_free(t);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    if (t) {
+        tab_set(s, id, t);
+        t->inq = true;
+    }
+    else
+        s->nqueued--;
+    s->run_elems--;
+    if (id == r->first) {
+        if (t)
+            TAILQ_INSERT_BEFORE(&r->proto, t, qent);
+        r->first++;
+    }
+    else if (!tail) {
+        if (t)
+            TAILQ_INSERT_AFTER(q, &r->proto, t, qent);
+        r->end--;
+    }
+    else {
+        TAILQ_INSERT_AFTER(q, &r->proto, &tail->proto, qent);
+        if (t)
+            TAILQ_INSERT_AFTER(q, &r->proto, t, qent);
+        tail->proto.inq = true;
+    }
+    if (r->first == r->end)
+        run_drop(s, r);
+    if (!t)
+        errno = ENOENT;
+    return t;
+}
+
+static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
+                                    uint64_t id)
+{
+    return materialize_as(s, r, id, false);
+}
+
+struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id)
+{
+    struct pl_qrun *r;
+
+    if (id < s->cap && s->tab[id])
+        return s->tab[id];
+    errno = 0;
+    if (!s->runs.n || !(r = pl_qruns_find(&s->runs, id)))
+        return NULL;
+    return materialize_as(s, r, id, true);
+}
+
+struct pl_dtask *pl_sched_task_peek(const struct pl_sched *s, uint64_t id)
 {
     return id < s->cap ? s->tab[id] : NULL;
+}
+
+bool pl_sched_live(const struct pl_sched *s, uint64_t id)
+{
+    return pl_sched_task_peek(s, id)
+           || (s->runs.n && pl_qruns_find(&s->runs, id));
+}
+
+struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id)
+{
+    struct pl_qrun *r;
+
+    if (id < s->cap && s->tab[id])
+        return s->tab[id];
+    errno = 0;
+    if (!s->runs.n || !(r = pl_qruns_find(&s->runs, id)))
+        return NULL;
+    return materialize(s, r, id);
 }
 
 static void rank_release(struct pl_dtask *t, uint32_t r)
@@ -347,13 +542,32 @@ struct pl_node *pl_sched_node_at(struct pl_sched *s, size_t i)
 void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
                          void (*cb)(struct pl_dtask *t, void *arg), void *arg)
 {
-    for (size_t i = 0; i < s->cap; i++) {
+    for (size_t i = 0; i < s->tab_hi; i++) {
         struct pl_dtask *t = s->tab[i];
         bool on = !n;
         for (uint32_t r = 0; t && !on && t->rank && r < t->ranks; r++)
             on = t->rank[r].node == n;
         if (t && on)
             cb(t, arg); /* may requeue or remove t */
+    }
+    /* a run's elements share what a callback for all tasks judges: the
+     * head stands for them, unless it went */
+    for (size_t i = 0; !n && i < s->runs.n;) {
+        struct pl_qrun *r = s->runs.v[i];
+        uint64_t id = r->first, end = r->end;
+        bool gone = true;
+        while (gone && r && id < end) {
+            struct pl_dtask *t = materialize(s, r, id);
+            if (!t && errno != ENOENT)
+                return;
+            if (t)
+                cb(t, arg);
+            gone = !pl_sched_task_peek(s, id);
+            if (++id < end)
+                r = pl_qruns_find(&s->runs, id);
+        }
+        if (!gone)
+            i++;
     }
 }
 
@@ -717,16 +931,29 @@ size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t)
         TAILQ_FOREACH(u, &s->lv[li]->q, qent) {
             if (u == t)
                 return n;
-            n++;
+            n += u->run ? u->run->end - u->run->first : 1;
         }
     }
     return n;
+}
+
+/* Whether 'a' and 'b' ask for the same: one cannot start where the other
+ * could not. */
+static bool same_shape(const struct pl_dtask *a, const struct pl_dtask *b)
+{
+    return a->ranks == b->ranks && a->cores_per_rank == b->cores_per_rank
+           && a->gpus_per_rank == b->gpus_per_rank
+           && a->nodes_req == b->nodes_req
+           && a->ranks_per_node == b->ranks_per_node
+           && a->exclusive == b->exclusive && a->vetted == b->vetted
+           && a->comm == b->comm && a->timeout == b->timeout;
 }
 
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
 {
     size_t placed = 0, skipped = 0, np;
     struct pl_dtask *t, *next, *held = NULL;
+    struct pl_dtask *passed = NULL; /* the last task that could not start */
     struct pick pick[s->nnodes ? s->nnodes : 1];
 
     if (s->nnodes == 0)
@@ -754,18 +981,50 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
                 skipped++; /* only the reserved task may start now */
                 continue;
             }
+            /* a run's head becomes a task; if it cannot start now, no
+             * element of the run can (they share their shape): the pass
+             * goes on after the run.  A run rebuilt from the database
+             * (its argv NULL) may join several submits: each element is
+             * looked at. */
+            struct pl_dtask *after = NULL;
+            if (t->run && t->argv && passed
+                && TAILQ_PREV(t, pl_dqueue, qent) == passed
+                && same_shape(passed, t)) {
+                skipped++; /* its element just before could not start */
+                continue;
+            }
+            if (t->run) {
+                struct pl_qrun *r = t->run;
+                if (r->end - r->first > 1 && r->proto.argv)
+                    after = &r->proto;
+                bool last = r->end - r->first == 1;
+                struct pl_dtask *u = materialize(s, r, r->first);
+                if (!u && errno == ENOENT) {
+                    next = last ? next : t; /* the run's next element */
+                    continue;
+                }
+                if (!(t = u))
+                    goto full;
+                next = TAILQ_NEXT(t, qent);
+            }
             /* a task that could not end before the drain waits for the next
              * allocation (--resume) */
             if (s->time_left > 0 && t->timeout > s->time_left) {
                 if (t->id == s->resv)
                     resv_drop(s); /* it holds no nodes back any more */
+                if (after)
+                    next = TAILQ_NEXT(after, qent);
+                passed = t;
                 skipped++;
                 continue;
             }
             if (plan(s, t, s->resv && t->id != s->resv, false, pick, &np) < 0
                 || take(s, t, pick, np) < 0) {
+                if (after)
+                    next = TAILQ_NEXT(after, qent);
                 if (!s->resv && pl_sched_fits(s, t, NULL, 0))
                     reserve(s, t);
+                passed = t;
                 skipped++;
                 continue;
             }

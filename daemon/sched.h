@@ -88,6 +88,9 @@ struct pl_dtask {
     bool cancel;               /* cancel asked while on an agent */
     bool lost;                 /* an agent under it was lost (attempt) */
     bool inq;                  /* linked in the queue (qent valid) */
+    struct pl_qrun *run;       /* not a task but a run of queued array
+                                  elements: its entry in the queue
+                                  (daemon/queue.h); NULL for a task */
     bool unsent;               /* listed in the daemon's 'unsent' (its
                                   RUN waits: daemon/dispatch.c) */
     uint8_t nrefs;             /* a Python call's refs: their results go
@@ -136,7 +139,38 @@ void pl_sched_free(struct pl_sched *s);
 struct pl_dtask *pl_sched_task_add(struct pl_sched *s, uint64_t id,
                                    bool queue, int32_t priority, char ***argv,
                                    char ***env, char **cwd);
+/* The live task 'id', or NULL.  An element of a compact run becomes a
+ * task of its own here (in its place in the queue); NULL with errno
+ * ENOMEM if it cannot (and errno 0 for no such task). */
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id);
+/* As pl_sched_task_get(), but an element of a run is made without its
+ * command (argv, env, cwd NULL; its row is not read back): only for a
+ * caller that ends it at once, as a cancel of queued tasks does. */
+struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id);
+/* The same without making one: NULL for an element still in a run. */
+struct pl_dtask *pl_sched_task_peek(const struct pl_sched *s, uint64_t id);
+/* Whether 'id' is live: a task, or an element of a run. */
+bool pl_sched_live(const struct pl_sched *s, uint64_t id);
+
+/* 'n' queued array elements of one spec, ids id0.. (consecutive), index
+ * idx0 + k * step, at the tail of their priority's FIFO as one compact
+ * run (daemon/queue.h); argv (the template, "{}" the index; NULL: each
+ * element is filled by the fill callback), env and cwd taken over as by
+ * pl_sched_task_add().  Returns the run's shared part for the caller to
+ * shape (state, limits, array_id, serial of id0 in 'serial', queued_at:
+ * every element is made from it), or NULL (EEXIST, EOVERFLOW, ENOMEM). */
+struct pl_dtask *pl_sched_run_add(struct pl_sched *s, uint64_t id0,
+                                  uint64_t n, uint64_t idx0, uint64_t step,
+                                  int32_t priority, char ***argv, char ***env,
+                                  char **cwd);
+/* How an element of a run whose argv is NULL is filled (its argv, env,
+ * cwd and anything else its stored row says); 0, or -1.  'free' frees
+ * 'arg' with the scheduler. */
+typedef int (*pl_sched_fill_f)(struct pl_dtask *t, void *arg);
+void pl_sched_set_fill(struct pl_sched *s, pl_sched_fill_f fill, void *arg,
+                       void (*free_arg)(void *arg));
+/* Runs in the queue, and the elements in them (for tests and status). */
+size_t pl_sched_runs(const struct pl_sched *s, uint64_t *elems);
 /* Seconds before the pilot drains (0: no limit): a queued task whose
  * timeout is longer is not started (it stays queued). */
 void pl_sched_set_time_left(struct pl_sched *s, double secs);
@@ -160,7 +194,10 @@ struct pl_node *pl_sched_node_find(struct pl_sched *s, const char *name);
 size_t pl_sched_nnodes(const struct pl_sched *s);
 struct pl_node *pl_sched_node_at(struct pl_sched *s, size_t i);
 /* Call 'cb' for each live task with a rank on 'n' (every live task when
- * 'n' is NULL); 'cb' may requeue or remove the task. */
+ * 'n' is NULL); 'cb' may requeue or remove the task.  With 'n' NULL, a
+ * compact run's head element is made a task and visited; the rest of the
+ * run only if 'cb' removed it (its elements share what 'cb' judges by:
+ * their shape and state). */
 void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
                          void (*cb)(struct pl_dtask *t, void *arg), void *arg);
 

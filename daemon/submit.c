@@ -13,6 +13,7 @@
 
 #include "daemon/daemon_private.h"
 #include "daemon/pool.h"
+#include "daemon/queue.h"
 #include "proto/clientmsg.h"
 #include "proto/log.h"
 #include "proto/query.h"
@@ -181,47 +182,46 @@ error:
     return -1;
 }
 
-/* 's' with every "{}" replaced by 'idx'; NULL stays NULL (errno 0). */
-static char *subst(const char *s, uint64_t idx)
+/* Store the row of element 'k' of spec 's' (its only one if not an
+ * array) in 'state', submitted with the key named 'by'; '*first' is the
+ * array's id once element 0 is in.  0 with *id, or -1 with errp set. */
+static int store_row(struct pl_daemon *d, struct pl_spec *s, uint64_t k,
+                     const struct pl_deps *dp, int state, double t_now,
+                     uint64_t *first, const char *by, uint64_t *id,
+                     struct pl_error *errp)
 {
-    char num[24], *out, *o;
-    size_t n = 0;
+    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
+    char **argv = NULL, *name = NULL;
+    int rc = -1;
 
-    errno = 0;
-    if (!s)
-        return NULL;
-    int nl = snprintf(num, sizeof(num), "%llu", (unsigned long long)idx);
-    for (const char *p = s; (p = strstr(p, "{}")); p += 2)
-        n++;
-    if (!(out = malloc(strlen(s) + n * (size_t)nl + 1)))
-        return NULL;
-    for (o = out; *s;) {
-        if (s[0] == '{' && s[1] == '}') {
-            memcpy(o, num, (size_t)nl);
-            o += nl;
-            s += 2;
-        }
-        else
-            *o++ = *s++;
+    if (s->array && (!(argv = pl_queue_subst_strv(s->argv, idx))
+                     || (s->name && !(name = pl_queue_subst(s->name, idx))))) {
+        errno = ENOMEM;
+        pl_errprintf(errp, "out of memory");
+        goto done;
     }
-    *o = '\0';
-    return out;
-}
-
-static char **subst_strv(char *const *v, uint64_t idx)
-{
-    size_t n = pl_strv_len(v);
-    char **out;
-
-    if (!(out = calloc(n + 1, sizeof(*out))))
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!(out[i] = subst(v[i], idx))) {
-            pl_strv_free(out);
-            return NULL;
-        }
-    }
-    return out;
+    struct pl_db_task row = {
+        .spec = s, .argv = argv, .name = name,
+        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
+        .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
+        .submitted_by = by,
+    };
+    if (s->append)
+        row.array_id = s->append; /* element 0 is another request's */
+    if (pl_db_task_insert(d->db, &row, state, t_now, id, errp) < 0
+        || (s->fn == PL_FN_PYCALL
+            && pl_db_pyinput_add(d->db, *id, s, d->py_prelude, d->py_python,
+                                 errp) < 0)
+        || (s->array && k == 0 && !s->append
+            && pl_db_task_array(d->db, *id, idx, errp) < 0))
+        goto done;
+    if (s->array && k == 0 && !s->append)
+        *first = *id;
+    rc = 0;
+done:
+    pl_strv_free(argv);
+    free(name);
+    return rc;
 }
 
 /* Store and queue element 'k' of spec 's' (its only one if not an
@@ -235,31 +235,15 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
 {
     uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
     bool last = k + 1 == pl_spec_count(s);
-    char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
+    char **argv = NULL, **env = NULL, *cwd = NULL;
     struct pl_dtask *t = NULL;
     uint64_t id;
     int state = dp->nlive || dp->why[0] ? PL_ST_WAITING : PL_ST_QUEUED;
 
-    if (s->array && (!(argv = subst_strv(s->argv, idx))
-                     || (s->name && !(name = subst(s->name, idx)))))
+    if (store_row(d, s, k, dp, state, t_now, first, by, &id, errp) < 0)
+        return NULL;
+    if (s->array && !(argv = pl_queue_subst_strv(s->argv, idx)))
         goto nomem;
-    struct pl_db_task row = {
-        .spec = s, .argv = argv, .name = name,
-        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
-        .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
-        .submitted_by = by,
-    };
-    if (s->append)
-        row.array_id = s->append; /* element 0 is another request's */
-    if (pl_db_task_insert(d->db, &row, state, t_now, &id, errp) < 0
-        || (s->fn == PL_FN_PYCALL
-            && pl_db_pyinput_add(d->db, id, s, d->py_prelude, d->py_python,
-                                 errp) < 0)
-        || (s->array && k == 0 && !s->append
-            && pl_db_task_array(d->db, id, idx, errp) < 0))
-        goto error;
-    if (s->array && k == 0 && !s->append)
-        *first = id;
     /* the last element takes the spec's strings, the others copies */
     if (!s->array) {
         argv = s->argv;
@@ -302,14 +286,79 @@ static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
 nomem:
     errno = ENOMEM;
     pl_errprintf(errp, "out of memory");
-error:
     t = NULL;
 done:
     pl_strv_free(argv);
     pl_strv_free(env);
     free(cwd);
-    free(name);
     return t;
+}
+
+/* Whether the elements of 's' wait as compact runs (daemon/queue.h):
+ * those of a plain array (its indexes a range), queued at once, and in
+ * no watch; a call's, a pool's and a waiting task are tasks from the
+ * start (what they need at dispatch, or before, is per task). */
+static bool compact(const struct pl_spec *s, const struct pl_deps *dp,
+                    const struct pl_watch *w)
+{
+    return s->array && !s->retry && !s->pool && s->fn != PL_FN_PYCALL
+           && !w && !dp->nlive && !dp->why[0] && pl_spec_count(s) > 1;
+}
+
+/* Elements k0..k0+n-1 of 's', stored as ids id0.., queued as one run. */
+static int run_make(struct pl_daemon *d, const struct pl_spec *s,
+                    uint64_t k0, uint64_t n, uint64_t id0, uint64_t first)
+{
+    char **argv = pl_strv_dup(s->argv), **env = NULL, *cwd = NULL;
+    struct pl_dtask *p = NULL;
+
+    if (argv && (!s->env || (env = pl_strv_dup(s->env)))
+        && (!s->cwd || (cwd = strdup(s->cwd))))
+        p = pl_sched_run_add(d->sched, id0, n, s->astart + k0 * s->astep,
+                             s->astep, (int32_t)s->priority, &argv, &env,
+                             &cwd);
+    pl_strv_free(argv);
+    pl_strv_free(env);
+    free(cwd);
+    if (!p)
+        return -1;
+    pl_dtask_shape(p, s);
+    p->array_id = first;
+    p->serial = d->serial + 1;
+    d->serial += n;
+    for (uint64_t i = 0; i < n; i++)
+        pl_dtask_counted(d, p);
+    return 0;
+}
+
+/* Store every element of 's' and queue them as runs of consecutive ids
+ * (one run: the ids of one request are consecutive).  0, or -1 with
+ * errp. */
+static int submit_runs(struct pl_daemon *d, struct pl_spec *s,
+                       const struct pl_deps *dp, double t_now,
+                       uint64_t *first, const char *by, struct pl_out *o,
+                       struct pl_error *errp)
+{
+    uint64_t cnt = pl_spec_count(s), k0 = 0, id0 = 0, id = 0;
+
+    for (uint64_t k = 0; k <= cnt; k++) {
+        if (k < cnt) {
+            if (store_row(d, s, k, dp, PL_ST_QUEUED, t_now, first, by, &id,
+                          errp) < 0)
+                return -1;
+            o->undo[o->nundo++] = id; /* the request's undo takes it */
+        }
+        if (k > k0 && (k == cnt || id != id0 + (k - k0))) {
+            if (run_make(d, s, k0, k - k0, id0, *first) < 0) {
+                errno = ENOMEM;
+                return pl_errprintf(errp, "out of memory");
+            }
+            k0 = k;
+        }
+        if (k == k0)
+            id0 = id;
+    }
+    return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -430,6 +479,10 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         struct pl_deps dp;
         uint64_t first = s->append, cnt = pl_spec_count(s);
         int rc = deps_resolve(d, s, &dp, errp);
+        if (rc == 0 && compact(s, &dp, w)) {
+            rc = submit_runs(d, s, &dp, t_now, &first, by, o, errp);
+            cnt = 0;
+        }
         for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
             struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, by,
                                             w, o, errp);

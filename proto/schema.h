@@ -3,7 +3,7 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 11
+#define PL_SCHEMA_VERSION 12
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
@@ -128,6 +128,10 @@
     "  WHERE array_id IS NOT NULL;"                                            \
     "CREATE INDEX IF NOT EXISTS tasks_fn ON tasks(fn) WHERE fn IS NOT NULL;"  \
     "CREATE INDEX IF NOT EXISTS tasks_end_seq ON tasks(end_seq)"              \
-    "  WHERE end_seq IS NOT NULL;"
+    "  WHERE end_seq IS NOT NULL;"                                             \
+    /* schema 12: the queue rebuilt from indexes alone at a restart     */  \
+    /* (tasks_state has the ids; this the few with a priority)          */  \
+    "CREATE INDEX IF NOT EXISTS tasks_prio ON tasks(priority)"                 \
+    "  WHERE priority != 0;"
 
 #endif /* !PL_PROTO_SCHEMA_H */
