@@ -105,6 +105,9 @@ static void task_exit_cb(struct pl_task *t, void *arg)
                pl_state_name(pl_task_state(t)), pl_task_exit_code(t),
                pl_task_runtime(t), rss);
     event_task(a, t);
+    /* pilotd schedules the cores of an ended task at once: no PULL */
+    if (r->size <= 1)
+        a->end_freed = true;
     for (size_t i = 0; i < a->nrunning; i++) {
         if (a->running[i] == t) {
             a->running[i] = a->running[--a->nrunning];
@@ -302,6 +305,8 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
                                                 PL_ST_DONE);
         if (e)
             e->exit_code = 0;
+        if (r.size <= 1)
+            a->end_freed = true; /* as task_exit_cb() */
         goto done;
     }
     if (r.pool) {
@@ -380,7 +385,9 @@ int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,
     a->pulled = false;
     for (uint32_t i = 0; i < tasks->via.array.size; i++)
         run_one(a, &tasks->via.array.ptr[i]);
-    pl_agent_kick(a);
+    /* the GOT and a PULL for cores still free can wait for the starts'
+     * flush (pl_agent_kick_soon()); a failure kicked it already */
+    pl_agent_kick_soon(a);
     return 0;
 }
 
