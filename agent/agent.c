@@ -373,6 +373,10 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         goto error;
     }
     pl_env_drop_step(a->base_env);
+    if (!(a->envcache = pl_env_cache_new(a->base_env))) {
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
     if (pl_owner_make(a->owner, sizeof(a->owner), a->keys.server, a->node)
         < 0) {
         errno = EINVAL;
@@ -492,6 +496,7 @@ void pl_agent_free(struct pl_agent *a)
         close(a->devnull);
     pl_bind_cuda_free(a->cuda);
     pl_bind_cpu_free(a->cpu);
+    pl_env_cache_free(a->envcache);
     pl_env_free(a->base_env);
     pl_resources_free(a->res);
     explicit_bzero(&a->keys, sizeof(a->keys));

@@ -31,6 +31,7 @@
 struct outmsg;  /* link.c: a message waiting for room on the socket */
 struct unacked; /* link.c: an end pilotd has not committed yet */
 struct pl_env;  /* agent/env.h: a task's environment */
+struct pl_env_cache;
 
 /* The fields in groups: the state of the file each names. */
 struct pl_agent {
@@ -94,6 +95,7 @@ struct pl_agent {
     struct pl_bind_cuda *cuda;
     int devnull;               /* the tasks' stdin */
     struct pl_env *base_env;   /* ours without the step's (pl_env_drop_step) */
+    struct pl_env_cache *envcache; /* base_env + a spec's env, per spec */
     char owner[PL_OWNER_MAX];  /* our part of the tasks' keys (leftover.h) */
     struct pl_task **running;  /* spawned, not exited */
     size_t nrunning;

@@ -156,13 +156,11 @@ struct pl_env *pl_agent_task_env(struct pl_agent *a, const struct pl_run *r,
 {
     struct pl_env *env;
 
-    if (!(env = pl_env_new(pl_env_vector(a->base_env)))) {
+    /* ours and the spec's, built once per spec (agent/env.h) */
+    if (!(env = pl_env_cache_task(a->envcache, r->env))) {
         pl_errprintf(errp, "out of memory");
         return NULL;
     }
-    for (char **e = r->env; e && *e; e++)
-        if (pl_env_put(env, *e) < 0)
-            goto nomem;
     if (pl_env_setf(env, "PILOT_TASK_ID", "%llu",
                     (unsigned long long)r->id) < 0
         || pl_env_setf(env, "PILOT_ATTEMPT", "%llu",
