@@ -1,13 +1,11 @@
 /* agent/bind_cpu.c - bind a task to its cores (CPU affinity mask)
  *
- * The task's mask is handed to pl_spawn() (pl_spawn_set_mask()) just
- * before the spawn (pl_task_start()) and taken back right after: the
- * vfork() child sets it on itself before its exec.  (It was set on the
- * loop thread around the spawn, for the child to inherit: two
- * sched_setaffinity() calls a task, each moving the agent's thread to
- * the task's cores and back.)  A mask that is the agent's own is not set
- * at all: the child inherits it.  A core outside the agent's own mask
- * is refused here, with the error sched_setaffinity() would give.
+ * The loop thread takes the task's mask just before posix_spawn()
+ * (pl_task_start()) and gets its own back right after: the child, a
+ * clone() of the calling thread, inherits that thread's mask, so the
+ * task starts bound without any code running in the child.  Only the
+ * loop thread changes (sched_setaffinity(0) is per thread); ZeroMQ's I/O
+ * thread keeps the mask it was created with.
  */
 #include <errno.h>
 #include <sched.h>
@@ -15,7 +13,6 @@
 #include <string.h>
 
 #include "agent/bind_cpu.h"
-#include "agent/spawn.h"
 
 _Static_assert(PL_CPU_MAX <= CPU_SETSIZE, "a core id must fit a cpu_set_t");
 _Static_assert(PL_RUN_MAX_CPU <= PL_CPU_MAX,
@@ -23,8 +20,7 @@ _Static_assert(PL_RUN_MAX_CPU <= PL_CPU_MAX,
 
 struct pl_bind_cpu {
     cpu_set_t own;  /* the loop thread's mask at start */
-    cpu_set_t task; /* the task's, handed to pl_spawn() */
-    int entered;    /* 'task' handed: leave() must take it back */
+    int entered;    /* the task's mask is on: leave() must restore */
 };
 
 struct pl_bind_cpu *pl_bind_cpu_new(const struct pl_resources *r,
@@ -70,22 +66,14 @@ int pl_bind_cpu_env(struct pl_bind_cpu *b, const struct pl_run *r,
 int pl_bind_cpu_enter(struct pl_bind_cpu *b, const struct pl_run *r,
                       struct pl_error *errp)
 {
-    cpu_set_t *mask = &b->task, in;
+    cpu_set_t mask;
 
-    CPU_ZERO(mask);
+    CPU_ZERO(&mask);
     for (uint32_t i = 0; i < r->ncores; i++)
         if (r->cores[i] < PL_CPU_MAX) /* checked at decode: no-op test */
-            CPU_SET((int)r->cores[i], mask);
-    /* what sched_setaffinity() refuses, in its words: no core, or none
-     * we may use (the kernel takes the mask's part inside ours) */
-    CPU_AND(&in, mask, &b->own);
-    if (CPU_COUNT(&in) == 0) {
-        errno = EINVAL;
+            CPU_SET((int)r->cores[i], &mask);
+    if (sched_setaffinity(0, sizeof(mask), &mask) < 0)
         return pl_errprintf(errp, "sched_setaffinity: %s", strerror(errno));
-    }
-    if (CPU_EQUAL(mask, &b->own))
-        return 0; /* inherited as it is */
-    pl_spawn_set_mask(mask);
     b->entered = 1;
     return 0;
 }
@@ -93,7 +81,10 @@ int pl_bind_cpu_enter(struct pl_bind_cpu *b, const struct pl_run *r,
 void pl_bind_cpu_leave(struct pl_bind_cpu *b)
 {
     if (b->entered) {
-        pl_spawn_set_mask(NULL);
+        int saved = errno;
+        /* N.B. cannot fail: 'own' was accepted for this thread before. */
+        (void)sched_setaffinity(0, sizeof(b->own), &b->own);
         b->entered = 0;
+        errno = saved;
     }
 }

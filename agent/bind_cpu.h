@@ -24,14 +24,12 @@ void pl_bind_cpu_free(struct pl_bind_cpu *b);
 int pl_bind_cpu_env(struct pl_bind_cpu *b, const struct pl_run *r,
                     struct pl_env *env, struct pl_error *errp);
 
-/* Have the calling thread's next spawns (pl_spawn()) set the task's cores
- * on the child; the calling thread's own mask does not change.  Returns
- * 0 or -1 (EINVAL, errp: none of its cores is ours, as
- * sched_setaffinity() says). */
+/* Give the calling (loop) thread the task's cores, so that the child
+ * inherits them.  Returns 0 or -1 (errno from sched_setaffinity, errp). */
 int pl_bind_cpu_enter(struct pl_bind_cpu *b, const struct pl_run *r,
                       struct pl_error *errp);
 
-/* Spawn with the calling thread's own mask again. */
+/* Give the loop thread back its own mask. */
 void pl_bind_cpu_leave(struct pl_bind_cpu *b);
 
 #endif /* !PL_AGENT_BIND_CPU_H */

@@ -13,14 +13,6 @@
 
 #include "agent/spawn.h"
 
-/* pl_spawn_set_mask(): per thread, as the CPU mask it replaces was */
-static _Thread_local const cpu_set_t *next_mask;
-
-void pl_spawn_set_mask(const cpu_set_t *mask)
-{
-    next_mask = mask;
-}
-
 /* The program execvp() would run for 'file', searching the PATH of the
  * task's environment 'env' (else the agent's), into 'buf'.  0, or an
  * errno value (ENOENT, EACCES, ENAMETOOLONG). */
@@ -75,7 +67,6 @@ int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
 {
     sigset_t all, old;
     volatile int child_err = 0;
-    const cpu_set_t *mask = next_mask;
     pid_t parent = getpid();
     pid_t p;
 
@@ -94,8 +85,6 @@ int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
             || (fd3 >= 0 && (fd3 == 3 ? fcntl(3, F_SETFD, 0)
                                       : dup2(fd3, 3)) < 0)
             || (cwd && chdir(cwd) < 0)
-            /* the child's own thread only: the agent's stays put */
-            || (mask && sched_setaffinity(0, sizeof(*mask), mask) < 0)
             || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
             child_err = errno;
             _exit(127);

@@ -7,7 +7,6 @@
 #ifndef PL_AGENT_SPAWN_H
 #define PL_AGENT_SPAWN_H
 
-#include <sched.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,17 +19,10 @@ int pl_spawn_find(const char *file, char *const *env, char *buf, size_t len);
  * stdout and stderr from 'in', 'out' and 'err', 'fd3' as its fd 3 when
  * not -1, in 'cwd' if not NULL, every signal at its default and none
  * blocked; it gets SIGKILL when the agent dies (PR_SET_PDEATHSIG).  It
- * takes the CPU mask pl_spawn_set_mask() gave this thread, else inherits
- * the calling thread's.  0 with
+ * inherits the calling thread's CPU mask (pl_bind_cpu_enter()).  0 with
  * *pid, or the errno value of the step that failed (the child is then
  * reaped). */
 int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
              int err, int fd3, const char *cwd, pid_t *pid);
-
-/* The CPU mask the children of the calling thread's next pl_spawn()
- * calls take ('mask' borrowed until the call with NULL, which stops it):
- * the child sets it before its exec, so the agent's loop thread never
- * moves to a task's cores and back (pl_bind_cpu_enter()). */
-void pl_spawn_set_mask(const cpu_set_t *mask);
 
 #endif /* !PL_AGENT_SPAWN_H */
