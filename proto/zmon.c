@@ -106,10 +106,8 @@ struct pl_zmon *pl_zmon_new(uv_loop_t *loop, void *ctx, void *sock,
         pl_errprintf(errp, "monitor socket: %s", zmq_strerror(errno));
         goto error;
     }
-    if ((m->zw = pl_zwatch_new(loop, m->pair, ZMQ_POLLIN, pair_cb, m)))
-        /* only pair_cb reads the PAIR: no read before every block */
-        pl_zwatch_set_private(m->zw);
-    if (!m->zw || pl_zwatch_start(m->zw) < 0) {
+    if (!(m->zw = pl_zwatch_new(loop, m->pair, ZMQ_POLLIN, pair_cb, m))
+        || pl_zwatch_start(m->zw) < 0) {
         pl_errprintf(errp, "watch monitor socket: %s", strerror(errno));
         goto error;
     }

@@ -13,10 +13,7 @@
  * the fd fired or events were pending before the block.  Skipping it
  * otherwise is safe: the prepare of the next iteration reads it before
  * any block, so at worst the callback runs one iteration later, never
- * after a sleep.  A socket only its own callback touches (a monitor's
- * PAIR: pl_zwatch_set_private()) cannot lose its edge to anyone else:
- * its prepare read is skipped too, and the check reads it once after the
- * callback to see whether the batch left events pending.
+ * after a sleep.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +33,6 @@ struct pl_zwatch {
     int started;
     int woke;             /* the poll fd fired since the last check */
     int pending;          /* idle started: events were pending */
-    int priv;             /* only the callback uses the socket */
     pl_zwatch_f cb;
     void *arg;
 };
@@ -69,8 +65,6 @@ static void prepare_cb(uv_prepare_t *h)
 {
     struct pl_zwatch *zw = h->data;
 
-    if (zw->priv)
-        return; /* the check after its callback did it */
     if (pl_zsock_events(zw->zsock) & zw->events) {
         uv_idle_start(&zw->idle, noop_idle_cb);
         zw->pending = 1;
@@ -87,25 +81,8 @@ static void check_cb(uv_check_t *h)
     zw->woke = 0;
     zw->pending = 0;
     uv_idle_stop(&zw->idle);
-    if (!(revents = pl_zsock_events(zw->zsock) & zw->events))
-        return;
-    if (!zw->priv) {
+    if ((revents = pl_zsock_events(zw->zsock) & zw->events))
         zw->cb(zw, revents, zw->arg); /* may stop or free zw */
-        return;
-    }
-    /* N.B. a private watcher's callback must not free it (pl_zmon's
-     * defers its free until it returns) */
-    zw->cb(zw, revents, zw->arg);
-    if (!zw->closing && zw->started
-        && (pl_zsock_events(zw->zsock) & zw->events)) {
-        uv_idle_start(&zw->idle, noop_idle_cb);
-        zw->pending = 1;
-    }
-}
-
-void pl_zwatch_set_private(struct pl_zwatch *zw)
-{
-    zw->priv = 1;
 }
 
 struct pl_zwatch *pl_zwatch_new(uv_loop_t *loop, void *zsock, int events,

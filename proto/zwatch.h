@@ -26,13 +26,6 @@ void pl_zwatch_stop(struct pl_zwatch *zw);
 /* Change the events wanted (e.g. add ZMQ_POLLOUT while output is queued). */
 void pl_zwatch_set_events(struct pl_zwatch *zw, int events);
 
-/* Say that 'zsock' is used only inside the watcher's callback (a
- * monitor's PAIR socket): no other send or recv can consume its edge, so
- * its ZMQ_EVENTS is read only after the fd fired and after each
- * callback, not before every block.  The callback must not free the
- * watcher itself (defer it, as pl_zmon does). */
-void pl_zwatch_set_private(struct pl_zwatch *zw);
-
 /* Close the handles; the memory is released in the last close callback,
  * so this may be called from the watcher's own callback.  NULL is ok. */
 void pl_zwatch_free(struct pl_zwatch *zw);
