@@ -3,9 +3,12 @@
  * One pl_agent per process, embedding the process's one loop.  This file
  * has its life cycle, the table of handlers for pilotd's messages, the
  * SIGCHLD watcher and the flush timer, which runs once per iteration that
- * changed something (pl_agent_kick()): it frees the tasks that exited,
- * sends the iteration's events as one EVENTS message, then a PULL if one
- * is due (so that pilotd frees the cores before it answers).  The link
+ * changed something (pl_agent_kick()), or FLUSH_SOON_MS after a start
+ * (pl_agent_kick_soon(): a no-op task's end joins its start): it frees
+ * the tasks that exited, sends the events as one EVENTS message, then a
+ * PULL if one is due (so that pilotd frees the cores before it answers)
+ * and no end of a one-rank task went before it (that end makes pilotd
+ * schedule the cores by itself).  The link
  * to pilotd is link.c; the tasks, from a RUN entry to a process, run.c.
  */
 #include <errno.h>
@@ -33,6 +36,7 @@ extern char **environ;
 #define EXIT_WAIT_MS 5000    /* after the grace, give up on the tasks */
 #define LEFTOVER_WAIT 10     /* s for a dead agent's tasks to die */
 #define OUTPUT_CHECK_MS 250  /* between two looks at the output sizes */
+#define FLUSH_SOON_MS 2      /* pl_agent_kick_soon(): a start waits this */
 
 /* ---- the flush timer ---- */
 
@@ -40,13 +44,25 @@ static void flush_cb(uv_timer_t *h);
 
 void pl_agent_kick(struct pl_agent *a)
 {
-    if (!a->finished && !uv_is_active((uv_handle_t *)&a->flush))
+    if (!a->finished
+        && (a->flush_soon || !uv_is_active((uv_handle_t *)&a->flush))) {
+        a->flush_soon = false;
         uv_timer_start(&a->flush, flush_cb, 0, 0);
+    }
+}
+
+void pl_agent_kick_soon(struct pl_agent *a)
+{
+    if (!a->finished && !uv_is_active((uv_handle_t *)&a->flush)) {
+        a->flush_soon = true;
+        uv_timer_start(&a->flush, flush_cb, FLUSH_SOON_MS, 0);
+    }
 }
 
 static void finish(struct pl_agent *a)
 {
     uv_timer_stop(&a->flush);
+    uv_timer_stop(&a->got);
     uv_timer_stop(&a->deadline);
     uv_timer_stop(&a->outcheck);
     pl_agent_link_stop(a);
@@ -59,6 +75,7 @@ static void flush_cb(uv_timer_t *h)
 {
     struct pl_agent *a = h->data;
 
+    a->flush_soon = false;
     pl_agent_free_dead(a);
     pl_wpool_report(a->wpool, false);
     pl_agent_events_send(a);
@@ -331,7 +348,8 @@ struct pl_agent *pl_agent_new(const char *endpoint,
     uv_timer_init(&a->loop, &a->deadline);
     uv_timer_init(&a->loop, &a->watch);
     uv_timer_init(&a->loop, &a->outcheck);
-    a->outcheck.data = a;
+    uv_timer_init(&a->loop, &a->got);
+    a->outcheck.data = a->got.data = a;
     a->flush.data = a->reg.data = a->heartbeat.data = a->deadline.data = a;
     a->watch.data = a;
     a->sigchld.data = a;
@@ -355,6 +373,10 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         goto error;
     }
     pl_env_drop_step(a->base_env);
+    if (!(a->envcache = pl_env_cache_new(a->base_env))) {
+        pl_errprintf(errp, "out of memory");
+        goto error;
+    }
     if (pl_owner_make(a->owner, sizeof(a->owner), a->keys.server, a->node)
         < 0) {
         errno = EINVAL;
@@ -459,6 +481,7 @@ void pl_agent_free(struct pl_agent *a)
     close_handle((uv_handle_t *)&a->deadline);
     close_handle((uv_handle_t *)&a->watch);
     close_handle((uv_handle_t *)&a->outcheck);
+    close_handle((uv_handle_t *)&a->got);
     if (a->sigchld_ok)
         close_handle((uv_handle_t *)&a->sigchld);
     /* Close callbacks run at the end of one iteration; a few are plenty. */
@@ -473,6 +496,7 @@ void pl_agent_free(struct pl_agent *a)
         close(a->devnull);
     pl_bind_cuda_free(a->cuda);
     pl_bind_cpu_free(a->cpu);
+    pl_env_cache_free(a->envcache);
     pl_env_free(a->base_env);
     pl_resources_free(a->res);
     explicit_bzero(&a->keys, sizeof(a->keys));

@@ -31,13 +31,16 @@
 struct outmsg;  /* link.c: a message waiting for room on the socket */
 struct unacked; /* link.c: an end pilotd has not committed yet */
 struct pl_env;  /* agent/env.h: a task's environment */
+struct pl_env_cache;
 
 /* The fields in groups: the state of the file each names. */
 struct pl_agent {
     /* agent.c */
     uv_loop_t loop;
     uv_signal_t sigchld;   /* reaps the tasks (pl_task_reap()) */
-    uv_timer_t flush;      /* zero timeout: the iteration's events leave */
+    uv_timer_t flush;      /* zero timeout: the iteration's events leave;
+                              FLUSH_SOON_MS when only starts wait */
+    bool flush_soon;       /* 'flush' armed with FLUSH_SOON_MS */
     uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
     uv_timer_t outcheck;   /* the tasks' output limits, every 0.25 s */
     bool sigchld_ok;       /* 'sigchld' initialised: close it */
@@ -73,6 +76,11 @@ struct pl_agent {
     uint64_t last_run;     /* seq of the last RUN or KILL read from this
                               pilotd (they are numbered together) */
     bool got_due;          /* GOT last_run goes with the next flush */
+    uv_timer_t got;        /* GOT at most every GOT_MS (link.c) */
+    uint64_t got_ms;       /* when the last GOT left (uv_now()) */
+    bool end_freed;        /* an end of a one-rank task leaves in this
+                              flush: pilotd schedules its cores at once,
+                              a PULL would say nothing more */
     char instance[PL_INSTANCE_MAX + 1]; /* the pilotd that welcomed us */
     double reread;         /* last read of the endpoint file */
     struct outmsg *outq;   /* FIFO of unsent messages */
@@ -87,6 +95,7 @@ struct pl_agent {
     struct pl_bind_cuda *cuda;
     int devnull;               /* the tasks' stdin */
     struct pl_env *base_env;   /* ours without the step's (pl_env_drop_step) */
+    struct pl_env_cache *envcache; /* base_env + a spec's env, per spec */
     char owner[PL_OWNER_MAX];  /* our part of the tasks' keys (leftover.h) */
     struct pl_task **running;  /* spawned, not exited */
     size_t nrunning;
@@ -119,6 +128,11 @@ static inline double pl_agent_now(struct pl_agent *a)
 /* Make sure the flush timer runs at the start of the next iteration: it
  * frees the dead tasks, sends the events, then a PULL if one is due. */
 void pl_agent_kick(struct pl_agent *a);
+/* The same within FLUSH_SOON_MS, for what pilotd needs soon but not at
+ * once (a start): a no-op task's end usually joins its start in one
+ * EVENTS message, and pilotd stores both in one commit.  An end, or
+ * anything else, kicked meanwhile sends them at once. */
+void pl_agent_kick_soon(struct pl_agent *a);
 
 /* Decode the message of 'len' bytes at 'buf' and hand it to its
  * handler; a bad or unknown one is logged and dropped. */
@@ -166,7 +180,9 @@ void pl_agent_pool_ready_send(struct pl_agent *a,
 struct pl_vet_result;
 void pl_agent_vet_result_send(struct pl_agent *a,
                               const struct pl_vet_result *r);
-/* Send GOT with the last RUN or KILL read, if one was read since. */
+/* Send GOT with the last RUN or KILL read, if one was read since: at
+ * most every GOT_MS (a timer sends the one held back), far inside the
+ * ORDER_RESEND after which pilotd sends a RUN again. */
 void pl_agent_got_send(struct pl_agent *a);
 /* Send PULL if welcomed, not pulled since the last RUN, not exiting and
  * cores are free. */

@@ -1,7 +1,15 @@
-/* agent/env.c - a task's environment: a copy of ours, with overrides */
+/* agent/env.c - a task's environment: a copy of ours, with overrides
+ *
+ * A task's environment is ours, then its spec's variables, then its own
+ * (PILOT_TASK_ID, the ranks, the binding).  The first two are the same
+ * for every task of a spec, so they are built once (pl_env_cache) and a
+ * task's environment borrows their strings (pl_env_new_borrow()): no
+ * copy of the agent's whole environment a task (issue 16).
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,18 +17,26 @@
 #include "agent/env.h"
 
 struct pl_env {
-    char **v;   /* NULL-terminated; every entry owned */
+    char **v;   /* NULL-terminated */
+    bool *own;  /* per entry: v[i] is ours to free; NULL: all are */
     size_t n;   /* entries, not counting the NULL */
-    size_t cap; /* slots in v, counting the NULL */
+    size_t cap; /* slots in v (and own), counting the NULL */
 };
+
+static bool owned(const struct pl_env *e, size_t i)
+{
+    return !e->own || e->own[i];
+}
 
 void pl_env_free(struct pl_env *e)
 {
     if (e) {
         int saved = errno;
         for (size_t i = 0; i < e->n; i++)
-            free(e->v[i]);
+            if (owned(e, i))
+                free(e->v[i]);
         free(e->v);
+        free(e->own);
         free(e);
         errno = saved;
     }
@@ -36,8 +52,31 @@ static int grow(struct pl_env *e)
     if (!v)
         return -1;
     e->v = v;
+    if (e->own) {
+        bool *own = realloc(e->own, cap * sizeof(*own));
+        if (!own)
+            return -1; /* N.B. 'v' grown alone is harmless: cap unchanged */
+        e->own = own;
+    }
     e->cap = cap;
     return 0;
+}
+
+struct pl_env *pl_env_new_borrow(const struct pl_env *tmpl)
+{
+    struct pl_env *e;
+    size_t cap = tmpl->n + 16;
+
+    if (!(e = calloc(1, sizeof(*e))) || !(e->v = malloc(cap * sizeof(*e->v)))
+        || !(e->own = calloc(cap, sizeof(*e->own)))) {
+        pl_env_free(e);
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(e->v, tmpl->v, (tmpl->n + 1) * sizeof(*e->v));
+    e->n = tmpl->n;
+    e->cap = cap;
+    return e;
 }
 
 struct pl_env *pl_env_new(char *const *base)
@@ -80,8 +119,11 @@ static int store(struct pl_env *e, char *kv, size_t klen)
     long i = find(e, kv, klen);
 
     if (i >= 0) {
-        free(e->v[i]);
+        if (owned(e, (size_t)i))
+            free(e->v[i]);
         e->v[i] = kv;
+        if (e->own)
+            e->own[i] = true;
         return 0;
     }
     if (grow(e) < 0) {
@@ -89,6 +131,8 @@ static int store(struct pl_env *e, char *kv, size_t klen)
         errno = ENOMEM;
         return -1;
     }
+    if (e->own)
+        e->own[e->n] = true;
     e->v[e->n++] = kv;
     e->v[e->n] = NULL;
     return 0;
@@ -164,10 +208,14 @@ static void remove_if(struct pl_env *e,
     size_t j = 0;
 
     for (size_t i = 0; i < e->n; i++) {
-        if (drop(e->v[i], arg))
-            free(e->v[i]);
-        else
-            e->v[j++] = e->v[i];
+        if (drop(e->v[i], arg)) {
+            if (owned(e, i))
+                free(e->v[i]);
+            continue;
+        }
+        if (e->own)
+            e->own[j] = e->own[i];
+        e->v[j++] = e->v[i];
     }
     e->n = j;
     e->v[j] = NULL;
@@ -230,4 +278,146 @@ const char *pl_env_get(const struct pl_env *e, const char *key)
 char **pl_env_vector(struct pl_env *e)
 {
     return e->v;
+}
+
+/* ---- the cache of spec environments ---- */
+
+/* Whether spec variable 'kv' differs from task to task of one spec (an
+ * array's PILOT_ARRAY_INDEX, which pilotd adds to the spec's): not kept
+ * in a template, put on each task's environment instead. */
+static bool per_task(const char *kv)
+{
+    return !strncmp(kv, "PILOT_", 6);
+}
+
+struct slot {
+    char **spec;           /* the spec's variables it was built from,
+                              less the per-task ones (NULL: none) */
+    size_t nspec;
+    struct pl_env *tmpl;   /* base + those */
+    uint64_t used;         /* for the replacement: least recently used */
+};
+
+struct pl_env_cache {
+    const struct pl_env *base;
+    struct slot slot[PL_ENV_CACHE_SLOTS];
+    uint64_t clock;
+    uint64_t hits, misses;
+};
+
+struct pl_env_cache *pl_env_cache_new(const struct pl_env *base)
+{
+    struct pl_env_cache *c = calloc(1, sizeof(*c));
+
+    if (c)
+        c->base = base;
+    return c;
+}
+
+static void slot_clear(struct slot *s)
+{
+    for (size_t i = 0; i < s->nspec; i++)
+        free(s->spec[i]);
+    free(s->spec);
+    pl_env_free(s->tmpl);
+    memset(s, 0, sizeof(*s));
+}
+
+void pl_env_cache_free(struct pl_env_cache *c)
+{
+    if (c) {
+        int saved = errno;
+        for (size_t i = 0; i < PL_ENV_CACHE_SLOTS; i++)
+            slot_clear(&c->slot[i]);
+        free(c);
+        errno = saved;
+    }
+}
+
+/* Whether slot 's' was built from the spec variables 'spec' (its per-task
+ * ones skipped). */
+static bool slot_is(const struct slot *s, char *const *spec)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; spec && spec[i]; i++) {
+        if (per_task(spec[i]))
+            continue;
+        if (k >= s->nspec || strcmp(s->spec[k], spec[i]))
+            return false;
+        k++;
+    }
+    return k == s->nspec;
+}
+
+/* Build slot 's' for 'spec'; -1 with errno (EINVAL: a variable without
+ * '=', ENOMEM). */
+static int slot_fill(struct pl_env_cache *c, struct slot *s,
+                     char *const *spec)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; spec && spec[i]; i++)
+        n += !per_task(spec[i]);
+    if (!(s->tmpl = pl_env_new(pl_env_vector((struct pl_env *)c->base)))
+        || (n && !(s->spec = calloc(n, sizeof(*s->spec)))))
+        goto nomem;
+    for (size_t i = 0; spec && spec[i]; i++) {
+        if (per_task(spec[i]))
+            continue;
+        if (pl_env_put(s->tmpl, spec[i]) < 0)
+            goto error;
+        if (!(s->spec[s->nspec] = strdup(spec[i])))
+            goto nomem;
+        s->nspec++;
+    }
+    return 0;
+nomem:
+    errno = ENOMEM;
+error:;
+    int saved = errno;
+    slot_clear(s);
+    errno = saved;
+    return -1;
+}
+
+struct pl_env *pl_env_cache_task(struct pl_env_cache *c, char *const *spec)
+{
+    struct slot *s = NULL, *old = &c->slot[0];
+    struct pl_env *e;
+
+    for (size_t i = 0; i < PL_ENV_CACHE_SLOTS && !s; i++) {
+        struct slot *t = &c->slot[i];
+        if (t->tmpl && slot_is(t, spec))
+            s = t;
+        else if (!t->tmpl || (old->tmpl && t->used < old->used))
+            old = t;
+    }
+    if (s)
+        c->hits++;
+    else {
+        c->misses++;
+        slot_clear(old);
+        if (slot_fill(c, old, spec) < 0)
+            return NULL;
+        s = old;
+    }
+    s->used = ++c->clock;
+    if (!(e = pl_env_new_borrow(s->tmpl)))
+        return NULL;
+    /* the per-task ones, in the spec's order, after the rest (no key is
+     * both: the order among the others is kept) */
+    for (size_t i = 0; spec && spec[i]; i++)
+        if (per_task(spec[i]) && pl_env_put(e, spec[i]) < 0) {
+            pl_env_free(e);
+            return NULL;
+        }
+    return e;
+}
+
+void pl_env_cache_stats(const struct pl_env_cache *c, uint64_t *hits,
+                        uint64_t *misses)
+{
+    *hits = c->hits;
+    *misses = c->misses;
 }

@@ -35,6 +35,7 @@
 #define WATCH_MS 1000        /* how often we check that pilotd is there */
 #define REREAD_S 6.0         /* silent pilotd: read its endpoint file again */
 #define HANDSHAKE_LOG_MS 60000 /* between two handshake failure lines */
+#define GOT_MS 500           /* between two GOTs (pilotd resends after 5 s) */
 
 /* A message that got EAGAIN, sent again on POLLOUT. */
 struct outmsg {
@@ -196,8 +197,17 @@ static void send_pull(struct pl_agent *a)
 
 void pl_agent_pull(struct pl_agent *a)
 {
-    if (a->welcomed && !a->pulled && !a->exiting
-        && pl_resources_free_cores(a->res) > 0)
+    bool freed = a->end_freed;
+
+    a->end_freed = false;
+    if (!a->welcomed || a->pulled || a->exiting
+        || pl_resources_free_cores(a->res) == 0)
+        return;
+    /* the end that went before it frees the cores in pilotd, which then
+     * schedules them: as good as a PULL, one message less a task */
+    if (freed)
+        a->pulled = true;
+    else
         send_pull(a);
 }
 
@@ -216,7 +226,11 @@ struct pl_event *pl_agent_event_add(struct pl_agent *a, uint64_t id,
     }
     e = &a->events[a->nevents++];
     pl_event_init(e, id, attempt, rank, state, pl_now());
-    pl_agent_kick(a);
+    /* a start may wait for the end that often follows it at once */
+    if (state == PL_ST_RUNNING)
+        pl_agent_kick_soon(a);
+    else
+        pl_agent_kick(a);
     return e;
 }
 
@@ -285,12 +299,26 @@ bool pl_agent_ended(const struct pl_agent *a, uint64_t id, uint64_t attempt,
     return false;
 }
 
+static void got_cb(uv_timer_t *h)
+{
+    pl_agent_got_send(h->data);
+}
+
 void pl_agent_got_send(struct pl_agent *a)
 {
     struct pl_wbuf w;
+    uint64_t now = uv_now(&a->loop);
 
     if (!a->got_due || !a->welcomed)
         return;
+    if (a->got_ms && now - a->got_ms < GOT_MS) {
+        /* one GOT says it for every RUN read until then */
+        if (!uv_is_active((uv_handle_t *)&a->got))
+            uv_timer_start(&a->got, got_cb, a->got_ms + GOT_MS - now, 0);
+        return;
+    }
+    uv_timer_stop(&a->got);
+    a->got_ms = now ? now : 1;
     a->got_due = false;
     pl_got_encode(&w, a->seq++, a->last_run);
     send_wbuf(a, &w, PL_MSG_GOT);

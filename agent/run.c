@@ -105,6 +105,9 @@ static void task_exit_cb(struct pl_task *t, void *arg)
                pl_state_name(pl_task_state(t)), pl_task_exit_code(t),
                pl_task_runtime(t), rss);
     event_task(a, t);
+    /* pilotd schedules the cores of an ended task at once: no PULL */
+    if (r->size <= 1)
+        a->end_freed = true;
     for (size_t i = 0; i < a->nrunning; i++) {
         if (a->running[i] == t) {
             a->running[i] = a->running[--a->nrunning];
@@ -153,13 +156,11 @@ struct pl_env *pl_agent_task_env(struct pl_agent *a, const struct pl_run *r,
 {
     struct pl_env *env;
 
-    if (!(env = pl_env_new(pl_env_vector(a->base_env)))) {
+    /* ours and the spec's, built once per spec (agent/env.h) */
+    if (!(env = pl_env_cache_task(a->envcache, r->env))) {
         pl_errprintf(errp, "out of memory");
         return NULL;
     }
-    for (char **e = r->env; e && *e; e++)
-        if (pl_env_put(env, *e) < 0)
-            goto nomem;
     if (pl_env_setf(env, "PILOT_TASK_ID", "%llu",
                     (unsigned long long)r->id) < 0
         || pl_env_setf(env, "PILOT_ATTEMPT", "%llu",
@@ -302,6 +303,8 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
                                                 PL_ST_DONE);
         if (e)
             e->exit_code = 0;
+        if (r.size <= 1)
+            a->end_freed = true; /* as task_exit_cb() */
         goto done;
     }
     if (r.pool) {
@@ -380,7 +383,9 @@ int pl_agent_run_cb(struct pl_agent *a, const struct pl_msg *m,
     a->pulled = false;
     for (uint32_t i = 0; i < tasks->via.array.size; i++)
         run_one(a, &tasks->via.array.ptr[i]);
-    pl_agent_kick(a);
+    /* the GOT and a PULL for cores still free can wait for the starts'
+     * flush (pl_agent_kick_soon()); a failure kicked it already */
+    pl_agent_kick_soon(a);
     return 0;
 }
 

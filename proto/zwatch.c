@@ -6,6 +6,14 @@
  * (check), and keep an idle handle running while events are pending so the
  * loop does not sleep on an fd that will not fire again.  The poll handle
  * stays on from start to stop: toggling it costs epoll_ctl() calls.
+ *
+ * Each read of ZMQ_EVENTS is two system calls (libzmq's getpid() fork
+ * check and a poll() of its mailbox), and the loop wakes several times a
+ * task (SIGCHLD, timers): the check after a wake-up reads it only when
+ * the fd fired or events were pending before the block.  Skipping it
+ * otherwise is safe: the prepare of the next iteration reads it before
+ * any block, so at worst the callback runs one iteration later, never
+ * after a sleep.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +31,8 @@ struct pl_zwatch {
     int events;
     int closing;          /* handles whose close callback is still due */
     int started;
+    int woke;             /* the poll fd fired since the last check */
+    int pending;          /* idle started: events were pending */
     pl_zwatch_f cb;
     void *arg;
 };
@@ -37,11 +47,13 @@ int pl_zsock_events(void *zsock)
     return ev;
 }
 
-static void noop_poll_cb(uv_poll_t *h, int status, int events)
+static void poll_cb(uv_poll_t *h, int status, int events)
 {
-    (void)h;
+    struct pl_zwatch *zw = h->data;
+
     (void)status;
     (void)events;
+    zw->woke = 1;
 }
 
 static void noop_idle_cb(uv_idle_t *h)
@@ -53,8 +65,10 @@ static void prepare_cb(uv_prepare_t *h)
 {
     struct pl_zwatch *zw = h->data;
 
-    if (pl_zsock_events(zw->zsock) & zw->events)
+    if (pl_zsock_events(zw->zsock) & zw->events) {
         uv_idle_start(&zw->idle, noop_idle_cb);
+        zw->pending = 1;
+    }
 }
 
 static void check_cb(uv_check_t *h)
@@ -62,6 +76,10 @@ static void check_cb(uv_check_t *h)
     struct pl_zwatch *zw = h->data;
     int revents;
 
+    if (!zw->woke && !zw->pending)
+        return; /* nothing since the prepare's read: see the top */
+    zw->woke = 0;
+    zw->pending = 0;
     uv_idle_stop(&zw->idle);
     if ((revents = pl_zsock_events(zw->zsock) & zw->events))
         zw->cb(zw, revents, zw->arg); /* may stop or free zw */
@@ -101,13 +119,14 @@ int pl_zwatch_start(struct pl_zwatch *zw)
 
     if (zw->started)
         return 0;
-    if ((rc = uv_poll_start(&zw->poll, UV_READABLE, noop_poll_cb)) < 0) {
+    if ((rc = uv_poll_start(&zw->poll, UV_READABLE, poll_cb)) < 0) {
         errno = -rc;
         return -1;
     }
     uv_prepare_start(&zw->prepare, prepare_cb);
     uv_check_start(&zw->check, check_cb);
     zw->started = 1;
+    zw->woke = 1; /* the first check reads ZMQ_EVENTS */
     return 0;
 }
 
@@ -117,6 +136,7 @@ void pl_zwatch_stop(struct pl_zwatch *zw)
     uv_prepare_stop(&zw->prepare);
     uv_check_stop(&zw->check);
     uv_idle_stop(&zw->idle);
+    zw->pending = 0;
     zw->started = 0;
 }
 

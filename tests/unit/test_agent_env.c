@@ -134,10 +134,97 @@ static void test_drop_step(void)
     pl_env_free(e);
 }
 
+/* A vector of literals as the API takes it (it does not write them). */
+#define V(a) ((char *const *)(a))
+
+/* An environment as a string "K=V;K=V;...", in its order. */
+static const char *flat(struct pl_env *e)
+{
+    static char buf[1024];
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (char **v = pl_env_vector(e); *v; v++)
+        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s",
+                                off ? ";" : "", *v);
+    return buf;
+}
+
+/* The env cache against what it replaces (a copy of base, then each of
+ * the spec's variables put): the same environment, built once a spec. */
+static void test_cache(void)
+{
+    const char *const base_v[] = { "A=1", "B=2", "PILOT_X=base", NULL };
+    const char *const spec1[] = { "B=spec", "C=3", "PILOT_ARRAY_INDEX=1",
+                            "PILOT_ARRAY_ID=7", NULL };
+    const char *const spec2[] = { "B=spec", "C=3", "PILOT_ARRAY_INDEX=2",
+                            "PILOT_ARRAY_ID=7", NULL };
+    const char *const spec3[] = { "B=other", NULL };
+    const char *const bad[] = { "NOEQUALS", NULL };
+    struct pl_env *base = pl_env_new(V(base_v));
+    struct pl_env_cache *c = pl_env_cache_new(base);
+    uint64_t hits, misses;
+    char want[1024];
+
+    /* what pl_agent_task_env() built before the cache */
+    struct pl_env *old = pl_env_new(pl_env_vector(base));
+    for (const char *const *v = spec1; *v; v++)
+        pl_env_put(old, *v);
+    snprintf(want, sizeof(want), "%s", flat(old));
+    pl_env_free(old);
+
+    struct pl_env *e = pl_env_cache_task(c, V(spec1));
+    is_str(flat(e), want, "cache: first task of a spec: as a copy with "
+           "the spec's variables put");
+    /* the task's own variables go on it, not on the cache's */
+    pl_env_set(e, "PILOT_TASK_ID", "1");
+    pl_env_set(e, "A", "changed");
+    pl_env_unset(e, "C");
+    pl_env_free(e);
+    e = pl_env_cache_task(c, V(spec2));
+    ok(strstr(flat(e), "PILOT_ARRAY_INDEX=2") && strstr(flat(e), "A=1;")
+       && strstr(flat(e), "C=3") && !strstr(flat(e), "PILOT_TASK_ID"),
+       "cache: the next element: its own index, none of the last task's "
+       "changes: %s", flat(e));
+    pl_env_cache_stats(c, &hits, &misses);
+    ok(hits == 1 && misses == 1, "cache: an array's next element is a hit "
+       "(%llu hits, %llu misses)", (unsigned long long)hits,
+       (unsigned long long)misses);
+    pl_env_free(e);
+    e = pl_env_cache_task(c, V(spec3));
+    is_str(flat(e), "A=1;B=other;PILOT_X=base", "cache: another spec, "
+           "another environment");
+    pl_env_free(e);
+    e = pl_env_cache_task(c, NULL);
+    is_str(flat(e), "A=1;B=2;PILOT_X=base", "cache: no spec variables: "
+           "ours");
+    pl_env_free(e);
+    /* more specs than slots: the first is built again, still right */
+    for (int i = 0; i < PL_ENV_CACHE_SLOTS + 2; i++) {
+        char kv[32];
+        char *const spec[] = { kv, NULL };
+        snprintf(kv, sizeof(kv), "S=%d", i);
+        pl_env_free(pl_env_cache_task(c, spec));
+    }
+    e = pl_env_cache_task(c, V(spec1));
+    is_str(flat(e), want, "cache: evicted and built again: the same");
+    pl_env_free(e);
+    pl_env_cache_stats(c, &hits, &misses);
+    ok(misses == 3 + PL_ENV_CACHE_SLOTS + 2 + 1, "cache: %llu misses",
+       (unsigned long long)misses);
+    errno = 0;
+    ok(pl_env_cache_task(c, V(bad)) == NULL && errno == EINVAL,
+       "cache: a spec variable without '=' is refused (EINVAL)");
+    is_str(flat(base), "A=1;B=2;PILOT_X=base", "cache: base untouched");
+    pl_env_cache_free(c);
+    pl_env_free(base);
+}
+
 int main(void)
 {
-    plan(18);
+    plan(18 + 9);
     test_basics();
     test_drop_step();
+    test_cache();
     return done_testing();
 }
