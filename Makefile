@@ -10,7 +10,7 @@ PKGS     = libzmq libuv sqlite3 msgpack jansson yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CPPFLAGS += -I. $(PKG_CFLAGS)
-# pilotd's metrics server (daemon/metrics.c): only pilotd and what links
+# pilotd's metrics server (daemon/metrics_http.c): only pilotd and what links
 # its modules (LIBD) need it
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)

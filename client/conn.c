@@ -1,4 +1,5 @@
-/* client/conn.c - the pilot a client talks to: pilotd, or its state DB */
+/* client/conn.c - the pilot a client talks to: pilotd, or its state DB;
+ * the reads (the requests to pilotd alone: conn_ops.c) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "client/conn.h"
+#include "client/conn_private.h"
 #include "proto/allocmsg.h"
 #include "proto/keys.h"
 #include "proto/mpjson.h"
@@ -366,7 +368,7 @@ bool pl_conn_moved(struct pl_conn *c)
 
 /* The number to build the next request with, or 0 with errp set
  * (ENOTCONN) when pilotd is not connected. */
-static uint64_t next_seq(struct pl_conn *c, struct pl_error *errp)
+uint64_t conn_seq(struct pl_conn *c, struct pl_error *errp)
 {
     if (!c->rpc) {
         not_running(&c->pilot, errp);
@@ -378,8 +380,8 @@ static uint64_t next_seq(struct pl_conn *c, struct pl_error *errp)
 /* Send the request built in 'w' (which this destroys) and return the
  * reply data as a new JSON value; 'what' names the request when the
  * data is not of type 'want' (-1: any). */
-static json_t *call(struct pl_conn *c, struct pl_wbuf *w, int want,
-                    const char *what, struct pl_error *errp)
+json_t *conn_call(struct pl_conn *c, struct pl_wbuf *w, int want,
+                  const char *what, struct pl_error *errp)
 {
     struct pl_msg reply;
     const msgpack_object *data;
@@ -452,10 +454,10 @@ json_t *pl_conn_list(struct pl_conn *c, const char *state,
         uint64_t want = limit ? limit - json_array_size(out) : PL_LIST_PAGE;
         json_t *page, *last;
         l.limit = want < PL_LIST_PAGE ? want : PL_LIST_PAGE;
-        if (!(seq = next_seq(c, errp)))
+        if (!(seq = conn_seq(c, errp)))
             goto error;
         pl_list_req_encode(&w, seq, &l);
-        if (!(page = call(c, &w, JSON_ARRAY, "list", errp)))
+        if (!(page = conn_call(c, &w, JSON_ARRAY, "list", errp)))
             goto error;
         size_t got = json_array_size(page);
         last = got ? json_object_get(json_array_get(page, got - 1), "id")
@@ -493,10 +495,10 @@ json_t *pl_conn_timeline(struct pl_conn *c, const struct pl_tl_req *q,
         free(ids);
         return out;
     }
-    if (!(seq = next_seq(c, errp)))
+    if (!(seq = conn_seq(c, errp)))
         return NULL;
     pl_tl_req_encode(&w, seq, q);
-    return call(c, &w, JSON_OBJECT, "timeline", errp);
+    return conn_call(c, &w, JSON_OBJECT, "timeline", errp);
 }
 
 json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
@@ -516,14 +518,14 @@ json_t *pl_conn_show(struct pl_conn *c, const struct pl_sel_req *one,
         free(ids);
         return out;
     }
-    if (!(seq = next_seq(c, errp)))
+    if (!(seq = conn_seq(c, errp)))
         return NULL;
     if (!one->nids) {
         r.by_elem = true;
         r.index = one->elems[1];
     }
     pl_show_req_encode(&w, seq, &r);
-    return call(c, &w, JSON_OBJECT, "show", errp);
+    return conn_call(c, &w, JSON_OBJECT, "show", errp);
 }
 
 json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
@@ -544,10 +546,10 @@ json_t *pl_conn_counts(struct pl_conn *c, const struct pl_sel_req *sel,
         free(ids);
         return out;
     }
-    if (!(seq = next_seq(c, errp)))
+    if (!(seq = conn_seq(c, errp)))
         return NULL;
     pl_sel_req_encode(&w, PL_MSG_COUNTS, seq, sel ? sel : &all);
-    return call(c, &w, JSON_OBJECT, "counts", errp);
+    return conn_call(c, &w, JSON_OBJECT, "counts", errp);
 }
 
 json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
@@ -559,108 +561,10 @@ json_t *pl_conn_results(struct pl_conn *c, const uint64_t *ids,
 
     if (c->db)
         return pl_query_results(c->db, ids, n, PL_RESULTS_REPLY_MAX, errp);
-    if (!(seq = next_seq(c, errp)))
+    if (!(seq = conn_seq(c, errp)))
         return NULL;
     pl_results_req_encode(&w, seq, &r);
-    return call(c, &w, JSON_ARRAY, "results", errp);
-}
-
-json_t *pl_conn_submit(struct pl_conn *c, const struct pl_spec *specs,
-                       uint32_t n, const char *watch,
-                       struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_submit_begin_watch(&w, seq, n, watch);
-    for (uint32_t i = 0; i < n; i++)
-        pl_spec_encode(&w, &specs[i]);
-    return call(c, &w, -1, "submit", errp);
-}
-
-json_t *pl_conn_cancel(struct pl_conn *c, const struct pl_sel_req *sel,
-                       struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_sel_req_encode(&w, PL_MSG_CANCEL, seq, sel);
-    return call(c, &w, -1, "cancel", errp);
-}
-
-int pl_conn_shutdown(struct pl_conn *c, struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-    json_t *out;
-
-    if (!(seq = next_seq(c, errp)))
-        return -1;
-    pl_wbuf_init(&w, PL_MSG_SHUTDOWN, seq);
-    if (!(out = call(c, &w, -1, "shutdown", errp)))
-        return -1;
-    json_decref(out);
-    return 0;
-}
-
-json_t *pl_conn_keys(struct pl_conn *c, struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_wbuf_init(&w, PL_MSG_KEYS, seq);
-    return call(c, &w, JSON_OBJECT, "keys", errp);
-}
-
-json_t *pl_conn_vet(struct pl_conn *c, char **nodes, int wait_ms,
-                    struct pl_error *errp)
-{
-    struct pl_vet_req q = { nodes };
-    struct pl_wbuf w;
-    uint64_t seq;
-    int saved = c->timeout_ms;
-    json_t *out;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_vet_req_encode(&w, seq, &q);
-    /* pilotd answers once the nodes have run their checks */
-    if (wait_ms > c->timeout_ms)
-        c->timeout_ms = wait_ms;
-    out = call(c, &w, JSON_ARRAY, "vet", errp);
-    c->timeout_ms = saved;
-    return out;
-}
-
-json_t *pl_conn_cordon(struct pl_conn *c, const struct pl_cordon_req *q,
-                       struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_cordon_req_encode(&w, seq, q);
-    return call(c, &w, JSON_OBJECT, "cordon", errp);
-}
-
-json_t *pl_conn_pool(struct pl_conn *c, int type,
-                     const struct pl_pool_req *p, struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_pool_req_encode(&w, type, seq, p);
-    return call(c, &w, type == PL_MSG_POOL_LIST ? JSON_ARRAY : JSON_OBJECT,
-                pl_msg_type_name(type), errp);
+    return conn_call(c, &w, JSON_ARRAY, "results", errp);
 }
 
 /* Integer 'key' of 'obj', or 0. */
@@ -783,23 +687,6 @@ error:
     return st;
 }
 
-json_t *pl_conn_explain(struct pl_conn *c, const struct pl_sel_req *one,
-                        struct pl_error *errp)
-{
-    struct pl_show_req r = { .id = one->nids ? one->ids[0] : one->elems[0] };
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    if (!one->nids) {
-        r.by_elem = true;
-        r.index = one->elems[1];
-    }
-    pl_explain_req_encode(&w, seq, &r);
-    return call(c, &w, JSON_OBJECT, "explain", errp);
-}
-
 json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp)
 {
     struct pl_wbuf w;
@@ -807,45 +694,8 @@ json_t *pl_conn_status(struct pl_conn *c, struct pl_error *errp)
 
     if (c->db)
         return db_status(c, errp);
-    if (!(seq = next_seq(c, errp)))
+    if (!(seq = conn_seq(c, errp)))
         return NULL;
     pl_wbuf_init(&w, PL_MSG_STATUS, seq);
-    return call(c, &w, JSON_OBJECT, "status", errp);
-}
-
-/* ------------------------------------------------------------ grow */
-
-json_t *pl_conn_grow(struct pl_conn *c, const struct pl_grow_req *q,
-                     struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_grow_req_encode(&w, seq, q);
-    return call(c, &w, JSON_OBJECT, "grow", errp);
-}
-
-json_t *pl_conn_shrink(struct pl_conn *c, const struct pl_shrink_req *q,
-                       struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_shrink_req_encode(&w, seq, q);
-    return call(c, &w, JSON_OBJECT, "shrink", errp);
-}
-
-json_t *pl_conn_allocs(struct pl_conn *c, struct pl_error *errp)
-{
-    struct pl_wbuf w;
-    uint64_t seq;
-
-    if (!(seq = next_seq(c, errp)))
-        return NULL;
-    pl_wbuf_init(&w, PL_MSG_ALLOCS, seq);
-    return call(c, &w, JSON_OBJECT, "allocs", errp);
+    return conn_call(c, &w, JSON_OBJECT, "status", errp);
 }

@@ -1,4 +1,5 @@
-/* client/spec.c - the task spec pilot submit builds, from flags or a file */
+/* client/spec.c - the task spec pilot submit builds, from flags or a file
+ * (the setters both go through: spec_set.c) */
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -9,16 +10,9 @@
 
 #include "client/parse.h"
 #include "client/spec.h"
+#include "client/spec_private.h"
 #include "client/spec_py.h"
 #include "proto/strv.h"
-
-/* The fields a task is described by, as a flag and as an entry's key. */
-enum field {
-    F_ARGV, F_CMD, F_NAME, F_CWD, F_RANKS, F_NODES, F_RPN, F_CPR, F_GPR,
-    F_RETRIES, F_RETRY, F_TIMEOUT, F_EXCLUSIVE, F_COMM, F_LAUNCHER, F_ENV,
-    F_POOL, F_FN, F_PY, F_PYCALL,
-    F_AFTER, F_ARRAY, F_PRIORITY, F_TAG, F_OUTPUT_LIMIT, F_VETTED, F_OUTPUT,
-};
 
 static const struct {
     int id;
@@ -73,7 +67,7 @@ static int lookup(const char *name, bool flag)
     return -1;
 }
 
-static int nomem(struct pl_error *errp)
+int spec_nomem(struct pl_error *errp)
 {
     errno = ENOMEM;
     return pl_errprintf(errp, "out of memory");
@@ -99,289 +93,6 @@ void pl_cli_spec_take(struct pl_cli_spec *b, struct pl_spec *s)
     pl_cli_spec_init(b);
 }
 
-/* ------------------------------------------------------------ setters */
-
-/* *dst = a copy of 'v' (the old one freed). */
-static int set_str(char **dst, const char *v, struct pl_error *errp)
-{
-    char *c = strdup(v);
-
-    if (!c)
-        return nomem(errp);
-    free(*dst);
-    *dst = c;
-    return 0;
-}
-
-static void set_uint(struct pl_spec *s, int id, uint64_t v)
-{
-    switch (id) {
-    case F_RANKS:
-        s->ranks = v;
-        s->has_ranks = true;
-        break;
-    case F_NODES:
-        s->nodes = v;
-        break;
-    case F_RPN:
-        s->rpn = v;
-        break;
-    case F_CPR:
-        s->cpr = v;
-        break;
-    case F_GPR:
-        s->gpr = v;
-        break;
-    case F_RETRIES:
-        s->retries = v;
-        s->has_retries = true;
-        break;
-    case F_RETRY:
-        s->retry = v;
-        break;
-    }
-}
-
-/* Append a copy of 'kv' to the vector *v of *n entries (NULL-terminated,
- * room for *cap). */
-static int strv_add(char ***v, size_t *n, size_t *cap, const char *kv,
-                    struct pl_error *errp)
-{
-    char *c;
-
-    /* +2: the new entry and the NULL after it */
-    if (pl_grow(v, cap, *n, 2, sizeof(**v)) < 0 || !(c = strdup(kv)))
-        return nomem(errp);
-    (*v)[(*n)++] = c;
-    (*v)[*n] = NULL;
-    return 0;
-}
-
-/* The command: a copy of argv[0..argc-1], each of it UTF-8. */
-static int set_argv(struct pl_spec *s, int argc, char *const *argv,
-                    struct pl_error *errp)
-{
-    char **v;
-
-    for (int i = 0; i < argc; i++)
-        if (!pl_utf8_str(argv[i]))
-            return pl_errset(errp, EINVAL, "argument %d of the command is not "
-                             "valid UTF-8", i);
-    if (!(v = calloc((size_t)argc + 1, sizeof(*v))))
-        return nomem(errp);
-    for (int i = 0; i < argc; i++)
-        if (!(v[i] = strdup(argv[i]))) {
-            pl_strv_free(v);
-            return nomem(errp);
-        }
-    pl_strv_free(s->argv);
-    s->argv = v;
-    return 0;
-}
-
-/* A pool task's function, --fn or --py 'arg' ('fn': PL_FN_C or _PY). */
-static int set_fn(struct pl_cli_spec *b, int fn, const char *key,
-                  const char *arg, struct pl_error *errp)
-{
-    if (b->fn_name && b->spec.fn != fn)
-        return pl_errset(errp, EINVAL, "give --fn or --py, not both");
-    if (!*arg || strlen(arg) > PL_SPEC_MAX_ARG || !pl_utf8_str(arg))
-        return pl_errset(errp, EINVAL, "%s: want %s", key,
-                         fn == PL_FN_C ? "LIB.so:SYMBOL" : "MODULE:FUNCTION");
-    b->spec.fn = fn;
-    return set_str(&b->fn_name, arg, errp);
-}
-
-/* A pool task's argv: its function first, then its arguments. */
-static int fn_first(struct pl_cli_spec *b, struct pl_error *errp)
-{
-    struct pl_spec *s = &b->spec;
-    size_t n = pl_strv_len(s->argv);
-    char **v;
-
-    if (!b->fn_name)
-        return 0;
-    if (!(v = calloc(n + 2, sizeof(*v))))
-        return nomem(errp);
-    v[0] = b->fn_name;
-    b->fn_name = NULL;
-    memcpy(v + 1, s->argv ? s->argv : v + 1, n * sizeof(*v));
-    free(s->argv); /* its strings are v's now */
-    s->argv = v;
-    return 0;
-}
-
-static int set_pool(struct pl_spec *s, const char *key, const char *arg,
-                    struct pl_error *errp)
-{
-    if (!pl_pool_name_ok(arg))
-        return pl_errset(errp, EINVAL, "%s: '%.64s' is not a pool's name "
-                         "(1 to %d of A-Z a-z 0-9 _ . -)", key, arg,
-                         PL_POOL_NAME_MAX);
-    return set_str(&s->pool, arg, errp);
-}
-
-/* 'dir' as the task's cwd: as it is when absolute, else in 'here' (the
- * task runs elsewhere: a relative directory means this one's); NULL
- * means 'here'. */
-static int set_cwd(struct pl_spec *s, const char *here, const char *dir,
-                   struct pl_error *errp)
-{
-    char *c;
-    int n;
-
-    if (dir && dir[0] == '/')
-        return set_str(&s->cwd, dir, errp);
-    n = dir ? asprintf(&c, "%s/%s", here, dir) : asprintf(&c, "%s", here);
-    if (n < 0)
-        return nomem(errp);
-    free(s->cwd);
-    s->cwd = c;
-    return 0;
-}
-
-/* "KEY=VALUE" with a non-empty KEY. */
-static bool env_ok(const char *s)
-{
-    const char *eq = strchr(s, '=');
-
-    return eq && eq != s;
-}
-
-/* "KEY=VALUE" with a tag key (pl_spec_tag_key()) and a VALUE of at most
- * PL_SPEC_MAX_TAG_VALUE bytes; the rest is pl_spec_check()'s. */
-static bool tag_ok(const char *s)
-{
-    size_t k = pl_spec_tag_key(s);
-
-    return k > 0 && s[k] == '=' && strlen(s + k + 1) <= PL_SPEC_MAX_TAG_VALUE;
-}
-
-/* A decimal number at *p (digits only), moving *p past it. */
-static bool read_num(const char **p, unsigned long long *v)
-{
-    char *end;
-
-    if (**p < '0' || **p > '9')
-        return false;
-    errno = 0;
-    *v = strtoull(*p, &end, 10);
-    *p = end;
-    return errno == 0;
-}
-
-/* "A-B[:STEP]": the task is an array of those indexes. */
-static int set_array(struct pl_spec *s, const char *text,
-                     struct pl_error *errp)
-{
-    unsigned long long a, b, step = 1;
-    const char *p = text;
-
-    if (!read_num(&p, &a) || *p++ != '-' || !read_num(&p, &b)
-        || (*p == ':' && (p++, !read_num(&p, &step))) || *p)
-        return pl_errset(errp, EINVAL, "--array: '%s' is not A-B or A-B:STEP",
-                         text);
-    if (step == 0)
-        return pl_errset(errp, EINVAL, "--array: the step must be at least 1");
-    if (b < a)
-        return pl_errset(errp, EINVAL, "--array: %llu-%llu ends before it "
-                         "starts", a, b);
-    if (b > PL_SPEC_MAX_INDEX)
-        return pl_errset(errp, EINVAL, "--array: indexes go up to %u",
-                         PL_SPEC_MAX_INDEX);
-    if ((b - a) / step + 1 > PL_SPEC_MAX_ARRAY)
-        return pl_errset(errp, EINVAL, "--array: %llu tasks; at most %d",
-                         (b - a) / step + 1, PL_SPEC_MAX_ARRAY);
-    s->array = true;
-    s->astart = a;
-    s->aend = b;
-    s->astep = step;
-    return 0;
-}
-
-/* One entry of --after, 'item' (ID, ID.N or NAME, without its ":ok" or
- * ":any"), into *d; d->name is allocated. */
-static int parse_dep(const char *item, struct pl_dep *d,
-                     struct pl_error *errp)
-{
-    size_t digits = strspn(item, "0123456789");
-    const char *dot = item + digits;
-    unsigned long long id, idx;
-
-    if (!*dot) {
-        errno = 0;
-        id = strtoull(item, NULL, 10);
-        if (errno || id == 0)
-            return pl_errset(errp, EINVAL, "--after: '%s' is not a task id",
-                             item);
-        d->id = id;
-        return 0;
-    }
-    if (digits > 0 && *dot == '.' && dot[1] >= '0' && dot[1] <= '9'
-        && !dot[1 + strspn(dot + 1, "0123456789")]) {
-        /* ID.N: element N of array ID */
-        errno = 0;
-        id = strtoull(item, NULL, 10);
-        idx = strtoull(dot + 1, NULL, 10);
-        if (errno || id == 0 || idx > PL_SPEC_MAX_INDEX)
-            return pl_errset(errp, EINVAL, "--after: '%s' is not an array "
-                             "element (ID.N)", item);
-        d->id = id;
-        d->elem = true;
-        d->index = idx;
-        return 0;
-    }
-    if (!pl_utf8_str(item))
-        return pl_errset(errp, EINVAL, "--after: '%s' is not UTF-8", item);
-    if (!(d->name = strdup(item)))
-        return nomem(errp);
-    return 0;
-}
-
-/* "ID[:ok|:any],ID.N,NAME..." added to the spec's dependencies. */
-static int add_after(struct pl_cli_spec *b, const char *text,
-                     struct pl_error *errp)
-{
-    struct pl_spec *s = &b->spec;
-
-    for (const char *p = text; *p;) {
-        size_t n = strcspn(p, ",");
-        char item[300], *colon;
-        struct pl_dep d = { 0 };
-        if (n == 0 || n >= sizeof(item))
-            return pl_errset(errp, EINVAL, "--after: '%s': %s", text,
-                             n ? "an entry is too long" : "an empty entry");
-        memcpy(item, p, n);
-        item[n] = '\0';
-        colon = strrchr(item, ':');
-        if (colon && (!strcmp(colon, ":any") || !strcmp(colon, ":ok"))) {
-            d.any = !strcmp(colon, ":any");
-            *colon = '\0';
-        }
-        if (!item[0])
-            return pl_errset(errp, EINVAL, "--after: '%s': an entry without a "
-                             "task", text);
-        if (parse_dep(item, &d, errp) < 0)
-            return -1;
-        if (s->nafter >= PL_SPEC_MAX_AFTER) {
-            free(d.name);
-            return pl_errset(errp, EINVAL, "--after: more than %d tasks",
-                             PL_SPEC_MAX_AFTER);
-        }
-        if (pl_grow(&s->after, &b->aftercap, s->nafter, 1, sizeof(d)) < 0) {
-            free(d.name);
-            return nomem(errp);
-        }
-        s->after[s->nafter++] = d;
-        p += n;
-        if (*p == ',')
-            p++;
-    }
-    if (s->nafter == 0)
-        return pl_errset(errp, EINVAL, "--after: no task given");
-    return 0;
-}
-
 /* ------------------------------------------------------------ flags */
 
 /* "N" in -PL_SPEC_MAX_PRIORITY..PL_SPEC_MAX_PRIORITY. */
@@ -405,20 +116,20 @@ static int parse_priority(const char *s, int64_t *v, struct pl_error *errp)
 static int flag_env(struct pl_cli_spec *b, const char *arg,
                     struct pl_error *errp)
 {
-    if (!env_ok(arg))
+    if (!spec_env_ok(arg))
         return pl_errset(errp, EINVAL, "--env: '%s' is not KEY=VALUE", arg);
     if (b->nenv >= PL_SPEC_MAX_ENV)
         return pl_errset(errp, EINVAL, "--env: more than %d variables",
                          PL_SPEC_MAX_ENV);
     if (!pl_utf8_str(arg))
         return pl_errset(errp, EINVAL, "--env: '%s' is not valid UTF-8", arg);
-    return strv_add(&b->spec.env, &b->nenv, &b->envcap, arg, errp);
+    return spec_strv_add(&b->spec.env, &b->nenv, &b->envcap, arg, errp);
 }
 
 static int flag_tag(struct pl_cli_spec *b, const char *arg,
                     struct pl_error *errp)
 {
-    if (!tag_ok(arg))
+    if (!spec_tag_ok(arg))
         return pl_errset(errp, EINVAL, "--tag: '%s' is not KEY=VALUE (KEY: "
                          "1-%d letters, digits, '_', '.', '-'; VALUE: at most "
                          "%d bytes)", arg, PL_SPEC_MAX_TAG_KEY,
@@ -427,7 +138,7 @@ static int flag_tag(struct pl_cli_spec *b, const char *arg,
         return pl_errset(errp, EINVAL, "--tag: more than %d", PL_SPEC_MAX_TAGS);
     if (!pl_utf8_str(arg))
         return pl_errset(errp, EINVAL, "--tag: '%s' is not valid UTF-8", arg);
-    return strv_add(&b->spec.tags, &b->ntags, &b->tagcap, arg, errp);
+    return spec_strv_add(&b->spec.tags, &b->ntags, &b->tagcap, arg, errp);
 }
 
 int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
@@ -444,7 +155,7 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
         if (pl_parse_uint(what, arg, fields[f].min, fields[f].max, &v,
                           errp) < 0)
             return -1;
-        set_uint(s, fields[f].id, v);
+        spec_set_uint(s, fields[f].id, v);
         return 0;
     }
     switch (fields[f].id) {
@@ -452,11 +163,11 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
         if (strlen(arg) > PL_SPEC_MAX_NAME)
             return pl_errset(errp, EINVAL, "--name: longer than %d bytes",
                              PL_SPEC_MAX_NAME);
-        return set_str(&s->name, arg, errp);
+        return spec_set_str(&s->name, arg, errp);
     case F_CWD:
         if (!*arg)
             return pl_errset(errp, EINVAL, "--cwd: empty directory");
-        return set_str(&s->cwd, arg, errp); /* pl_cli_spec_command() */
+        return spec_set_str(&s->cwd, arg, errp); /* pl_cli_spec_command() */
     case F_TIMEOUT:
         return pl_parse_secs("--timeout", arg, &s->timeout, errp);
     case F_OUTPUT_LIMIT:
@@ -482,9 +193,9 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
     case F_OUTPUT:
         return pl_cli_spec_output(b, "--output", arg, errp);
     case F_AFTER:
-        return add_after(b, arg, errp);
+        return spec_add_after(b, arg, errp);
     case F_ARRAY:
-        return set_array(s, arg, errp);
+        return spec_set_array(s, arg, errp);
     case F_PRIORITY:
         return parse_priority(arg, &s->priority, errp);
     case F_VETTED:
@@ -498,11 +209,11 @@ int pl_cli_spec_flag(struct pl_cli_spec *b, const char *name,
     case F_TAG:
         return flag_tag(b, arg, errp);
     case F_POOL:
-        return set_pool(s, "--pool", arg, errp);
+        return spec_set_pool(s, "--pool", arg, errp);
     case F_FN:
-        return set_fn(b, PL_FN_C, "--fn", arg, errp);
+        return spec_set_fn(b, PL_FN_C, "--fn", arg, errp);
     case F_PY:
-        return set_fn(b, PL_FN_PY, "--py", arg, errp);
+        return spec_set_fn(b, PL_FN_PY, "--py", arg, errp);
     }
     return 0;
 }
@@ -541,16 +252,16 @@ int pl_cli_spec_command(struct pl_cli_spec *b, int argc, char *const *argv,
         if (!getcwd(here, sizeof(here)))
             return pl_errprintf(errp, "cannot get the current directory: %s "
                                 "(use --cwd DIR)", strerror(errno));
-        if (set_cwd(s, here, s->cwd, errp) < 0)
+        if (spec_set_cwd(s, here, s->cwd, errp) < 0)
             return -1;
     }
     if (strlen(s->cwd) > PL_SPEC_MAX_CWD) {
         errno = ENAMETOOLONG;
         return pl_errprintf(errp, "--cwd: path too long");
     }
-    if (set_argv(s, argc, argv, errp) < 0)
+    if (spec_set_argv(s, argc, argv, errp) < 0)
         return -1;
-    return fn_first(b, errp);
+    return spec_fn_first(b, errp);
 }
 
 /* ------------------------------------------------------------ entries */
@@ -575,7 +286,7 @@ static int kv_list(const char *key, const json_t *val,
         json_array_foreach(val, i, x) {
             if (!json_is_string(x) || !ok(json_string_value(x)))
                 return wrong(key, errp);
-            if (strv_add(v, n, cap, json_string_value(x), errp) < 0)
+            if (spec_strv_add(v, n, cap, json_string_value(x), errp) < 0)
                 return -1;
         }
         return 0;
@@ -597,8 +308,8 @@ static int kv_list(const char *key, const json_t *val,
         else
             return wrong(key, errp);
         if (len < 0)
-            return nomem(errp);
-        rc = ok(kv) ? strv_add(v, n, cap, kv, errp) : wrong(key, errp);
+            return spec_nomem(errp);
+        rc = ok(kv) ? spec_strv_add(v, n, cap, kv, errp) : wrong(key, errp);
         free(kv);
         if (rc < 0)
             return -1;
@@ -615,7 +326,7 @@ static int entry_after(struct pl_cli_spec *b, const json_t *v,
     size_t i;
 
     if (json_is_string(v))
-        return add_after(b, json_string_value(v), errp);
+        return spec_add_after(b, json_string_value(v), errp);
     if (!json_is_array(v))
         return wrong("after", errp);
     json_array_foreach(v, i, x) {
@@ -627,7 +338,7 @@ static int entry_after(struct pl_cli_spec *b, const json_t *v,
             t = json_string_value(x);
         else
             return wrong("after", errp);
-        if (add_after(b, t, errp) < 0)
+        if (spec_add_after(b, t, errp) < 0)
             return -1;
     }
     return 0;
@@ -640,7 +351,7 @@ static int entry_array(struct pl_spec *s, const json_t *v,
     char text[96];
 
     if (json_is_string(v))
-        return set_array(s, json_string_value(v), errp);
+        return spec_set_array(s, json_string_value(v), errp);
     if (json_array_size(v) != 3 || !json_is_integer(json_array_get(v, 0))
         || !json_is_integer(json_array_get(v, 1))
         || !json_is_integer(json_array_get(v, 2)))
@@ -650,7 +361,7 @@ static int entry_array(struct pl_spec *s, const json_t *v,
              (long long)json_integer_value(json_array_get(v, 0)),
              (long long)json_integer_value(json_array_get(v, 1)),
              (long long)json_integer_value(json_array_get(v, 2)));
-    return set_array(s, text, errp);
+    return spec_set_array(s, text, errp);
 }
 
 /* An entry's "argv": a list of strings, empty only for a function's
@@ -667,11 +378,11 @@ static int entry_argv(struct pl_spec *s, const json_t *v,
         if (!json_is_string(json_array_get(v, i)))
             return wrong("argv", errp);
     if (!(argv = calloc(n + 1, sizeof(*argv))))
-        return nomem(errp);
+        return spec_nomem(errp);
     for (size_t i = 0; i < n; i++)
         if (!(argv[i] = strdup(json_string_value(json_array_get(v, i))))) {
             pl_strv_free(argv);
-            return nomem(errp);
+            return spec_nomem(errp);
         }
     pl_strv_free(s->argv);
     s->argv = argv;
@@ -684,7 +395,7 @@ static int entry_str(const char *key, const json_t *v, char **dst,
 {
     if (!json_is_string(v))
         return wrong(key, errp);
-    return set_str(dst, json_string_value(v), errp);
+    return spec_set_str(dst, json_string_value(v), errp);
 }
 
 /* comm or launcher: a name 'parse' knows.  N.B. the text of an unknown
@@ -719,7 +430,7 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
     if (fields[f].max) {
         if (!json_is_integer(v) || json_integer_value(v) < 0)
             return wrong(key, errp);
-        set_uint(s, fields[f].id, (uint64_t)json_integer_value(v));
+        spec_set_uint(s, fields[f].id, (uint64_t)json_integer_value(v));
         return 0;
     }
     switch (fields[f].id) {
@@ -728,7 +439,7 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
     case F_CMD: {
         char *sh[] = { (char *)"/bin/sh", (char *)"-c",
                        (char *)json_string_value(v), NULL };
-        return json_is_string(v) ? set_argv(s, 3, sh, errp)
+        return json_is_string(v) ? spec_set_argv(s, 3, sh, errp)
                                  : wrong(key, errp);
     }
     case F_NAME:
@@ -742,7 +453,7 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
     case F_CWD:
         if (!json_is_string(v) || !json_string_length(v))
             return wrong(key, errp);
-        return set_cwd(s, here, json_string_value(v), errp);
+        return spec_set_cwd(s, here, json_string_value(v), errp);
     case F_EXCLUSIVE:
         if (!json_is_boolean(v))
             return wrong(key, errp);
@@ -784,13 +495,14 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
         s->timeout = secs;
         return 0;
     case F_ENV:
-        return kv_list(key, v, env_ok, &s->env, &b->nenv, &b->envcap, errp);
+        return kv_list(key, v, spec_env_ok, &s->env, &b->nenv, &b->envcap,
+                       errp);
     case F_OUTPUT:
         return json_is_string(v)
                    ? pl_cli_spec_output(b, key, json_string_value(v), errp)
                    : wrong(key, errp);
     case F_TAG:
-        if (kv_list(key, v, tag_ok, &s->tags, &b->ntags, &b->tagcap, errp)
+        if (kv_list(key, v, spec_tag_ok, &s->tags, &b->ntags, &b->tagcap, errp)
             < 0)
             return -1;
         return b->ntags > PL_SPEC_MAX_TAGS ? wrong(key, errp) : 0;
@@ -799,13 +511,15 @@ static int entry_field(struct pl_cli_spec *b, const char *key,
     case F_ARRAY:
         return entry_array(s, v, errp);
     case F_POOL:
-        return json_is_string(v) ? set_pool(s, key, json_string_value(v), errp)
-                                 : wrong(key, errp);
+        return json_is_string(v)
+                   ? spec_set_pool(s, key, json_string_value(v), errp)
+                   : wrong(key, errp);
     case F_FN:
     case F_PY:
         return json_is_string(v)
-                   ? set_fn(b, fields[f].id == F_FN ? PL_FN_C : PL_FN_PY, key,
-                            json_string_value(v), errp)
+                   ? spec_set_fn(b, fields[f].id == F_FN ? PL_FN_C
+                                                         : PL_FN_PY,
+                                 key, json_string_value(v), errp)
                    : wrong(key, errp);
     case F_PYCALL:
         return pl_cli_spec_py_entry(b, key, v, here, errp);
@@ -828,14 +542,15 @@ int pl_cli_spec_entry(struct pl_cli_spec *b, const json_t *entry,
         return wrong("argv", errp); /* no function to take no arguments */
     if (pl_cli_spec_py_done(b, entry, errp) < 0)
         return -1;
-    if (b->fn_name && !b->spec.argv && set_argv(&b->spec, 0, NULL, errp) < 0)
+    if (b->fn_name && !b->spec.argv
+        && spec_set_argv(&b->spec, 0, NULL, errp) < 0)
         return -1;
-    if (fn_first(b, errp) < 0)
+    if (spec_fn_first(b, errp) < 0)
         return -1;
     if (!b->spec.argv)
         return pl_errset(errp, EINVAL, "no command: give argv (a list) or cmd "
                          "(a shell line)");
     if (json_object_get(entry, "argv") && json_object_get(entry, "cmd"))
         return pl_errset(errp, EINVAL, "argv and cmd: give one of them");
-    return b->spec.cwd ? 0 : set_cwd(&b->spec, here, NULL, errp);
+    return b->spec.cwd ? 0 : spec_set_cwd(&b->spec, here, NULL, errp);
 }

@@ -1,5 +1,6 @@
 /* daemon/metrics.c - pilotd's metrics: rendered by the loop, served by
- * libmicrohttpd's thread, written to a textfile by the thread pool
+ * libmicrohttpd's thread (metrics_http.c), written to a textfile by the
+ * thread pool
  *
  * The loop owns everything here but the published buffers.  Each second
  * its timer renders the text (OpenMetrics, and Prometheus' text format
@@ -14,34 +15,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <netdb.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-#include <microhttpd.h>
 
 #include "daemon/daemon_private.h"
 #include "daemon/metrics.h"
+#include "daemon/metrics_private.h"
 #include "daemon/node.h"
 #include "proto/log.h"
 #include "proto/msg.h"
 #include "proto/strv.h"
-
-#define OM_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
-#define TEXT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-/* HTTP connections at once (from one address), and how long an idle or
- * slow one is kept (s): Prometheus keeps one open per target; a client
- * that holds more is turned away, never waited for. */
-#define HTTP_CONNS 32
-#define HTTP_CONNS_IP 8
-#define HTTP_TIMEOUT 10
 
 /* Buckets (s), upper bounds.  A task's queue wait and run time: from
  * 1 ms (a no-op on a warm agent) to a day; pilotd's own delays (the
@@ -54,58 +42,13 @@ static const double loop_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                   0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                   1, 2.5, 5, 10 };
 #define NLE(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_LE 24
-
-struct hist {
-    const double *le;
-    size_t n;
-    uint64_t bucket[MAX_LE + 1]; /* not cumulative; [n]: above the last */
-    uint64_t count;
-    double sum;
-};
-
-/* A rendered text, shared by the loop and the responses that send it. */
-struct snap {
-    atomic_uint refs;
-    size_t len;
-    char text[];
-};
-
-struct pl_metrics {
-    struct pl_daemon *d;
-    uv_timer_t timer;
-    bool timer_init, stopped;
-    uint64_t expect;             /* uv_hrtime() the timer is due */
-    struct hist wait, run, lag, commit, sync;
-    uint64_t started;            /* tasks started since pilotd started */
-    /* HTTP: the server, and what it serves (under 'lock') */
-    struct MHD_Daemon *mhd;
-    int lfd;
-    char url[160];
-    pthread_mutex_t lock;
-    bool lock_init;
-    struct snap *om, *text;
-    atomic_ulong scrapes;        /* the HTTP thread counts them */
-    /* the textfile: written by the thread pool, one write at a time */
-    char *path;
-    double interval, written_at;
-    uv_work_t work;
-    bool writing;
-    struct snap *wsnap;
-    int werr, werr_logged;
-};
 
 /* ------------------------------------------------------------ snapshots */
 
-static void snap_unref(struct snap *s)
+void metrics_snap_unref(struct snap *s)
 {
     if (s && atomic_fetch_sub(&s->refs, 1) == 1)
         free(s);
-}
-
-static void snap_unref_cb(void *cls)
-{
-    snap_unref(cls);
 }
 
 /* The text being rendered: a struct snap growing in place. */
@@ -412,127 +355,8 @@ char *pl_metrics_render(struct pl_daemon *d, bool om, size_t *len)
         text[s->len] = '\0';
         *len = s->len;
     }
-    snap_unref(s);
+    metrics_snap_unref(s);
     return text;
-}
-
-/* ------------------------------------------------------------ HTTP */
-
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned code,
-                             const char *text)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-    enum MHD_Result ret;
-
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
-    if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "GET, HEAD");
-    ret = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-/* libmicrohttpd's thread: nothing but 'm's lock, the buffers and the
- * atomic count. */
-static enum MHD_Result serve(void *cls, struct MHD_Connection *c,
-                             const char *url, const char *method,
-                             const char *version, const char *upload,
-                             size_t *upload_size, void **con_cls)
-{
-    struct pl_metrics *m = cls;
-    (void)version;
-    (void)upload;
-    (void)upload_size;
-    (void)con_cls;
-
-    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
-    if (strcmp(url, "/metrics"))
-        return reply(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
-    /* Prometheus asks for OpenMetrics first ("Accept: application/
-     * openmetrics-text;version=1.0.0,...;q=0.75,text/plain;version=
-     * 0.0.4;q=0.5,..." in 2.42); curl and older scrapers get the text
-     * format */
-    const char *acc = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                  "Accept");
-    bool om = acc && strstr(acc, "application/openmetrics-text");
-    pthread_mutex_lock(&m->lock);
-    struct snap *s = om ? m->om : m->text;
-    if (s)
-        atomic_fetch_add(&s->refs, 1);
-    pthread_mutex_unlock(&m->lock);
-    if (!s)
-        return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not rendered yet\n");
-    atomic_fetch_add(&m->scrapes, 1);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer_with_free_callback_cls(
-            s->len, s->text, snap_unref_cb, s);
-    if (!r) {
-        snap_unref(s);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", om ? OM_TYPE : TEXT_TYPE);
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r); /* the connection holds it, and 's' */
-    return ret;
-}
-
-/* Listen on 'addr':'port' (0: any free port); the URL into m->url. */
-static int http_start(struct pl_metrics *m, const char *addr, int port,
-                      struct pl_error *errp)
-{
-    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
-                              .ai_socktype = SOCK_STREAM };
-    struct addrinfo *ai = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char portstr[16], host[64];
-    sigset_t all, old;
-    int one = 1, rc;
-
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    if ((rc = getaddrinfo(addr, portstr, &hints, &ai)) != 0)
-        return pl_errprintf(errp, "metrics: address %s: %s", addr,
-                            gai_strerror(rc));
-    m->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (m->lfd < 0
-        || setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one,
-                      sizeof(one)) < 0
-        || bind(m->lfd, ai->ai_addr, ai->ai_addrlen) < 0
-        || listen(m->lfd, 64) < 0
-        || getsockname(m->lfd, (struct sockaddr *)&ss, &sl) < 0) {
-        pl_errprintf(errp, "metrics: cannot listen on %s port %d: %s", addr,
-                     port, strerror(errno));
-        freeaddrinfo(ai);
-        return -1;
-    }
-    freeaddrinfo(ai);
-    if (getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), portstr,
-                    sizeof(portstr), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-        return pl_errprintf(errp, "metrics: getnameinfo failed");
-    snprintf(m->url, sizeof(m->url), strchr(host, ':')
-                                         ? "http://[%s]:%s/metrics"
-                                         : "http://%s:%s/metrics",
-             host, portstr);
-    /* its thread takes no signal of ours: they are the loop's */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    m->mhd = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, serve, m,
-        MHD_OPTION_LISTEN_SOCKET, m->lfd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_IP,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT,
-        MHD_OPTION_END);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!m->mhd)
-        return pl_errprintf(errp, "metrics: cannot start the HTTP server on "
-                            "%s", m->url);
-    m->lfd = -1; /* N.B. MHD_stop_daemon() closes it */
-    return 0;
 }
 
 /* Swap in the texts of now. */
@@ -542,8 +366,8 @@ static void publish(struct pl_metrics *m)
     struct snap *oldom, *oldtext;
 
     if (!om || !text) {
-        snap_unref(om);
-        snap_unref(text);
+        metrics_snap_unref(om);
+        metrics_snap_unref(text);
         return; /* the last ones stay */
     }
     pthread_mutex_lock(&m->lock);
@@ -552,8 +376,8 @@ static void publish(struct pl_metrics *m)
     m->om = om;
     m->text = text;
     pthread_mutex_unlock(&m->lock);
-    snap_unref(oldom);
-    snap_unref(oldtext);
+    metrics_snap_unref(oldom);
+    metrics_snap_unref(oldtext);
 }
 
 /* ------------------------------------------------------------ textfile */
@@ -612,7 +436,7 @@ static void write_done(uv_work_t *w, int status)
     struct pl_metrics *m = w->data;
     (void)status;
 
-    snap_unref(m->wsnap);
+    metrics_snap_unref(m->wsnap);
     m->wsnap = NULL;
     m->writing = false;
     if (m->werr && m->werr != m->werr_logged)
@@ -630,7 +454,7 @@ static void file_write(struct pl_metrics *m)
     m->written_at = pl_mono();
     m->work.data = m;
     if (uv_queue_work(m->d->loop, &m->work, write_work, write_done) < 0) {
-        snap_unref(m->wsnap);
+        metrics_snap_unref(m->wsnap);
         m->wsnap = NULL;
         return;
     }
@@ -696,7 +520,7 @@ int pl_metrics_start(struct pl_daemon *d, struct pl_error *errp)
         }
         m->work.data = m;
         write_work(&m->work);
-        snap_unref(m->wsnap);
+        metrics_snap_unref(m->wsnap);
         m->wsnap = NULL;
         if (m->werr) {
             errno = m->werr;
@@ -708,7 +532,8 @@ int pl_metrics_start(struct pl_daemon *d, struct pl_error *errp)
     /* the texts before the server: it never serves a 503 */
     if (d->cfg.metrics_http) {
         publish(m);
-        if (http_start(m, d->cfg.bind_addr, d->cfg.metrics_port, errp) < 0)
+        if (metrics_http_start(m, d->cfg.bind_addr, d->cfg.metrics_port,
+                               errp) < 0)
             return -1;
         pl_log(LOG_NOTICE, "metrics at %s", m->url);
     }
@@ -730,14 +555,7 @@ void pl_metrics_stop(struct pl_daemon *d)
     if (!m || m->stopped)
         return;
     m->stopped = true;
-    if (m->mhd) {
-        MHD_stop_daemon(m->mhd); /* joins its thread */
-        m->mhd = NULL;
-    }
-    if (m->lfd >= 0) {
-        close(m->lfd);
-        m->lfd = -1;
-    }
+    metrics_http_stop(m);
     if (m->path && m->timer_init)
         file_write(m); /* the final counts; the loop waits for it */
     if (m->timer_init)
@@ -752,13 +570,10 @@ void pl_metrics_free(struct pl_daemon *d)
         return;
     int saved = errno;
     /* N.B. pl_metrics_stop() closed the timer, and the loop has run */
-    if (m->mhd)
-        MHD_stop_daemon(m->mhd);
-    if (m->lfd >= 0)
-        close(m->lfd);
-    snap_unref(m->om);
-    snap_unref(m->text);
-    snap_unref(m->wsnap);
+    metrics_http_stop(m);
+    metrics_snap_unref(m->om);
+    metrics_snap_unref(m->text);
+    metrics_snap_unref(m->wsnap);
     if (m->lock_init)
         pthread_mutex_destroy(&m->lock);
     free(m->path);

@@ -2,8 +2,8 @@
 # over it (docs/libpilot.md)
 #
 # The library is lib/*.c over the client modules that find a pilot and
-# speak to it (the CLI's own: conn, pilot, spec, submit, parse, slurm,
-# sub) and libpl; every object is built -fPIC (Makefile), so the same objects
+# speak to it (the CLI's own: conn, conn_ops, pilot, spec, spec_set,
+# submit, parse, slurm, sub) and libpl; every object is built -fPIC (Makefile), so the same objects
 # go into the programs and the library.  Only pilot_* is exported
 # (lib/libpilot.map), and nothing in it prints or exits (the code that
 # would, pl_fatal() and the log, is left out by --gc-sections): the link
@@ -13,8 +13,9 @@ LIBPILOT_REAL   := libpilot.so.1.0.0
 LIBPILOT        := $(BUILD)/lib/$(LIBPILOT_REAL)
 LIBPILOT_LINKS  := $(BUILD)/lib/$(LIBPILOT_SONAME) $(BUILD)/lib/libpilot.so
 LIBPILOT_OBJ    := $(call obj,$(wildcard lib/*.c) client/conn.c \
+                     client/conn_ops.c \
                      client/pilot.c client/spec.c client/spec_py.c \
-                     client/spec_out.c \
+                     client/spec_out.c client/spec_set.c \
                      client/submit.c client/parse.c client/slurm.c \
                      client/sub.c)
 LIBPILOT_LIBS   := $(shell pkg-config --libs libzmq libuv sqlite3 msgpack \
