@@ -596,7 +596,7 @@ struct scan {
     struct pl_allocs *s;
 };
 
-static void scan_cb(struct pl_dtask *t, void *arg)
+static void scan_cb(const struct pl_dtask *t, uint64_t n, void *arg)
 {
     struct pl_allocs *s = arg;
 
@@ -607,7 +607,7 @@ static void scan_cb(struct pl_dtask *t, void *arg)
     s->want[s->nwant++] = (struct pl_alloc_want){
         .ranks = t->ranks, .cores = t->cores_per_rank,
         .gpus = t->gpus_per_rank, .nodes_req = t->nodes_req,
-        .rpn = t->ranks_per_node, .exclusive = t->exclusive,
+        .rpn = t->ranks_per_node, .exclusive = t->exclusive, .count = n,
     };
 }
 
@@ -655,12 +655,16 @@ static void auto_grow(struct pl_daemon *d)
     }
     s->scanned = pl_mono();
     s->nwant = 0;
-    pl_sched_node_tasks(d->sched, NULL, scan_cb, s);
+    pl_sched_queue_each(d->sched, scan_cb, s);
     uint32_t nodes = pl_alloc_size(s->want, s->nwant, &h, &s->conf);
     if (nodes == 0)
         return;
-    pl_log(LOG_NOTICE, "auto-grow: %zu tasks wait on %u nodes (%u pending, "
-           "%u held of %u): asking for %u more", s->nwant, h.nodes,
+    uint64_t waiting = 0;
+    for (size_t i = 0; i < s->nwant; i++)
+        waiting += s->want[i].count ? s->want[i].count : 1;
+    pl_log(LOG_NOTICE, "auto-grow: %llu tasks wait on %u nodes (%u pending, "
+           "%u held of %u): asking for %u more",
+           (unsigned long long)waiting, h.nodes,
            h.pending, h.held, s->conf.max, nodes);
     if (!alloc_submit(d, nodes, s->conf.time[0] ? s->conf.time : NULL,
                 s->conf.partition[0] ? s->conf.partition : NULL,

@@ -15,6 +15,8 @@ struct pl_alloc_want {
     uint32_t nodes_req;      /* exactly this many nodes; 0: any */
     uint32_t rpn;            /* ranks per node at most; 0: any */
     int exclusive;           /* whole nodes */
+    uint64_t count;          /* tasks of this shape (a compact run's
+                                elements); 0 counts as 1 */
 };
 
 /* What the pilot has, and has asked for. */

@@ -49,7 +49,7 @@ uint32_t pl_alloc_size(const struct pl_alloc_want *q, size_t n,
             lack = l > lack ? l : lack;
         }
         else if (q[i].exclusive || q[i].nodes_req > 0)
-            fill += k;
+            fill += (double)k * (q[i].count ? q[i].count : 1);
         else {
             /* its share of a node: the tighter of cores and GPUs */
             double f = h->cores ? (double)q[i].ranks * q[i].cores / h->cores
@@ -58,7 +58,8 @@ uint32_t pl_alloc_size(const struct pl_alloc_want *q, size_t n,
                 double g = (double)q[i].ranks * q[i].gpus / h->gpus;
                 f = g > f ? g : f;
             }
-            fill += f > 0 ? f : 1.0 / (h->cores ? h->cores : 1);
+            fill += (f > 0 ? f : 1.0 / (h->cores ? h->cores : 1))
+                    * (q[i].count ? q[i].count : 1);
         }
     }
     uint64_t want = lack;

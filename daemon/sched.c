@@ -470,6 +470,34 @@ size_t pl_sched_queued(const struct pl_sched *s)
 }
 
 
+void pl_sched_queue_each(struct pl_sched *s,
+                         void (*cb)(const struct pl_dtask *t, uint64_t n,
+                                    void *arg),
+                         void *arg)
+{
+    for (size_t li = 0; li < s->nlv; li++) {
+        struct pl_dqueue *q = &s->lv[li]->q;
+        struct pl_dtask *t, *next;
+        for (t = TAILQ_FIRST(q); t; t = next) {
+            next = TAILQ_NEXT(t, qent);
+            if (!t->run) {
+                cb(t, 1, arg);
+                continue;
+            }
+            struct pl_qrun *r = t->run;
+            uint64_t n = r->end - r->first;
+            if (r->proto.argv) {
+                cb(&r->proto, n, arg); /* the shape its elements share */
+                continue;
+            }
+            /* made before 'next': the run's place, not visited again */
+            struct pl_dtask *h = materialize(s, r, r->first);
+            if (h)
+                cb(h, n, arg);
+        }
+    }
+}
+
 void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
                          void (*cb)(struct pl_dtask *t, void *arg), void *arg)
 {

@@ -200,6 +200,15 @@ struct pl_node *pl_sched_node_at(struct pl_sched *s, size_t i);
  * their shape and state). */
 void pl_sched_node_tasks(struct pl_sched *s, struct pl_node *n,
                          void (*cb)(struct pl_dtask *t, void *arg), void *arg);
+/* Call 'cb' for each entry of the queue (tasks that wait on nothing but
+ * room), from the highest priority down, with how many queued tasks it
+ * stands for: 1, or a compact run's elements, given as its first (made a
+ * task when the run is one of the database's, whose shape only its rows
+ * hold).  'cb' must not change the queue. */
+void pl_sched_queue_each(struct pl_sched *s,
+                         void (*cb)(const struct pl_dtask *t, uint64_t n,
+                                    void *arg),
+                         void *arg);
 
 /* Largest cores and GPUs of any node that has registered. */
 void pl_sched_max(const struct pl_sched *s, uint32_t *cores, uint32_t *gpus);

@@ -79,6 +79,14 @@ static void size(void)
     h = have(1, 0, 0);
     is(pl_alloc_size(small, 6, &h, &c), 3,
        "6 waiting tasks of 2 cores on 4-core nodes: 3 nodes");
+    {
+        /* a compact run of an array stands for its elements */
+        struct pl_alloc_want run = { .ranks = 1, .cores = 2, .count = 6 };
+        is(pl_alloc_size(&run, 1, &h, &c), 3,
+           "a run of 6 elements of 2 cores on 4-core nodes: 3 nodes");
+        run.count = 0;
+        is(pl_alloc_size(&run, 1, &h, &c), 1, "... a count of 0 is 1");
+    }
     h = have(1, 2, 2);
     is(pl_alloc_size(small, 6, &h, &c), 0,
        "... none while an allocation is pending");
@@ -152,7 +160,7 @@ static void settings(void)
 
 int main(void)
 {
-    plan(8 + 14 + 6 + 16);
+    plan(8 + 16 + 6 + 16);
     task_nodes();
     size();
     backoff();

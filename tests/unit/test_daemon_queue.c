@@ -11,7 +11,7 @@
 #include "proto/strv.h"
 #include "tests/unit/tap.h"
 
-#define NTESTS 53
+#define NTESTS 55
 
 static struct pl_node *addnode(struct pl_sched *s, const char *name,
                                uint32_t ncores)
@@ -120,6 +120,23 @@ static void test_helpers(void)
     free(rs.v);
 }
 
+struct each {
+    size_t entries;
+    uint64_t tasks, first_n;
+    uint32_t first_cores;
+};
+
+static void each_cb(const struct pl_dtask *t, uint64_t n, void *arg)
+{
+    struct each *e = arg;
+
+    if (!e->entries++) {
+        e->first_n = n;
+        e->first_cores = t->cores_per_rank;
+    }
+    e->tasks += n;
+}
+
 static void test_runs(void)
 {
     struct pl_sched *s = pl_sched_new();
@@ -151,6 +168,13 @@ static void test_runs(void)
     ok(pl_sched_runs(s, &elems) == 3 && elems == 13
        && pl_sched_queued(s) == 15, "the run split around it: 3 runs");
     is(pl_sched_ahead(s, t), 4 + 4, "4 of priority 5 and 4 elements before it");
+    struct each ea = { 0 };
+    pl_sched_queue_each(s, each_cb, &ea);
+    ok(ea.entries == 5 && ea.tasks == 15 && ea.first_n == 4
+       && ea.first_cores == 1, "queue_each: 5 entries (3 runs, 2 tasks) "
+       "stand for the 15, the first a run of 4 of priority 5");
+    ok(pl_sched_runs(s, &elems) == 3 && elems == 13,
+       "... and changed no run");
 
     addnode(s, "a", 64);
     is(pl_sched_run(s, place_cb, &pl), 15, "a pass places all 15");
