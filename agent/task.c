@@ -340,7 +340,8 @@ static int open_output(const char *path, bool append, struct pl_error *errp)
  * launcher, whose output is the job's, in the entry's files). */
 static bool per_rank(const struct pl_run *r)
 {
-    return r->size > 1 && r->comm != PL_COMM_MPI;
+    return pl_output_per_rank(r->size, pl_comm_name(r->comm),
+                              pl_fn_name(r->fn), r->pool != NULL);
 }
 
 /* The paths the task's stdout and stderr go to: the entry's, or the

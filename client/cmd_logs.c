@@ -101,7 +101,9 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
     long long n = pl_out_jint(t, "ranks", 1);
     const char *comm = pl_out_jstr(t, "comm");
     sh->ranks = n > 0 && n < UINT32_MAX ? (unsigned)n : 1;
-    sh->per_rank = sh->ranks > 1 && !(comm && !strcmp(comm, "mpi"));
+    sh->per_rank = pl_output_per_rank(sh->ranks, comm,
+                                      pl_out_jstr(t, "fn"),
+                                      pl_out_jstr(t, "pool") != NULL);
     json_decref(t);
     if (st < 0) {
         errno = ENOENT;
@@ -230,7 +232,9 @@ static int grep_array(struct pl_cli *cli, struct pl_conn *conn,
             .ranks = r > 0 && r < UINT32_MAX ? (unsigned)r : 1,
             .index = (uint64_t)pl_out_jint(t, "array_index", 0),
         };
-        el[n].per_rank = el[n].ranks > 1 && !(comm && !strcmp(comm, "mpi"));
+        el[n].per_rank = pl_output_per_rank(el[n].ranks, comm,
+                                            pl_out_jstr(t, "fn"),
+                                            pl_out_jstr(t, "pool") != NULL);
         n++;
     }
     if (n == 0) {

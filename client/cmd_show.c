@@ -103,7 +103,10 @@ static void print_outputs(const char *dir, const json_t *t,
     char text[3 * PL_PATH_MAX + 400];
     long long ranks = pl_out_jint(t, "ranks", 1);
     const char *comm = pl_out_jstr(t, "comm");
-    bool per_rank = ranks > 1 && !(comm && !strcmp(comm, "mpi"));
+    bool per_rank = pl_output_per_rank(ranks > 0 ? (unsigned long long)ranks
+                                                 : 1, comm,
+                                       pl_out_jstr(t, "fn"),
+                                       pl_out_jstr(t, "pool") != NULL);
     struct stat st;
 
     for (int e = 0; e < 2; e++) {

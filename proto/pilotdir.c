@@ -524,6 +524,13 @@ int pl_path_task_log(const char *dir, unsigned long long id,
     return 0;
 }
 
+bool pl_output_per_rank(unsigned long long ranks, const char *comm,
+                        const char *fn, bool pool)
+{
+    return ranks > 1 && !pool && !(comm && !strcmp(comm, "mpi"))
+           && !(fn && !strcmp(fn, "pycall"));
+}
+
 int pl_path_rank_log(const char *path, unsigned long long rank, char *buf,
                      size_t len)
 {

@@ -119,6 +119,16 @@ int pl_path_task_log(const char *dir, unsigned long long id,
 int pl_path_rank_log(const char *path, unsigned long long rank, char *buf,
                      size_t len);
 
+/* Whether each rank of a task writes its own files (pl_path_rank_log()):
+ * a task of several ranks that the agents start as processes of their
+ * own.  Not comm "mpi" (one launcher, one stream), not a pool task (its
+ * ranks are calls in the pool's workers) and not a warm Python call (fn
+ * "pycall": calls in the agent's workers), which keep one file.  'comm'
+ * and 'fn' are the names (NULL: none); the agent and the CLI ask the
+ * same question here. */
+bool pl_output_per_rank(unsigned long long ranks, const char *comm,
+                        const char *fn, bool pool);
+
 /* Where a Python call's result over PL_PY_RESULT_INLINE goes: beside its
  * output, DIR/tasks/<id / 1000>/<id>.result (<id>.<attempt>.result after
  * the first attempt).  0, or -1 (ENAMETOOLONG). */

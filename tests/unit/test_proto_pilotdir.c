@@ -719,13 +719,23 @@ static void test_rank_log(void)
     ok(pl_path_rank_log("/p/tasks/0/7.out", 3, buf, 12) < 0
            && errno == ENAMETOOLONG,
        "rank log: too long for the buffer: ENAMETOOLONG");
+    ok(pl_output_per_rank(4, "none", "none", false)
+           && pl_output_per_rank(2, "torch", NULL, false),
+       "per-rank files: 4 ranks of comm none, 2 of torch");
+    ok(!pl_output_per_rank(1, "none", "none", false)
+           && !pl_output_per_rank(4, "mpi", "none", false),
+       "... not 1 rank, not comm mpi (one launcher)");
+    ok(!pl_output_per_rank(4, "none", "c", true)
+           && !pl_output_per_rank(4, "none", "py", true)
+           && !pl_output_per_rank(2, "none", "pycall", false),
+       "... not a pool task's ranks, not a warm Python call's");
 }
 
 int main(void)
 {
     char home[128];
 
-    plan(113 + 4);
+    plan(113 + 4 + 3);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
