@@ -276,6 +276,10 @@ static int load_after_cb(struct pl_db_row *row, void *arg)
     uint64_t id = row->id;
     bool waited = row->state == PL_ST_WAITING;
 
+    /* a call an older pilotd had placed was requeued by the first pass
+     * (its row says queued now): it is live, and counted by the scan */
+    if (pl_sched_task_peek(sc->d->sched, id))
+        return 0;
     if (load_cb(row, sc->d) < 0)
         return -1;
     const struct pl_dtask *t = pl_sched_task_peek(sc->d->sched, id);

@@ -170,25 +170,47 @@ class Task:
         return self.refresh()
 
     def log_path(self, stream="stdout", attempt=0):
-        """The file of its stdout or stderr (attempt 0: the last one)."""
+        """The file of its stdout or stderr (attempt 0: the last one).  A
+        task whose ranks each write their own files (log_paths()) has
+        none at this path."""
         if attempt == 0:
             attempt = int(self._known().get("attempts") or 0)
         return self.client.log_path(self.id, attempt, stream)
 
+    def log_paths(self, stream="stdout", attempt=0):
+        """The files of its stdout or stderr, one a rank for a task of
+        several ranks that the agents start as processes of their own
+        ("<id>.r<R>.out", docs/output.md), else the one of log_path()."""
+        base = self.log_path(stream, attempt)
+        info = self._known()
+        if not _per_rank(info):
+            return [base]
+        return [_rank_path(base, r) for r in range(int(info["ranks"]))]
+
     def logs(self, stream="stdout", follow=False, attempt=0, poll=0.1):
         """What the task wrote to stream ("stdout" or "stderr") as text,
         of its last attempt ('attempt' N: that one); "" if it has not
-        started.  With follow=True, an iterator of its lines (each with
-        its "\\n") as it writes them, until it has ended and its file is
-        read to the end; a task run again goes on with the next attempt's
-        file."""
+        started.  The ranks of a task that write files of their own come
+        one after the other, by whole lines, in rank order (as 'pilot
+        logs' prints them).  With follow=True, an iterator of its lines
+        (each with its "\\n") as it writes them, until it has ended and
+        its files are read to the end; a task run again goes on with the
+        next attempt's files.  Output kept in a node's journal (--output
+        journal) is read by 'pilot logs', not here."""
         if follow:
             return self._follow(stream, attempt, poll)
-        try:
-            with open(self.log_path(stream, attempt), "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
+        paths = self.log_paths(stream, attempt)
+        parts = []
+        for path in paths:
+            try:
+                with open(path, "rb") as f:
+                    b = f.read()
+            except FileNotFoundError:
+                continue
+            if len(paths) > 1 and b and not b.endswith(b"\n"):
+                b += b"\n"  # a rank's last line, whole
+            parts.append(b)
+        return b"".join(parts).decode("utf-8", "replace")
 
     def _follow(self, stream, want, poll):
         from ._watch import Watch
@@ -198,22 +220,13 @@ class Task:
         info = self.refresh().info
         ended = info.get("state") in FINAL
         cur = want or max(int(info.get("attempts") or 0), 1)
-        f, partial = None, b""
+        src = _Lines(self.log_paths(stream, cur))
         looked = time.monotonic()
         try:
             while True:
-                if f is None:
-                    try:
-                        f = open(self.client.log_path(self.id, cur, stream),
-                                 "rb")
-                    except FileNotFoundError:
-                        pass
-                chunk = f.read() if f else b""
-                if chunk:
-                    lines = (partial + chunk).split(b"\n")
-                    partial = lines.pop()
-                    for line in lines:
-                        yield line.decode("utf-8", "replace") + "\n"
+                lines = src.read()
+                if lines:
+                    yield from lines
                     continue
                 if not want and (ended or time.monotonic() - looked >= 1.0):
                     # run again (retries): its attempts, asked for once a
@@ -222,35 +235,76 @@ class Task:
                     looked = time.monotonic()
                     att = int(info.get("attempts") or 0)
                     if att > cur:
-                        # the rest of this file, then the next one
-                        if partial:
-                            yield partial.decode("utf-8", "replace")
-                        partial = b""
-                        if f:
-                            f.close()
-                        f, cur = None, att
+                        # the rest of these files, then the next ones
+                        yield from src.close()
+                        cur = att
+                        src = _Lines(self.log_paths(stream, cur))
                         continue
                 if ended:
                     # the end came before this last read: all is in
-                    if f:
-                        rest = f.read()
-                        if rest:
-                            partial += rest
-                            lines = partial.split(b"\n")
-                            partial = lines.pop()
-                            for line in lines:
-                                yield line.decode("utf-8", "replace") + "\n"
-                    if partial:
-                        yield partial.decode("utf-8", "replace")
+                    yield from src.read()
+                    yield from src.close()
                     return
                 # nothing new: wait for more output, or for the end (an
                 # array's id watches all its elements: this one's)
                 if any(e["id"] == self.id for e in w.next(timeout=poll)):
                     ended = True
         finally:
-            if f:
-                f.close()
+            src.close()
             w.close()
+
+
+def _per_rank(info):
+    """Whether each rank writes files of its own: pl_output_per_rank()."""
+    return (int(info.get("ranks") or 1) > 1 and not info.get("pool")
+            and info.get("comm") != "mpi" and info.get("fn") != "pycall")
+
+
+def _rank_path(path, rank):
+    """pl_path_rank_log(): "7.out" -> "7.r3.out", "7.2.err" ->
+    "7.2.r3.err", a name without a dot gets ".r3" at its end."""
+    d, b = os.path.split(path)
+    i = b.rfind(".")
+    r = ".r%d" % rank
+    return os.path.join(d, b + r if i < 0 else b[:i] + r + b[i:])
+
+
+class _Lines:
+    """Files read as they grow, whole lines each (a rank's own file
+    each, or one file)."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        self.files = [None] * len(paths)
+        self.partial = [b""] * len(paths)
+
+    def read(self):
+        out = []
+        for k, path in enumerate(self.paths):
+            if self.files[k] is None:
+                try:
+                    self.files[k] = open(path, "rb")
+                except FileNotFoundError:
+                    continue
+            chunk = self.files[k].read()
+            if chunk:
+                lines = (self.partial[k] + chunk).split(b"\n")
+                self.partial[k] = lines.pop()
+                out += [x.decode("utf-8", "replace") + "\n" for x in lines]
+        return out
+
+    def close(self):
+        """What is left without a newline (and the files closed)."""
+        out = []
+        for k in range(len(self.paths)):
+            if self.partial[k]:
+                out.append(self.partial[k].decode("utf-8", "replace")
+                           + ("\n" if len(self.paths) > 1 else ""))
+                self.partial[k] = b""
+            if self.files[k]:
+                self.files[k].close()
+                self.files[k] = None
+        return out
 
 
 # ------------------------------------------------------------ the client
