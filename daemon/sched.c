@@ -356,7 +356,9 @@ static struct pl_dtask *materialize(struct pl_sched *s, struct pl_qrun *r,
     return materialize_as(s, r, id, false);
 }
 
-struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id)
+/* Task 'id', an element of a run made a task (without its strings when
+ * 'bare'), or NULL (errno 0: not live). */
+static struct pl_dtask *task_get(struct pl_sched *s, uint64_t id, bool bare)
 {
     struct pl_qrun *r;
 
@@ -365,7 +367,12 @@ struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id)
     errno = 0;
     if (!s->runs.n || !(r = pl_qruns_find(&s->runs, id)))
         return NULL;
-    return materialize_as(s, r, id, true);
+    return materialize_as(s, r, id, bare);
+}
+
+struct pl_dtask *pl_sched_task_get_bare(struct pl_sched *s, uint64_t id)
+{
+    return task_get(s, id, true);
 }
 
 struct pl_dtask *pl_sched_task_peek(const struct pl_sched *s, uint64_t id)
@@ -381,14 +388,7 @@ bool pl_sched_live(const struct pl_sched *s, uint64_t id)
 
 struct pl_dtask *pl_sched_task_get(struct pl_sched *s, uint64_t id)
 {
-    struct pl_qrun *r;
-
-    if (id < s->cap && s->tab[id])
-        return s->tab[id];
-    errno = 0;
-    if (!s->runs.n || !(r = pl_qruns_find(&s->runs, id)))
-        return NULL;
-    return materialize(s, r, id);
+    return task_get(s, id, false);
 }
 
 static void rank_release(struct pl_dtask *t, uint32_t r)
