@@ -206,6 +206,13 @@ static void leave_node(struct pl_alloc *a, struct pl_node *n)
     pl_agents_leave(a->d, n, why);
 }
 
+/* What starts on 'n' must have ended when 'a' drains (place.c: a task
+ * whose --timeout is longer goes elsewhere, or waits). */
+static void set_ends(struct pl_alloc *a, struct pl_node *n)
+{
+    n->ends = a->end_time > 0 ? a->end_time - a->drain : 0;
+}
+
 static void drain(struct pl_alloc *a, const char *why)
 {
     alloc_set_state(a, A_DRAINING, why);
@@ -463,6 +470,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
     if (!s || d->cfg.local || !reg->job || (long)reg->job == d->cfg.job) {
         /* one of the pilot's own nodes: a cordon of an allocation it
          * once was in goes */
+        n->ends = 0; /* the pilot's walltime is the scheduler's */
         if (s && n->cordon && !strncmp(n->cordon, CORDON_PREFIX,
                                        strlen(CORDON_PREFIX))) {
             free(n->cordon);
@@ -485,6 +493,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
                (unsigned long long)a->id);
     if (reg->job_end > 0)
         a->end_time = reg->job_end;
+    set_ends(a, n);
     a->joined = true;
     if (!a->started)
         a->started = pl_now();
@@ -530,6 +539,7 @@ static void poll_job(struct pl_alloc *a)
     }
     if (end > 0 && st != PL_SJ_PENDING && (double)end != a->end_time) {
         a->end_time = (double)end;
+        each_node(a, set_ends);
         alloc_store(a);
     }
     if (st == PL_SJ_ENDED) {
@@ -596,6 +606,16 @@ struct scan {
     struct pl_allocs *s;
 };
 
+/* The size of 't' (of 'n' tasks alike). */
+static struct pl_alloc_want want_of(const struct pl_dtask *t, uint64_t n)
+{
+    return (struct pl_alloc_want){
+        .ranks = t->ranks, .cores = t->cores_per_rank,
+        .gpus = t->gpus_per_rank, .nodes_req = t->nodes_req,
+        .rpn = t->ranks_per_node, .exclusive = t->exclusive, .count = n,
+    };
+}
+
 static void scan_cb(const struct pl_dtask *t, uint64_t n, void *arg)
 {
     struct pl_allocs *s = arg;
@@ -604,11 +624,39 @@ static void scan_cb(const struct pl_dtask *t, uint64_t n, void *arg)
         return;
     if (pl_grow(&s->want, &s->capwant, s->nwant, 1, sizeof(*s->want)) < 0)
         return;
-    s->want[s->nwant++] = (struct pl_alloc_want){
-        .ranks = t->ranks, .cores = t->cores_per_rank,
-        .gpus = t->gpus_per_rank, .nodes_req = t->nodes_req,
-        .rpn = t->ranks_per_node, .exclusive = t->exclusive, .count = n,
-    };
+    s->want[s->nwant++] = want_of(t, n);
+}
+
+bool pl_alloc_never_fits(const struct pl_daemon *d, const struct pl_dtask *t,
+                         char *why, size_t len)
+{
+    struct pl_alloc_want w = want_of(t, 1);
+    uint32_t cores, gpus, k;
+
+    pl_sched_max(d->sched, &cores, &gpus);
+    if (!pl_alloc_may_grow(d) || cores == 0)
+        return false; /* no node yet: what one is like is not known */
+    /* nodes like the pilot's: the largest it has (pl_alloc_size()) */
+    if ((k = pl_alloc_task_nodes(&w, cores, gpus)) == 0) {
+        char fit[160];
+        if (pl_sched_fits(d->sched, t, fit, sizeof(fit)))
+            snprintf(fit, sizeof(fit), "no node of %u cores and %u GPUs "
+                     "takes its ranks", cores, gpus);
+        snprintf(why, len, "%s (nodes that join are alike: growing does not "
+                 "help)", fit);
+        return true;
+    }
+    uint64_t most = (uint64_t)(d->cfg.expected_agents > 0
+                                   ? d->cfg.expected_agents : 0)
+                    + d->allocs->conf.max;
+    if (k > most) {
+        snprintf(why, len, "task needs %u nodes but this pilot grows to %llu "
+                 "at most (its own %d, --grow max=%u)", k,
+                 (unsigned long long)most, d->cfg.expected_agents,
+                 d->allocs->conf.max);
+        return true;
+    }
+    return false;
 }
 
 /* pilot up --grow: ask for more while queued work waits. */
