@@ -3,10 +3,10 @@ the nodes' journals (--output journal, docs/output.md)
 
 Read through libpilot's pilot_logs_*(), the reader of 'pilot logs': the
 text must be the CLI's, byte for byte, and no per-task file may exist.
+(One rank followed: test_client.py's test_logs_follow.)
 """
 import os
 import re
-import time
 
 from conftest import pilot_cli
 
@@ -70,26 +70,6 @@ def test_journal_ranks(client):
         assert "no rank 2" in str(e)
     else:
         raise AssertionError("rank=2 of a task of 2 ranks was taken")
-
-
-def test_journal_follow(client):
-    c = client
-    t = c.submit(["sh", "-c", "for i in 1 2 3 4 5; do echo line$i; "
-                  "echo err$i >&2; sleep 0.3; done; printf tail"],
-                 output="journal")
-    got = []
-    t0 = time.monotonic()
-    for line in t.logs(follow=True):
-        got.append((line, time.monotonic() - t0))
-    assert [g[0] for g in got] == ["line%d\n" % i for i in range(1, 6)] \
-        + ["tail"]
-    # read from the journal as it was written, not all at the end
-    assert got[-1][1] - got[0][1] > 0.8
-    assert t.state == "done"
-    assert not os.path.exists(t.log_path())
-    assert list(t.logs("stderr", follow=True)) == ["err%d\n" % i
-                                                   for i in range(1, 6)]
-    assert t.logs() == "".join(g[0] for g in got)
 
 
 def test_journal_follow_ranks(client):
