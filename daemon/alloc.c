@@ -24,6 +24,7 @@
 #include "daemon/daemon_private.h"
 #include "daemon/slurmjob.h"
 #include "proto/log.h"
+#include "proto/sbatch.h"
 #include "proto/strv.h"
 
 const char *const alloc_state_names[] = { "?", "pending", "running",
@@ -273,17 +274,13 @@ static int write_script(struct pl_alloc *a, char *path, size_t len,
     struct pl_daemon *d = a->d;
     const char *gpn = getenv("SLURM_GPUS_ON_NODE");
     int gpus = gpn ? atoi(gpn) : 0;
-    mode_t old;
+    char suffix[64];
     FILE *fp;
 
     snprintf(path, len, "%s/alloc-%llu.sbatch", d->dir,
              (unsigned long long)a->id);
-    old = umask(077);
-    fp = fopen(path, "w");
-    umask(old);
-    if (!fp)
-        return pl_errprintf(errp, "cannot write %s: %s", path,
-                            strerror(errno));
+    if (!(fp = pl_sbatch_create(path, errp)))
+        return -1;
     fprintf(fp, "#!/bin/bash\n");
     fprintf(fp, "#SBATCH --job-name=pilot-%s-a%llu\n", d->id,
             (unsigned long long)a->id);
@@ -298,11 +295,9 @@ static int write_script(struct pl_alloc *a, char *path, size_t len,
     /* its nodes are like the pilot's own: the same GPUs */
     if (gpus > 0)
         fprintf(fp, "#SBATCH --gres=gpu:%d\n", gpus);
-    /* the output path: Slurm's '%' patterns doubled, quoted */
-    fprintf(fp, "#SBATCH --output=\"");
-    for (const char *p = d->dir; *p; p++)
-        fputs(*p == '%' ? "%%" : (char[]){ *p, '\0' }, fp);
-    fprintf(fp, "/logs/alloc-%llu-%%j.out\"\n", (unsigned long long)a->id);
+    snprintf(suffix, sizeof(suffix), "/logs/alloc-%llu-%%j.out",
+             (unsigned long long)a->id);
+    pl_sbatch_path(fp, "--output", d->dir, suffix);
     fprintf(fp, "# written by pilotd for allocation %llu of pilot %s\n",
             (unsigned long long)a->id, d->id);
     /* the agents tell pilotd the job's end: Slurm 22.05 has no variable
@@ -328,10 +323,7 @@ static int write_script(struct pl_alloc *a, char *path, size_t len,
     fprintf(fp, " --keys ");
     shq(fp, d->keydir);
     fprintf(fp, " --orphan-timeout 600\n");
-    if (fclose(fp) == EOF)
-        return pl_errprintf(errp, "cannot write %s: %s", path,
-                            strerror(errno));
-    return 0;
+    return pl_sbatch_close(fp, path, false, errp);
 }
 
 /* The last line of sbatch's output (its error), into 'buf'. */
