@@ -10,6 +10,7 @@
 
 #include "client/logsrc.h"
 #include "proto/journal.h"
+#include "proto/strv.h"
 
 enum { MODE_UNKNOWN, MODE_FILES, MODE_JOURNAL };
 
@@ -42,23 +43,15 @@ struct pl_logsrc {
     pl_logsrc_out_f out;
     void *arg;
     char **segs;          /* the journal segments read from */
-    size_t nsegs;
+    size_t nsegs, capsegs;
 };
 
 /* ---- lines ---- */
 
 static int lb_add(struct lbuf *b, const char *p, size_t n)
 {
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            return -1;
-        b->p = q;
-        b->cap = cap;
-    }
+    if (pl_grow(&b->p, &b->cap, b->n, n, 1) < 0)
+        return -1;
     memcpy(b->p + b->n, p, n);
     b->n += n;
     return 0;
@@ -215,11 +208,8 @@ static int add_seg(struct pl_logsrc *s, const struct pl_jframe *f)
     for (size_t i = s->nsegs; i-- > 0;)
         if (!strcmp(s->segs[i], path))
             return 0;
-    char **v = realloc(s->segs, (s->nsegs + 1) * sizeof(*v));
-    if (!v)
-        return -1;
-    s->segs = v;
-    if (!(s->segs[s->nsegs] = strdup(path)))
+    if (pl_grow(&s->segs, &s->capsegs, s->nsegs, 1, sizeof(*s->segs)) < 0
+        || !(s->segs[s->nsegs] = strdup(path)))
         return -1;
     s->nsegs++;
     return 0;

@@ -13,6 +13,7 @@
 #include "client/logsrc.h"
 #include "lib/pilot_private.h"
 #include "proto/pilotdir.h"
+#include "proto/strv.h"
 
 struct pilot_logs {
     struct pl_logsrc *src;
@@ -25,16 +26,8 @@ static int collect(const void *p, size_t n, void *arg)
 {
     struct pilot_logs *l = arg;
 
-    if (l->n + n > l->cap) {
-        size_t cap = l->cap ? l->cap : 4096;
-        while (cap < l->n + n)
-            cap *= 2;
-        char *q = realloc(l->buf, cap);
-        if (!q)
-            return -1;
-        l->buf = q;
-        l->cap = cap;
-    }
+    if (pl_grow(&l->buf, &l->cap, l->n, n, 1) < 0)
+        return -1;
     memcpy(l->buf + l->n, p, n);
     l->n += n;
     return 0;
