@@ -215,6 +215,7 @@ void pl_agents_exit(struct pl_daemon *d)
  * each of them, for each of 10 million queued tasks it was 10^10). */
 struct fit {
     struct pl_daemon *d;
+    bool grow;              /* it grows itself: what could never fit */
     bool known, fits;
     uint32_t ranks, cpr, gpr, nodes, rpn;
     bool excl;
@@ -231,7 +232,10 @@ static void too_big_cb(struct pl_dtask *t, void *arg)
     if (!f->known || f->ranks != t->ranks || f->cpr != t->cores_per_rank
         || f->gpr != t->gpus_per_rank || f->nodes != t->nodes_req
         || f->rpn != t->ranks_per_node || f->excl != t->exclusive) {
-        f->fits = pl_sched_fits(f->d->sched, t, f->why, sizeof(f->why));
+        f->fits = f->grow ? !pl_alloc_never_fits(f->d, t, f->why,
+                                                 sizeof(f->why))
+                          : pl_sched_fits(f->d->sched, t, f->why,
+                                          sizeof(f->why));
         f->known = true;
         f->ranks = t->ranks;
         f->cpr = t->cores_per_rank;
@@ -251,7 +255,7 @@ static void too_big_cb(struct pl_dtask *t, void *arg)
  * reconnected): the nodes up are what they were, nothing to check. */
 static void check_fit(struct pl_daemon *d, bool rejoin)
 {
-    struct fit f = { .d = d };
+    struct fit f = { .d = d, .grow = pl_alloc_may_grow(d) };
     size_t up = 0;
 
     /* N.B. a look at every live task: not at each of 1,000 registrations
@@ -261,9 +265,9 @@ static void check_fit(struct pl_daemon *d, bool rejoin)
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
-    /* a pilot that grows itself may yet fit them */
-    /* a pilot that grows itself may yet fit them */
-    if ((int)up >= d->cfg.expected_agents && !pl_alloc_may_grow(d))
+    /* a pilot that grows itself may yet fit them: only those no node
+     * like its own could ever run fail (pl_alloc_never_fits()) */
+    if ((int)up >= d->cfg.expected_agents)
         pl_sched_node_tasks(d->sched, NULL, too_big_cb, &f);
 }
 

@@ -46,6 +46,10 @@ struct pl_node {
                                too old (set by sched.c) */
     double vet_sig[8];      /* when ranks here last ended by a signal */
     uint32_t vet_nsig;
+    double ends;            /* pl_now() by which what starts here must have
+                               ended: a grown allocation's drain (alloc.c);
+                               0: none of its own (the pilot's walltime is
+                               pl_sched_set_time_left()'s) */
     /* the scheduler's placement index (daemon/placeidx.h), NULL until
      * the node is added: its leaf follows free_cores, free_gpus, state
      * and cordon, so whoever changes state or cordon calls
