@@ -23,6 +23,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/prefetch.h"
 #include "agent/pyw.h"
 #include "proto/log.h"
 #include "proto/vetmsg.h"
@@ -416,6 +417,11 @@ int pl_agent_welcome_cb(struct pl_agent *a, const struct pl_msg *m,
             pl_log(LOG_NOTICE, "a new pilotd (%s) took over", wl.instance);
         snprintf(a->instance, sizeof(a->instance), "%s", wl.instance);
         a->last_run = 0;
+        /* the new one queued again what the old one prefetched here */
+        if (pl_prefetch_len(a->pref))
+            pl_log(LOG_NOTICE, "%zu prefetched tasks dropped: the new "
+                   "pilotd runs them", pl_prefetch_len(a->pref));
+        pl_prefetch_clear(a->pref);
     }
     /* the welcome answers register m->seq, which carried every end sent
      * before it: pilotd committed them before it answered */

@@ -129,8 +129,10 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
     /* an MPI job dies with its launcher on rank 0's node */
     bool all = t->comm == PL_COMM_MPI && t->rank[0].node == l->n;
 
-    if (l->spare && !t->lost)
-        t->spared++; /* once an attempt, if it spans several such nodes */
+    /* once an attempt, if it spans several such nodes; a prefetched
+     * task that never started is not charged either */
+    if ((l->spare || (t->rank && t->rank[0].pref)) && !t->lost)
+        t->spared++;
     t->lost = true;
     for (uint32_t r = 0; r < t->ranks; r++) {
         if (!all && t->rank[r].node != l->n)
@@ -324,6 +326,15 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                                                                 : r0 + 1;
     switch (e->state) {
     case PL_ST_RUNNING:
+        /* a prefetched rank its agent started on cores an end freed (the
+         * end came first, in this message): it holds those now */
+        if (e->ncores && t->ranks == 1 && t->rank[0].state == PL_ST_ASSIGNED) {
+            if (pl_sched_pref_started(t, n, e->cores, e->ncores) < 0)
+                pl_log(LOG_WARNING, "agent %s: task %llu started on cores "
+                       "not all free here: %s", n->name,
+                       (unsigned long long)t->id, strerror(errno));
+            d->want_sched = true; /* room for another prefetch */
+        }
         for (uint32_t r = r0; r < r1; r++)
             pl_dtask_rank_running(d, t, r, c.time, &c);
         break;
@@ -445,6 +456,13 @@ static void gone_cb(struct pl_dtask *t, void *arg)
             || pl_register_runs(g->reg, t->id, t->attempt, r)
             || pl_register_ended(g->reg, t->id, t->attempt, r))
             continue;
+        /* a prefetched rank: the same agent holds it still (it drops
+         * them only with an event, or for another pilotd); a new agent
+         * never started it, so it is not charged to --retries */
+        if (k->pref && g->last_run != UINT64_MAX)
+            continue;
+        if (k->pref && !t->lost)
+            t->spared++;
         t->lost = true;
         bool all = t->comm == PL_COMM_MPI && r == 0;
         for (uint32_t q = all ? 0 : r; q < (all ? t->ranks : r + 1); q++)

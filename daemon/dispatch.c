@@ -29,11 +29,26 @@ static void place_cb(struct pl_dtask *t, void *arg)
         p->t[p->n++] = t;
 }
 
+/* A prefetched task bound to free cores: its RUN goes again with them
+ * (the agent starts it there, unless an end started it already). */
+static void bound_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+
+    if (t->rank[0].state != PL_ST_ASSIGNED)
+        return;
+    t->rank[0].run_seq = RUN_UNSENT;
+    if (pl_dispatch_unsent(d, t) < 0)
+        pl_log(LOG_ERR, "task %llu: its run with cores: out of memory",
+               (unsigned long long)t->id);
+}
+
 void pl_dispatch_schedule(struct pl_daemon *d)
 {
     struct placed p = { 0 };
 
     d->want_sched = false;
+    pl_sched_pref_bind(d->sched, bound_cb, d);
     pl_sched_run(d->sched, place_cb, &p);
     pl_poolctl_schedule(d, place_cb, &p);
     /* N.B. out of memory, as in place_cb */
@@ -193,6 +208,8 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
         .cores = cores, .ncores = k->ncores, .gpus = gpus,
         .ngpus = k->ngpus, .out = out, .err = err, .timeout = t->timeout,
         .output_limit = t->output_limit,
+        /* placed beyond the node's free cores: its agent chooses them */
+        .prefetch = k->pref ? t->cores_per_rank : 0,
     };
     if (t->array_id) {
         /* an array element: its index and array, after the spec's env */

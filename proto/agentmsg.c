@@ -145,6 +145,8 @@ void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
         pl_wm_str(&m, "error", e->error);
     if (e->lost)
         pl_wm_bool(&m, "lost", true);
+    if (e->ncores)
+        pl_wm_uintv(&m, "cores", e->cores, e->ncores);
     if (e->result_status != PL_PYR_NONE) {
         pl_wm_str(&m, "result_status", pl_pyr_name(e->result_status));
         pl_wm_uint(&m, "result_size", (uint64_t)e->result_size);
@@ -205,6 +207,7 @@ void pl_event_clear(struct pl_event *e)
     int saved = errno;
 
     free(e->error);
+    free(e->cores);
     free(e->result);
     free(e->result_file);
     free(e->result_repr);
@@ -235,6 +238,8 @@ int pl_event_decode(const msgpack_object *o, struct pl_event *e,
         || usage_decode(o, &e->use, errp) < 0
         || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0
         || pl_mp_bool(o, "lost", false, &e->lost, errp) < 0
+        || pl_mp_uintv(o, "cores", false, PL_SPEC_MAX_CPR, PL_RUN_MAX_CPU - 1,
+                       &e->cores, &e->ncores, errp) < 0
         || result_decode(o, e, errp) < 0)
         goto error;
     if ((e->state = pl_state_parse(state)) < 0) {

@@ -59,6 +59,9 @@ struct pl_event {
                             gpu_power_w, each absent when not measured
                             (a decoded out-of-range one is refused) */
     char *error;        /* NULL, or owned (decoded) / borrowed (encoded) */
+    uint64_t *cores;    /* 'running' of a prefetched rank: the CPU ids
+                           it was started on (owned, 'ncores'), or NULL */
+    uint32_t ncores;
     bool lost;          /* a pool task's rank ended with its worker, by
                            no doing of its own (the pool's job went down
                            under it): the task runs again */

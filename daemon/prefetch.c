@@ -1,0 +1,151 @@
+/* daemon/prefetch.c - tasks placed beyond a node's free cores (pilotd
+ * --prefetch N), so that its agent starts the next one on the cores an
+ * end frees without waiting for pilotd (docs/placement.md, "Prefetch")
+ *
+ * A prefetched rank holds no cores: its node lists it in 'pref' (placing
+ * order, the order its agent holds it in) and its RUN entry carries
+ * 'prefetch' (the cores it takes) instead of cores.  The agent starts it
+ * only on cores freed by an end it reports in the same EVENTS message,
+ * before the 'running' that names them: pilotd has freed them by then,
+ * and pl_sched_pref_started() gives them to it.  When a node has free
+ * cores and still prefetched tasks (their RUN arrived after the ends
+ * that freed them), a pass binds the first to free cores and its RUN
+ * goes again with them (pl_sched_pref_bind()); if an end started it on
+ * other cores meanwhile, its 'running' moves it there.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/sched.h"
+#include "daemon/sched_private.h"
+
+void pl_sched_set_prefetch(struct pl_sched *s, uint32_t n)
+{
+    s->prefetch = n;
+}
+
+/* Whether 't' may be prefetched: one rank of cores only, nothing that
+ * needs pilotd's choice of a node or a worker. */
+static bool eligible(const struct pl_dtask *t)
+{
+    return t->ranks == 1 && !t->nodes_req && !t->ranks_per_node
+           && t->gpus_per_rank == 0 && t->cores_per_rank >= 1
+           && !t->exclusive && !t->vetted && t->comm == PL_COMM_NONE
+           && !t->pool && t->fn == PL_FN_NONE && !t->run && !t->rank;
+}
+
+int sched_pref_place(struct pl_sched *s, struct pl_dtask *t)
+{
+    size_t nn = s->nnodes;
+
+    if (!s->prefetch || s->resv || !eligible(t) || nn == 0)
+        return -1;
+    for (size_t i = 0; i < nn; i++) {
+        size_t k = (s->rr + i) % nn;
+        struct pl_node *n = s->nodes[k];
+        if (n->state != PL_NODE_UP || n->cordon || n->npref >= s->prefetch
+            || n->ncores < t->cores_per_rank || s->resv_node[k])
+            continue;
+        struct pl_rank *rk;
+        if (!(t->rank = calloc(1, sizeof(*t->rank)))
+            || !(t->nodelist = strdup(n->name)))
+            goto nomem;
+        rk = t->rank;
+        if (!(rk->core_idx = calloc(1, sizeof(uint32_t)))
+            || !(rk->gpu_idx = calloc(1, sizeof(uint32_t))))
+            goto nomem;
+        rk->node = n;
+        rk->local_size = 1;
+        rk->pref = true;
+        t->nnodes = 1;
+        TAILQ_INSERT_TAIL(&n->pref, t, prefent);
+        n->npref++;
+        s->rr = (k + 1) % nn;
+        return 0;
+    }
+    return -1;
+nomem:
+    sched_release(t);
+    return -1;
+}
+
+void sched_pref_drop(struct pl_dtask *t, uint32_t r)
+{
+    struct pl_rank *k = &t->rank[r];
+
+    if (!k->pref)
+        return;
+    TAILQ_REMOVE(&k->node->pref, t, prefent);
+    k->node->npref--;
+    k->pref = false;
+}
+
+int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
+                          const uint64_t *cpu, uint32_t ncpu)
+{
+    struct pl_rank *k;
+    char list[PL_SPEC_MAX_CPR * 8 + 1];
+    size_t off = 0;
+    uint32_t *c, *g, nc, ng;
+
+    if (!t->rank || t->ranks != 1 || (k = t->rank)->node != n || !ncpu) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (uint32_t i = 0; i < ncpu && off < sizeof(list) - 24; i++)
+        off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%llu",
+                                i ? "," : "", (unsigned long long)cpu[i]);
+    /* what it held: nothing (a prefetch), or the cores a pass bound it
+     * to (an end started it on others first) */
+    if (k->pref)
+        sched_pref_drop(t, 0);
+    else
+        pl_node_release(n, t->id, k->core_idx, k->ncores, k->gpu_idx,
+                        k->ngpus);
+    free(k->core_idx);
+    k->core_idx = NULL;
+    k->ncores = 0;
+    if (pl_node_claim(n, t->id, list, NULL, &c, &nc, &g, &ng) < 0)
+        return -1;
+    free(k->gpu_idx);
+    k->core_idx = c;
+    k->ncores = nc;
+    k->gpu_idx = g;
+    k->ngpus = ng;
+    if (nc != ncpu) {
+        errno = EBUSY;
+        return -1;
+    }
+    return 0;
+}
+
+size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
+                          void *arg)
+{
+    size_t nb = 0;
+
+    for (size_t i = 0; s->prefetch && i < s->nnodes; i++) {
+        struct pl_node *n = s->nodes[i];
+        struct pl_dtask *t;
+        while (n->npref && n->free_cores && n->state == PL_NODE_UP
+               && (t = TAILQ_FIRST(&n->pref))
+               && t->cores_per_rank <= n->free_cores) {
+            struct pl_rank *k = t->rank;
+            uint32_t *c = calloc(t->cores_per_rank + 1, sizeof(*c));
+            if (!c || pl_node_alloc(n, t->id, t->cores_per_rank, 0, c,
+                                    k->gpu_idx) < 0) {
+                free(c);
+                break;
+            }
+            sched_pref_drop(t, 0);
+            free(k->core_idx);
+            k->core_idx = c;
+            k->ncores = t->cores_per_rank;
+            bound(t, arg);
+            nb++;
+        }
+    }
+    return nb;
+}
