@@ -430,6 +430,22 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
         a->last_run = m->seq;
     a->got_due = true;
     pl_agent_kick(a);
+    /* held, not started: it ends canceled without a process ('lost'
+     * when pilotd takes it back to run it elsewhere) */
+    struct pl_run held;
+    while (pl_prefetch_take(a->pref, k.id, k.attempt, k.one, k.rank, &held)) {
+        pl_log(LOG_INFO, "task %llu rank %llu: prefetched, not started: %s",
+               (unsigned long long)k.id, (unsigned long long)held.rank,
+               k.queued_only ? "taken back" : "killed");
+        struct pl_event *e = pl_agent_event_add(a, held.id, held.attempt,
+                                                held.rank, PL_ST_CANCELED);
+        if (e)
+            e->lost = k.queued_only;
+        pl_run_clear(&held);
+        n++;
+    }
+    if (k.queued_only)
+        return 0; /* it started (its events are on their way): it runs */
     /* Every rank of the attempt running here, or only 'rank' if given. */
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_run *r = pl_task_entry(a->running[i]);
@@ -440,16 +456,6 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
                (unsigned long long)k.id, (unsigned long long)r->rank,
                k.grace);
         pl_task_kill(a->running[i], PL_ST_CANCELED, k.grace);
-        n++;
-    }
-    /* held, not started: it ends canceled without a process */
-    struct pl_run held;
-    while (pl_prefetch_take(a->pref, k.id, k.attempt, k.one, k.rank, &held)) {
-        pl_log(LOG_INFO, "task %llu rank %llu: kill of a prefetched entry",
-               (unsigned long long)k.id, (unsigned long long)held.rank);
-        (void)pl_agent_event_add(a, held.id, held.attempt, held.rank,
-                                 PL_ST_CANCELED);
-        pl_run_clear(&held);
         n++;
     }
     if (a->wpool)

@@ -356,6 +356,17 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                 snprintf(why, sizeof(why), "exit code %d", c.exit_code);
             c.reason = why;
         }
+        /* a prefetched task its agent gave back unstarted (pilotd took
+         * it back: daemon/prefetch.c): it runs again, not charged */
+        if (e->lost && !t->pool && t->ranks == 1 && t->rank[0].pref
+            && e->state == PL_ST_CANCELED) {
+            if (!t->lost)
+                t->spared++;
+            t->lost = true;
+            c.reason = "prefetched: taken back before it started";
+            pl_dtask_rank_ended(d, t, 0, PL_ST_FAILED, &c);
+            break;
+        }
         if (e->lost && t->pool && t->fn != PL_FN_POOL) {
             pl_dtask_rank_lost(d, t, r0, &c);
             break;

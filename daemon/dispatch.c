@@ -43,6 +43,23 @@ static void bound_cb(struct pl_dtask *t, void *arg)
                (unsigned long long)t->id);
 }
 
+/* Take back a prefetched task its agent has not started (a cordon, a
+ * reservation, a task of a higher priority): a KILL of queued entries
+ * only, once its RUN has left; its agent answers 'canceled' with 'lost'
+ * and the task is queued again, or its 'running' comes and it runs. */
+static bool recall_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_rank *k = &t->rank[0];
+
+    if (k->state != PL_ST_ASSIGNED || k->run_seq == RUN_UNSENT)
+        return false;
+    struct pl_kill kill = { .id = t->id, .attempt = t->attempt, .one = true,
+                            .rank = 0, .grace = 0, .queued_only = true };
+    pl_orders_kill(d, k->node, &kill);
+    return true;
+}
+
 void pl_dispatch_schedule(struct pl_daemon *d)
 {
     struct placed p = { 0 };
@@ -50,6 +67,7 @@ void pl_dispatch_schedule(struct pl_daemon *d)
     d->want_sched = false;
     pl_sched_pref_bind(d->sched, bound_cb, d);
     pl_sched_run(d->sched, place_cb, &p);
+    pl_sched_pref_recall(d->sched, recall_cb, d);
     pl_poolctl_schedule(d, place_cb, &p);
     /* N.B. out of memory, as in place_cb */
     (void)pl_grow(&d->unsent, &d->capunsent, d->nunsent, p.n,

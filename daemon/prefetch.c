@@ -121,6 +121,17 @@ int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
     return 0;
 }
 
+/* The first prefetched task of 'n' not being taken back. */
+static struct pl_dtask *first_kept(struct pl_node *n)
+{
+    struct pl_dtask *t;
+
+    TAILQ_FOREACH(t, &n->pref, prefent)
+        if (!t->rank->recalled)
+            return t;
+    return NULL;
+}
+
 size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
                           void *arg)
 {
@@ -129,8 +140,11 @@ size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
     for (size_t i = 0; s->prefetch && i < s->nnodes; i++) {
         struct pl_node *n = s->nodes[i];
         struct pl_dtask *t;
+        /* not where it is being taken back from */
+        if (n->cordon || (s->resv && s->resv_node[i]))
+            continue;
         while (n->npref && n->free_cores && n->state == PL_NODE_UP
-               && (t = TAILQ_FIRST(&n->pref))
+               && (t = first_kept(n))
                && t->cores_per_rank <= n->free_cores) {
             struct pl_rank *k = t->rank;
             uint32_t *c = calloc(t->cores_per_rank + 1, sizeof(*c));
@@ -148,4 +162,39 @@ size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
         }
     }
     return nb;
+}
+
+size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
+                            void *arg)
+{
+    size_t nr = 0;
+    bool top_set = false;
+    int32_t top = 0;
+
+    if (!s->prefetch)
+        return 0;
+    /* the highest priority that waits in the queue */
+    for (size_t li = 0; li < s->nlv && !top_set; li++)
+        if (!TAILQ_EMPTY(&s->lv[li]->q)) {
+            top = s->lv[li]->prio;
+            top_set = true;
+        }
+    for (size_t k = 0; k < s->nnodes; k++) {
+        struct pl_node *n = s->nodes[k];
+        bool all = n->cordon || (s->resv && s->resv_node[k]);
+        struct pl_dtask *t, *next;
+        if (!n->npref)
+            continue;
+        for (t = TAILQ_FIRST(&n->pref); t; t = next) {
+            next = TAILQ_NEXT(t, prefent);
+            struct pl_rank *r = t->rank;
+            if (r->recalled || !(all || (top_set && t->priority < top)))
+                continue;
+            if (recall(t, arg)) {
+                r->recalled = true;
+                nr++;
+            }
+        }
+    }
+    return nr;
 }

@@ -39,6 +39,8 @@ struct pl_rank {
     uint64_t run_seq;          /* the RUN that carried it to its agent */
     bool pref;                 /* placed as a prefetch (node->pref): no
                                   cores held yet (ncores 0) */
+    bool recalled;             /* ... and taken back: its KILL (queued
+                                  only) is on its way */
     uint32_t slot;             /* a pool task's: its worker's world rank */
     struct pl_usage use;       /* what its end event measured (task.c);
                                   zeroed: nothing */
@@ -278,5 +280,13 @@ int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
  * Returns the number bound. */
 size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
                           void *arg);
+/* Prefetched tasks to take back from their agents (not started yet, as
+ * far as pilotd knows): those on a node cordoned or reserved for another
+ * task, and those of a lower priority than a queued task.  'recall' is
+ * called for each not yet recalled, and says whether it sent the KILL
+ * (then the rank is marked 'recalled').  Returns how many. */
+typedef bool (*pl_sched_recall_f)(struct pl_dtask *t, void *arg);
+size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
+                            void *arg);
 
 #endif /* !PL_DAEMON_SCHED_H */

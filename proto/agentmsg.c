@@ -588,6 +588,8 @@ void pl_kill_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_kill *k)
     if (k->one)
         pl_wm_uint(&w->body, "rank", k->rank);
     pl_wm_double(&w->body, "grace", k->grace);
+    if (k->queued_only)
+        pl_wm_bool(&w->body, "queued_only", true);
 }
 
 int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
@@ -601,7 +603,8 @@ int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
                < 0
         || (one = pl_mp_uint(body, "rank", false, UINT32_MAX, &k->rank,
                              errp)) < 0
-        || pl_mp_double(body, "grace", true, &k->grace, errp) < 0)
+        || pl_mp_double(body, "grace", true, &k->grace, errp) < 0
+        || pl_mp_bool(body, "queued_only", false, &k->queued_only, errp) < 0)
         return -1;
     if (!isfinite(k->grace) || k->grace < 0 || k->grace > PL_KILL_GRACE_MAX)
         return bad(errp, "kill: grace out of range");

@@ -177,6 +177,9 @@ struct pl_kill {
     bool one;           /* only 'rank' */
     uint64_t rank;
     double grace;       /* s from SIGTERM to SIGKILL */
+    bool queued_only;   /* only a prefetched entry the agent holds and
+                           has not started: it ends 'canceled' with
+                           'lost' (taken back: pilotd queues it again) */
 };
 
 /* 'seq' numbers it with the RUNs to that agent (GOT acknowledges both). */
