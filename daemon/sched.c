@@ -592,7 +592,7 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             bool pref = !any && !s->resv;
             if (pref && !s->prefetch)
                 goto full;
-            if (!any && t->id != s->resv) {
+            if (!any && s->resv && t->id != s->resv) {
                 skipped++; /* only the reserved task may start now */
                 continue;
             }
