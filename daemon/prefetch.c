@@ -182,13 +182,23 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
     for (size_t k = 0; k < s->nnodes; k++) {
         struct pl_node *n = s->nodes[k];
         bool all = n->cordon || (s->resv && s->resv_node[k]);
-        struct pl_dtask *t, *next;
+        struct pl_dtask *t, *prev;
         if (!n->npref)
             continue;
-        for (t = TAILQ_FIRST(&n->pref); t; t = next) {
-            next = TAILQ_NEXT(t, prefent);
+        /* from the last: one held before a task of a higher priority
+         * held after it makes way (its agent starts them in order) */
+        bool after_set = false;
+        int32_t after = 0;
+        for (t = TAILQ_LAST(&n->pref, pl_prefq); t; t = prev) {
+            prev = TAILQ_PREV(t, pl_prefq, prefent);
             struct pl_rank *r = t->rank;
-            if (r->recalled || !(all || (top_set && t->priority < top)))
+            bool behind = after_set && t->priority < after;
+            if (!r->recalled && (!after_set || t->priority > after)) {
+                after = t->priority;
+                after_set = true;
+            }
+            if (r->recalled
+                || !(all || behind || (top_set && t->priority < top)))
                 continue;
             if (recall(t, arg)) {
                 r->recalled = true;

@@ -225,8 +225,8 @@ static void test_recall(void)
     is(pl_sched_pref_recall(s, recall_cb, &r), 0, "nothing to take back");
     n1->cordon = strdup("test");
     pl_node_changed(n1);
-    ok(pl_sched_pref_recall(s, recall_cb, &r) == 2 && r.id[0] == 3
-           && r.id[1] == 5,
+    ok(pl_sched_pref_recall(s, recall_cb, &r) == 2
+           && r.id[0] + r.id[1] == 8 && r.id[0] * r.id[1] == 15,
        "n1 cordoned: its 2 held tasks are taken back");
     ok(pl_sched_task_get(s, 3)->rank[0].recalled, "... marked");
     is(pl_sched_pref_recall(s, recall_cb, &r), 0, "... once");
@@ -246,17 +246,36 @@ static void test_recall(void)
     /* a higher priority queued: the lower ones held are taken back */
     memset(&r, 0, sizeof(r));
     addtask(s, 7, 5, 1, 1); /* a GPU: it waits, nothing prefetched */
-    ok(pl_sched_pref_recall(s, recall_cb, &r) == 2 && r.id[0] == 4
-           && r.id[1] == 6,
+    ok(pl_sched_pref_recall(s, recall_cb, &r) == 2
+           && r.id[0] + r.id[1] == 10 && r.id[0] * r.id[1] == 24,
        "a task of priority 5 queued: n2's held tasks of priority 0 are "
        "taken back (n1's was already)");
     (void)n2;
+    pl_sched_free(s);
+
+    /* held after a task of a lower priority: that one makes way */
+    s = pl_sched_new();
+    n1 = addnode(s, "n1", 1, 0);
+    pl_sched_set_prefetch(s, 3);
+    addtask(s, 1, 0, 1, 0);
+    addtask(s, 2, 0, 1, 0);
+    addtask(s, 3, 0, 1, 0);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 3, "1 core + 2 held");
+    addtask(s, 4, 7, 1, 0);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "task 4 of priority 7 is held too");
+    memset(&r, 0, sizeof(r));
+    ok(pl_sched_pref_recall(s, recall_cb, &r) == 2
+           && r.id[0] + r.id[1] == 5 && r.id[0] * r.id[1] == 6
+           && !pl_sched_task_get(s, 4)->rank[0].recalled,
+       "... tasks 2 and 3, held before it, are taken back; it is not");
     pl_sched_free(s);
 }
 
 int main(void)
 {
-    plan(29);
+    plan(32);
     test_place();
     test_shapes();
     test_recall();
