@@ -147,7 +147,14 @@ static void send_register(struct pl_agent *a)
     }
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_run *e = pl_task_entry(a->running[i]);
-        r.running[i] = (struct pl_held){ e->id, e->attempt, e->rank };
+        r.running[i] = (struct pl_held){ .id = e->id, .attempt = e->attempt,
+                                         .rank = e->rank };
+        /* started from the prefetched ones: its cores, in case its
+         * 'running' never reached pilotd */
+        if (e->prefetch) {
+            r.running[i].cores = e->cores;
+            r.running[i].ncores = e->ncores;
+        }
     }
     r.nrunning = (uint32_t)a->nrunning;
     /* a pool task's ranks run in their workers */

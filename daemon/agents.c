@@ -590,6 +590,23 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     /* what ended while no pilotd could store it */
     for (uint32_t i = 0; i < reg.nended; i++)
         agent_event(d, n, &reg.ended[i]);
+    /* prefetched tasks it started on the cores of those ends, whose
+     * 'running' may not have reached us (or a pilotd before us) */
+    for (uint32_t i = 0; i < reg.nrunning; i++) {
+        const struct pl_held *h = &reg.running[i];
+        struct pl_dtask *t = h->ncores ? pl_sched_task_get(d->sched, h->id)
+                                       : NULL;
+        if (!t || !t->rank || t->ranks != 1 || t->attempt != h->attempt
+            || t->rank[0].node != n || t->rank[0].ncores
+            || pl_state_final(t->rank[0].state))
+            continue;
+        if (pl_sched_pref_started(t, n, h->cores, h->ncores) < 0)
+            pl_log(LOG_WARNING, "agent %s: task %llu runs on cores not all "
+                   "free here: %s", n->name, (unsigned long long)t->id,
+                   strerror(errno));
+        pl_dtask_rank_running(d, t, 0, pl_now(), NULL);
+        d->want_sched = true;
+    }
     /* WELCOME answers register 'seq': the agent then forgets the ends
      * that register carried, so it leaves only once they are committed */
     struct pl_out *o = pl_out_agent(d, n);

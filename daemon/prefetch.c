@@ -98,7 +98,9 @@ int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
         off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%llu",
                                 i ? "," : "", (unsigned long long)cpu[i]);
     /* what it held: nothing (a prefetch), or the cores a pass bound it
-     * to (an end started it on others first) */
+     * to (an end started it on others first), or nothing while counted
+     * on the node (a restarted pilotd took it back with no cores) */
+    bool counted = !k->pref && k->ncores == 0;
     if (k->pref)
         sched_pref_drop(t, 0);
     else
@@ -109,6 +111,8 @@ int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
     k->ncores = 0;
     if (pl_node_claim(n, t->id, list, NULL, &c, &nc, &g, &ng) < 0)
         return -1;
+    if (counted && n->running > 0)
+        n->running--; /* the claim counted it again */
     free(k->gpu_idx);
     k->core_idx = c;
     k->ncores = nc;

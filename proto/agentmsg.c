@@ -308,6 +308,9 @@ void pl_register_encode(struct pl_wbuf *w, uint64_t seq,
         pl_wm_uint(&m, "id", r->running[i].id);
         pl_wm_uint(&m, "attempt", r->running[i].attempt);
         pl_wm_uint(&m, "rank", r->running[i].rank);
+        if (r->running[i].ncores)
+            pl_wm_uintv(&m, "cores", r->running[i].cores,
+                        r->running[i].ncores);
     }
     /* what ended while pilotd could not commit it (a restarted pilotd) */
     pk = pl_wm_key(b, "ended");
@@ -323,6 +326,8 @@ void pl_register_clear(struct pl_register *r)
     free(r->node);
     free(r->cpu);
     pl_strv_free(r->gpus);
+    for (uint32_t i = 0; i < r->nrunning; i++)
+        free(r->running[i].cores);
     free(r->running);
     for (uint32_t i = 0; i < r->nended; i++)
         pl_event_clear(&r->ended[i]);
@@ -398,7 +403,10 @@ static int running_decode(const msgpack_object *body, struct pl_register *r,
                    < 0
             || pl_mp_uint(e, "rank", false, UINT32_MAX, &h->rank, errp) < 0)
             return -1;
-        r->nrunning++;
+        r->nrunning++; /* from here on 'cores' is freed with it */
+        if (pl_mp_uintv(e, "cores", false, PL_SPEC_MAX_CPR,
+                        PL_RUN_MAX_CPU - 1, &h->cores, &h->ncores, errp) < 0)
+            return -1;
     }
     return 0;
 }

@@ -39,6 +39,11 @@ bool pl_gpu_id_ok(const char *s);
 /* One rank an agent runs: task, attempt, rank. */
 struct pl_held {
     uint64_t id, attempt, rank;
+    uint64_t *cores;    /* a prefetched rank's CPU ids (protocol 13: its
+                           'running' may not have reached pilotd); owned
+                           when decoded, borrowed when encoded; NULL:
+                           none said */
+    uint32_t ncores;
 };
 
 /* One state change of a rank (303, and the 'ended' of a REGISTER).

@@ -773,7 +773,8 @@ static void agentseqs(void)
 
     /* an agent that comes back with what it runs and what ended (the same
      * pid: adopt), and events out of turn */
-    struct pl_held run[] = { { 1, 1, 0 }, { 9, 1, 0 } };
+    struct pl_held run[] = { { .id = 1, .attempt = 1 },
+                             { .id = 9, .attempt = 1 } };
     struct pl_event end;
     pl_event_init(&end, 2, 1, 0, PL_ST_DONE, 1700000001.0);
     seq_register(0, 1, "n1", 100, 4, 0, NULL, 0, NULL, 0);

@@ -251,7 +251,10 @@ static void test_round_trips(void)
     /* REGISTER with what runs and what ended */
     uint64_t cpu[] = { 4, 5, 6 };
     char *gpus[] = { (char *)"GPU-a", (char *)"GPU-b", NULL };
-    struct pl_held run[] = { { 11, 1, 0 }, { 12, 3, 2 } };
+    uint64_t rcores[] = { 3 };
+    struct pl_held run[] = { { .id = 11, .attempt = 1 },
+                             { .id = 12, .attempt = 3, .rank = 2,
+                               .cores = rcores, .ncores = 1 } };
     struct pl_register reg = { .node = (char *)"n7", .pid = 99, .cpu = cpu,
                                .ncpu = 3, .gpus = gpus, .last_run = 41,
                                .running = run, .nrunning = 2, .ended = ev,
@@ -267,6 +270,8 @@ static void test_round_trips(void)
            "register: node, pid, cores, gpus, last_run");
         ok(r2.nrunning == 2 && r2.running[1].id == 12
                && r2.running[1].attempt == 3 && r2.running[1].rank == 2
+               && r2.running[0].ncores == 0 && r2.running[1].ncores == 1
+               && r2.running[1].cores[0] == 3
                && r2.nended == 1 && r2.ended[0].id == 7
                && r2.ended[0].state == PL_ST_FAILED
                && !strcmp(r2.ended[0].error, "spawn: no such file"),
