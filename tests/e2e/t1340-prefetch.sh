@@ -9,7 +9,7 @@
 # SIGKILL twice: every task ends done, each ran once, no core twice.
 . "$(dirname "$0")/lib.sh"
 
-plan 27
+plan 26
 
 field() { pilot show "$1" --json 2>/dev/null | json "j[\"$2\"]" 2>/dev/null; }
 state_is() { [[ $(field "$1" state) == "$2" ]]; }
