@@ -9,7 +9,7 @@
 # SIGKILL twice: every task ends done, each ran once, no core twice.
 . "$(dirname "$0")/lib.sh"
 
-plan 26
+plan 27
 
 field() { pilot show "$1" --json 2>/dev/null | json "j[\"$2\"]" 2>/dev/null; }
 state_is() { [[ $(field "$1" state) == "$2" ]]; }
@@ -96,6 +96,8 @@ sleep 1
 is "$(field "$H1" state),$(field "$H2" state)" "assigned,assigned" \
     "... and stay so while no task ends (no core for them)"
 ok "... held by the agent: placed with no cores" test "$(prefetched "$H1" "$H3")" -eq 3
+like "$(pilot explain "$H2" 2>&1)" "held by the agent on $NODE, which starts it as soon as a task ends there" \
+    "... pilot explain says so"
 
 # cancel of a held task
 capture pilot cancel "$H1"
