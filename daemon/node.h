@@ -39,6 +39,10 @@ struct pl_node {
      * order they were placed, as the agent holds them. */
     TAILQ_HEAD(pl_prefq, pl_dtask) pref;
     uint32_t npref;
+    int32_t pref_lo;        /* no held task has a lower priority (kept
+                               since the list was last empty) */
+    bool pref_inv;          /* a task was held after one of a lower
+                               priority (the same) */
     uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
     char *cordon;           /* NULL, or why nothing new is placed here (a
                                failed vetting, 'pilot cordon'); owned.  What

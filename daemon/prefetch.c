@@ -60,6 +60,11 @@ int sched_pref_place(struct pl_sched *s, struct pl_dtask *t)
         rk->local_size = 1;
         rk->pref = true;
         t->nnodes = 1;
+        struct pl_dtask *last = TAILQ_LAST(&n->pref, pl_prefq);
+        if (!last || t->priority < n->pref_lo)
+            n->pref_lo = t->priority;
+        if (last && t->priority > last->priority)
+            n->pref_inv = true;
         TAILQ_INSERT_TAIL(&n->pref, t, prefent);
         n->npref++;
         s->rr = (k + 1) % nn;
@@ -78,7 +83,8 @@ void sched_pref_drop(struct pl_dtask *t, uint32_t r)
     if (!k->pref)
         return;
     TAILQ_REMOVE(&k->node->pref, t, prefent);
-    k->node->npref--;
+    if (--k->node->npref == 0)
+        k->node->pref_inv = false;
     k->pref = false;
 }
 
@@ -187,7 +193,10 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
         struct pl_node *n = s->nodes[k];
         bool all = n->cordon || (s->resv && s->resv_node[k]);
         struct pl_dtask *t, *prev;
-        if (!n->npref)
+        /* N.B. per pass: nothing more than this for a node with no
+         * reason to give anything back */
+        if (!n->npref
+            || !(all || n->pref_inv || (top_set && top > n->pref_lo)))
             continue;
         /* from the last: one held before a task of a higher priority
          * held after it makes way (its agent starts them in order) */
