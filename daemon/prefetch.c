@@ -189,6 +189,30 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
             top = s->lv[li]->prio;
             top_set = true;
         }
+    /* cores free after the pass on nodes that hold nothing: the queue
+     * had nothing for them, while other nodes hold tasks that wait for
+     * an end there (a stream's last tasks behind long ones): those go
+     * back to the queue, the last held first, to start where cores are
+     * free */
+    uint64_t spare = 0, taking = 0;
+    uint32_t widest = 0;
+    for (size_t k = 0; k < s->nnodes; k++) {
+        const struct pl_node *n = s->nodes[k];
+        if (n->state == PL_NODE_UP && !n->cordon && !n->npref
+            && !(s->resv && s->resv_node[k])) {
+            spare += n->free_cores;
+            if (n->free_cores > widest)
+                widest = n->free_cores;
+        }
+    }
+    /* less what is being taken back already (its answer on its way) */
+    for (size_t k = 0; spare && k < s->nnodes; k++) {
+        const struct pl_dtask *t;
+        TAILQ_FOREACH(t, &s->nodes[k]->pref, prefent)
+            if (t->rank->recalled)
+                taking += t->cores_per_rank;
+    }
+    spare = spare > taking ? spare - taking : 0;
     for (size_t k = 0; k < s->nnodes; k++) {
         struct pl_node *n = s->nodes[k];
         bool all = n->cordon || (s->resv && s->resv_node[k]);
@@ -196,7 +220,8 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
         /* N.B. per pass: nothing more than this for a node with no
          * reason to give anything back */
         if (!n->npref
-            || !(all || n->pref_inv || (top_set && top > n->pref_lo)))
+            || !(all || spare || n->pref_inv
+                 || (top_set && top > n->pref_lo)))
             continue;
         /* from the last: one held before a task of a higher priority
          * held after it makes way (its agent starts them in order) */
@@ -210,12 +235,19 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
                 after = t->priority;
                 after_set = true;
             }
-            if (r->recalled
-                || !(all || behind || (top_set && t->priority < top)))
+            /* N.B. only what one node can take: else it would come
+             * back here at once, and go again */
+            bool steal = spare >= t->cores_per_rank
+                         && widest >= t->cores_per_rank;
+            if (r->recalled || !(all || behind || steal
+                                 || (top_set && t->priority < top)))
                 continue;
             if (recall(t, arg)) {
                 r->recalled = true;
                 nr++;
+                if (steal && !all && !behind
+                    && !(top_set && t->priority < top))
+                    spare -= t->cores_per_rank;
             }
         }
     }

@@ -282,7 +282,9 @@ size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
                           void *arg);
 /* Prefetched tasks to take back from their agents (not started yet, as
  * far as pilotd knows): those on a node cordoned or reserved for another
- * task, and those of a lower priority than a queued task.  'recall' is
+ * task, those of a lower priority than a queued task or one held after
+ * them, and, while nodes that hold none have free cores after the pass,
+ * as many as those cores take (the last held first).  'recall' is
  * called for each not yet recalled, and says whether it sent the KILL
  * (then the rank is marked 'recalled').  Returns how many. */
 typedef bool (*pl_sched_recall_f)(struct pl_dtask *t, void *arg);

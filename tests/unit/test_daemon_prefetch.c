@@ -273,11 +273,35 @@ static void test_recall(void)
     pl_sched_free(s);
 }
 
+static void test_steal(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *n1 = addnode(s, "n1", 1, 0);
+    struct pl_node *n2 = addnode(s, "n2", 1, 0);
+    struct seen p = { 0 }, r = { 0 };
+
+    pl_sched_set_prefetch(s, 2);
+    for (uint64_t id = 1; id <= 5; id++)
+        addtask(s, id, 0, 1, 0);
+    is(pl_sched_run(s, place_cb, &p), 5, "2 cores: 2 placed, 3 held");
+    end(s, 4); /* held on n2 (canceled) */
+    end(s, 2);
+    ok(n2->npref == 0 && n2->free_cores == 1 && n1->npref == 2,
+       "n2 idle, holding nothing; n1 busy, holding 2");
+    ok(pl_sched_pref_recall(s, recall_cb, &r) == 1 && r.id[0] == 5,
+       "one of n1's held tasks (the last) is taken back for n2's free "
+       "core");
+    is(pl_sched_pref_recall(s, recall_cb, &r), 0, "... and no other while "
+       "its answer is on its way");
+    pl_sched_free(s);
+}
+
 int main(void)
 {
-    plan(32);
+    plan(36);
     test_place();
     test_shapes();
     test_recall();
+    test_steal();
     return done_testing();
 }
