@@ -63,12 +63,15 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    char opts[240 + 8 * 96 + 272] = "";
+    char opts[256 + 8 * 96 + 272] = "";
     if (o->lost_after > 0)
         snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
     if (o->start_timeout >= 0)
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --start-timeout %g", o->start_timeout);
+    if (o->prefetch >= 0)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --prefetch %d", o->prefetch);
     if (o->bind) /* a name or address without blanks or quotes (cmd_up.c) */
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --bind '%s'", o->bind);
