@@ -182,6 +182,39 @@ error:
     return -1;
 }
 
+/* The row of element 'k' of spec 's' (its only one if not an array),
+ * submitted with the key named 'by', into *row; '*first' is the array's
+ * id once element 0 is in.  Its argv and name (the element's, '{}'
+ * replaced) are new in *argv and *name (NULL: the spec's).  0, or -1
+ * with errp (ENOMEM). */
+static int row_make(const struct pl_spec *s, uint64_t k,
+                    const struct pl_deps *dp, uint64_t first, const char *by,
+                    struct pl_db_task *row, char ***argv, char **name,
+                    struct pl_error *errp)
+{
+    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
+
+    *argv = NULL;
+    *name = NULL;
+    if (s->array && (!(*argv = pl_queue_subst_strv(s->argv, idx))
+                     || (s->name
+                         && !(*name = pl_queue_subst(s->name, idx))))) {
+        pl_strv_free(*argv);
+        *argv = NULL;
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    *row = (struct pl_db_task){
+        .spec = s, .argv = *argv, .name = *name,
+        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
+        .array_id = s->array && k > 0 ? first : 0, .array_index = idx,
+        .submitted_by = by,
+    };
+    if (s->append)
+        row->array_id = s->append; /* element 0 is another request's */
+    return 0;
+}
+
 /* Store the row of element 'k' of spec 's' (its only one if not an
  * array) in 'state', submitted with the key named 'by'; '*first' is the
  * array's id once element 0 is in.  0 with *id, or -1 with errp set. */
@@ -190,30 +223,18 @@ static int store_row(struct pl_daemon *d, struct pl_spec *s, uint64_t k,
                      uint64_t *first, const char *by, uint64_t *id,
                      struct pl_error *errp)
 {
-    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
-    char **argv = NULL, *name = NULL;
+    struct pl_db_task row;
+    char **argv, *name;
     int rc = -1;
 
-    if (s->array && (!(argv = pl_queue_subst_strv(s->argv, idx))
-                     || (s->name && !(name = pl_queue_subst(s->name, idx))))) {
-        errno = ENOMEM;
-        pl_errprintf(errp, "out of memory");
-        goto done;
-    }
-    struct pl_db_task row = {
-        .spec = s, .argv = argv, .name = name,
-        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
-        .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
-        .submitted_by = by,
-    };
-    if (s->append)
-        row.array_id = s->append; /* element 0 is another request's */
+    if (row_make(s, k, dp, *first, by, &row, &argv, &name, errp) < 0)
+        return -1;
     if (pl_db_task_insert(d->db, &row, state, t_now, id, errp) < 0
         || (s->fn == PL_FN_PYCALL
             && pl_db_pyinput_add(d->db, *id, s, d->py_prelude, d->py_python,
                                  errp) < 0)
         || (s->array && k == 0 && !s->append
-            && pl_db_task_array(d->db, *id, idx, errp) < 0))
+            && pl_db_task_array(d->db, *id, row.array_index, errp) < 0))
         goto done;
     if (s->array && k == 0 && !s->append)
         *first = *id;
@@ -221,6 +242,34 @@ static int store_row(struct pl_daemon *d, struct pl_spec *s, uint64_t k,
 done:
     pl_strv_free(argv);
     free(name);
+    return rc;
+}
+
+/* Elements k0..k0+n-1 (n <= BATCH_ROWS) of 's', queued, stored in
+ * multi-row inserts (element 0 is not one of them: the others need its
+ * id), their ids into ids[].  0, or -1 with errp set. */
+#define BATCH_ROWS 64
+static int store_rows(struct pl_daemon *d, const struct pl_spec *s,
+                      uint64_t k0, uint64_t n, const struct pl_deps *dp,
+                      double t_now, uint64_t first, const char *by,
+                      uint64_t *ids, struct pl_error *errp)
+{
+    struct pl_db_task rows[BATCH_ROWS];
+    char **argv[BATCH_ROWS], *name[BATCH_ROWS];
+    uint64_t made = 0;
+    int rc = -1;
+
+    for (; made < n; made++)
+        if (row_make(s, k0 + made, dp, first, by, &rows[made], &argv[made],
+                     &name[made], errp) < 0)
+            goto done;
+    rc = pl_db_task_insert_n(d->db, rows, n, PL_ST_QUEUED, t_now, ids,
+                             errp);
+done:
+    for (uint64_t i = 0; i < made; i++) {
+        pl_strv_free(argv[i]);
+        free(name[i]);
+    }
     return rc;
 }
 
@@ -340,12 +389,27 @@ static int submit_runs(struct pl_daemon *d, struct pl_spec *s,
                        struct pl_error *errp)
 {
     uint64_t cnt = pl_spec_count(s), k0 = 0, id0 = 0, id = 0;
+    uint64_t ids[BATCH_ROWS], base = 0, at = 0; /* ids[]: base..at-1 */
 
     for (uint64_t k = 0; k <= cnt; k++) {
-        if (k < cnt) {
+        if (k < cnt && k == 0 && !s->append) {
+            /* element 0 alone: its id is the array's */
             if (store_row(d, s, k, dp, PL_ST_QUEUED, t_now, first, by, &id,
                           errp) < 0)
                 return -1;
+            o->undo[o->nundo++] = id; /* the request's undo takes it */
+            at = 1;
+        }
+        else if (k < cnt) {
+            if (k == at) {
+                uint64_t n = cnt - k < BATCH_ROWS ? cnt - k : BATCH_ROWS;
+                if (store_rows(d, s, k, n, dp, t_now, *first, by, ids,
+                               errp) < 0)
+                    return -1;
+                base = k;
+                at = k + n;
+            }
+            id = ids[k - base];
             o->undo[o->nundo++] = id; /* the request's undo takes it */
         }
         if (k > k0 && (k == cnt || id != id0 + (k - k0))) {
