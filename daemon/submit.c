@@ -273,23 +273,25 @@ done:
     return rc;
 }
 
-/* Store and queue element 'k' of spec 's' (its only one if not an
- * array), submitted with the key named 'by'; '*first' is the array's id
- * once element 0 is in.  The task, or NULL with errp set. */
+/* Store (unless 'id' is not 0: its row is in) and queue element 'k' of
+ * spec 's' (its only one if not an array), submitted with the key named
+ * 'by'; '*first' is the array's id once element 0 is in.  The task, or
+ * NULL with errp set. */
 static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                    uint64_t k, const struct pl_deps *dp,
                                    double t_now, uint64_t *first,
                                    const char *by, struct pl_watch *w,
-                                   struct pl_out *o, struct pl_error *errp)
+                                   struct pl_out *o, uint64_t id,
+                                   struct pl_error *errp)
 {
     uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
     bool last = k + 1 == pl_spec_count(s);
     char **argv = NULL, **env = NULL, *cwd = NULL;
     struct pl_dtask *t = NULL;
-    uint64_t id;
     int state = dp->nlive || dp->why[0] ? PL_ST_WAITING : PL_ST_QUEUED;
 
-    if (store_row(d, s, k, dp, state, t_now, first, by, &id, errp) < 0)
+    if (!id
+        && store_row(d, s, k, dp, state, t_now, first, by, &id, errp) < 0)
         return NULL;
     if (s->array && !(argv = pl_queue_subst_strv(s->argv, idx)))
         goto nomem;
@@ -525,6 +527,41 @@ static void name_spec(struct pl_error *err, uint32_t i, uint32_t n)
     errno = saved;
 }
 
+/* Whether spec 's' is one task whose row needs nothing but itself: no
+ * array, dependency, pool or Python call (the tasks of a JSONL file). */
+static bool plain(const struct pl_spec *s)
+{
+    return !s->array && !s->retry && !s->append && !s->nafter && !s->pool
+           && s->fn != PL_FN_PYCALL;
+}
+
+/* Store and queue specs[0..n-1], each plain(), their rows in multi-row
+ * inserts (n <= BATCH_ROWS).  0, or -1 with errp set. */
+static int submit_plain(struct pl_daemon *d, struct pl_spec *specs,
+                        uint32_t n, double t_now, const char *by,
+                        struct pl_watch *w, struct pl_out *o,
+                        struct pl_error *errp)
+{
+    struct pl_db_task rows[BATCH_ROWS] = { 0 };
+    uint64_t ids[BATCH_ROWS];
+    struct pl_deps dp;
+
+    memset(&dp, 0, sizeof(dp));
+    for (uint32_t i = 0; i < n; i++)
+        rows[i] = (struct pl_db_task){ .spec = &specs[i],
+                                       .submitted_by = by };
+    if (pl_db_task_insert_n(d->db, rows, n, PL_ST_QUEUED, t_now, ids, errp)
+        < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t first = 0;
+        if (!submit_one(d, &specs[i], 0, &dp, t_now, &first, by, w, o,
+                        ids[i], errp))
+            return -1;
+    }
+    return 0;
+}
+
 /* Store and queue the tasks of every spec, submitted with the key named
  * 'by', into watch 'w' (NULL: none); 'o' is the reply, which lists their
  * ids (o->undo).  0, or -1 with errp: nothing is kept. */
@@ -542,6 +579,20 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         struct pl_spec *s = &specs[i];
         struct pl_deps dp;
         uint64_t first = s->append, cnt = pl_spec_count(s);
+        uint32_t m = 0;
+        /* consecutive plain tasks (a JSONL file's): their rows together */
+        while (m < BATCH_ROWS && i + m < n && plain(&specs[i + m]))
+            m++;
+        if (m > 1) {
+            if (submit_plain(d, s, m, t_now, by, w, o, errp) < 0) {
+                name_spec(errp, i, n);
+                pl_db_savepoint_end(d->db, false, NULL);
+                pl_store_text(d, errp);
+                return -1;
+            }
+            i += m - 1;
+            continue;
+        }
         int rc = deps_resolve(d, s, &dp, errp);
         if (rc == 0 && compact(s, &dp, w)) {
             rc = submit_runs(d, s, &dp, t_now, &first, by, o, errp);
@@ -549,7 +600,7 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         }
         for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
             struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, by,
-                                            w, o, errp);
+                                            w, o, 0, errp);
             if (!t || pl_deps_apply(d, t, &dp) < 0) {
                 if (t) {
                     errno = ENOMEM;
