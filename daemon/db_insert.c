@@ -342,6 +342,11 @@ static int insert_some(struct pl_db *db, const struct pl_db_task *t, int n,
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return db_err(db, errp, "insert a task");
+    if (sqlite3_changes(db->h) != n) { /* cannot be: no trigger, no OR */
+        errno = EIO;
+        return pl_errprintf(errp, "database: insert a task: %d rows of %d",
+                            sqlite3_changes(db->h), n);
+    }
     /* the rows of one statement take consecutive ids (AUTOINCREMENT: the
      * largest so far plus one, row after row; pilotd the only writer) */
     uint64_t last = (uint64_t)sqlite3_last_insert_rowid(db->h);
