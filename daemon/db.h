@@ -150,9 +150,8 @@ int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
                       int state, double now, uint64_t *id,
                       struct pl_error *errp);
 /* The same for the 'n' tasks 't' (db_insert.c): up to 64 rows a
- * statement; ids[i] gets t[i]'s id (consecutive).  On a failure the
- * rows of the statements before it may be in: the caller's savepoint
- * undoes them. */
+ * statement; ids[i] gets t[i]'s id (consecutive).  On a failure some
+ * of the rows may be in: the caller's savepoint undoes them. */
 int pl_db_task_insert_n(struct pl_db *db, const struct pl_db_task *t,
                         size_t n, int state, double now, uint64_t *ids,
                         struct pl_error *errp);

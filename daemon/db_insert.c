@@ -21,11 +21,16 @@
 #include "proto/state.h"
 #include "proto/strv.h"
 
-/* The columns of a task's insert, in the order they are bound. */
+/* The columns of a task's insert, in the order they are bound.  OR
+ * FAIL: a statement of many rows that may abort has SQLite journal the
+ * pages it changes for each statement (a temp file past 64 KiB: 3 in 4
+ * of pilotd's writes queueing an array); none can fail for a constraint
+ * here, and the caller's savepoint undoes a failed request whole. */
 #define INS_COLS 26
 #define INS_SQL                                                              \
-    "INSERT INTO tasks (name, argv, env, cwd, ranks, cores_per_rank, "       \
-    "gpus_per_rank, timeout, retries, state, submit_time, nodes, "           \
+    "INSERT OR FAIL INTO tasks (name, argv, env, cwd, ranks, "              \
+    "cores_per_rank, gpus_per_rank, timeout, retries, state, submit_time, "  \
+    "nodes, "                                                                \
     "ranks_per_node, exclusive, comm, launcher, after, array_id, "           \
     "array_index, priority, tags, submitted_by, output_limit, pool, fn, "    \
     "vetted) VALUES "

@@ -30,7 +30,8 @@ static int trace_cb(unsigned type, void *arg, void *p, void *x)
 
     if (sql && !strncmp(sql, "UPDATE tasks", 12))
         n->updates++;
-    if (sql && !strncmp(sql, "INSERT INTO events", 18))
+    if (sql && (!strncmp(sql, "INSERT INTO events", 18)
+                || !strncmp(sql, "INSERT OR FAIL INTO events", 26)))
         n->inserts++;
     return 0;
 }

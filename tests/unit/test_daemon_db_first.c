@@ -89,7 +89,7 @@ int main(void)
     struct pl_db *db;
     sqlite3 *h;
 
-    plan(23);
+    plan(25);
     if (!t_tmpdir("dbfirst", tmp, sizeof(tmp)))
         return 1;
     snprintf(path, sizeof(path), "%s/state.db", tmp);
@@ -192,6 +192,26 @@ int main(void)
            && count(h, "SELECT count(*) FROM events WHERE time = 21 AND "
                        "state = 'waiting'") == 3,
        "3 waiting in one insert: a row each for their first event");
+
+    /* a savepoint rolled back takes a multi-row insert with it (OR FAIL
+     * leaves the undoing to it) */
+    long long before = count(h, "SELECT count(*) FROM tasks");
+    uint64_t sid[100];
+    ok(pl_db_savepoint(db, &e) == 0
+           && pl_db_task_insert_n(db, rows, 100, PL_ST_QUEUED, 22, sid, &e)
+                  == 0
+           && count(h, "SELECT count(*) FROM tasks") == before + 100
+           && pl_db_savepoint_end(db, false, &e) == 0
+           && pl_db_commit(db, &e) == 0
+           && count(h, "SELECT count(*) FROM tasks") == before
+           && count(h, "SELECT count(*) FROM tasks WHERE submit_time = 22")
+                  == 0,
+       "100 inserted in a savepoint rolled back: none stored");
+    uint64_t again = 0;
+    ok(pl_db_task_insert(db, &row, PL_ST_QUEUED, 23, &again, &e) == 0
+           && pl_db_commit(db, &e) == 0 && again == sid[0],
+       "... the next insert takes the first id they had (%llu)",
+       (unsigned long long)again);
 
     /* a restart: the same rows, the same events */
     pl_db_close(db);
