@@ -21,13 +21,6 @@ static const char *sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_INSERT] = "INSERT INTO tasks (name, argv, env, cwd, ranks, "
-                  "cores_per_rank, gpus_per_rank, timeout, retries, state, "
-                  "submit_time, nodes, ranks_per_node, exclusive, comm, "
-                  "launcher, after, array_id, array_index, priority, tags, "
-                  "submitted_by, output_limit, pool, fn, vetted) VALUES (?1,"
-                  "?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
-                  "?18,?19,?20,?21,?22,?23,?24,?25,?26)",
     [ST_EVENT] = "INSERT INTO events (task, time, state, attempt, node, "
                  "cores, gpus, detail, rank) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
                  "?9)",
@@ -76,7 +69,7 @@ static const char *sql[ST_COUNT] = {
 /* What a failing statement is called in an error text. */
 static const char *const st_name[ST_COUNT] = {
     [ST_BEGIN] = "begin", [ST_COMMIT] = "commit",
-    [ST_ROLLBACK] = "rollback", [ST_INSERT] = "insert a task",
+    [ST_ROLLBACK] = "rollback",
     [ST_EVENT] = "insert an event",
     [ST_NODE] = "write a node", [ST_META] = "write meta",
     [ST_STATE] = "read a task's state", [ST_SAVE] = "savepoint",
@@ -286,8 +279,7 @@ void pl_db_close(struct pl_db *db)
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(db->st[i]);
     db_batch_free(db);
-    pl_db_jcache_clear(&db->jargv);
-    pl_db_jcache_clear(&db->jenv);
+    db_insert_free(db);
     sqlite3_close(db->h);
     free(db);
     errno = saved;

@@ -141,13 +141,20 @@ size_t pl_db_unstored(const struct pl_db *db);
 int pl_db_savepoint(struct pl_db *db, struct pl_error *errp);
 int pl_db_savepoint_end(struct pl_db *db, bool keep, struct pl_error *errp);
 
-/* Insert a task in 'state' (queued or waiting) with its first event;
+/* Insert a task in 'state' (queued or waiting) with its first event (a
+ * queued one has none: schema 13, its submit_time is that event);
  * *id gets the new id.  argv, env and tags are stored as JSON text.  Not
  * journaled: a failed commit loses it, and the caller must forget the
  * task.  Returns 0 or -1 (errp; while failed, its errno; ENOMEM). */
 int pl_db_task_insert(struct pl_db *db, const struct pl_db_task *t,
                       int state, double now, uint64_t *id,
                       struct pl_error *errp);
+/* The same for the 'n' tasks 't' (db_insert.c): up to 64 rows a
+ * statement; ids[i] gets t[i]'s id (consecutive).  On a failure some
+ * of the rows may be in: the caller's savepoint undoes them. */
+int pl_db_task_insert_n(struct pl_db *db, const struct pl_db_task *t,
+                        size_t n, int state, double now, uint64_t *ids,
+                        struct pl_error *errp);
 
 /* Task 'id' (just inserted) is the first element of an array: its own
  * array_id, at 'index'. */

@@ -274,9 +274,13 @@ static sqlite3_stmt *events_stmt(struct pl_db *db, int rows,
         pl_errprintf(errp, "out of memory");
         return NULL;
     }
-    len += (size_t)snprintf(sql, cap, "INSERT INTO events (task, time, "
-                            "state, attempt, node, cores, gpus, detail, "
-                            "rank) VALUES ");
+    /* OR FAIL: a statement of many rows that may abort has SQLite
+     * journal the pages it changes, for each statement (a temp file past
+     * 64 KiB); none can fail for a constraint here, and an error loses
+     * the whole transaction anyway (db_txn_lost()) */
+    len += (size_t)snprintf(sql, cap, "INSERT OR FAIL INTO events (task, "
+                            "time, state, attempt, node, cores, gpus, "
+                            "detail, rank) VALUES ");
     for (int r = 0; r < rows; r++)
         len += (size_t)snprintf(sql + len, cap - len,
                                 "%s(?,?,?,?,?,?,?,?,?)", r ? "," : "");

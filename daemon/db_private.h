@@ -1,5 +1,5 @@
 /* daemon/db_private.h - what the files of daemon/db share (db.c,
- * db_task.c, db_meta.c) */
+ * db_task.c, db_meta.c, db_batch.c, db_insert.c, db_py.c) */
 #ifndef PL_DAEMON_DB_PRIVATE_H
 #define PL_DAEMON_DB_PRIVATE_H
 
@@ -12,7 +12,6 @@ enum {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
-    ST_INSERT,
     ST_EVENT,
     ST_NODE,
     ST_META,
@@ -44,19 +43,12 @@ enum jkind { J_CHANGE = 1, J_RANK, J_NODE, J_META, J_RESULT, J_NODE_VET,
 
 /* Rows of one multi-row INSERT of events (9 parameters each). */
 #define EV_ROWS 64
+/* Rows of one multi-row INSERT of tasks (26 parameters each). */
+#define INS_ROWS 64
 /* The sets of columns an UPDATE of a task may set (db_batch.c). */
 #define U_COMBOS (1 << 13)
 
 struct upd;
-
-/* The JSON text of a list of strings, kept for the next task's same
- * list (db_task.c). */
-struct pl_db_jcache {
-    char **v;                /* the strings, copied, 'n' */
-    size_t n;
-    char *text;
-};
-void pl_db_jcache_clear(struct pl_db_jcache *c);
 
 struct jent {
     struct jent *next;
@@ -102,7 +94,10 @@ struct pl_db {
     size_t capv;
     uint32_t *tab;           /* ... the changes by task id, */
     size_t captab, tabmask;
-    struct pl_db_jcache jargv, jenv; /* the last argv and env stored */
+    sqlite3_stmt *insst[INS_ROWS + 1]; /* insert of N tasks, by N
+                                          (db_insert.c) */
+    char *jb;                /* ... the JSON texts of its rows */
+    size_t jblen, jbcap;
     int failed;              /* errno of the failed commit, 0: none */
     char why[160];           /* ... and its text */
     double failed_at;        /* ... and when (s since the epoch) */
@@ -144,6 +139,8 @@ int db_change_one(struct pl_db *db, const struct pl_db_change *c,
                   struct pl_error *errp);
 /* Free what db_batch.c holds. */
 void db_batch_free(struct pl_db *db);
+/* Free what db_insert.c holds. */
+void db_insert_free(struct pl_db *db);
 /* The open transaction is lost (rolled back): the journal is the only
  * copy of its writes until the retry; errno and 'errp' say why. */
 void db_txn_lost(struct pl_db *db, const struct pl_error *errp);

@@ -185,6 +185,39 @@ error:
     return -1;
 }
 
+/* The row of element 'k' of spec 's' (its only one if not an array),
+ * submitted with the key named 'by', into *row; '*first' is the array's
+ * id once element 0 is in.  Its argv and name (the element's, '{}'
+ * replaced) are new in *argv and *name (NULL: the spec's).  0, or -1
+ * with errp (ENOMEM). */
+static int row_make(const struct pl_spec *s, uint64_t k,
+                    const struct pl_deps *dp, uint64_t first, const char *by,
+                    struct pl_db_task *row, char ***argv, char **name,
+                    struct pl_error *errp)
+{
+    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
+
+    *argv = NULL;
+    *name = NULL;
+    if (s->array && (!(*argv = pl_queue_subst_strv(s->argv, idx))
+                     || (s->name
+                         && !(*name = pl_queue_subst(s->name, idx))))) {
+        pl_strv_free(*argv);
+        *argv = NULL;
+        errno = ENOMEM;
+        return pl_errprintf(errp, "out of memory");
+    }
+    *row = (struct pl_db_task){
+        .spec = s, .argv = *argv, .name = *name,
+        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
+        .array_id = s->array && k > 0 ? first : 0, .array_index = idx,
+        .submitted_by = by,
+    };
+    if (s->append)
+        row->array_id = s->append; /* element 0 is another request's */
+    return 0;
+}
+
 /* Store the row of element 'k' of spec 's' (its only one if not an
  * array) in 'state', submitted with the key named 'by'; '*first' is the
  * array's id once element 0 is in.  0 with *id, or -1 with errp set. */
@@ -193,30 +226,18 @@ static int store_row(struct pl_daemon *d, struct pl_spec *s, uint64_t k,
                      uint64_t *first, const char *by, uint64_t *id,
                      struct pl_error *errp)
 {
-    uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
-    char **argv = NULL, *name = NULL;
+    struct pl_db_task row;
+    char **argv, *name;
     int rc = -1;
 
-    if (s->array && (!(argv = pl_queue_subst_strv(s->argv, idx))
-                     || (s->name && !(name = pl_queue_subst(s->name, idx))))) {
-        errno = ENOMEM;
-        pl_errprintf(errp, "out of memory");
-        goto done;
-    }
-    struct pl_db_task row = {
-        .spec = s, .argv = argv, .name = name,
-        .after = dp->stored, .nafter = (uint32_t)dp->nstored,
-        .array_id = s->array && k > 0 ? *first : 0, .array_index = idx,
-        .submitted_by = by,
-    };
-    if (s->append)
-        row.array_id = s->append; /* element 0 is another request's */
+    if (row_make(s, k, dp, *first, by, &row, &argv, &name, errp) < 0)
+        return -1;
     if (pl_db_task_insert(d->db, &row, state, t_now, id, errp) < 0
         || (s->fn == PL_FN_PYCALL
             && pl_db_pyinput_add(d->db, *id, s, d->py_prelude, d->py_python,
                                  errp) < 0)
         || (s->array && k == 0 && !s->append
-            && pl_db_task_array(d->db, *id, idx, errp) < 0))
+            && pl_db_task_array(d->db, *id, row.array_index, errp) < 0))
         goto done;
     if (s->array && k == 0 && !s->append)
         *first = *id;
@@ -227,23 +248,53 @@ done:
     return rc;
 }
 
-/* Store and queue element 'k' of spec 's' (its only one if not an
- * array), submitted with the key named 'by'; '*first' is the array's id
- * once element 0 is in.  The task, or NULL with errp set. */
+/* Elements k0..k0+n-1 (n <= BATCH_ROWS) of 's', queued, stored in
+ * multi-row inserts (element 0 is not one of them: the others need its
+ * id), their ids into ids[].  0, or -1 with errp set. */
+#define BATCH_ROWS 64
+static int store_rows(struct pl_daemon *d, const struct pl_spec *s,
+                      uint64_t k0, uint64_t n, const struct pl_deps *dp,
+                      double t_now, uint64_t first, const char *by,
+                      uint64_t *ids, struct pl_error *errp)
+{
+    struct pl_db_task rows[BATCH_ROWS];
+    char **argv[BATCH_ROWS], *name[BATCH_ROWS];
+    uint64_t made = 0;
+    int rc = -1;
+
+    for (; made < n; made++)
+        if (row_make(s, k0 + made, dp, first, by, &rows[made], &argv[made],
+                     &name[made], errp) < 0)
+            goto done;
+    rc = pl_db_task_insert_n(d->db, rows, n, PL_ST_QUEUED, t_now, ids,
+                             errp);
+done:
+    for (uint64_t i = 0; i < made; i++) {
+        pl_strv_free(argv[i]);
+        free(name[i]);
+    }
+    return rc;
+}
+
+/* Store (unless 'id' is not 0: its row is in) and queue element 'k' of
+ * spec 's' (its only one if not an array), submitted with the key named
+ * 'by'; '*first' is the array's id once element 0 is in.  The task, or
+ * NULL with errp set. */
 static struct pl_dtask *submit_one(struct pl_daemon *d, struct pl_spec *s,
                                    uint64_t k, const struct pl_deps *dp,
                                    double t_now, uint64_t *first,
                                    const char *by, struct pl_watch *w,
-                                   struct pl_out *o, struct pl_error *errp)
+                                   struct pl_out *o, uint64_t id,
+                                   struct pl_error *errp)
 {
     uint64_t idx = s->retry ? s->index[k] : s->astart + k * s->astep;
     bool last = k + 1 == pl_spec_count(s);
     char **argv = NULL, **env = NULL, *cwd = NULL;
     struct pl_dtask *t = NULL;
-    uint64_t id;
     int state = dp->nlive || dp->why[0] ? PL_ST_WAITING : PL_ST_QUEUED;
 
-    if (store_row(d, s, k, dp, state, t_now, first, by, &id, errp) < 0)
+    if (!id
+        && store_row(d, s, k, dp, state, t_now, first, by, &id, errp) < 0)
         return NULL;
     if (s->array && !(argv = pl_queue_subst_strv(s->argv, idx)))
         goto nomem;
@@ -343,12 +394,27 @@ static int submit_runs(struct pl_daemon *d, struct pl_spec *s,
                        struct pl_error *errp)
 {
     uint64_t cnt = pl_spec_count(s), k0 = 0, id0 = 0, id = 0;
+    uint64_t ids[BATCH_ROWS], base = 0, at = 0; /* ids[]: base..at-1 */
 
     for (uint64_t k = 0; k <= cnt; k++) {
-        if (k < cnt) {
+        if (k < cnt && k == 0 && !s->append) {
+            /* element 0 alone: its id is the array's */
             if (store_row(d, s, k, dp, PL_ST_QUEUED, t_now, first, by, &id,
                           errp) < 0)
                 return -1;
+            o->undo[o->nundo++] = id; /* the request's undo takes it */
+            at = 1;
+        }
+        else if (k < cnt) {
+            if (k == at) {
+                uint64_t n = cnt - k < BATCH_ROWS ? cnt - k : BATCH_ROWS;
+                if (store_rows(d, s, k, n, dp, t_now, *first, by, ids,
+                               errp) < 0)
+                    return -1;
+                base = k;
+                at = k + n;
+            }
+            id = ids[k - base];
             o->undo[o->nundo++] = id; /* the request's undo takes it */
         }
         if (k > k0 && (k == cnt || id != id0 + (k - k0))) {
@@ -464,6 +530,41 @@ static void name_spec(struct pl_error *err, uint32_t i, uint32_t n)
     errno = saved;
 }
 
+/* Whether spec 's' is one task whose row needs nothing but itself: no
+ * array, dependency, pool or Python call (the tasks of a JSONL file). */
+static bool plain(const struct pl_spec *s)
+{
+    return !s->array && !s->retry && !s->append && !s->nafter && !s->pool
+           && s->fn != PL_FN_PYCALL;
+}
+
+/* Store and queue specs[0..n-1], each plain(), their rows in multi-row
+ * inserts (n <= BATCH_ROWS).  0, or -1 with errp set. */
+static int submit_plain(struct pl_daemon *d, struct pl_spec *specs,
+                        uint32_t n, double t_now, const char *by,
+                        struct pl_watch *w, struct pl_out *o,
+                        struct pl_error *errp)
+{
+    struct pl_db_task rows[BATCH_ROWS] = { 0 };
+    uint64_t ids[BATCH_ROWS];
+    struct pl_deps dp;
+
+    memset(&dp, 0, sizeof(dp));
+    for (uint32_t i = 0; i < n; i++)
+        rows[i] = (struct pl_db_task){ .spec = &specs[i],
+                                       .submitted_by = by };
+    if (pl_db_task_insert_n(d->db, rows, n, PL_ST_QUEUED, t_now, ids, errp)
+        < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t first = 0;
+        if (!submit_one(d, &specs[i], 0, &dp, t_now, &first, by, w, o,
+                        ids[i], errp))
+            return -1;
+    }
+    return 0;
+}
+
 /* Store and queue the tasks of every spec, submitted with the key named
  * 'by', into watch 'w' (NULL: none); 'o' is the reply, which lists their
  * ids (o->undo).  0, or -1 with errp: nothing is kept. */
@@ -481,6 +582,20 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         struct pl_spec *s = &specs[i];
         struct pl_deps dp;
         uint64_t first = s->append, cnt = pl_spec_count(s);
+        uint32_t m = 0;
+        /* consecutive plain tasks (a JSONL file's): their rows together */
+        while (m < BATCH_ROWS && i + m < n && plain(&specs[i + m]))
+            m++;
+        if (m > 1) {
+            if (submit_plain(d, s, m, t_now, by, w, o, errp) < 0) {
+                name_spec(errp, i, n);
+                pl_db_savepoint_end(d->db, false, NULL);
+                pl_store_text(d, errp);
+                return -1;
+            }
+            i += m - 1;
+            continue;
+        }
         int rc = deps_resolve(d, s, &dp, errp);
         if (rc == 0 && compact(s, &dp, w)) {
             rc = submit_runs(d, s, &dp, t_now, &first, by, o, errp);
@@ -488,7 +603,7 @@ static int store_all(struct pl_daemon *d, struct pl_spec *specs, uint32_t n,
         }
         for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
             struct pl_dtask *t = submit_one(d, s, k, &dp, t_now, &first, by,
-                                            w, o, errp);
+                                            w, o, 0, errp);
             if (!t || pl_deps_apply(d, t, &dp) < 0) {
                 if (t) {
                     errno = ENOMEM;

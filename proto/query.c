@@ -519,9 +519,22 @@ json_t *pl_query_task(sqlite3 *db, uint64_t id, struct pl_error *errp)
     }
     sqlite3_finalize(st);
     st = NULL;
+    /* schema 13: a task queued at its submission has no row for that
+     * event; it is made from submit_time unless a row has it (a task
+     * submitted waiting, or one of schema 12) */
     if (sqlite3_prepare_v2(db, "SELECT time, state, attempt, node, cores, "
-                               "gpus, detail, rank FROM events WHERE task = ?1"
-                               " ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+                               "gpus, detail, rank FROM (SELECT 0 AS k, "
+                               "submit_time AS time, 'queued' AS state, 0 "
+                               "AS attempt, NULL AS node, NULL AS cores, "
+                               "NULL AS gpus, NULL AS detail, NULL AS rank "
+                               "FROM tasks t WHERE t.id = ?1 AND NOT EXISTS "
+                               "(SELECT 1 FROM events e WHERE e.task = ?1 "
+                               "AND e.rank IS NULL AND e.time = "
+                               "t.submit_time AND e.state IN ('queued', "
+                               "'waiting')) UNION ALL SELECT id, time, "
+                               "state, attempt, node, cores, gpus, detail, "
+                               "rank FROM events WHERE task = ?1) ORDER BY k",
+                           -1, &st, NULL) != SQLITE_OK)
         goto dberr;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     ev = json_array();

@@ -3,7 +3,12 @@
 #define PL_PROTO_SCHEMA_H
 
 /* N.B. bump PL_SCHEMA_VERSION (meta 'schema') when this changes. */
-#define PL_SCHEMA_VERSION 12
+/* schema 13: a task queued at its submission has no events row for it
+ * (10 million queued were 10 million rows): readers make that first
+ * event from tasks.submit_time (pl_query_task()) when no task event of
+ * state queued or waiting has that time (a database of schema 12 has
+ * it).  Nothing else changed: 12 opens as 13 as it is. */
+#define PL_SCHEMA_VERSION 13
 
 #define PL_SCHEMA_SQL                                                          \
     "CREATE TABLE IF NOT EXISTS meta ("                                        \
