@@ -329,6 +329,7 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         return NULL;
     }
     a->devnull = -1;
+    pl_outdir_init(&a->outdir);
     a->outq_tail = &a->outq;
     a->gpu_sample = PL_AGENT_GPU_SAMPLE;
     if ((rc = uv_loop_init(&a->loop)) < 0) {
@@ -494,6 +495,7 @@ void pl_agent_free(struct pl_agent *a)
     pl_agent_link_free(a); /* lingers to deliver the last EVENTS */
     if (a->devnull >= 0)
         close(a->devnull);
+    pl_outdir_close(&a->outdir);
     pl_bind_cuda_free(a->cuda);
     pl_bind_cpu_free(a->cpu);
     pl_env_cache_free(a->envcache);
