@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/prefetch.h"
 #include "agent/agent_private.h"
 #include "agent/pool.h"
 #include "agent/pyw.h"
@@ -78,6 +79,7 @@ static void flush_cb(uv_timer_t *h)
     a->flush_soon = false;
     pl_agent_free_dead(a);
     pl_wpool_report(a->wpool, false);
+    pl_agent_prefetch_start(a); /* its 'running' after the ends */
     pl_agent_events_send(a);
     pl_agent_got_send(a);
     pl_agent_pull(a);
@@ -384,7 +386,8 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         pl_errprintf(errp, "node name too long for the tasks' key");
         goto error;
     }
-    if (!(a->pyw = pl_pyw_new(a)) || !(a->vet = pl_vet_new(a))) {
+    if (!(a->pyw = pl_pyw_new(a)) || !(a->vet = pl_vet_new(a))
+        || !(a->pref = pl_prefetch_new())) {
         pl_errprintf(errp, "out of memory");
         goto error;
     }
@@ -499,6 +502,7 @@ void pl_agent_free(struct pl_agent *a)
     pl_bind_cuda_free(a->cuda);
     pl_bind_cpu_free(a->cpu);
     pl_env_cache_free(a->envcache);
+    pl_prefetch_free(a->pref);
     pl_env_free(a->base_env);
     pl_resources_free(a->res);
     explicit_bzero(&a->keys, sizeof(a->keys));

@@ -102,6 +102,8 @@ struct pl_agent {
     struct pl_task **running;  /* spawned, not exited */
     size_t nrunning;
     size_t cap_running;
+    struct pl_prefetch *pref;  /* entries placed beyond our free cores,
+                                  started as ends free cores (prefetch.h) */
     struct pl_task **dead;     /* exited: freed from the flush timer */
     size_t ndead;
     size_t cap_dead;
@@ -189,6 +191,13 @@ void pl_agent_got_send(struct pl_agent *a);
 /* Send PULL if welcomed, not pulled since the last RUN, not exiting and
  * cores are free. */
 void pl_agent_pull(struct pl_agent *a);
+
+/* ---- run.c ---- */
+
+/* Start the prefetched entries that the cores freed by this flush's ends
+ * take (agent/prefetch.h), before its EVENTS leave; then those cores are
+ * pilotd's again. */
+void pl_agent_prefetch_start(struct pl_agent *a);
 
 /* Handlers of pilotd's messages (agent.c's table; run.c has RUN and
  * KILL): 0, or -1 with errp set when the message is refused (the caller

@@ -23,6 +23,7 @@
 
 #include "agent/agent_private.h"
 #include "agent/pool.h"
+#include "agent/prefetch.h"
 #include "agent/pyw.h"
 #include "proto/log.h"
 #include "proto/vetmsg.h"
@@ -146,7 +147,14 @@ static void send_register(struct pl_agent *a)
     }
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_run *e = pl_task_entry(a->running[i]);
-        r.running[i] = (struct pl_held){ e->id, e->attempt, e->rank };
+        r.running[i] = (struct pl_held){ .id = e->id, .attempt = e->attempt,
+                                         .rank = e->rank };
+        /* started from the prefetched ones: its cores, in case its
+         * 'running' never reached pilotd */
+        if (e->prefetch) {
+            r.running[i].cores = e->cores;
+            r.running[i].ncores = e->ncores;
+        }
     }
     r.nrunning = (uint32_t)a->nrunning;
     /* a pool task's ranks run in their workers */
@@ -416,6 +424,11 @@ int pl_agent_welcome_cb(struct pl_agent *a, const struct pl_msg *m,
             pl_log(LOG_NOTICE, "a new pilotd (%s) took over", wl.instance);
         snprintf(a->instance, sizeof(a->instance), "%s", wl.instance);
         a->last_run = 0;
+        /* the new one queued again what the old one prefetched here */
+        if (pl_prefetch_len(a->pref))
+            pl_log(LOG_NOTICE, "%zu prefetched tasks dropped: the new "
+                   "pilotd runs them", pl_prefetch_len(a->pref));
+        pl_prefetch_clear(a->pref);
     }
     /* the welcome answers register m->seq, which carried every end sent
      * before it: pilotd committed them before it answered */

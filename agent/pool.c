@@ -593,7 +593,9 @@ size_t pl_wpool_held(const struct pl_wpool *p, struct pl_held *out,
     for (const struct worker *wk = p ? p->workers : NULL; wk; wk = wk->next)
         if (wk->busy) {
             if (n < max)
-                out[n] = (struct pl_held){ wk->id, wk->tattempt, wk->rank };
+                out[n] = (struct pl_held){ .id = wk->id,
+                                           .attempt = wk->tattempt,
+                                           .rank = wk->rank };
             n++;
         }
     return n;

@@ -409,8 +409,9 @@ size_t pl_pyw_held(const struct pl_pyw *p, struct pl_held *out, size_t max)
     for (const struct worker *w = p ? p->workers : NULL; w; w = w->next)
         if (w->run) {
             if (n < max)
-                out[n] = (struct pl_held){ w->run->id, w->run->attempt,
-                                           w->run->rank };
+                out[n] = (struct pl_held){ .id = w->run->id,
+                                           .attempt = w->run->attempt,
+                                           .rank = w->run->rank };
             n++;
         }
     return n;

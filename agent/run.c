@@ -20,6 +20,7 @@
 #include "agent/comm.h"
 #include "agent/env.h"
 #include "agent/mpi.h"
+#include "agent/prefetch.h"
 #include "proto/log.h"
 #include "proto/run.h"
 #include "proto/spec.h"
@@ -50,6 +51,11 @@ static void event_task(struct pl_agent *a, const struct pl_task *t)
         return;
     if (pl_task_running(t)) {
         e->pid = pl_task_pid(t);
+        /* started from the prefetched ones: pilotd learns its cores */
+        if (r->prefetch && (e->cores = malloc(r->ncores * sizeof(*e->cores)))) {
+            memcpy(e->cores, r->cores, r->ncores * sizeof(*e->cores));
+            e->ncores = r->ncores;
+        }
         return;
     }
     e->exit_code = pl_task_exit_code(t);
@@ -92,6 +98,12 @@ static void task_exit_cb(struct pl_task *t, void *arg)
     char rss[32] = "";
 
     pl_resources_release(a->res, r->cores, r->ncores, r->gpus, r->ngpus);
+    /* pilotd frees a one-rank task's cores with its end: a prefetched
+     * entry may take them in this flush (pl_agent_prefetch_start()) */
+    if (r->size <= 1 && !r->pool
+        && pl_prefetch_freed(a->pref, r->cores, r->ncores) < 0)
+        pl_log(LOG_WARNING, "task %llu: its cores not reused at once: out "
+               "of memory", (unsigned long long)r->id);
     if (pl_task_maxrss_kb(t) >= 0)
         snprintf(rss, sizeof(rss), ", maxrss %ld kB", pl_task_maxrss_kb(t));
     if (pl_task_signal(t))
@@ -212,6 +224,10 @@ static bool already_running(struct pl_agent *a, const struct pl_run *r)
     if (!t)
         return false;
     uint64_t old = pl_task_entry(t)->attempt;
+    /* pilotd gave cores to a prefetched entry an end had just started:
+     * the usual race, nothing to say */
+    if (old == r->attempt && pl_task_entry(t)->prefetch)
+        return true;
     pl_log(LOG_WARNING, "task %llu: attempt %llu still running here: run of "
            "attempt %llu rank %llu %s", (unsigned long long)r->id,
            (unsigned long long)old, (unsigned long long)r->attempt,
@@ -326,6 +342,18 @@ static void run_one(struct pl_agent *a, const msgpack_object *o)
                (unsigned long long)r.rank);
         goto done;
     }
+    if (r.prefetch) {
+        /* held until an end frees cores (agent/prefetch.h); a RUN sent
+         * again is not held twice */
+        if (!pl_prefetch_holds(a->pref, r.id, r.attempt, r.rank)
+            && pl_prefetch_add(a->pref, &r) < 0)
+            event_failed(a, &r, "out of memory");
+        goto done;
+    }
+    /* a prefetched entry pilotd gave cores: this one replaces it */
+    struct pl_run held;
+    if (pl_prefetch_take(a->pref, r.id, r.attempt, true, r.rank, &held))
+        pl_run_clear(&held);
     if (pl_resources_claim(a->res, r.cores, r.ncores, r.gpus, r.ngpus, &err)
         < 0) {
         pl_log(LOG_WARNING, "task %llu rank %llu: %s",
@@ -402,6 +430,22 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
         a->last_run = m->seq;
     a->got_due = true;
     pl_agent_kick(a);
+    /* held, not started: it ends canceled without a process ('lost'
+     * when pilotd takes it back to run it elsewhere) */
+    struct pl_run held;
+    while (pl_prefetch_take(a->pref, k.id, k.attempt, k.one, k.rank, &held)) {
+        pl_log(LOG_INFO, "task %llu rank %llu: prefetched, not started: %s",
+               (unsigned long long)k.id, (unsigned long long)held.rank,
+               k.queued_only ? "taken back" : "killed");
+        struct pl_event *e = pl_agent_event_add(a, held.id, held.attempt,
+                                                held.rank, PL_ST_CANCELED);
+        if (e)
+            e->lost = k.queued_only;
+        pl_run_clear(&held);
+        n++;
+    }
+    if (k.queued_only)
+        return 0; /* it started (its events are on their way): it runs */
     /* Every rank of the attempt running here, or only 'rank' if given. */
     for (size_t i = 0; i < a->nrunning; i++) {
         const struct pl_run *r = pl_task_entry(a->running[i]);
@@ -422,4 +466,30 @@ int pl_agent_kill_cb(struct pl_agent *a, const struct pl_msg *m,
                "here", (unsigned long long)k.id,
                (unsigned long long)k.attempt, k.one ? " (that rank)" : "");
     return 0;
+}
+
+/* ---- prefetched entries ---- */
+
+void pl_agent_prefetch_start(struct pl_agent *a)
+{
+    struct pl_run r;
+    struct pl_error err;
+
+    /* N.B. only for the pilotd that sent them, and only while it hears
+     * us: a 'running' it never reads would leave the cores unaccounted */
+    while (a->welcomed && !a->exiting && pl_prefetch_next(a->pref, &r)) {
+        if (pl_resources_claim(a->res, r.cores, r.ncores, NULL, 0, &err)
+            < 0) {
+            /* not free after all (cannot be): it waits for pilotd */
+            pl_log(LOG_WARNING, "task %llu: prefetched: %s",
+                   (unsigned long long)r.id, err.text);
+            if (pl_prefetch_unget(a->pref, &r) < 0)
+                event_failed(a, &r, "out of memory");
+            pl_run_clear(&r);
+            break;
+        }
+        start(a, &r);
+        pl_run_clear(&r);
+    }
+    pl_prefetch_reset(a->pref);
 }

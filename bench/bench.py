@@ -579,11 +579,25 @@ class Bench:
 
     # ---- scenario 2: daemon capacity, bench agents ----
 
-    def s2_one(self, k, n, slots, profile):
+    def s2_one(self, k, n, slots, profile, agents=None, what="s2"):
+        """n no-op tasks (/bin/true, never run) through a local pilot
+        with no agent of its own and k bench agents, from the submit
+        until all are done: rates, pilotd's CPU per task and its RSS
+        (and the agents' CPU per task when they are one process).
+        agents: None, k 'pilot-agent --bench' of 'slots' slots in all
+        (start_agents()); or agents(p, t_up), which starts them, waits
+        until they are up and returns (figures to add, the pid of their
+        one process or None); t_up: time.time() before 'pilot up'.
+        With 'profile', pilotd is perf-recorded during the tasks."""
+        t_up = time.time()
         p = self.up(agents=0)
         perf = None
+        out, apid = {}, None
         try:
-            self.start_agents(p, k, slots)
+            if agents is None:
+                self.start_agents(p, k, slots)
+            else:
+                out, apid = agents(p, t_up)
             pid = p["pid"]
             if profile:
                 perf = subprocess.Popen(
@@ -592,11 +606,13 @@ class Bench:
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(0.5)
             cpu0 = cpu_seconds(pid)
+            acpu0 = cpu_seconds(apid) if apid else 0
             t0 = time.time()
             self.submit_n(p, n, ["/bin/true"])
             self.wait_all(p)
             t1 = time.time()
             cpu1 = cpu_seconds(pid)
+            acpu1 = cpu_seconds(apid) if apid else 0
             rss = rss_kb(pid)
             if perf:
                 perf.send_signal(signal.SIGINT)
@@ -605,13 +621,16 @@ class Bench:
         finally:
             self.down(p)
         if done != n:
-            raise RuntimeError("s2: %s of %d tasks done" % (done, n))
-        return {"tasks_per_s": n / (t1 - t0), "seconds": t1 - t0,
-                "db_tasks_per_s": n / (end - t0), "db_seconds": end - t0,
-                "cpu_s": cpu1 - cpu0,
-                "cpu_s_per_1000": (cpu1 - cpu0) / n * 1000,
-                "cpu_us_per_task": (cpu1 - cpu0) / n * 1e6,
-                "rss_kb": rss}
+            raise RuntimeError("%s: %s of %d tasks done" % (what, done, n))
+        out.update({"tasks_per_s": n / (t1 - t0), "seconds": t1 - t0,
+                    "db_tasks_per_s": n / (end - t0), "db_seconds": end - t0,
+                    "cpu_s": cpu1 - cpu0,
+                    "cpu_s_per_1000": (cpu1 - cpu0) / n * 1000,
+                    "cpu_us_per_task": (cpu1 - cpu0) / n * 1e6,
+                    "rss_kb": rss})
+        if apid:
+            out["agents_cpu_us_per_task"] = (acpu1 - acpu0) / n * 1e6
+        return out
 
     def scenario2(self):
         c = self.cfg["s2"]

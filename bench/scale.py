@@ -29,7 +29,6 @@ table.  Standard library only.
 """
 import json
 import os
-import signal
 import subprocess
 import time
 
@@ -53,13 +52,10 @@ def status(b, p):
 
 
 def one(b, h, k, n, per, profile):
-    """one pilot, k agents, n tasks"""
-    t_up = time.time()
-    p = b.up(agents=0)
-    pid = p["pid"]
-    perf = None
-    out = {}
-    try:
+    """one pilot, k agents in one process, n tasks: bench.py's scenario 2
+    run (Bench.s2_one()) with these agents, and their registration"""
+    def agents(p, t_up):
+        pid = p["pid"]
         cpu0 = h.cpu_seconds(pid)
         t0 = time.time()
         argv = [os.path.join(b.bin, "pilot-agent"), "--bench",
@@ -75,36 +71,10 @@ def one(b, h, k, n, per, profile):
                                    % k)
             time.sleep(0.05)
         t1 = time.time()
-        cpu1 = h.cpu_seconds(pid)
-        out["register_s"] = t1 - t_up
-        out["register_agents_s"] = t1 - t0
-        out["register_cpu_s"] = cpu1 - cpu0
-        if profile:
-            perf = subprocess.Popen(
-                ["perf", "record", "-g", "-F", "999", "-p", str(pid),
-                 "-o", profile + ".data"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.5)
-        cpu0, acpu0 = h.cpu_seconds(pid), h.cpu_seconds(proc.pid)
-        t0 = time.time()
-        b.submit_n(p, n, ["/bin/true"])
-        b.wait_all(p)
-        t1 = time.time()
-        cpu1, acpu1 = h.cpu_seconds(pid), h.cpu_seconds(proc.pid)
-        out["rss_kb"] = h.rss_kb(pid)
-        if perf:
-            perf.send_signal(signal.SIGINT)
-            perf.wait()
-        count, done, sub, start, end = b.db_times(p)
-    finally:
-        b.down(p)
-    if done != n:
-        raise RuntimeError("s9: %s of %d tasks done" % (done, n))
-    out.update({"tasks_per_s": n / (t1 - t0), "seconds": t1 - t0,
-                "db_tasks_per_s": n / (end - t0),
-                "cpu_us_per_task": (cpu1 - cpu0) / n * 1e6,
-                "agents_cpu_us_per_task": (acpu1 - acpu0) / n * 1e6})
-    return out
+        return ({"register_s": t1 - t_up, "register_agents_s": t1 - t0,
+                 "register_cpu_s": h.cpu_seconds(pid) - cpu0}, proc.pid)
+
+    return b.s2_one(k, n, per * k, profile, agents=agents, what="s9")
 
 
 def scenario9(b, h):

@@ -112,6 +112,28 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
     return st;
 }
 
+/* pl_logsrc's sink: stdout */
+static int to_stdout(const void *p, size_t n, void *arg)
+{
+    (void)arg;
+    return fwrite(p, 1, n, stdout) == n ? 0 : -1;
+}
+
+/* Drain 'src' to stdout; -1 after printing an error. */
+static int drain(struct pl_logsrc *src, bool final)
+{
+    struct pl_error err;
+    int got = pl_logsrc_drain(src, final, &err);
+
+    if (got < 0)
+        pl_cli_error("%s", err.text);
+    else if (fflush(stdout) == EOF) {
+        pl_cli_error("cannot write: %s", strerror(errno));
+        got = -1;
+    }
+    return got;
+}
+
 /* Print the output of attempt 'want' of task 'id' (0: the last one,
  * 'att' of them so far) and, with 'follow', what is added to it until
  * the task has ended, going on with the next attempt's when the task is
@@ -133,13 +155,13 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
         return PL_EXIT_USAGE;
     }
     if (!(src = pl_logsrc_new(conn->pilot.dir, id, cur, sh.ranks,
-                              sh.per_rank, o))) {
+                              sh.per_rank, o, to_stdout, NULL))) {
         pl_cli_error("task %llu: %s", uid, strerror(errno));
         return PL_EXIT_ERROR;
     }
     for (;;) {
         bool last = !follow || pl_state_final(st) || !conn->rpc;
-        if ((got = pl_logsrc_drain(src, last)) < 0)
+        if ((got = drain(src, last)) < 0)
             goto done;
         if (!got && !said) {
             const char *path = pl_logsrc_path(src);
@@ -174,7 +196,7 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
         if (!want && att > cur) {
             /* run again: the rest of this attempt's output, then the
              * next's */
-            if (pl_logsrc_drain(src, true) < 0)
+            if (drain(src, true) < 0)
                 goto done;
             pl_logsrc_free(src);
             said = false;
@@ -182,7 +204,7 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
             pl_cli_note("task %llu runs again (attempt %u): its output "
                         "follows", uid, cur);
             if (!(src = pl_logsrc_new(conn->pilot.dir, id, cur, sh.ranks,
-                                      sh.per_rank, o))) {
+                                      sh.per_rank, o, to_stdout, NULL))) {
                 pl_cli_error("task %llu: %s", uid, strerror(errno));
                 goto done;
             }
@@ -242,7 +264,12 @@ static int grep_array(struct pl_cli *cli, struct pl_conn *conn,
                      (unsigned long long)array);
         goto done;
     }
-    long hits = pl_logsrc_grep(conn->pilot.dir, array, el, n, &rx, use_err);
+    long hits = pl_logsrc_grep(conn->pilot.dir, array, el, n, &rx, use_err,
+                               &err);
+    if (hits < 0) {
+        pl_cli_error("%s", err.text);
+        goto done;
+    }
     /* as grep(1): 1 when no line matched */
     rc = hits > 0 ? PL_EXIT_OK : PL_EXIT_ERROR;
 done:

@@ -53,6 +53,10 @@ static const char help[] =
     "  --start-timeout S     a task sent to an agent that has not started\n"
     "                        it after S is stopped there and queued again\n"
     "                        (default 60 s; 0: never)\n"
+    "  --prefetch N          each agent holds up to N one-rank tasks of\n"
+    "                        cores only beyond its free cores, to start one\n"
+    "                        as soon as a task ends there (default 4; 0:\n"
+    "                        none)\n"
     "  --pool NAME:N[:G[:C]] start a pool of N MPI workers a node (with G\n"
     "                        GPUs and C cores each) on all the nodes, as\n"
     "                        'pilot pool start' does; with --wait, wait for\n"
@@ -121,6 +125,7 @@ enum {
     OPT_RESUME,
     OPT_LOST_AFTER,
     OPT_START_TIMEOUT,
+    OPT_PREFETCH,
     OPT_AGENTS,
     OPT_BIND,
     OPT_POOL,
@@ -281,6 +286,7 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
         { "resume", required_argument, NULL, OPT_RESUME },
         { "lost-after", required_argument, NULL, OPT_LOST_AFTER },
         { "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
+        { "prefetch", required_argument, NULL, OPT_PREFETCH },
         { "bind", required_argument, NULL, OPT_BIND },
         { "agents", required_argument, NULL, OPT_AGENTS },
         { "py-prelude", required_argument, NULL, OPT_PY_PRELUDE },
@@ -401,6 +407,15 @@ static int parse_opts(struct pl_cli *cli, int argc, char **argv,
                 return pl_cli_usage(cli, "--start-timeout: want 0 (none) "
                                     "or 1 s to 1 day");
             break;
+        case OPT_PREFETCH: {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || v > 1024)
+                return pl_cli_usage(cli, "--prefetch: want 0 to 1024");
+            o->prefetch = (int)v;
+            break;
+        }
         case OPT_METRICS_PORT: {
             uint64_t port;
             if (pl_parse_uint("--metrics-port", optarg, 0, 65535, &port,
@@ -613,7 +628,8 @@ static int resume_dir(struct pl_pilot *p, const char *id,
 int pl_cmd_up(struct pl_cli *cli, int argc, char **argv)
 {
     struct pl_up_opts o = { .nodes = 1, .wait_timeout = DEFAULT_WAIT,
-                            .start_timeout = -1, .metrics_port = -1 };
+                            .start_timeout = -1, .metrics_port = -1,
+                            .prefetch = -1 };
     struct pl_error err;
     struct pl_pilot p = { .state = PL_PILOT_STARTING };
     char bindir[PATH_MAX], pilotd[PATH_MAX + 16], script[PL_PATH_MAX + 32];

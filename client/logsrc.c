@@ -8,14 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/cli.h"
 #include "client/logsrc.h"
 #include "proto/journal.h"
+#include "proto/strv.h"
 
 enum { MODE_UNKNOWN, MODE_FILES, MODE_JOURNAL };
-
-/* pl_cli_error() returns an exit code: these return -1 after it */
-#define FAIL(...) (pl_cli_error(__VA_ARGS__), -1)
 
 /* What a rank wrote and has not ended with a newline yet. */
 struct lbuf {
@@ -43,59 +40,61 @@ struct pl_logsrc {
     struct pl_jr *jr;
     bool found;
     struct lbuf *lb;      /* per rank */
+    pl_logsrc_out_f out;
+    void *arg;
+    char **segs;          /* the journal segments read from */
+    size_t nsegs, capsegs;
 };
 
 /* ---- lines ---- */
 
 static int lb_add(struct lbuf *b, const char *p, size_t n)
 {
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            return -1;
-        b->p = q;
-        b->cap = cap;
-    }
+    if (pl_grow(&b->p, &b->cap, b->n, n, 1) < 0)
+        return -1;
     memcpy(b->p + b->n, p, n);
     b->n += n;
     return 0;
 }
 
-/* Print the whole lines of 'b' (and, if 'final', the rest with a
- * newline), each after 'label' if not NULL; keep the rest. */
-static int lb_flush(struct lbuf *b, const char *label, bool final)
+/* Give the whole lines of 'b' (and, if 'final', the rest with a
+ * newline) to the reader's sink, each after 'label' if not NULL; keep
+ * the rest. */
+static int lb_flush(struct pl_logsrc *s, struct lbuf *b, const char *label,
+                    bool final)
 {
     size_t start = 0;
+    int rc = 0;
 
-    for (size_t i = 0; i < b->n; i++)
+    for (size_t i = 0; rc == 0 && i < b->n; i++)
         if (b->p[i] == '\n') {
             if (label)
-                fputs(label, stdout);
-            fwrite(b->p + start, 1, i + 1 - start, stdout);
+                rc = s->out(label, strlen(label), s->arg);
+            if (rc == 0)
+                rc = s->out(b->p + start, i + 1 - start, s->arg);
             start = i + 1;
         }
-    if (final && start < b->n) {
+    if (rc == 0 && final && start < b->n) {
         if (label)
-            fputs(label, stdout);
-        fwrite(b->p + start, 1, b->n - start, stdout);
-        putchar('\n');
+            rc = s->out(label, strlen(label), s->arg);
+        if (rc == 0)
+            rc = s->out(b->p + start, b->n - start, s->arg);
+        if (rc == 0)
+            rc = s->out("\n", 1, s->arg);
         start = b->n;
     }
     memmove(b->p, b->p + start, b->n - start);
     b->n -= start;
-    return ferror(stdout) ? -1 : 0;
+    return rc;
 }
 
-/* 'n' bytes of rank 'rank' to stdout: as they are, or as lines. */
+/* 'n' bytes of rank 'rank' to the sink: as they are, or as lines. */
 static int emit(struct pl_logsrc *s, unsigned rank, const char *p, size_t n)
 {
     char label[32];
 
     if (s->raw)
-        return fwrite(p, 1, n, stdout) == n ? 0 : -1;
+        return s->out(p, n, s->arg);
     if (rank >= s->ranks)
         return 0; /* not a rank of this task: nothing of ours */
     if (lb_add(&s->lb[rank], p, n) < 0) {
@@ -103,7 +102,7 @@ static int emit(struct pl_logsrc *s, unsigned rank, const char *p, size_t n)
         return -1;
     }
     snprintf(label, sizeof(label), "%u: ", rank);
-    return lb_flush(&s->lb[rank], s->o.label ? label : NULL, false);
+    return lb_flush(s, &s->lb[rank], s->o.label ? label : NULL, false);
 }
 
 static int flush_all(struct pl_logsrc *s)
@@ -112,7 +111,7 @@ static int flush_all(struct pl_logsrc *s)
 
     for (unsigned r = 0; !s->raw && r < s->ranks; r++) {
         snprintf(label, sizeof(label), "%u: ", r);
-        if (lb_flush(&s->lb[r], s->o.label ? label : NULL, true) < 0)
+        if (lb_flush(s, &s->lb[r], s->o.label ? label : NULL, true) < 0)
             return -1;
     }
     return 0;
@@ -122,13 +121,16 @@ static int flush_all(struct pl_logsrc *s)
 
 struct pl_logsrc *pl_logsrc_new(const char *dir, uint64_t id,
                                 unsigned attempt, unsigned ranks,
-                                bool per_rank, const struct pl_logopt *o)
+                                bool per_rank, const struct pl_logopt *o,
+                                pl_logsrc_out_f out, void *arg)
 {
     struct pl_logsrc *s = calloc(1, sizeof(*s));
     char base[PL_PATH_MAX + 64];
 
     if (!s)
         return NULL;
+    s->out = out;
+    s->arg = arg;
     snprintf(s->dir, sizeof(s->dir), "%s", dir);
     s->id = id;
     s->attempt = attempt ? attempt : 1;
@@ -170,6 +172,9 @@ void pl_logsrc_free(struct pl_logsrc *s)
     for (unsigned r = 0; s->lb && r < s->ranks; r++)
         free(s->lb[r].p);
     pl_jr_close(s->jr);
+    for (size_t i = 0; i < s->nsegs; i++)
+        free(s->segs[i]);
+    free(s->segs);
     free(s->files);
     free(s->lb);
     free(s);
@@ -178,6 +183,36 @@ void pl_logsrc_free(struct pl_logsrc *s)
 const char *pl_logsrc_path(const struct pl_logsrc *s)
 {
     return s->files[0].path;
+}
+
+size_t pl_logsrc_nsources(const struct pl_logsrc *s)
+{
+    return s->mode == MODE_JOURNAL ? s->nsegs : s->nfiles;
+}
+
+const char *pl_logsrc_source(const struct pl_logsrc *s, size_t i)
+{
+    if (s->mode == MODE_JOURNAL)
+        return i < s->nsegs ? s->segs[i] : NULL;
+    return i < s->nfiles ? s->files[i].path : NULL;
+}
+
+/* Note the segment frame 'f' came from, if it is a new one. */
+static int add_seg(struct pl_logsrc *s, const struct pl_jframe *f)
+{
+    char path[PL_PATH_MAX + 300];
+
+    snprintf(path, sizeof(path), "%s/journal/%s/%06u.pj", s->dir, f->node,
+             f->seq);
+    /* N.B. a task's frames are in a few segments: a scan is enough */
+    for (size_t i = s->nsegs; i-- > 0;)
+        if (!strcmp(s->segs[i], path))
+            return 0;
+    if (pl_grow(&s->segs, &s->capsegs, s->nsegs, 1, sizeof(*s->segs)) < 0
+        || !(s->segs[s->nsegs] = strdup(path)))
+        return -1;
+    s->nsegs++;
+    return 0;
 }
 
 /* Copy what file 'f' (of rank 'rank') has from its offset on.  A file
@@ -213,32 +248,27 @@ static bool want_task(uint64_t id, uint32_t attempt, void *arg)
     return id == s->id && attempt == s->attempt;
 }
 
-static int drain_journal(struct pl_logsrc *s)
+static int drain_journal(struct pl_logsrc *s, struct pl_error *errp)
 {
     struct pl_jframe f;
-    struct pl_error err;
     int rc;
 
-    while ((rc = pl_jr_next(s->jr, &f, &err)) == 1) {
+    while ((rc = pl_jr_next(s->jr, &f, errp)) == 1) {
         s->found = true;
         if (f.stream != (s->o.use_err ? PL_J_STDERR : PL_J_STDOUT)
             || (s->o.rank >= 0 && f.rank != (unsigned long)s->o.rank))
             continue;
-        if (emit(s, f.rank, f.data, f.len) < 0) {
-            pl_cli_error("cannot copy the journal's output: %s",
-                         strerror(errno));
-            return -1;
-        }
+        if (add_seg(s, &f) < 0)
+            return pl_errprintf(errp, "out of memory");
+        if (emit(s, f.rank, f.data, f.len) < 0)
+            return pl_errprintf(errp, "cannot copy the journal's output: "
+                                "%s", strerror(errno));
     }
-    if (rc < 0)
-        return FAIL("%s", err.text);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
-int pl_logsrc_drain(struct pl_logsrc *s, bool final)
+int pl_logsrc_drain(struct pl_logsrc *s, bool final, struct pl_error *errp)
 {
-    struct pl_error err;
-
     /* the files, if there are any; else the journal, if there is one */
     for (unsigned i = 0; s->mode != MODE_JOURNAL && i < s->nfiles; i++) {
         struct rfile *f = &s->files[i];
@@ -247,7 +277,7 @@ int pl_logsrc_drain(struct pl_logsrc *s, bool final)
         if (f->fd < 0
             && (f->fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0
             && errno != ENOENT)
-            return FAIL("cannot read %s: %s", f->path,
+            return pl_errprintf(errp, "cannot read %s: %s", f->path,
                                 errno == ELOOP
                                     ? "a symbolic link, not followed"
                                     : strerror(errno));
@@ -256,24 +286,22 @@ int pl_logsrc_drain(struct pl_logsrc *s, bool final)
         s->mode = MODE_FILES;
         s->found = true;
         if (drain_file(s, f, s->first + i) < 0)
-            return FAIL("cannot copy %s: %s", f->path,
+            return pl_errprintf(errp, "cannot copy %s: %s", f->path,
                                 strerror(errno));
     }
     if (s->mode != MODE_FILES && !s->jr) {
-        s->jr = pl_jr_open(s->dir, NULL, want_task, s, &err);
+        s->jr = pl_jr_open(s->dir, NULL, want_task, s, errp);
         if (!s->jr && errno != ENOENT)
-            return FAIL("%s", err.text);
+            return -1;
     }
     if (s->mode != MODE_FILES && s->jr) {
-        if (drain_journal(s) < 0)
+        if (drain_journal(s, errp) < 0)
             return -1;
         if (s->found)
             s->mode = MODE_JOURNAL;
     }
     if (final && flush_all(s) < 0)
-        return FAIL("cannot write: %s", strerror(errno));
-    if (fflush(stdout) == EOF)
-        return FAIL("cannot write: %s", strerror(errno));
+        return pl_errprintf(errp, "cannot write: %s", strerror(errno));
     return s->found ? 1 : 0;
 }
 
@@ -347,10 +375,10 @@ static long grep_lines(struct lbuf *b, const regex_t *rx, uint64_t array,
 }
 
 long pl_logsrc_grep(const char *dir, uint64_t array, struct pl_logelem *e,
-                    size_t n, const void *rx, bool use_err)
+                    size_t n, const void *rx, bool use_err,
+                    struct pl_error *errp)
 {
     struct gctx g = { e, n };
-    struct pl_error err;
     struct pl_jframe f;
     struct lbuf b = { 0 };
     uint64_t cur = 0;
@@ -360,13 +388,13 @@ long pl_logsrc_grep(const char *dir, uint64_t array, struct pl_logelem *e,
 
     qsort(e, n, sizeof(*e), elem_cmp);
     /* the journal first: one pass over it for all of them */
-    struct pl_jr *jr = pl_jr_open(dir, NULL, want_elem, &g, &err);
+    struct pl_jr *jr = pl_jr_open(dir, NULL, want_elem, &g, errp);
     if (!jr && errno != ENOENT)
-        return FAIL("%s", err.text);
+        return -1;
     /* N.B. lines are cut where a frame of another rank or task comes
      * (one per rank ends where it wrote a newline: agents read pipes by
      * the line-buffered writes of most programs) */
-    while (jr && (rc = pl_jr_next(jr, &f, &err)) == 1) {
+    while (jr && (rc = pl_jr_next(jr, &f, errp)) == 1) {
         if (f.stream != (use_err ? PL_J_STDERR : PL_J_STDOUT))
             continue;
         if (f.id != cur || f.rank != cur_rank) {
@@ -381,7 +409,7 @@ long pl_logsrc_grep(const char *dir, uint64_t array, struct pl_logelem *e,
                                false)) < 0) {
             pl_jr_close(jr);
             free(b.p);
-            return FAIL("out of memory");
+            return pl_errprintf(errp, "out of memory");
         }
         hits += k;
     }

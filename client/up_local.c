@@ -34,8 +34,8 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
         return -1;
     }
     if (pid == 0) {
-        char lost[32], start[32], mport[16], mint[32];
-        const char *argv[24 + 2 * 8];
+        char lost[32], start[32], mport[16], mint[32], pref[16];
+        const char *argv[26 + 2 * 8];
         int k = 0;
         argv[k++] = "pilotd";
         argv[k++] = "--dir";
@@ -52,6 +52,11 @@ pid_t pl_up_spawn(const char *pilotd, const char *dir,
             snprintf(start, sizeof(start), "%g", o->start_timeout);
             argv[k++] = "--start-timeout";
             argv[k++] = start;
+        }
+        if (o->prefetch >= 0) {
+            snprintf(pref, sizeof(pref), "%d", o->prefetch);
+            argv[k++] = "--prefetch";
+            argv[k++] = pref;
         }
         if (o->bind) {
             argv[k++] = "--bind";

@@ -33,6 +33,7 @@ struct pl_up_opts {
     const char *resume; /* pilot id to run again, or NULL */
     double lost_after;  /* 0: pilotd's default */
     double start_timeout; /* -1: pilotd's default; 0: none */
+    int prefetch;       /* pilotd --prefetch; -1: pilotd's default */
     bool no_agent;      /* --local --agents 0 */
     const char *bind;   /* pilotd --bind: an address or interface, or NULL */
     const char *pools[8]; /* pilotd --pool NAME:RPN[:GPR[:CPR]] (checked) */

@@ -5,25 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "client/output.h"
 #include "client/up_private.h"
-
-/* A path for an #SBATCH line: '%' doubled (Slurm's filename patterns,
- * sbatch(1) "filename pattern"), in double quotes if it has blanks. */
-static void sbatch_path(FILE *fp, const char *opt, const char *path,
-                        const char *suffix)
-{
-    bool quote = strpbrk(path, " \t") != NULL;
-
-    fprintf(fp, "#SBATCH %s=%s", opt, quote ? "\"" : "");
-    for (const char *p = path; *p; p++)
-        fputs(*p == '%' ? "%%" : (char[]){ *p, '\0' }, fp);
-    fprintf(fp, "%s%s\n", suffix, quote ? "\"" : "");
-}
+#include "proto/sbatch.h"
 
 #define MAX_PILOTD_RESTARTS 100 /* in one allocation */
 #define DRAIN_BEFORE 120        /* s: Slurm signals the drain this early */
@@ -35,16 +22,11 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     char pilotd[PATH_MAX + 16];
     char *qhome = NULL, *qpilotd = NULL, *qdir = NULL;
     FILE *fp;
-    mode_t old;
 
     snprintf(path, len, "%s/pilot.sbatch", dir);
     snprintf(pilotd, sizeof(pilotd), "%s/pilotd", bindir);
-    old = umask(077);
-    fp = fopen(path, "w");
-    umask(old);
-    if (!fp)
-        return pl_errprintf(errp, "cannot write %s: %s", path,
-                            strerror(errno));
+    if (!(fp = pl_sbatch_create(path, errp)))
+        return -1;
     if (!(qhome = pl_out_shquote(home)) || !(qpilotd = pl_out_shquote(pilotd))
         || !(qdir = pl_out_shquote(dir))) {
         errno = ENOMEM;
@@ -58,7 +40,7 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
      * and may place other jobs beside the pilot's tasks */
     fprintf(fp, "#SBATCH --exclusive\n");
     fprintf(fp, "#SBATCH --time=%s\n", o->time ? o->time : PL_UP_DEFAULT_TIME);
-    sbatch_path(fp, "--output", dir, "/logs/slurm-%j.out");
+    pl_sbatch_path(fp, "--output", dir, "/logs/slurm-%j.out");
     fprintf(fp, "#SBATCH --no-requeue\n");
     /* the drain: SIGTERM to this script, which passes it to pilotd */
     fprintf(fp, "#SBATCH --signal=B:TERM@%d\n", DRAIN_BEFORE);
@@ -81,12 +63,15 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     fprintf(fp, "trap 'drain=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" "
                 "2>/dev/null' TERM\n");
     fprintf(fp, "while :; do\n");
-    char opts[240 + 8 * 96 + 272] = "";
+    char opts[256 + 8 * 96 + 272] = "";
     if (o->lost_after > 0)
         snprintf(opts, sizeof(opts), " --lost-after %g", o->lost_after);
     if (o->start_timeout >= 0)
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --start-timeout %g", o->start_timeout);
+    if (o->prefetch >= 0)
+        snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+                 " --prefetch %d", o->prefetch);
     if (o->bind) /* a name or address without blanks or quotes (cmd_up.c) */
         snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
                  " --bind '%s'", o->bind);
@@ -136,16 +121,12 @@ int pl_up_script(const struct pl_up_opts *o, const char *id,
     free(qhome);
     free(qpilotd);
     free(qdir);
-    if (fclose(fp) == EOF)
-        return pl_errprintf(errp, "cannot write %s: %s", path,
-                            strerror(errno));
-    return 0;
+    return pl_sbatch_close(fp, path, false, errp);
 error:
     free(qhome);
     free(qpilotd);
     free(qdir);
-    fclose(fp);
-    return pl_errprintf(errp, "cannot write %s: %s", path, strerror(errno));
+    return pl_sbatch_close(fp, path, true, errp);
 }
 
 /* Append what is readable on 'fd' to buf (len bytes, kept terminated).

@@ -129,8 +129,10 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
     /* an MPI job dies with its launcher on rank 0's node */
     bool all = t->comm == PL_COMM_MPI && t->rank[0].node == l->n;
 
-    if (l->spare && !t->lost)
-        t->spared++; /* once an attempt, if it spans several such nodes */
+    /* once an attempt, if it spans several such nodes; a prefetched
+     * task that never started is not charged either */
+    if ((l->spare || (t->rank && t->rank[0].pref)) && !t->lost)
+        t->spared++;
     t->lost = true;
     for (uint32_t r = 0; r < t->ranks; r++) {
         if (!all && t->rank[r].node != l->n)
@@ -215,6 +217,7 @@ void pl_agents_exit(struct pl_daemon *d)
  * each of them, for each of 10 million queued tasks it was 10^10). */
 struct fit {
     struct pl_daemon *d;
+    bool grow;              /* it grows itself: what could never fit */
     bool known, fits;
     uint32_t ranks, cpr, gpr, nodes, rpn;
     bool excl;
@@ -231,7 +234,10 @@ static void too_big_cb(struct pl_dtask *t, void *arg)
     if (!f->known || f->ranks != t->ranks || f->cpr != t->cores_per_rank
         || f->gpr != t->gpus_per_rank || f->nodes != t->nodes_req
         || f->rpn != t->ranks_per_node || f->excl != t->exclusive) {
-        f->fits = pl_sched_fits(f->d->sched, t, f->why, sizeof(f->why));
+        f->fits = f->grow ? !pl_alloc_never_fits(f->d, t, f->why,
+                                                 sizeof(f->why))
+                          : pl_sched_fits(f->d->sched, t, f->why,
+                                          sizeof(f->why));
         f->known = true;
         f->ranks = t->ranks;
         f->cpr = t->cores_per_rank;
@@ -251,7 +257,7 @@ static void too_big_cb(struct pl_dtask *t, void *arg)
  * reconnected): the nodes up are what they were, nothing to check. */
 static void check_fit(struct pl_daemon *d, bool rejoin)
 {
-    struct fit f = { .d = d };
+    struct fit f = { .d = d, .grow = pl_alloc_may_grow(d) };
     size_t up = 0;
 
     /* N.B. a look at every live task: not at each of 1,000 registrations
@@ -261,9 +267,9 @@ static void check_fit(struct pl_daemon *d, bool rejoin)
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
-    /* a pilot that grows itself may yet fit them */
-    /* a pilot that grows itself may yet fit them */
-    if ((int)up >= d->cfg.expected_agents && !pl_alloc_may_grow(d))
+    /* a pilot that grows itself may yet fit them: only those no node
+     * like its own could ever run fail (pl_alloc_never_fits()) */
+    if ((int)up >= d->cfg.expected_agents)
         pl_sched_node_tasks(d->sched, NULL, too_big_cb, &f);
 }
 
@@ -324,6 +330,15 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
                                                                 : r0 + 1;
     switch (e->state) {
     case PL_ST_RUNNING:
+        /* a prefetched rank its agent started on cores an end freed (the
+         * end came first, in this message): it holds those now */
+        if (e->ncores && t->ranks == 1 && t->rank[0].state == PL_ST_ASSIGNED) {
+            if (pl_sched_pref_started(t, n, e->cores, e->ncores) < 0)
+                pl_log(LOG_WARNING, "agent %s: task %llu started on cores "
+                       "not all free here: %s", n->name,
+                       (unsigned long long)t->id, strerror(errno));
+            d->want_sched = true; /* room for another prefetch */
+        }
         for (uint32_t r = r0; r < r1; r++)
             pl_dtask_rank_running(d, t, r, c.time, &c);
         break;
@@ -344,6 +359,17 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
             else
                 snprintf(why, sizeof(why), "exit code %d", c.exit_code);
             c.reason = why;
+        }
+        /* a prefetched task its agent gave back unstarted (pilotd took
+         * it back: daemon/prefetch.c): it runs again, not charged */
+        if (e->lost && !t->pool && t->ranks == 1 && t->rank[0].pref
+            && e->state == PL_ST_CANCELED) {
+            if (!t->lost)
+                t->spared++;
+            t->lost = true;
+            c.reason = "prefetched: taken back before it started";
+            pl_dtask_rank_ended(d, t, 0, PL_ST_FAILED, &c);
+            break;
         }
         if (e->lost && t->pool && t->fn != PL_FN_POOL) {
             pl_dtask_rank_lost(d, t, r0, &c);
@@ -446,6 +472,13 @@ static void gone_cb(struct pl_dtask *t, void *arg)
             || pl_register_runs(g->reg, t->id, t->attempt, r)
             || pl_register_ended(g->reg, t->id, t->attempt, r))
             continue;
+        /* a prefetched rank: the same agent holds it still (it drops
+         * them only with an event, or for another pilotd); a new agent
+         * never started it, so it is not charged to --retries */
+        if (k->pref && g->last_run != UINT64_MAX)
+            continue;
+        if (k->pref && !t->lost)
+            t->spared++;
         t->lost = true;
         bool all = t->comm == PL_COMM_MPI && r == 0;
         for (uint32_t q = all ? 0 : r; q < (all ? t->ranks : r + 1); q++)
@@ -562,6 +595,23 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
     /* what ended while no pilotd could store it */
     for (uint32_t i = 0; i < reg.nended; i++)
         agent_event(d, n, &reg.ended[i]);
+    /* prefetched tasks it started on the cores of those ends, whose
+     * 'running' may not have reached us (or a pilotd before us) */
+    for (uint32_t i = 0; i < reg.nrunning; i++) {
+        const struct pl_held *h = &reg.running[i];
+        struct pl_dtask *t = h->ncores ? pl_sched_task_get(d->sched, h->id)
+                                       : NULL;
+        if (!t || !t->rank || t->ranks != 1 || t->attempt != h->attempt
+            || t->rank[0].node != n || t->rank[0].ncores
+            || pl_state_final(t->rank[0].state))
+            continue;
+        if (pl_sched_pref_started(t, n, h->cores, h->ncores) < 0)
+            pl_log(LOG_WARNING, "agent %s: task %llu runs on cores not all "
+                   "free here: %s", n->name, (unsigned long long)t->id,
+                   strerror(errno));
+        pl_dtask_rank_running(d, t, 0, pl_now(), NULL);
+        d->want_sched = true;
+    }
     /* WELCOME answers register 'seq': the agent then forgets the ends
      * that register carried, so it leaves only once they are committed */
     struct pl_out *o = pl_out_agent(d, n);

@@ -24,6 +24,7 @@
 #include "daemon/daemon_private.h"
 #include "daemon/slurmjob.h"
 #include "proto/log.h"
+#include "proto/sbatch.h"
 #include "proto/strv.h"
 
 const char *const alloc_state_names[] = { "?", "pending", "running",
@@ -206,6 +207,13 @@ static void leave_node(struct pl_alloc *a, struct pl_node *n)
     pl_agents_leave(a->d, n, why);
 }
 
+/* What starts on 'n' must have ended when 'a' drains (place.c: a task
+ * whose --timeout is longer goes elsewhere, or waits). */
+static void set_ends(struct pl_alloc *a, struct pl_node *n)
+{
+    n->ends = a->end_time > 0 ? a->end_time - a->drain : 0;
+}
+
 static void drain(struct pl_alloc *a, const char *why)
 {
     alloc_set_state(a, A_DRAINING, why);
@@ -266,17 +274,13 @@ static int write_script(struct pl_alloc *a, char *path, size_t len,
     struct pl_daemon *d = a->d;
     const char *gpn = getenv("SLURM_GPUS_ON_NODE");
     int gpus = gpn ? atoi(gpn) : 0;
-    mode_t old;
+    char suffix[64];
     FILE *fp;
 
     snprintf(path, len, "%s/alloc-%llu.sbatch", d->dir,
              (unsigned long long)a->id);
-    old = umask(077);
-    fp = fopen(path, "w");
-    umask(old);
-    if (!fp)
-        return pl_errprintf(errp, "cannot write %s: %s", path,
-                            strerror(errno));
+    if (!(fp = pl_sbatch_create(path, errp)))
+        return -1;
     fprintf(fp, "#!/bin/bash\n");
     fprintf(fp, "#SBATCH --job-name=pilot-%s-a%llu\n", d->id,
             (unsigned long long)a->id);
@@ -291,11 +295,9 @@ static int write_script(struct pl_alloc *a, char *path, size_t len,
     /* its nodes are like the pilot's own: the same GPUs */
     if (gpus > 0)
         fprintf(fp, "#SBATCH --gres=gpu:%d\n", gpus);
-    /* the output path: Slurm's '%' patterns doubled, quoted */
-    fprintf(fp, "#SBATCH --output=\"");
-    for (const char *p = d->dir; *p; p++)
-        fputs(*p == '%' ? "%%" : (char[]){ *p, '\0' }, fp);
-    fprintf(fp, "/logs/alloc-%llu-%%j.out\"\n", (unsigned long long)a->id);
+    snprintf(suffix, sizeof(suffix), "/logs/alloc-%llu-%%j.out",
+             (unsigned long long)a->id);
+    pl_sbatch_path(fp, "--output", d->dir, suffix);
     fprintf(fp, "# written by pilotd for allocation %llu of pilot %s\n",
             (unsigned long long)a->id, d->id);
     /* the agents tell pilotd the job's end: Slurm 22.05 has no variable
@@ -321,10 +323,7 @@ static int write_script(struct pl_alloc *a, char *path, size_t len,
     fprintf(fp, " --keys ");
     shq(fp, d->keydir);
     fprintf(fp, " --orphan-timeout 600\n");
-    if (fclose(fp) == EOF)
-        return pl_errprintf(errp, "cannot write %s: %s", path,
-                            strerror(errno));
-    return 0;
+    return pl_sbatch_close(fp, path, false, errp);
 }
 
 /* The last line of sbatch's output (its error), into 'buf'. */
@@ -463,6 +462,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
     if (!s || d->cfg.local || !reg->job || (long)reg->job == d->cfg.job) {
         /* one of the pilot's own nodes: a cordon of an allocation it
          * once was in goes */
+        n->ends = 0; /* the pilot's walltime is the scheduler's */
         if (s && n->cordon && !strncmp(n->cordon, CORDON_PREFIX,
                                        strlen(CORDON_PREFIX))) {
             free(n->cordon);
@@ -485,6 +485,7 @@ void pl_alloc_joined(struct pl_daemon *d, struct pl_node *n,
                (unsigned long long)a->id);
     if (reg->job_end > 0)
         a->end_time = reg->job_end;
+    set_ends(a, n);
     a->joined = true;
     if (!a->started)
         a->started = pl_now();
@@ -530,6 +531,7 @@ static void poll_job(struct pl_alloc *a)
     }
     if (end > 0 && st != PL_SJ_PENDING && (double)end != a->end_time) {
         a->end_time = (double)end;
+        each_node(a, set_ends);
         alloc_store(a);
     }
     if (st == PL_SJ_ENDED) {
@@ -596,6 +598,16 @@ struct scan {
     struct pl_allocs *s;
 };
 
+/* The size of 't' (of 'n' tasks alike). */
+static struct pl_alloc_want want_of(const struct pl_dtask *t, uint64_t n)
+{
+    return (struct pl_alloc_want){
+        .ranks = t->ranks, .cores = t->cores_per_rank,
+        .gpus = t->gpus_per_rank, .nodes_req = t->nodes_req,
+        .rpn = t->ranks_per_node, .exclusive = t->exclusive, .count = n,
+    };
+}
+
 static void scan_cb(const struct pl_dtask *t, uint64_t n, void *arg)
 {
     struct pl_allocs *s = arg;
@@ -604,11 +616,39 @@ static void scan_cb(const struct pl_dtask *t, uint64_t n, void *arg)
         return;
     if (pl_grow(&s->want, &s->capwant, s->nwant, 1, sizeof(*s->want)) < 0)
         return;
-    s->want[s->nwant++] = (struct pl_alloc_want){
-        .ranks = t->ranks, .cores = t->cores_per_rank,
-        .gpus = t->gpus_per_rank, .nodes_req = t->nodes_req,
-        .rpn = t->ranks_per_node, .exclusive = t->exclusive, .count = n,
-    };
+    s->want[s->nwant++] = want_of(t, n);
+}
+
+bool pl_alloc_never_fits(const struct pl_daemon *d, const struct pl_dtask *t,
+                         char *why, size_t len)
+{
+    struct pl_alloc_want w = want_of(t, 1);
+    uint32_t cores, gpus, k;
+
+    pl_sched_max(d->sched, &cores, &gpus);
+    if (!pl_alloc_may_grow(d) || cores == 0)
+        return false; /* no node yet: what one is like is not known */
+    /* nodes like the pilot's: the largest it has (pl_alloc_size()) */
+    if ((k = pl_alloc_task_nodes(&w, cores, gpus)) == 0) {
+        char fit[160];
+        if (pl_sched_fits(d->sched, t, fit, sizeof(fit)))
+            snprintf(fit, sizeof(fit), "no node of %u cores and %u GPUs "
+                     "takes its ranks", cores, gpus);
+        snprintf(why, len, "%s (nodes that join are alike: growing does not "
+                 "help)", fit);
+        return true;
+    }
+    uint64_t most = (uint64_t)(d->cfg.expected_agents > 0
+                                   ? d->cfg.expected_agents : 0)
+                    + d->allocs->conf.max;
+    if (k > most) {
+        snprintf(why, len, "task needs %u nodes but this pilot grows to %llu "
+                 "at most (its own %d, --grow max=%u)", k,
+                 (unsigned long long)most, d->cfg.expected_agents,
+                 d->allocs->conf.max);
+        return true;
+    }
+    return false;
 }
 
 /* pilot up --grow: ask for more while queued work waits. */

@@ -427,6 +427,7 @@ struct pl_daemon *pl_daemon_new(uv_loop_t *loop,
         pl_errprintf(errp, "out of memory");
         goto error;
     }
+    pl_sched_set_prefetch(d->sched, d->cfg.prefetch);
     if (pl_recover_load(d, errp) < 0 || pl_alloc_boot(d, errp) < 0
         || pl_vet_boot(d, errp) < 0
         || pl_poolctl_boot(d, errp) < 0

@@ -22,6 +22,9 @@ struct pl_daemon_config {
     double start_timeout;    /* s a task may stay assigned, sent to its
                                 agent and not started, before it is
                                 queued again; 0: no bound */
+    uint32_t prefetch;       /* tasks an agent may hold beyond its free
+                                cores (--prefetch, daemon/prefetch.c);
+                                0: none */
     double drain_before;     /* s before the job's end when Slurm signals
                                 the drain: no task whose timeout goes
                                 past it starts */

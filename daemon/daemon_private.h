@@ -636,6 +636,12 @@ uint64_t pl_alloc_of_node(const struct pl_daemon *d, const char *name);
 /* Whether the pilot grows itself (pilot up --grow): a task too large for
  * its nodes waits rather than fails. */
 bool pl_alloc_may_grow(const struct pl_daemon *d);
+/* With --grow: whether 't' could never run however the pilot grows (no
+ * node like its own takes a rank of it, or it needs more such nodes
+ * than its own and --grow max together), with the reason in 'why'.
+ * False when the pilot does not grow itself or has no node yet. */
+bool pl_alloc_never_fits(const struct pl_daemon *d, const struct pl_dtask *t,
+                         char *why, size_t len);
 /* Every second: the jobs' states, drains, idle releases, auto-grow. */
 void pl_alloc_tick(struct pl_daemon *d);
 /* Status's "allocs" array (new reference). */

@@ -29,12 +29,45 @@ static void place_cb(struct pl_dtask *t, void *arg)
         p->t[p->n++] = t;
 }
 
+/* A prefetched task bound to free cores: its RUN goes again with them
+ * (the agent starts it there, unless an end started it already). */
+static void bound_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+
+    if (t->rank[0].state != PL_ST_ASSIGNED)
+        return;
+    t->rank[0].run_seq = RUN_UNSENT;
+    if (pl_dispatch_unsent(d, t) < 0)
+        pl_log(LOG_ERR, "task %llu: its run with cores: out of memory",
+               (unsigned long long)t->id);
+}
+
+/* Take back a prefetched task its agent has not started (a cordon, a
+ * reservation, a task of a higher priority): a KILL of queued entries
+ * only, once its RUN has left; its agent answers 'canceled' with 'lost'
+ * and the task is queued again, or its 'running' comes and it runs. */
+static bool recall_cb(struct pl_dtask *t, void *arg)
+{
+    struct pl_daemon *d = arg;
+    struct pl_rank *k = &t->rank[0];
+
+    if (k->state != PL_ST_ASSIGNED || k->run_seq == RUN_UNSENT)
+        return false;
+    struct pl_kill kill = { .id = t->id, .attempt = t->attempt, .one = true,
+                            .rank = 0, .grace = 0, .queued_only = true };
+    pl_orders_kill(d, k->node, &kill);
+    return true;
+}
+
 void pl_dispatch_schedule(struct pl_daemon *d)
 {
     struct placed p = { 0 };
 
     d->want_sched = false;
+    pl_sched_pref_bind(d->sched, bound_cb, d);
     pl_sched_run(d->sched, place_cb, &p);
+    pl_sched_pref_recall(d->sched, recall_cb, d);
     pl_poolctl_schedule(d, place_cb, &p);
     /* N.B. out of memory, as in place_cb */
     (void)pl_grow(&d->unsent, &d->capunsent, d->nunsent, p.n,
@@ -193,6 +226,8 @@ static void pack_rank(struct pl_daemon *d, struct pl_wbuf *w,
         .cores = cores, .ncores = k->ncores, .gpus = gpus,
         .ngpus = k->ngpus, .out = out, .err = err, .timeout = t->timeout,
         .output_limit = t->output_limit,
+        /* placed beyond the node's free cores: its agent chooses them */
+        .prefetch = k->pref ? t->cores_per_rank : 0,
     };
     if (t->array_id) {
         /* an array element: its index and array, after the spec's env */

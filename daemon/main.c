@@ -45,6 +45,9 @@ static void usage(FILE *fp)
         "  --start-timeout S  a task sent to its agent and not started after\n"
         "                     S seconds is stopped there and queued again\n"
         "                     (60; 0: never)\n"
+        "  --prefetch N       each agent holds up to N one-rank tasks of\n"
+        "                     cores only beyond its free cores, started as\n"
+        "                     soon as a task ends there (4; 0: none)\n"
         "  --drain-before S   the batch script's --signal=B:TERM@S: start no\n"
         "                     task whose --timeout ends later than S seconds\n"
         "                     before the job's end (120)\n"
@@ -98,6 +101,7 @@ int main(int argc, char **argv)
         { "lost-after", required_argument, NULL, 'L' },
         { "start-timeout", required_argument, NULL, 'S' },
         { "drain-before", required_argument, NULL, 'D' },
+        { "prefetch", required_argument, NULL, 'p' },
         { "log-level", required_argument, NULL, 'v' },
         { "foreground-log", no_argument, NULL, 'f' },
         { "bind", required_argument, NULL, 'B' },
@@ -113,7 +117,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct pl_daemon_config cfg = { .heartbeat = 2, .lost_after = 30,
-                                    .start_timeout = 60,
+                                    .start_timeout = 60, .prefetch = 4,
                                     .drain_before = 120 };
     char dir[PL_PATH_MAX] = "", home[PL_PATH_MAX], id[PL_ID_MAX];
     char exe[PL_PATH_MAX], addr[64], logpath[PL_PATH_MAX + 32];
@@ -143,6 +147,15 @@ int main(int argc, char **argv)
                                     ? parse_secs(optarg, "--start-timeout")
                                     : 0;
             break;
+        case 'p': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || v > 1024 || optarg[0] == '-')
+                pl_fatal(2, "--prefetch: want 0..1024, not '%s'", optarg);
+            cfg.prefetch = (uint32_t)v;
+            break;
+        }
         case 'D':
             cfg.drain_before = parse_secs(optarg, "--drain-before");
             break;

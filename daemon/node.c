@@ -28,6 +28,7 @@ struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
     n->free_cores = ncpu;
     n->free_gpus = n->ngpus;
     n->state = PL_NODE_UP;
+    TAILQ_INIT(&n->pref);
     return n;
 error:
     pl_node_free(n);

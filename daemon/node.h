@@ -5,6 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
+
+struct pl_dtask;
 
 enum pl_node_state {
     PL_NODE_UP = 1,
@@ -29,6 +32,17 @@ struct pl_node {
     uint32_t free_cores, free_gpus;
     uint32_t gpu_next;      /* where the next GPU search starts */
     uint32_t running;       /* tasks placed here and not yet ended */
+    /* tasks placed here beyond its free cores (pilotd --prefetch): the
+     * agent holds them and starts each on the cores an end frees; they
+     * hold no cores here until their 'running' says which, or until a
+     * pass binds the first to cores found free (daemon/place.c).  In the
+     * order they were placed, as the agent holds them. */
+    TAILQ_HEAD(pl_prefq, pl_dtask) pref;
+    uint32_t npref;
+    int32_t pref_lo;        /* no held task has a lower priority (kept
+                               since the list was last empty) */
+    bool pref_inv;          /* a task was held after one of a lower
+                               priority (the same) */
     uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
     char *cordon;           /* NULL, or why nothing new is placed here (a
                                failed vetting, 'pilot cordon'); owned.  What
@@ -46,6 +60,10 @@ struct pl_node {
                                too old (set by sched.c) */
     double vet_sig[8];      /* when ranks here last ended by a signal */
     uint32_t vet_nsig;
+    double ends;            /* pl_now() by which what starts here must have
+                               ended: a grown allocation's drain (alloc.c);
+                               0: none of its own (the pilot's walltime is
+                               pl_sched_set_time_left()'s) */
     /* the scheduler's placement index (daemon/placeidx.h), NULL until
      * the node is added: its leaf follows free_cores, free_gpus, state
      * and cordon, so whoever changes state or cordon calls

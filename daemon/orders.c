@@ -235,6 +235,11 @@ void pl_orders_tick(struct pl_daemon *d)
         if (!t || t->attempt != p.attempt || t->state != PL_ST_ASSIGNED
             || !t->rank)
             continue;
+        /* prefetched: it waits for an end on its node, not for its RUN;
+         * the bound runs from when a pass gives it cores, or takes it
+         * back (its agent's answer may be lost with the RUN) */
+        if (t->rank[0].pref && !t->rank[0].recalled)
+            p.at = now;
         if (d->cfg.start_timeout > 0 && now - p.at > d->cfg.start_timeout
             && !d->stopping && !t->orphans) {
             not_started(d, t);

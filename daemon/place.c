@@ -69,6 +69,14 @@ static bool unvetted(const struct pl_dtask *t, const struct pl_node *n)
                 && pl_now() - n->vet_ok_time <= t->vetted * 60.0);
 }
 
+/* Whether 'n' leaves before 't' could end: a task whose --timeout
+ * outlasts the node's allocation does not start there (docs/grow.md).
+ * N.B. the clock only for those. */
+static bool ends_first(const struct pl_dtask *t, const struct pl_node *n)
+{
+    return n->ends > 0 && t->timeout > 0 && pl_now() + t->timeout > n->ends;
+}
+
 /* How many ranks of 't' node 'n' can take: now (its free cores and GPUs),
  * or 'idle' (all of them). */
 static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
@@ -85,6 +93,8 @@ static uint32_t capacity(const struct pl_dtask *t, const struct pl_node *n,
     if (n->cordon && !idle)
         return 0;
     if (!idle && unvetted(t, n))
+        return 0;
+    if (!idle && ends_first(t, n))
         return 0;
     if (t->exclusive && !idle
         && (n->free_cores != n->ncores || n->free_gpus != n->ngpus))
@@ -341,6 +351,12 @@ void sched_reserve(struct pl_sched *s, const struct pl_dtask *t)
             best = k;
     s->rr = best;
     if (sched_plan(s, t, false, true, pick, &np) == 0) {
+        /* nodes it could not start on would be held back for nothing */
+        for (size_t i = 0; i < np; i++)
+            if (ends_first(t, s->nodes[pick[i].k])) {
+                s->rr = saved;
+                return;
+            }
         s->resv = t->id;
         for (size_t i = 0; i < np; i++) {
             s->resv_node[pick[i].k] = true;

@@ -395,6 +395,8 @@ static void rank_release(struct pl_dtask *t, uint32_t r)
 {
     struct pl_rank *k = &t->rank[r];
 
+    if (k->pref)
+        sched_pref_drop(t, r); /* it held no cores */
     if (k->node && t->pool && t->fn != PL_FN_POOL) {
         /* a pool task's rank holds a worker, no cores */
         pl_pool_rank_release(t->pool, t, r);
@@ -584,9 +586,13 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
             /* a node up, not reserved, with a free core (the index
              * counts them) */
             bool any = pl_placeidx_nfree(s->idx) > 0;
-            if (!any && !s->resv)
-                goto full; /* no node can take anything */
-            if (!any && t->id != s->resv) {
+            /* no node can take anything: only what the agents may hold
+             * beyond their free cores (daemon/prefetch.c), in queue
+             * order: the pass stops at the first task that may not */
+            bool pref = !any && !s->resv;
+            if (pref && !s->prefetch)
+                goto full;
+            if (!any && s->resv && t->id != s->resv) {
                 skipped++; /* only the reserved task may start now */
                 continue;
             }
@@ -627,8 +633,12 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
                 skipped++;
                 continue;
             }
-            if (sched_plan(s, t, s->resv && t->id != s->resv, false, pick,
-                           &np) < 0
+            if (pref) {
+                if (sched_pref_place(s, t) < 0)
+                    goto full;
+            }
+            else if (sched_plan(s, t, s->resv && t->id != s->resv, false,
+                                pick, &np) < 0
                 || sched_take(s, t, pick, np) < 0) {
                 if (after)
                     next = TAILQ_NEXT(after, qent);
@@ -638,7 +648,7 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg)
                 skipped++;
                 continue;
             }
-            if (t->ranks == 1 && !t->nodes_req)
+            if (t->ranks == 1 && !t->nodes_req && !pref)
                 s->rr = (pick[0].k + 1) % s->nnodes;
             if (t->id == s->resv)
                 sched_resv_drop(s);

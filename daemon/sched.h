@@ -37,6 +37,10 @@ struct pl_rank {
     int state;                 /* assigned, running, or a final state
                                   (daemon/task.c writes it) */
     uint64_t run_seq;          /* the RUN that carried it to its agent */
+    bool pref;                 /* placed as a prefetch (node->pref): no
+                                  cores held yet (ncores 0) */
+    bool recalled;             /* ... and taken back: its KILL (queued
+                                  only) is on its way */
     uint32_t slot;             /* a pool task's: its worker's world rank */
     struct pl_usage use;       /* what its end event measured (task.c);
                                   zeroed: nothing */
@@ -96,6 +100,8 @@ struct pl_dtask {
     uint8_t nrefs;             /* a Python call's refs: their results go
                                   in its RUN entry (<= PL_SPEC_MAX_REFS) */
     TAILQ_ENTRY(pl_dtask) qent; /* in the queue while queued */
+    TAILQ_ENTRY(pl_dtask) prefent; /* in its node's 'pref' while rank 0
+                                  is a prefetch */
     uint32_t ndeps;            /* waiting: dependencies not ended yet */
     uint64_t *deps;            /* owned: the live tasks it waits for (as
                                   submitted; 'ndeps' of them still run) */
@@ -253,5 +259,36 @@ size_t pl_sched_ahead(const struct pl_sched *s, const struct pl_dtask *t);
  * number placed. */
 typedef void (*pl_sched_place_f)(struct pl_dtask *t, void *arg);
 size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg);
+
+/* Prefetch (pilotd --prefetch N): once no node has a free core, a pass
+ * places up to N one-rank tasks of cores only (no GPUs, comm, pool,
+ * Python call, exclusive or --vetted) on each node that is up, not
+ * cordoned and not reserved, beyond its free cores; their rank has
+ * 'pref' set and holds no cores, and its agent starts it on the cores
+ * an end frees.  0 (the default): none. */
+void pl_sched_set_prefetch(struct pl_sched *s, uint32_t n);
+/* Its agent started prefetched (or bound) rank 0 of 't' on node 'n' on
+ * the CPU ids 'cpu' (its 'running' says so): it holds those cores now,
+ * and no others.  0, or -1 (ENOMEM; EBUSY: some of them were held by
+ * another task, the rest are taken). */
+int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
+                          const uint64_t *cpu, uint32_t ncpu);
+/* Bind prefetched tasks to cores found free: on each node with both,
+ * the first of its prefetched tasks takes free cores as any placement
+ * does, and 'bound' is called for it (its RUN is to go again, now with
+ * cores: its agent starts it there unless an end started it first).
+ * Returns the number bound. */
+size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
+                          void *arg);
+/* Prefetched tasks to take back from their agents (not started yet, as
+ * far as pilotd knows): those on a node cordoned or reserved for another
+ * task, those of a lower priority than a queued task or one held after
+ * them, and, while nodes that hold none have free cores after the pass,
+ * as many as those cores take (the last held first).  'recall' is
+ * called for each not yet recalled, and says whether it sent the KILL
+ * (then the rank is marked 'recalled').  Returns how many. */
+typedef bool (*pl_sched_recall_f)(struct pl_dtask *t, void *arg);
+size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
+                            void *arg);
 
 #endif /* !PL_DAEMON_SCHED_H */

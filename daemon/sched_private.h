@@ -46,6 +46,8 @@ struct pl_sched {
     pl_sched_fill_f fill;  /* fills an element of a run of the database */
     void *fill_arg;
     void (*fill_free)(void *arg);
+    uint32_t prefetch;     /* tasks a node may hold beyond its free
+                              cores (pl_sched_set_prefetch()) */
 };
 
 /* A placement: 'c' ranks on node 'k'. */
@@ -69,6 +71,13 @@ void sched_reserve(struct pl_sched *s, const struct pl_dtask *t);
 
 /* place.c: no reservation any more */
 void sched_resv_drop(struct pl_sched *s);
+
+/* place.c: place 't' as a prefetch on a node with a prefetch slot left
+ * (pl_sched_set_prefetch()); 0, or -1 when it may not be or no node
+ * has room. */
+int sched_pref_place(struct pl_sched *s, struct pl_dtask *t);
+/* place.c: rank 'r' of 't' (a prefetch) leaves its node's list */
+void sched_pref_drop(struct pl_dtask *t, uint32_t r);
 
 /* sched.c: give back every rank's cores and forget the placement */
 void sched_release(struct pl_dtask *t);

@@ -125,12 +125,15 @@ static int spec_parse(struct pl_daemon *d, const msgpack_object *o,
             return pl_errprintf(errp, "%s", why);
         }
     }
-    /* a pilot that grows itself (--grow) may fit it later */
-    else if (pl_sched_nnodes(d->sched) > 0 && !pl_alloc_may_grow(d)) {
+    else if (pl_sched_nnodes(d->sched) > 0) {
         struct pl_dtask t = { 0 };
-        char why[160];
+        char why[200];
         pl_dtask_shape(&t, s);
-        if (!pl_sched_fits(d->sched, &t, why, sizeof(why))) {
+        /* a pilot that grows itself (--grow) may fit it later, unless no
+         * node like its own ever could */
+        if (pl_alloc_may_grow(d)
+                ? pl_alloc_never_fits(d, &t, why, sizeof(why))
+                : !pl_sched_fits(d->sched, &t, why, sizeof(why))) {
             pl_spec_clear(s);
             errno = EINVAL;
             return pl_errprintf(errp, "%s", why);

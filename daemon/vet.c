@@ -186,6 +186,7 @@ static void judge(struct pl_daemon *d, struct pl_node *n, json_t *res)
         if (!n->cordon || n->vet_cordon) {
             set_cordon(n, why, true);
             pl_log(LOG_WARNING, "node %s cordoned: %s", n->name, why);
+            d->want_sched = true; /* the pass takes back what it holds */
         }
     }
     store(d, n);
@@ -563,6 +564,7 @@ void pl_cordon_req(struct pl_daemon *d, const struct pl_req *r,
     else {
         set_cordon(n, q.reason ? q.reason : "pilot cordon", false);
         pl_log(LOG_NOTICE, "node %s cordoned: %s", n->name, n->cordon);
+        d->want_sched = true; /* the pass takes back what it holds */
     }
     store(d, n);
     pl_out_json(d, r, json_pack("{s:s, s:o, s:o}", "node", n->name,

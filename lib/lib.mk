@@ -3,7 +3,7 @@
 #
 # The library is lib/*.c over the client modules that find a pilot and
 # speak to it (the CLI's own: conn, conn_ops, pilot, spec, spec_set,
-# submit, parse, slurm, sub) and libpl; every object is built -fPIC (Makefile), so the same objects
+# submit, parse, slurm, sub, logsrc) and libpl; every object is built -fPIC (Makefile), so the same objects
 # go into the programs and the library.  Only pilot_* is exported
 # (lib/libpilot.map), and nothing in it prints or exits (the code that
 # would, pl_fatal() and the log, is left out by --gc-sections): the link
@@ -17,7 +17,7 @@ LIBPILOT_OBJ    := $(call obj,$(wildcard lib/*.c) client/conn.c \
                      client/pilot.c client/spec.c client/spec_py.c \
                      client/spec_out.c client/spec_set.c \
                      client/submit.c client/parse.c client/slurm.c \
-                     client/sub.c)
+                     client/sub.c client/logsrc.c)
 LIBPILOT_LIBS   := $(shell pkg-config --libs libzmq libuv sqlite3 msgpack \
                      jansson 2>/dev/null) -lslurm -lpthread -lm
 # a program of ours that links the library as others do: -lpilot, found

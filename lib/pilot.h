@@ -44,6 +44,7 @@ extern "C" {
 
 #define PILOT_STDOUT 1
 #define PILOT_STDERR 2
+#define PILOT_LOGS_LABEL 1
 
 /* A connection to one pilot: opaque. */
 struct pilot;
@@ -260,6 +261,47 @@ uint64_t pilot_watch_pending(const struct pilot_watch *w);
  * drops it in pilotd; 0 leaves it there for a resume (its ends are kept
  * for it) until it expires, 10 minutes later.  Preserves errno. */
 void pilot_watch_close(struct pilot_watch *w, int unwatch);
+
+/* A reader of a task's output, as 'pilot logs' reads it: the task's
+ * files in the pilot directory, or, when it has none, the frames of it
+ * in the nodes' journals (--output journal).  No request is sent.
+ * Opaque; one thread at a time. */
+struct pilot_logs;
+
+/* Read stream 'stream' (PILOT_STDOUT or PILOT_STDERR) of attempt
+ * 'attempt' (0: the last, show's "attempts", or 1 before it ran) of
+ * the task 'task_json' describes: its object as "show" or "list"
+ * gives it (its "id", "ranks", "comm", "fn", "pool" and "attempts"
+ * are read).  'rank' >= 0: that rank's output alone, as it wrote it;
+ * -1: every rank's, merged by whole lines (rank 0's, then rank 1's,
+ * ... from files; in the order written on each node from a journal).
+ * flags: PILOT_LOGS_LABEL puts "R: " before each line.  Returns the
+ * reader (pilot_logs_close()), or NULL: EINVAL (bad JSON, no id, a
+ * bad stream, a rank the task does not have), ENOMEM. */
+struct pilot_logs *pilot_logs_open(const struct pilot *p,
+                                   const char *task_json, unsigned attempt,
+                                   int stream, long rank, int flags,
+                                   struct pilot_error *err);
+
+/* What was written since the last call: *data (pilot_free(); NULL when
+ * nothing came) holding *len bytes.  'final' != 0 when the task has
+ * ended: what is left of a rank's last line comes too, with a newline
+ * when the ranks are merged.  Returns 1 when the task has output (a
+ * file, or frames in a journal), 0 when it has none yet, -1 with err
+ * (a file or journal that cannot be read). */
+int pilot_logs_read(struct pilot_logs *l, int final, char **data,
+                    size_t *len, struct pilot_error *err);
+
+/* Where the output is, as a JSON array of paths (pilot_free()): the
+ * journal segments (DIR/journal/NODE/SEQ.pj) its frames were read from
+ * so far, once pilot_logs_read() found it in the journals; else its
+ * files (each rank's for a task whose ranks write apart), which may
+ * not exist yet.  0, or -1 (ENOMEM). */
+int pilot_logs_paths(const struct pilot_logs *l, char **paths_json,
+                     struct pilot_error *err);
+
+/* Close the reader and free 'l'; NULL is ignored. */
+void pilot_logs_close(struct pilot_logs *l);
 /* cdef: end */
 
 #ifdef __cplusplus

@@ -145,6 +145,8 @@ void pl_event_encode(struct pl_wbuf *w, const struct pl_event *e)
         pl_wm_str(&m, "error", e->error);
     if (e->lost)
         pl_wm_bool(&m, "lost", true);
+    if (e->ncores)
+        pl_wm_uintv(&m, "cores", e->cores, e->ncores);
     if (e->result_status != PL_PYR_NONE) {
         pl_wm_str(&m, "result_status", pl_pyr_name(e->result_status));
         pl_wm_uint(&m, "result_size", (uint64_t)e->result_size);
@@ -205,6 +207,7 @@ void pl_event_clear(struct pl_event *e)
     int saved = errno;
 
     free(e->error);
+    free(e->cores);
     free(e->result);
     free(e->result_file);
     free(e->result_repr);
@@ -235,6 +238,8 @@ int pl_event_decode(const msgpack_object *o, struct pl_event *e,
         || usage_decode(o, &e->use, errp) < 0
         || pl_mp_str(o, "error", false, 1024, &e->error, errp) < 0
         || pl_mp_bool(o, "lost", false, &e->lost, errp) < 0
+        || pl_mp_uintv(o, "cores", false, PL_SPEC_MAX_CPR, PL_RUN_MAX_CPU - 1,
+                       &e->cores, &e->ncores, errp) < 0
         || result_decode(o, e, errp) < 0)
         goto error;
     if ((e->state = pl_state_parse(state)) < 0) {
@@ -303,6 +308,9 @@ void pl_register_encode(struct pl_wbuf *w, uint64_t seq,
         pl_wm_uint(&m, "id", r->running[i].id);
         pl_wm_uint(&m, "attempt", r->running[i].attempt);
         pl_wm_uint(&m, "rank", r->running[i].rank);
+        if (r->running[i].ncores)
+            pl_wm_uintv(&m, "cores", r->running[i].cores,
+                        r->running[i].ncores);
     }
     /* what ended while pilotd could not commit it (a restarted pilotd) */
     pk = pl_wm_key(b, "ended");
@@ -318,6 +326,8 @@ void pl_register_clear(struct pl_register *r)
     free(r->node);
     free(r->cpu);
     pl_strv_free(r->gpus);
+    for (uint32_t i = 0; i < r->nrunning; i++)
+        free(r->running[i].cores);
     free(r->running);
     for (uint32_t i = 0; i < r->nended; i++)
         pl_event_clear(&r->ended[i]);
@@ -393,7 +403,10 @@ static int running_decode(const msgpack_object *body, struct pl_register *r,
                    < 0
             || pl_mp_uint(e, "rank", false, UINT32_MAX, &h->rank, errp) < 0)
             return -1;
-        r->nrunning++;
+        r->nrunning++; /* from here on 'cores' is freed with it */
+        if (pl_mp_uintv(e, "cores", false, PL_SPEC_MAX_CPR,
+                        PL_RUN_MAX_CPU - 1, &h->cores, &h->ncores, errp) < 0)
+            return -1;
     }
     return 0;
 }
@@ -583,6 +596,8 @@ void pl_kill_encode(struct pl_wbuf *w, uint64_t seq, const struct pl_kill *k)
     if (k->one)
         pl_wm_uint(&w->body, "rank", k->rank);
     pl_wm_double(&w->body, "grace", k->grace);
+    if (k->queued_only)
+        pl_wm_bool(&w->body, "queued_only", true);
 }
 
 int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
@@ -596,7 +611,8 @@ int pl_kill_decode(const msgpack_object *body, struct pl_kill *k,
                < 0
         || (one = pl_mp_uint(body, "rank", false, UINT32_MAX, &k->rank,
                              errp)) < 0
-        || pl_mp_double(body, "grace", true, &k->grace, errp) < 0)
+        || pl_mp_double(body, "grace", true, &k->grace, errp) < 0
+        || pl_mp_bool(body, "queued_only", false, &k->queued_only, errp) < 0)
         return -1;
     if (!isfinite(k->grace) || k->grace < 0 || k->grace > PL_KILL_GRACE_MAX)
         return bad(errp, "kill: grace out of range");

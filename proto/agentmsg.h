@@ -39,6 +39,11 @@ bool pl_gpu_id_ok(const char *s);
 /* One rank an agent runs: task, attempt, rank. */
 struct pl_held {
     uint64_t id, attempt, rank;
+    uint64_t *cores;    /* a prefetched rank's CPU ids (protocol 13: its
+                           'running' may not have reached pilotd); owned
+                           when decoded, borrowed when encoded; NULL:
+                           none said */
+    uint32_t ncores;
 };
 
 /* One state change of a rank (303, and the 'ended' of a REGISTER).
@@ -59,6 +64,9 @@ struct pl_event {
                             gpu_power_w, each absent when not measured
                             (a decoded out-of-range one is refused) */
     char *error;        /* NULL, or owned (decoded) / borrowed (encoded) */
+    uint64_t *cores;    /* 'running' of a prefetched rank: the CPU ids
+                           it was started on (owned, 'ncores'), or NULL */
+    uint32_t ncores;
     bool lost;          /* a pool task's rank ended with its worker, by
                            no doing of its own (the pool's job went down
                            under it): the task runs again */
@@ -174,6 +182,9 @@ struct pl_kill {
     bool one;           /* only 'rank' */
     uint64_t rank;
     double grace;       /* s from SIGTERM to SIGKILL */
+    bool queued_only;   /* only a prefetched entry the agent holds and
+                           has not started: it ends 'canceled' with
+                           'lost' (taken back: pilotd queues it again) */
 };
 
 /* 'seq' numbers it with the RUNs to that agent (GOT acknowledges both). */

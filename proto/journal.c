@@ -14,6 +14,7 @@
 
 #define NAME_MAX_NODE 256
 #define WINDOW (PL_J_FRAME_MAX + PL_J_FRAME_HEAD + 65536)
+#define IBUF (PL_J_INDEX_REC * 8192) /* index bytes read at once */
 
 /* ---- the format ---- */
 
@@ -338,6 +339,9 @@ struct pl_jr {
     size_t nwin;
     uint64_t woff;
     size_t wseg;
+    /* index records being read; N.B. the reader's own, not static:
+     * libpilot's callers read journals from several threads */
+    unsigned char *ibuf;
 };
 
 static int seg_cmp(const void *a, const void *b)
@@ -428,7 +432,9 @@ struct pl_jr *pl_jr_open(const char *dir, const char *node, pl_jr_want_f want,
     struct pl_jr *r = calloc(1, sizeof(*r));
     struct stat st;
 
-    if (!r || !(r->win = malloc(WINDOW))) {
+    if (!r || !(r->win = malloc(WINDOW)) || !(r->ibuf = malloc(IBUF))) {
+        if (r)
+            free(r->win);
         free(r);
         pl_errprintf(errp, "out of memory");
         return NULL;
@@ -461,6 +467,7 @@ void pl_jr_close(struct pl_jr *r)
     }
     free(r->seg);
     free(r->win);
+    free(r->ibuf);
     free(r);
 }
 
@@ -493,14 +500,14 @@ static int open_seg(struct pl_jr *r, struct jseg *s, bool index,
 /* Read the index records added to segment 's' since the last look. */
 static int read_index(struct pl_jr *r, struct jseg *s, struct pl_error *errp)
 {
-    static unsigned char buf[PL_J_INDEX_REC * 8192];
+    unsigned char *buf = r->ibuf;
     ssize_t n;
 
     if (open_seg(r, s, true, errp) < 0)
         return -1;
     if (s->ifd < 0)
         return 0;
-    while ((n = pread(s->ifd, buf, sizeof(buf), (off_t)s->ioff)) > 0) {
+    while ((n = pread(s->ifd, buf, IBUF, (off_t)s->ioff)) > 0) {
         size_t whole = (size_t)n / PL_J_INDEX_REC * PL_J_INDEX_REC;
         if (whole == 0)
             break; /* a record being written */
@@ -616,6 +623,8 @@ static int seg_next(struct pl_jr *r, size_t i, struct pl_jframe *f,
         f->flags = h[25];
         f->prev = get64(h + 28);
         f->off = s->cur;
+        f->node = s->node;
+        f->seq = s->seq;
         f->data = (const char *)h + PL_J_FRAME_HEAD;
         f->len = len;
         s->cur += PL_J_FRAME_HEAD + (uint64_t)len;

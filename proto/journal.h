@@ -46,6 +46,8 @@ struct pl_jframe {
     uint64_t off;          /* where it starts in its segment */
     uint64_t prev;         /* the offset of the stream's previous frame in
                               this segment, 0: none */
+    const char *node;      /* its segment, DIR/journal/NODE/SEQ.pj */
+    uint32_t seq;          /* ('node' valid until the next call) */
     const char *data;      /* 'len' bytes, valid until the next call */
     uint32_t len;
 };

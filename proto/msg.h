@@ -14,7 +14,7 @@
 /* Every message is a msgpack array [version, type, seq, body] where body
  * is a map with string keys.  See docs/protocol.md.
  * N.B. bump PL_PROTO_VERSION if any of the types or fields change. */
-#define PL_PROTO_VERSION 12
+#define PL_PROTO_VERSION 13
 /* pilot's release, printed by the three programs' --version */
 #define PL_VERSION "0.1.0"
 

@@ -129,6 +129,8 @@ void pl_run_encode(struct pl_wbuf *w, const struct pl_run *r)
         pl_wm_str(&m, "cwd", r->cwd);
     pl_wm_uintv(&m, "cores", r->cores, r->ncores);
     pl_wm_uintv(&m, "gpus", r->gpus, r->ngpus);
+    if (r->prefetch)
+        pl_wm_uint(&m, "prefetch", r->prefetch);
     pl_wm_str(&m, "stdout", r->out);
     pl_wm_str(&m, "stderr", r->err);
     if (r->timeout > 0)
@@ -596,8 +598,14 @@ int pl_run_decode(const msgpack_object *o, struct pl_run *r,
     }
     if (r->cwd && !*r->cwd)
         return bad(errp, "field 'cwd': empty");
-    if (r->ncores == 0 && !pl_mp_get(o, "pool"))
+    uint64_t pf = 0;
+    if (pl_mp_uint(o, "prefetch", false, PL_SPEC_MAX_CPR, &pf, errp) < 0)
+        return -1;
+    r->prefetch = (uint32_t)pf;
+    if (r->ncores == 0 && !pl_mp_get(o, "pool") && !r->prefetch)
         return bad(errp, "field 'cores': empty");
+    if (r->prefetch && (r->ncores || r->ngpus))
+        return bad(errp, "field 'prefetch': with cores or GPUs");
     if (!*r->out || !*r->err)
         return bad(errp, "field 'stdout' or 'stderr': empty path");
     if (!isfinite(r->timeout) || r->timeout < 0
@@ -606,6 +614,9 @@ int pl_run_decode(const msgpack_object *o, struct pl_run *r,
     if (decode_rank(o, r, errp) < 0 || decode_pool(o, r, errp) < 0
         || decode_pycall(o, r, errp) < 0)
         return -1;
+    if (r->prefetch && (r->size != 1 || r->comm != PL_COMM_NONE || r->pool
+                        || r->fn != PL_FN_NONE))
+        return bad(errp, "field 'prefetch': only a one-rank command");
     return 0;
 }
 

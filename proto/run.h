@@ -63,8 +63,12 @@ struct pl_run {
     char **env;           /* "KEY=VALUE" overrides, NULL-terminated, or
                              NULL */
     char *cwd;            /* NULL: the agent's */
-    uint64_t *cores;      /* CPU ids, at least one */
+    uint64_t *cores;      /* CPU ids, at least one (none when prefetched) */
     uint32_t ncores;
+    uint32_t prefetch;    /* a prefetched entry: 0, or the cores it takes
+                             when the agent starts it on cores an end
+                             freed (its 'cores' are then empty: a one-rank
+                             task of no GPUs, pool or comm) */
     uint64_t *gpus;       /* positions in the agent's GPU list, or NULL */
     uint32_t ngpus;
     char *out;            /* stdout path */

@@ -5,6 +5,7 @@ CDEF = """
 #define PILOT_API_VERSION 1
 #define PILOT_STDOUT 1
 #define PILOT_STDERR 2
+#define PILOT_LOGS_LABEL 1
 struct pilot;
 struct pilot_error {
     int errnum;
@@ -38,4 +39,14 @@ int pilot_watch_next(struct pilot_watch *w, int timeout_ms, char **ends_json,
 uint64_t pilot_watch_last_seq(const struct pilot_watch *w);
 uint64_t pilot_watch_pending(const struct pilot_watch *w);
 void pilot_watch_close(struct pilot_watch *w, int unwatch);
+struct pilot_logs;
+struct pilot_logs *pilot_logs_open(const struct pilot *p,
+                                   const char *task_json, unsigned attempt,
+                                   int stream, long rank, int flags,
+                                   struct pilot_error *err);
+int pilot_logs_read(struct pilot_logs *l, int final, char **data,
+                    size_t *len, struct pilot_error *err);
+int pilot_logs_paths(const struct pilot_logs *l, char **paths_json,
+                     struct pilot_error *err);
+void pilot_logs_close(struct pilot_logs *l);
 """

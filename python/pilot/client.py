@@ -178,41 +178,45 @@ class Task:
         return self.client.log_path(self.id, attempt, stream)
 
     def log_paths(self, stream="stdout", attempt=0):
-        """The files of its stdout or stderr, one a rank for a task of
-        several ranks that the agents start as processes of their own
-        ("<id>.r<R>.out", docs/output.md), else the one of log_path()."""
-        base = self.log_path(stream, attempt)
-        info = self._known()
-        if not _per_rank(info):
-            return [base]
-        return [_rank_path(base, r) for r in range(int(info["ranks"]))]
+        """Where its stdout or stderr is: its files, one a rank for a task
+        of several ranks that the agents start as processes of their own
+        ("<id>.r<R>.out", docs/output.md), else the one of log_path(); or,
+        for a task whose output went to the nodes' journals (--output
+        journal), the journal segments that hold it
+        ("journal/<node>/<seq>.pj")."""
+        src = _Reader(self, self._known(), attempt, stream)
+        try:
+            paths = src.paths()
+            if any(os.path.exists(x) for x in paths):
+                return paths  # files: no need to read them
+            src.read(final=True)  # a journal's frames, if there are any
+            return src.paths()
+        finally:
+            src.close()
 
-    def logs(self, stream="stdout", follow=False, attempt=0, poll=0.1):
+    def logs(self, stream="stdout", follow=False, attempt=0, poll=0.1,
+             rank=None, label=False):
         """What the task wrote to stream ("stdout" or "stderr") as text,
         of its last attempt ('attempt' N: that one); "" if it has not
-        started.  The ranks of a task that write files of their own come
-        one after the other, by whole lines, in rank order (as 'pilot
-        logs' prints them).  With follow=True, an iterator of its lines
-        (each with its "\\n") as it writes them, until it has ended and
-        its files are read to the end; a task run again goes on with the
-        next attempt's files.  Output kept in a node's journal (--output
-        journal) is read by 'pilot logs', not here."""
+        started.  Read as 'pilot logs' reads it (libpilot's
+        pilot_logs_*(), the CLI's own reader): from its files, or from
+        the nodes' journals (--output journal).  The ranks of a task of
+        several come merged by whole lines, never mixed inside one, in
+        rank order (from a journal: in the order written on each node);
+        rank=R: rank R's alone, as it wrote it; label=True: each line
+        after its rank, "R: ".  With follow=True, an iterator of its
+        lines (each with its "\\n") as it writes them, until it has ended
+        and its output is read to the end; a task run again goes on with
+        the next attempt's output."""
         if follow:
-            return self._follow(stream, attempt, poll)
-        paths = self.log_paths(stream, attempt)
-        parts = []
-        for path in paths:
-            try:
-                with open(path, "rb") as f:
-                    b = f.read()
-            except FileNotFoundError:
-                continue
-            if len(paths) > 1 and b and not b.endswith(b"\n"):
-                b += b"\n"  # a rank's last line, whole
-            parts.append(b)
-        return b"".join(parts).decode("utf-8", "replace")
+            return self._follow(stream, attempt, poll, rank, label)
+        src = _Reader(self, self._known(), attempt, stream, rank, label)
+        try:
+            return src.read(final=True).decode("utf-8", "replace")
+        finally:
+            src.close()
 
-    def _follow(self, stream, want, poll):
+    def _follow(self, stream, want, poll, rank, label):
         from ._watch import Watch
         # the watch first: an end after it is pushed, one before it is
         # in the state read next
@@ -220,11 +224,11 @@ class Task:
         info = self.refresh().info
         ended = info.get("state") in FINAL
         cur = want or max(int(info.get("attempts") or 0), 1)
-        src = _Lines(self.log_paths(stream, cur))
+        src = _Reader(self, info, cur, stream, rank, label)
         looked = time.monotonic()
         try:
             while True:
-                lines = src.read()
+                lines = src.lines()
                 if lines:
                     yield from lines
                     continue
@@ -235,15 +239,16 @@ class Task:
                     looked = time.monotonic()
                     att = int(info.get("attempts") or 0)
                     if att > cur:
-                        # the rest of these files, then the next ones
-                        yield from src.close()
+                        # the rest of this attempt's output, then the
+                        # next one's
+                        yield from src.lines(final=True)
+                        src.close()
                         cur = att
-                        src = _Lines(self.log_paths(stream, cur))
+                        src = _Reader(self, info, cur, stream, rank, label)
                         continue
                 if ended:
                     # the end came before this last read: all is in
-                    yield from src.read()
-                    yield from src.close()
+                    yield from src.lines(final=True)
                     return
                 # nothing new: wait for more output, or for the end (an
                 # array's id watches all its elements: this one's)
@@ -254,57 +259,70 @@ class Task:
             w.close()
 
 
-def _per_rank(info):
-    """Whether each rank writes files of its own: pl_output_per_rank()."""
-    return (int(info.get("ranks") or 1) > 1 and not info.get("pool")
-            and info.get("comm") != "mpi" and info.get("fn") != "pycall")
+_STREAMS = {"stdout": 1, "stderr": 2}
 
 
-def _rank_path(path, rank):
-    """pl_path_rank_log(): "7.out" -> "7.r3.out", "7.2.err" ->
-    "7.2.r3.err", a name without a dot gets ".r3" at its end."""
-    d, b = os.path.split(path)
-    i = b.rfind(".")
-    r = ".r%d" % rank
-    return os.path.join(d, b + r if i < 0 else b[:i] + r + b[i:])
+class _Reader:
+    """A task's output as it grows: libpilot's pilot_logs_*() (the CLI's
+    reader: its files, else its frames in the nodes' journals)."""
 
+    def __init__(self, task, info, attempt, stream, rank=None, label=False):
+        if stream not in _STREAMS:
+            raise errors.BadRequest(_errno.EINVAL, "stream: 'stdout' or "
+                                    "'stderr', not %r" % (stream,))
+        c = task.client
+        self._lib = c._lib
+        self.partial = b""
+        err = ffi.new("struct pilot_error *")
+        self._l = self._lib.pilot_logs_open(
+            c._handle(), json.dumps(info).encode(), int(attempt),
+            _STREAMS[stream], -1 if rank is None else int(rank),
+            self._lib.PILOT_LOGS_LABEL if label else 0, err)
+        if self._l == ffi.NULL:
+            _raise(err, "task")
 
-class _Lines:
-    """Files read as they grow, whole lines each (a rank's own file
-    each, or one file)."""
+    def read(self, final=False):
+        """The bytes written since the last read."""
+        err = ffi.new("struct pilot_error *")
+        data = ffi.new("char **")
+        n = ffi.new("size_t *")
+        rc = self._lib.pilot_logs_read(self._l, 1 if final else 0, data, n,
+                                       err)
+        if rc < 0:
+            _raise(err, "task")
+        if data[0] == ffi.NULL:
+            return b""
+        try:
+            return ffi.buffer(data[0], n[0])[:]
+        finally:
+            self._lib.pilot_free(data[0])
 
-    def __init__(self, paths):
-        self.paths = paths
-        self.files = [None] * len(paths)
-        self.partial = [b""] * len(paths)
-
-    def read(self):
-        out = []
-        for k, path in enumerate(self.paths):
-            if self.files[k] is None:
-                try:
-                    self.files[k] = open(path, "rb")
-                except FileNotFoundError:
-                    continue
-            chunk = self.files[k].read()
-            if chunk:
-                lines = (self.partial[k] + chunk).split(b"\n")
-                self.partial[k] = lines.pop()
-                out += [x.decode("utf-8", "replace") + "\n" for x in lines]
+    def lines(self, final=False):
+        """The whole lines written since the last call; 'final': and
+        what is left of the last one."""
+        b = self.partial + self.read(final)
+        lines = b.split(b"\n")
+        self.partial = lines.pop()
+        out = [x.decode("utf-8", "replace") + "\n" for x in lines]
+        if final and self.partial:
+            out.append(self.partial.decode("utf-8", "replace"))
+            self.partial = b""
         return out
+
+    def paths(self):
+        err = ffi.new("struct pilot_error *")
+        out = ffi.new("char **")
+        if self._lib.pilot_logs_paths(self._l, out, err) < 0:
+            _raise(err, "task")
+        try:
+            return json.loads(_text(out[0]))
+        finally:
+            self._lib.pilot_free(out[0])
 
     def close(self):
-        """What is left without a newline (and the files closed)."""
-        out = []
-        for k in range(len(self.paths)):
-            if self.partial[k]:
-                out.append(self.partial[k].decode("utf-8", "replace")
-                           + ("\n" if len(self.paths) > 1 else ""))
-                self.partial[k] = b""
-            if self.files[k]:
-                self.files[k].close()
-                self.files[k] = None
-        return out
+        l, self._l = self._l, ffi.NULL
+        if l != ffi.NULL:
+            self._lib.pilot_logs_close(l)
 
 
 # ------------------------------------------------------------ the client

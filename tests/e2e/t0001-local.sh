@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0001-local.sh - a local pilot (no Slurm): submit, wait, logs, failure,
-# cancel of running and queued tasks, core binding, status, down.
+# cancel of running and held tasks, core binding, status, down.
 . "$(dirname "$0")/lib.sh"
 
 plan 51
@@ -93,7 +93,10 @@ ok "the sleep it spawned ($CPID_TASK) is gone within 10 s" \
 capture pilot wait "$RUNNING" --timeout 10
 is "$RC" 1 "wait for a canceled task exits 1"
 
-# --- cancel of a queued task -------------------------------------------
+# --- cancel of a task held beyond the busy cores ----------------------
+# (pilot up --prefetch, default 4: its agent holds it, assigned with no
+# cores, to start it when a task ends; docs/protocol.md, "Prefetched
+# tasks")
 FILL=()
 for ((i = 0; i < NCORES; i++)); do
     FILL+=("$(pilot submit --name fill -- sleep 300)")
@@ -105,10 +108,11 @@ ok "$NCORES sleep 300 tasks fill the $NCORES cores" wait_for 20 all_busy
 capture pilot submit -- touch "$WORK/never"
 QUEUED=$OUT
 sleep 1
-is "$(state_of "$QUEUED")" queued "a task submitted to a full pilot is queued"
+is "$(state_of "$QUEUED")" assigned "a task submitted to a full pilot is held by its agent (assigned)"
 capture pilot cancel "$QUEUED"
-is "$RC" 0 "cancel of a queued task exits 0"
-is "$(state_of "$QUEUED")" canceled "the queued task is canceled"
+is "$RC" 0 "cancel of a held task exits 0"
+ok "the held task is canceled" \
+    wait_for 10 eval '[[ $(state_of "$QUEUED") == canceled ]]'
 capture pilot cancel "${FILL[@]}"
 is "$RC" 0 "cancel of the $NCORES fillers exits 0"
 # a task submitted after: once it is done, the canceled one had every chance
@@ -118,11 +122,11 @@ capture pilot wait "$SENTINEL" --timeout 30
 is "$RC" 0 "a later task runs once the cores are free"
 capture pilot show "$QUEUED" --json
 SHOW_Q=$OUT
-is "$(json 'j["state"]' <<<"$SHOW_Q")" canceled "the canceled queued task is still canceled"
-is "$(json '[e["state"] for e in j["events"] if e["state"] in ("assigned", "running")]' <<<"$SHOW_Q")" \
-    '[]' "the canceled queued task was never assigned nor running (events)"
-is "$(json 'j["start_time"]' <<<"$SHOW_Q")" null "the canceled queued task has no start_time"
-nok "the canceled queued task's command never ran" test -e "$WORK/never"
+is "$(json 'j["state"]' <<<"$SHOW_Q")" canceled "the canceled held task is still canceled"
+is "$(json '[e["state"] for e in j["events"] if e["state"] == "running" or e.get("cores")]' <<<"$SHOW_Q")" \
+    '[]' "the canceled held task never ran nor had cores (events)"
+is "$(json 'j["start_time"]' <<<"$SHOW_Q")" null "the canceled held task has no start_time"
+nok "the canceled held task's command never ran" test -e "$WORK/never"
 
 # --- --cores-per-rank 2 --------------------------------------------------
 if ((NCORES >= 2)); then

@@ -4,10 +4,11 @@
 # job takes it back; pilot shrink --idle releases it (its job ends, its
 # node leaves).  An allocation whose walltime nears drains
 # its node and leaves: only its task is queued again (not charged to
-# --retries 0) and ends on the pilot's own node, whose task runs on.
+# --retries 0) and ends on the pilot's own node, whose task runs on; a
+# task whose --timeout outlasts the allocation never starts there.
 . "$(dirname "$0")/lib.sh"
 
-plan 29
+plan 31
 
 pilot_up 1 || abort "pilot up --nodes 1 --wait failed"
 P=$PILOT_UP_ID
@@ -86,6 +87,10 @@ is "$RC" 0 "pilot grow --time 1 --drain 30s exits 0"
 A2_JOB=$(json 'j["job"]' <<<"$OUT")
 cleanup_job "$A2_JOB"
 NEW2=$(json 'j["names"][0]' <<<"$OUT")
+# first in the queue, but its --timeout outlasts the allocation: it
+# waits for the pilot's node (and holds nothing back on the grown one)
+capture pilot submit --cores-per-rank 2 --timeout 5m -- hostname
+LONG_T=$OUT
 # runs on the grown node until it leaves; then on the pilot's node
 capture pilot submit --cores-per-rank 2 --retries 0 -- \
     sh -c "hostname; [ \"\$(hostname)\" = $OWN ] || sleep 600"
@@ -93,6 +98,8 @@ GROWN_T=$OUT
 wait_for 20 eval '[[ $(pilot show "$GROWN_T" --json | json "j[\"state\"]") == running ]]'
 is "$(pilot show "$GROWN_T" --json | json 'j["node"]')" "$NEW2" \
     "the second task runs on the grown node $NEW2"
+is "$(pilot show "$LONG_T" --json | json 'j["state"]')" queued \
+    "a task of --timeout 5m before it waits: $NEW2 drains within a minute"
 alloc2() {
     pilot status --json | json '[a["state"] for a in j["allocs"] if a["id"] == 2][0]'
 }
@@ -111,6 +118,10 @@ is "$RC" 0 "both tasks end done"
 capture pilot show "$GROWN_T" --json
 is "$(json '[j["attempts"], j["node"]]' <<<"$OUT")" "[2, \"$OWN\"]" \
     "the grown node's task ran again (--retries 0 not charged), on $OWN"
+capture pilot wait "$LONG_T" --timeout 60
+capture pilot show "$LONG_T" --json
+is "$(json '[j["state"], j["node"]]' <<<"$OUT")" "[\"done\", \"$OWN\"]" \
+    "the --timeout 5m task ran on the pilot's node once it was free"
 capture pilot show "$OWN_T" --json
 is "$(json 'j["attempts"]' <<<"$OUT")" 1 \
     "the pilot's own node's task was not touched: 1 attempt"

@@ -3,10 +3,12 @@
 # 4-node tasks asks Slurm for the 3 nodes they lack (one allocation, sized
 # from the queue), runs them, and releases the allocation once it has been
 # idle for idle=; sbatch failures back off (10 s, then 20 s) and are
-# logged, and the task waits rather than fails as too large.
+# logged, and the task waits rather than fails as too large; one that no
+# node like the pilot's could ever run (or more of them than --grow max
+# allows) is refused at once.
 . "$(dirname "$0")/lib.sh"
 
-plan 16
+plan 18
 
 T0=$(now)
 P=$(run_timeout 120 pilot up --nodes 1 --time 15:00 --grow max=3,idle=10s \
@@ -19,6 +21,12 @@ for i in 1 2 3; do
     pilot submit --nodes 4 -- hostname >>"$WORK/ids"
 done
 is "$(wc -l <"$WORK/ids")" 3 "three 4-node tasks are taken (not too large)"
+capture pilot submit --cores-per-rank 64 -- true
+one_error_line "64 cores a rank: refused, growing would not help" \
+    'task needs 64 cores per rank but the largest node has [0-9]+ \(nodes that join are alike'
+capture pilot submit --nodes 5 -- true
+one_error_line "5 nodes: refused, the pilot grows to 4 at most" \
+    'task needs 5 nodes but this pilot grows to 4 at most \(its own 1, --grow max=3\)'
 capture pilot wait $(cat "$WORK/ids") --timeout 90
 is "$RC" 0 "they are done"
 diag "up to the tasks done: $(elapsed "$T0" "$(now)")s"

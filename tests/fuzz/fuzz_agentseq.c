@@ -13,7 +13,8 @@
  * re-register, adopt, events and acknowledgements come in any order from
  * several agents.  What pilotd sends back is read and dropped.  After
  * each frame: each node's cores and running count agree with the live
- * tasks' ranks (no core counted twice, no count negative); after the
+ * tasks' ranks (no core counted twice, no count negative), and its
+ * prefetched tasks with its list of them (pilotd --prefetch 2); after the
  * input: the counters equal what the database holds, and no task left a
  * final state.  A broken promise aborts.
  */
@@ -208,6 +209,8 @@ static struct pl_daemon *daemon_make(void)
     snprintf(d->instance, sizeof(d->instance), "fuzz");
     if (!(d->sched = pl_sched_new()))
         abort();
+    /* tasks held beyond the free cores too (daemon/prefetch.c) */
+    pl_sched_set_prefetch(d->sched, 2);
     tasks(d, false);
     d->want_sched = true;
     return d;
@@ -238,7 +241,7 @@ static void drain(void)
 
 struct held {
     const struct pl_node *n;
-    uint32_t ranks, cores;
+    uint32_t ranks, cores, pref;
 };
 
 static void count_cb(struct pl_dtask *t, void *arg)
@@ -249,6 +252,17 @@ static void count_cb(struct pl_dtask *t, void *arg)
         const struct pl_rank *k = &t->rank[r];
         if (k->node != h->n || pl_state_final(k->state))
             continue;
+        /* a prefetched rank holds nothing, and is on its node's list */
+        if (k->pref) {
+            const struct pl_dtask *u;
+            bool listed = false;
+            CHECK(k->ncores == 0 && r == 0 && t->ranks == 1);
+            TAILQ_FOREACH(u, &h->n->pref, prefent)
+                listed = listed || u == t;
+            CHECK(listed);
+            h->pref++;
+            continue;
+        }
         h->ranks++;
         h->cores += k->ncores;
         /* each of its cores is held by it, and by nothing else */
@@ -274,6 +288,7 @@ static void check_nodes(struct pl_daemon *d)
         pl_sched_node_tasks(d->sched, n, count_cb, &h);
         CHECK(h.cores == busy);
         CHECK(h.ranks == n->running);
+        CHECK(h.pref == n->npref);
     }
 }
 

@@ -652,22 +652,41 @@ static void seq_register(int agent, uint64_t s, const char *node,
     piece(agent, &w);
 }
 
-/* Events of 'agent': (id, attempt, rank, state) each. */
-static void seq_events(int agent, uint64_t s, const uint64_t (*ev)[4],
-                       uint32_t n)
+/* Events of 'agent': (id, attempt, rank, state, core + 1 or 0) each:
+ * a 'running' with a core is a prefetched task's start. */
+static void seq_events5(int agent, uint64_t s, const uint64_t (*ev)[5],
+                        uint32_t n)
 {
     struct pl_wbuf w;
 
     pl_events_begin(&w, s, n);
     for (uint32_t i = 0; i < n; i++) {
         struct pl_event e;
+        uint64_t core = ev[i][4] ? ev[i][4] - 1 : 0;
         pl_event_init(&e, ev[i][0], ev[i][1], ev[i][2], (int)ev[i][3],
                       1700000000.0 + i);
         if (ev[i][3] == PL_ST_FAILED)
             e.exit_code = 3;
+        if (ev[i][4]) {
+            e.cores = &core;
+            e.ncores = 1;
+        }
         pl_event_encode(&w, &e);
     }
     piece(agent, &w);
+}
+
+/* Events of 'agent': (id, attempt, rank, state) each. */
+static void seq_events(int agent, uint64_t s, const uint64_t (*ev)[4],
+                       uint32_t n)
+{
+    uint64_t ev5[16][5];
+
+    for (uint32_t i = 0; i < n && i < 16; i++) {
+        memcpy(ev5[i], ev[i], sizeof(ev[i]));
+        ev5[i][4] = 0;
+    }
+    seq_events5(agent, s, (const uint64_t(*)[5])ev5, n < 16 ? n : 16);
 }
 
 static void seq_got(int agent, uint64_t s, uint64_t got)
@@ -703,7 +722,8 @@ static void seq_put(const char *name)
 
 static void agentseqs(void)
 {
-    enum { R = PL_ST_RUNNING, D = PL_ST_DONE, F = PL_ST_FAILED };
+    enum { R = PL_ST_RUNNING, D = PL_ST_DONE, F = PL_ST_FAILED,
+           C = PL_ST_CANCELED };
 
     /* one agent of 4 cores: tasks 1, 2, 3 run and end, then the rest */
     seq_register(0, 1, "n1", 100, 4, 0, NULL, 0, NULL, 0);
@@ -753,7 +773,8 @@ static void agentseqs(void)
 
     /* an agent that comes back with what it runs and what ended (the same
      * pid: adopt), and events out of turn */
-    struct pl_held run[] = { { 1, 1, 0 }, { 9, 1, 0 } };
+    struct pl_held run[] = { { .id = 1, .attempt = 1 },
+                             { .id = 9, .attempt = 1 } };
     struct pl_event end;
     pl_event_init(&end, 2, 1, 0, PL_ST_DONE, 1700000001.0);
     seq_register(0, 1, "n1", 100, 4, 0, NULL, 0, NULL, 0);
@@ -766,6 +787,35 @@ static void agentseqs(void)
                3);
     seq_bare(1, PL_MSG_HEARTBEAT, 1);
     seq_put("rejoin");
+
+    /* prefetch (its pilotd holds 2 a node beyond the free cores): one
+     * agent of 4 cores; tasks start on the cores of the ends before them
+     * in the message, on a core still held, and are given back */
+    seq_register(0, 1, "n1", 100, 4, 0, NULL, 0, NULL, 0);
+    seq_got(0, 2, 1);
+    seq_events5(0, 3, (const uint64_t[][5]){ { 1, 1, 0, R, 0 },
+                                             { 2, 1, 0, R, 0 },
+                                             { 3, 1, 0, R, 0 },
+                                             { 3, 1, 1, R, 0 } },
+                4);
+    seq_events5(0, 4, (const uint64_t[][5]){ { 1, 1, 0, D, 0 },
+                                             { 2, 1, 0, D, 0 },
+                                             { 3, 1, 0, D, 0 },
+                                             { 3, 1, 1, D, 0 } },
+                4);
+    seq_got(0, 5, 2);
+    seq_events5(0, 6, (const uint64_t[][5]){ { 4, 1, 0, R, 0 },
+                                             { 5, 1, 0, R, 0 },
+                                             { 5, 1, 0, D, 0 },
+                                             { 6, 1, 0, R, 4 } },
+                4);
+    seq_events5(0, 7, (const uint64_t[][5]){ { 6, 1, 0, D, 0 },
+                                             { 7, 1, 0, R, 4 },
+                                             { 4, 1, 0, F, 0 },
+                                             { 6, 1, 0, R, 1 } },
+                4);
+    seq_events5(0, 8, (const uint64_t[][5]){ { 7, 1, 0, C, 0 } }, 1);
+    seq_put("prefetch");
 }
 
 static void messages(void)

@@ -128,11 +128,14 @@ def test_cancel(client):
     assert c.cancel(t.id)["final"] == [t.id]
 
 
-def test_logs_follow(client):
+@pytest.mark.parametrize("output", ["files", "journal"])
+def test_logs_follow(client, output):
     c = client
-    # queued behind nothing, it may not have started when we begin
+    # queued behind nothing, it may not have started when we begin; its
+    # output in its files, or in the node's journal (read alike)
     t = c.submit(["sh", "-c", "for i in 1 2 3 4 5; do echo line$i; "
-                  "echo err$i >&2; sleep 0.3; done; printf tail"])
+                  "echo err$i >&2; sleep 0.3; done; printf tail"],
+                 output=output)
     got = []
     t0 = time.monotonic()
     for line in t.logs(follow=True):
@@ -145,6 +148,7 @@ def test_logs_follow(client):
     assert list(t.logs("stderr", follow=True)) == ["err%d\n" % i
                                                    for i in range(1, 6)]
     assert t.logs() == "".join(g[0] for g in got)
+    assert os.path.exists(t.log_path()) == (output == "files")
 
 
 def test_errors(client, empty_home):

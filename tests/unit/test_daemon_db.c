@@ -23,30 +23,10 @@
 #include "proto/schema.h"
 #include "proto/query.h"
 #include "proto/state.h"
+#include "tests/unit/db_fixture.h"
 #include "tests/unit/helpers.h"
 
 static char tmp[64];
-
-/* The first column of the first row of 'sql' as text ("" if none). */
-static void scalar(sqlite3 *h, const char *sql, char *buf, size_t len)
-{
-    sqlite3_stmt *st;
-
-    buf[0] = '\0';
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
-        return;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-}
-
-static long long count(sqlite3 *h, const char *sql)
-{
-    char buf[32];
-
-    scalar(h, sql, buf, sizeof(buf));
-    return buf[0] ? atoll(buf) : -1;
-}
 
 /* A task of argv 'argv' (NULL: none) and the defaults otherwise, into
  * the row 't' (its spec 's'). */
@@ -77,13 +57,8 @@ static uint64_t insert(struct pl_db *db, const char *name, uint32_t cores,
         .retries = 2,
         .timeout = 30.5,
     };
-    struct pl_db_task t = { .spec = &s };
-    struct pl_error e;
-    uint64_t id = 0;
 
-    if (pl_db_task_insert(db, &t, PL_ST_QUEUED, now, &id, &e) < 0)
-        diag("insert: %s", e.text);
-    return id;
+    return t_db_insert_spec(db, &s, now);
 }
 
 static int change(struct pl_db *db, uint64_t id, int state, uint32_t attempt,
@@ -213,7 +188,7 @@ static int rank_ev(struct pl_db *db, uint64_t id, uint32_t rank, int state,
 
 static long long pragma(sqlite3 *h, const char *sql)
 {
-    return count(h, sql);
+    return t_db_count(h, sql);
 }
 
 /* SQLite's own limit on the file (max_page_count) makes a write that
@@ -292,18 +267,19 @@ static void journal_page_limit(const char *dir)
        "... not failed, the journal empty");
     is(pl_db_task_state(db, a, &e), PL_ST_ASSIGNED, "... task a assigned");
     is(pl_db_task_state(db, b, &e), PL_ST_CANCELED, "... task b canceled");
-    is(count(h, "SELECT count(*) FROM events WHERE task = 1 AND rank = 0 AND "
-                "length(detail) = 5999"),
+    is(t_db_count(h, "SELECT count(*) FROM events WHERE task = 1 AND "
+                     "rank = 0 AND length(detail) = 5999"),
        1, "... with the rank event that did not fit");
-    scalar(h, "SELECT state || ' ' || joined || ' ' || last_seen FROM nodes "
-              "WHERE name = 'n1'", buf, sizeof(buf));
+    t_db_scalar(h, "SELECT state || ' ' || joined || ' ' || last_seen "
+                   "FROM nodes WHERE name = 'n1'", buf, sizeof(buf));
     is_str(buf, "up 22.0 24.0",
            "... node n1 up, joined at its first write, last seen at its last");
-    scalar(h, "SELECT value FROM meta WHERE key = 'job'", buf, sizeof(buf));
+    t_db_scalar(h, "SELECT value FROM meta WHERE key = 'job'", buf,
+                sizeof(buf));
     is_str(buf, "8", "... meta job is the last value");
     char rec[256];
-    scalar(h, "SELECT value FROM meta WHERE key = 'store_failure'", rec,
-           sizeof(rec));
+    t_db_scalar(h, "SELECT value FROM meta WHERE key = 'store_failure'", rec,
+                sizeof(rec));
     unsigned long long t0 = 0, t1 = 0;
     int off = 0;
     ok(sscanf(rec, "%llu %llu %n", &t0, &t1, &off) == 2 && t0 > 0
@@ -397,7 +373,7 @@ static void journal_full(const char *dir)
        "full: the COMMIT fails: %s (%s)", e.text, strerror(err));
     ok(pl_db_failed(db, NULL) == err && pl_db_unstored(db) == 3,
        "... failed, 3 writes wait");
-    is(count(h, "SELECT count(*) FROM tasks"), 1,
+    is(t_db_count(h, "SELECT count(*) FROM tasks"), 1,
        "... the submission of the batch is gone with it");
     uint64_t id = 0;
     struct pl_db_task row;
@@ -414,12 +390,12 @@ static void journal_full(const char *dir)
     is(pl_db_commit(db, &e), 0, "full: the retry stores the journal once "
        "there is space");
     is(pl_db_task_state(db, 1, &e), PL_ST_ASSIGNED, "... task 1 assigned");
-    is(count(h, "SELECT count(*) FROM events WHERE task = 2"), 0,
+    is(t_db_count(h, "SELECT count(*) FROM events WHERE task = 2"), 0,
        "... no event of the undone task 2");
     uint64_t next = insert(db, "next", 1, 40);
     is(pl_db_commit(db, &e), 0, "... a new submission is stored");
-    ok(next == 2 && count(h, "SELECT count(*) FROM events WHERE task = 2")
-                        == 1,
+    ok(next == 2
+           && t_db_count(h, "SELECT count(*) FROM events WHERE task = 2") == 1,
        "... it reuses the free id 2 with its one event, none of the undone "
        "task's");
     pl_db_close(db);
@@ -467,7 +443,8 @@ static void journal_readonly(const char *dir)
     ok(change(db, 99, PL_ST_DONE, 1, 12, NULL, NULL, NULL, 0, -1, -1) == 0
            && pl_db_commit(db, &e) == 0 && pl_db_unstored(db) == 0
            && pl_db_failed(db, NULL) == 0
-           && count(h, "SELECT count(*) FROM events WHERE task = 99") == 0,
+           && t_db_count(h, "SELECT count(*) FROM events WHERE task = 99")
+                  == 0,
        "a change of no task: dropped with its event, not failed");
     /* the journal forgets a savepoint rolled back */
     change(db, a, PL_ST_CANCELED, 0, 13, NULL, NULL, "y", -1, -1, -1);
@@ -686,7 +663,7 @@ static void refs_rows(const char *dir)
             "refs: it opens as schema 10 (%s)", e.text))
         return;
     sqlite3 *h = pl_db_handle(db);
-    is(count(h, "SELECT count(refs) FROM pyinputs"), 0,
+    is(t_db_count(h, "SELECT count(refs) FROM pyinputs"), 0,
        "refs: ... pyinputs has its refs column");
     ok(pl_db_task_insert(db, &t, PL_ST_DONE, 1.0, &a, &e) == 0
            && pl_db_pyinput_add(db, a, &s, NULL, NULL, &e) == 0
@@ -795,18 +772,20 @@ int main(void)
         return 1;
     }
     h = pl_db_handle(db);
-    scalar(h, "PRAGMA journal_mode", buf, sizeof(buf));
+    t_db_scalar(h, "PRAGMA journal_mode", buf, sizeof(buf));
     is_str(buf, "wal", "journal_mode is WAL");
-    is(count(h, "PRAGMA synchronous"), 1, "synchronous is NORMAL");
-    is(count(h, "PRAGMA journal_size_limit"), 4194304,
+    is(t_db_count(h, "PRAGMA synchronous"), 1, "synchronous is NORMAL");
+    is(t_db_count(h, "PRAGMA journal_size_limit"), 4194304,
        "the WAL is cut back to 4 MiB after a checkpoint");
-    is(count(h, "PRAGMA wal_autocheckpoint"), 1000,
+    is(t_db_count(h, "PRAGMA wal_autocheckpoint"), 1000,
        "SQLite checkpoints at 1000 pages (pilotd more often)");
     is(pl_db_checkpoint(db, &e), 0, "pl_db_checkpoint");
-    is(count(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                "name IN ('tasks', 'events', 'nodes', 'meta')"),
+    is(t_db_count(h, "SELECT count(*) FROM sqlite_master WHERE type = "
+                     "'table' AND name IN ('tasks', 'events', 'nodes', "
+                     "'meta')"),
        4, "tables tasks, events, nodes, meta");
-    scalar(h, "SELECT value FROM meta WHERE key = 'schema'", buf, sizeof(buf));
+    t_db_scalar(h, "SELECT value FROM meta WHERE key = 'schema'", buf,
+                sizeof(buf));
     char schema[16];
     snprintf(schema, sizeof(schema), "%d", PL_SCHEMA_VERSION);
     is_str(buf, schema, "meta schema = PL_SCHEMA_VERSION");
@@ -830,15 +809,16 @@ int main(void)
     }
     ok(id[1] == 1 && id[5] == 5, "ids 1..5");
     is(pl_db_in_txn(db), 1, "writes opened a transaction");
-    is(count(q, "SELECT count(*) FROM tasks"), 0,
+    is(t_db_count(q, "SELECT count(*) FROM tasks"), 0,
        "a reader does not see the open transaction");
     json_t *c = pl_query_counts(h, NULL, 0, &e);
     is(jint(c, "total"), 5, "the writer's own connection sees it");
     json_decref(c);
     is(pl_db_commit(db, &e), 0, "commit");
     is(pl_db_in_txn(db), 0, "... transaction closed");
-    is(count(q, "SELECT count(*) FROM tasks"), 5, "the reader sees 5 tasks");
-    is(count(q, "SELECT count(*) FROM events"), 5, "... and 5 events");
+    is(t_db_count(q, "SELECT count(*) FROM tasks"), 5,
+       "the reader sees 5 tasks");
+    is(t_db_count(q, "SELECT count(*) FROM events"), 5, "... and 5 events");
     is(pl_db_commit(db, &e), 0, "commit with nothing open");
 
     /* state changes */
@@ -862,7 +842,7 @@ int main(void)
     is(pl_db_task_state(db, 3, &e), PL_ST_CANCELED, "task 3 canceled");
     is(pl_db_task_state(db, 4, &e), PL_ST_RUNNING, "task 4 running");
     is(pl_db_commit(db, &e), 0, "commit");
-    is(count(h, "SELECT count(*) FROM events WHERE task = 1"), 4,
+    is(t_db_count(h, "SELECT count(*) FROM events WHERE task = 1"), 4,
        "task 1 has 4 events");
 
     /* savepoints */
@@ -872,7 +852,7 @@ int main(void)
     is(pl_db_task_state(db, 5, &e), PL_ST_CANCELED, "inside: task 5 canceled");
     is(pl_db_savepoint_end(db, false, &e), 0, "savepoint rolled back");
     is(pl_db_task_state(db, 5, &e), PL_ST_QUEUED, "... task 5 queued again");
-    is(count(h, "SELECT count(*) FROM events WHERE task = 5"), 1,
+    is(t_db_count(h, "SELECT count(*) FROM events WHERE task = 5"), 1,
        "... its event is gone");
     is(pl_db_in_txn(db), 1, "... the transaction is still open");
 
@@ -928,7 +908,8 @@ int main(void)
     h = pl_db_handle(db);
     is(pl_db_task_state(db, lost, &e), 0,
        "an insert not committed before close is gone");
-    scalar(h, "SELECT value FROM meta WHERE key = 'pilot'", buf, sizeof(buf));
+    t_db_scalar(h, "SELECT value FROM meta WHERE key = 'pilot'", buf,
+                sizeof(buf));
     is_str(buf, "p7", "meta survives reopen");
 
     /* the live tasks */

@@ -11,6 +11,7 @@
 
 #include "daemon/db.h"
 #include "proto/state.h"
+#include "tests/unit/db_fixture.h"
 #include "tests/unit/helpers.h"
 
 static char tmp[64];
@@ -35,19 +36,6 @@ static int trace_cb(unsigned type, void *arg, void *p, void *x)
     return 0;
 }
 
-/* The first column of the first row of 'sql' as text ("" if none). */
-static void scalar(sqlite3 *h, const char *sql, char *buf, size_t len)
-{
-    sqlite3_stmt *st;
-
-    buf[0] = '\0';
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
-        return;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-}
-
 /* Task 'id''s row as text: every column a change may write. */
 static void row_text(sqlite3 *h, uint64_t id, char *buf, size_t len)
 {
@@ -62,7 +50,7 @@ static void row_text(sqlite3 *h, uint64_t id, char *buf, size_t len)
              "quote(cpu_sys) || '|' || quote(gpu_util) || '|' || "
              "quote(gpu_mem_mb) || '|' || quote(gpu_power_w) FROM tasks "
              "WHERE id = %llu", (unsigned long long)id);
-    scalar(h, sql, buf, len);
+    t_db_scalar(h, sql, buf, len);
 }
 
 /* Task 'id''s events in order as text, all but its task column. */
@@ -75,20 +63,7 @@ static void events_text(sqlite3 *h, uint64_t id, char *buf, size_t len)
              "|| ',' || quote(cores) || ',' || quote(gpus) || ',' || "
              "quote(detail) || ',' || quote(rank) AS e FROM events WHERE "
              "task = %llu ORDER BY id)", (unsigned long long)id);
-    scalar(h, sql, buf, len);
-}
-
-static uint64_t insert(struct pl_db *db, double now)
-{
-    char *argv[] = { (char *)"true", NULL };
-    struct pl_spec s = { .argv = argv, .ranks = 1, .cpr = 1 };
-    struct pl_db_task t = { .spec = &s };
-    struct pl_error e;
-    uint64_t id = 0;
-
-    if (pl_db_task_insert(db, &t, PL_ST_QUEUED, now, &id, &e) < 0)
-        diag("insert: %s", e.text);
-    return id;
+    t_db_scalar(h, sql, buf, len);
 }
 
 /* The changes of one task's life, in order (each of them for 'id'). */
@@ -129,7 +104,7 @@ static int change(struct pl_db *db, uint64_t id, const struct pl_db_change *c)
 
 int main(void)
 {
-    char path[128], ra[1024], rb[1024], ea[2048], eb[2048], buf[256];
+    char ra[1024], rb[1024], ea[2048], eb[2048], buf[256];
     struct pl_error e = { "" };
     struct stmts n = { 0 };
     struct pl_db *db;
@@ -138,13 +113,11 @@ int main(void)
     plan(15);
     if (!t_tmpdir("dbbatch", tmp, sizeof(tmp)))
         return 1;
-    snprintf(path, sizeof(path), "%s/state.db", tmp);
-    if (!(db = pl_db_open(path, &e))) {
-        diag("%s", e.text);
+    if (!(db = t_db_open(tmp, "state.db")))
         return 1;
-    }
     h = pl_db_handle(db);
-    uint64_t a = insert(db, 10), b = insert(db, 10);
+    char *argv[] = { (char *)"true", NULL };
+    uint64_t a = t_db_insert(db, argv, 10), b = t_db_insert(db, argv, 10);
     is(pl_db_commit(db, &e), 0, "two tasks stored");
 
     /* b: each change in a commit of its own */
@@ -175,7 +148,7 @@ int main(void)
        "... the first the submission's (%s)", ea);
 
     /* a read in the transaction sees the batch's changes */
-    uint64_t c = insert(db, 30);
+    uint64_t c = t_db_insert(db, argv, 30);
     change(db, c, &life[0]);
     is(pl_db_task_state(db, c, &e), PL_ST_ASSIGNED,
        "a read in the batch sees its change (assigned)");
@@ -189,12 +162,12 @@ int main(void)
     is(pl_db_commit(db, &e), 0, "... rolled back, committed");
     snprintf(buf, sizeof(buf), "SELECT group_concat(state, ' ') FROM events "
              "WHERE task = %llu ORDER BY id", (unsigned long long)c);
-    scalar(h, buf, ea, sizeof(ea));
+    t_db_scalar(h, buf, ea, sizeof(ea));
     is_str(ea, "queued assigned running",
            "... the change before it stored, the one in it not");
     snprintf(buf, sizeof(buf), "SELECT state FROM tasks WHERE id = %llu",
              (unsigned long long)c);
-    scalar(h, buf, ea, sizeof(ea));
+    t_db_scalar(h, buf, ea, sizeof(ea));
     is_str(ea, "running", "... the task running");
 
     /* the JSON of an argv is kept for the next task's same argv only */
@@ -216,7 +189,7 @@ int main(void)
     pl_db_commit(db, &e);
     snprintf(buf, sizeof(buf), "SELECT group_concat(argv, ' ') FROM tasks "
              "WHERE id >= %llu ORDER BY id", (unsigned long long)first);
-    scalar(h, buf, ea, sizeof(ea));
+    t_db_scalar(h, buf, ea, sizeof(ea));
     is_str(ea, "[\"x\",\"1\"] [\"x\",\"1\"] [\"x\",\"2\"] [\"x\"] "
                "[\"x\",\"1\"]", "each task's argv stored as its own");
 

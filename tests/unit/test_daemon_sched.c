@@ -15,7 +15,7 @@
 
 #define MAXC 64 /* cores per node in these tests, at most */
 #define MAXG 8
-#define NTESTS 154
+#define NTESTS 160
 
 /* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
 static struct pl_node *mknode(const char *name, uint32_t ncores,
@@ -1425,6 +1425,37 @@ static void test_vetted(void)
     pl_sched_free(s);
 }
 
+/* A node of a grown allocation that drains soon (n->ends, alloc.c):
+ * what has a longer --timeout goes elsewhere or waits, holding nothing
+ * there; what has none, or a shorter one, runs there. */
+static void test_ends(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *b = addnode(s, "b", 2, 0); /* first in rotation */
+    struct pl_node *a = addnode(s, "a", 2, 0);
+    struct placed p = { 0 };
+
+    b->ends = pl_now() + 100;
+    addtask(s, 1, 1, 0)->timeout = 3600;
+    addtask(s, 2, 1, 0)->timeout = 3600;
+    is(pl_sched_run(s, place_cb, &p), 2, "two tasks of --timeout 1h: placed");
+    ok(p.n == 2 && p.node[0] == a && p.node[1] == a,
+       "... both on a, not on b, whose allocation drains in 100 s");
+    struct pl_dtask *gang = addgang(s, 3, 2, 1, 0, 0, 0, false);
+    gang->timeout = 3600;
+    addtask(s, 4, 1, 0);
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "a full, b ends first: a 2-rank "
+       "task of --timeout 1h waits, one without a timeout starts");
+    ok(p.n == 1 && p.id[0] == 4 && p.node[0] == b && gang->inq,
+       "... on b (the waiting task reserves nothing there)");
+    addtask(s, 5, 1, 0)->timeout = 50;
+    memset(&p, 0, sizeof(p));
+    is(pl_sched_run(s, place_cb, &p), 1, "--timeout 50 s: ends before b");
+    ok(p.n == 1 && p.id[0] == 5 && p.node[0] == b, "... placed on b");
+    pl_sched_free(s);
+}
+
 int main(void)
 {
     plan(NTESTS);
@@ -1447,5 +1478,6 @@ int main(void)
     test_ports();
     test_priority();
     test_vetted();
+    test_ends();
     return done_testing();
 }

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "lib/pilot.h"
+#include "proto/journal.h"
 #include "proto/keys.h"
 #include "proto/pilotdir.h"
 #include "proto/schema.h"
@@ -268,6 +269,142 @@ static void test_log_path(const char *home)
     pilot_close(p);
 }
 
+/* All that a reader gives until its task is read to the end ('final'),
+ * as one string (freed by the caller); *got: the last read's value. */
+static char *read_all(struct pilot_logs *l, int final, int *got)
+{
+    struct pilot_error err;
+    char *out = calloc(1, 1), *data;
+    size_t n = 0, len;
+
+    *got = pilot_logs_read(l, final, &data, &len, &err);
+    if (*got < 0)
+        diag("pilot_logs_read: %s", err.text);
+    if (data) {
+        out = realloc(out, n + len + 1);
+        memcpy(out + n, data, len);
+        n += len;
+        out[n] = '\0';
+    }
+    pilot_free(data);
+    return out;
+}
+
+/* One reader's whole output (final), compared with 'want'. */
+static void logs_is(struct pilot *p, const char *task, int stream, long rank,
+                    int flags, const char *want, const char *what)
+{
+    struct pilot_error err;
+    struct pilot_logs *l = pilot_logs_open(p, task, 0, stream, rank, flags,
+                                           &err);
+    int got = -1;
+    char *out = l ? read_all(l, 1, &got) : NULL;
+
+    ok(out && got == 1 && !strcmp(out, want), "%s", what);
+    if (out && strcmp(out, want))
+        diag("got '%s', want '%s'", out, want);
+    free(out);
+    pilot_logs_close(l);
+}
+
+/* A task's output read from a journal written by the agent's writer
+ * (pl_jw_*), and from its files: pilot logs' reader through libpilot. */
+static void test_logs(const char *home)
+{
+    struct pilot_error err;
+    struct pilot *p = pilot_open("p1", home, 2000, &err);
+    struct pl_jstate r0 = { .id = 5, .attempt = 1, .rank = 0 };
+    struct pl_jstate r1 = { .id = 5, .attempt = 1, .rank = 1 };
+    struct pl_jstate other = { .id = 4, .attempt = 1, .rank = 0 };
+    const char *t5 = "{\"id\": 5, \"ranks\": 2, \"attempts\": 1}";
+    struct pl_error e;
+    struct pl_jw *w;
+    struct pilot_logs *l;
+    char *out, *paths = NULL;
+    int got;
+
+    if (!ok(p != NULL, "open p1 for its output"))
+        return;
+    /* before anything is written: none yet, and its files are named */
+    l = pilot_logs_open(p, t5, 0, PILOT_STDOUT, -1, 0, &err);
+    out = l ? read_all(l, 0, &got) : NULL;
+    ok(l && got == 0 && out && !*out, "no output yet: 0, nothing");
+    got = l ? pilot_logs_paths(l, &paths, &err) : -1;
+    ok(got == 0 && paths && strstr(paths, "5.r0.out")
+           && strstr(paths, "5.r1.out"),
+       "... its paths are its ranks' files");
+    diag("%s", paths ? paths : "-");
+    free(out);
+    pilot_free(paths);
+    paths = NULL;
+    /* the ranks write pieces of lines in turn, another task between */
+    if (!(w = pl_jw_open(pilot_dir(p), "n1", 0, &e))) {
+        diag("pl_jw_open: %s", e.text);
+        pilot_close(p);
+        return;
+    }
+    pl_jw_write(w, &r0, PL_J_STDOUT, "rank ", 5, &e);
+    pl_jw_write(w, &r1, PL_J_STDOUT, "rank ", 5, &e);
+    pl_jw_write(w, &other, PL_J_STDOUT, "not ours\n", 9, &e);
+    pl_jw_write(w, &r1, PL_J_STDOUT, "one\n", 4, &e);
+    pl_jw_write(w, &r0, PL_J_STDOUT, "zero\nr0 ", 8, &e);
+    pl_jw_write(w, &r1, PL_J_STDERR, "oops\n", 5, &e);
+    /* a follower sees the whole lines so far, nothing cut */
+    out = l ? read_all(l, 0, &got) : NULL;
+    ok(out && got == 1 && !strcmp(out, "rank one\nrank zero\n"),
+       "following: whole lines only, as they were completed");
+    free(out);
+    got = l ? pilot_logs_paths(l, &paths, &err) : -1;
+    ok(got == 0 && paths && strstr(paths, "/journal/n1/000001.pj\"]")
+           && !strstr(paths, ".out"),
+       "... its paths are now the journal segment");
+    diag("%s", paths ? paths : "-");
+    pilot_free(paths);
+    pl_jw_write(w, &r0, PL_J_STDOUT, "tail", 4, &e);
+    pl_jw_end(w, &r0, &e);
+    pl_jw_end(w, &r1, &e);
+    out = l ? read_all(l, 1, &got) : NULL;
+    ok(out && got == 1 && !strcmp(out, "r0 tail\n"),
+       "... at the end, rank 0's last line made whole");
+    free(out);
+    pilot_logs_close(l);
+    pl_jw_close(w);
+    logs_is(p, t5, PILOT_STDOUT, -1, 0,
+            "rank one\nrank zero\nr0 tail\n",
+            "read at once: whole lines, as completed on the node");
+    logs_is(p, t5, PILOT_STDOUT, -1, PILOT_LOGS_LABEL,
+            "1: rank one\n0: rank zero\n0: r0 tail\n",
+            "PILOT_LOGS_LABEL: each line after its rank");
+    logs_is(p, t5, PILOT_STDOUT, 0, 0, "rank zero\nr0 tail",
+            "rank 0 alone: its bytes as written");
+    logs_is(p, t5, PILOT_STDERR, -1, 0, "oops\n", "stderr: rank 1's");
+    errno = 0;
+    ok(!pilot_logs_open(p, t5, 0, PILOT_STDOUT, 2, 0, &err)
+           && err.errnum == EINVAL && strstr(err.text, "no rank 2"),
+       "rank 2 of 2 ranks: EINVAL (%s)", err.text);
+    ok(!pilot_logs_open(p, "[5]", 0, PILOT_STDOUT, -1, 0, &err)
+           && err.errnum == EINVAL,
+       "a task that is not an object: EINVAL");
+    ok(!pilot_logs_open(p, t5, 0, 3, -1, 0, &err) && err.errnum == EINVAL,
+       "stream 3: EINVAL");
+    /* a task with files: they win, read as they are */
+    char path[PL_PATH_MAX + 64];
+    if (pilot_log_path(p, 7, 1, PILOT_STDOUT, path, sizeof(path)) == 0) {
+        char dir[PL_PATH_MAX + 64];
+        snprintf(dir, sizeof(dir), "%s", path);
+        *strrchr(dir, '/') = '\0';
+        pl_mkdirs(dir, 0700);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs("from a file\nno newline", f);
+            fclose(f);
+        }
+    }
+    logs_is(p, "{\"id\": 7}", PILOT_STDOUT, -1, 0,
+            "from a file\nno newline", "one rank with a file: the file");
+    pilot_close(p);
+}
+
 struct reader {
     struct pilot *p;
     int fails;
@@ -347,7 +484,7 @@ int main(void)
 {
     char tmp[128], home[256];
 
-    plan(62);
+    plan(76);
     is(pilot_api_version(), PILOT_API_VERSION, "pilot_api_version() is %d",
        PILOT_API_VERSION);
     if (!t_tmpdir("lib-pilot", tmp, sizeof(tmp)))
@@ -361,6 +498,7 @@ int main(void)
     test_down(home);
     test_args(home);
     test_log_path(home);
+    test_logs(home);
     test_threads(home);
     test_watch(home);
     pilot_close(NULL);

@@ -213,6 +213,9 @@ static void test_round_trips(void)
     ev[0].maxrss_kb = 1234;
     ev[0].error = (char *)"spawn: no such file";
     pl_event_init(&ev[1], 8, 0, 0, PL_ST_RUNNING, 12.5);
+    uint64_t evcores[] = { 5, 1 };
+    ev[1].cores = evcores; /* a prefetched rank's start */
+    ev[1].ncores = 2;
     pl_events_begin(&w, 9, 2);
     pl_event_encode(&w, &ev[0]);
     pl_event_encode(&w, &ev[1]);
@@ -233,8 +236,10 @@ static void test_round_trips(void)
     if (o && pl_event_decode(&arr->via.array.ptr[1], &back, &e) == 0) {
         ok(back.id == 8 && back.state == PL_ST_RUNNING && back.pid == -1
                && back.exit_code == -1 && back.signal == -1
-               && back.maxrss_kb == -1 && !back.error,
-           "events: the bare entry: absent numbers -1, no error");
+               && back.maxrss_kb == -1 && !back.error && back.ncores == 2
+               && back.cores[0] == 5 && back.cores[1] == 1,
+           "events: the bare entry: absent numbers -1, no error; the "
+           "cores of a prefetched rank's start");
         pl_event_clear(&back);
     }
     else
@@ -246,7 +251,10 @@ static void test_round_trips(void)
     /* REGISTER with what runs and what ended */
     uint64_t cpu[] = { 4, 5, 6 };
     char *gpus[] = { (char *)"GPU-a", (char *)"GPU-b", NULL };
-    struct pl_held run[] = { { 11, 1, 0 }, { 12, 3, 2 } };
+    uint64_t rcores[] = { 3 };
+    struct pl_held run[] = { { .id = 11, .attempt = 1 },
+                             { .id = 12, .attempt = 3, .rank = 2,
+                               .cores = rcores, .ncores = 1 } };
     struct pl_register reg = { .node = (char *)"n7", .pid = 99, .cpu = cpu,
                                .ncpu = 3, .gpus = gpus, .last_run = 41,
                                .running = run, .nrunning = 2, .ended = ev,
@@ -262,6 +270,8 @@ static void test_round_trips(void)
            "register: node, pid, cores, gpus, last_run");
         ok(r2.nrunning == 2 && r2.running[1].id == 12
                && r2.running[1].attempt == 3 && r2.running[1].rank == 2
+               && r2.running[0].ncores == 0 && r2.running[1].ncores == 1
+               && r2.running[1].cores[0] == 3
                && r2.nended == 1 && r2.ended[0].id == 7
                && r2.ended[0].state == PL_ST_FAILED
                && !strcmp(r2.ended[0].error, "spawn: no such file"),
@@ -361,6 +371,16 @@ static void test_round_trips(void)
     if (o)
         pl_msg_release(&m);
     pl_wbuf_destroy(&w);
+    ok(!k2.queued_only, "kill: not of held entries only by default");
+    k.queued_only = true;
+    pl_kill_encode(&w, 9, &k);
+    ok((o = reread(&w, &m, PL_MSG_KILL)) && pl_kill_decode(o, &k2, &e) == 0
+           && k2.queued_only && k2.one && k2.rank == 3,
+       "kill: queued_only (a prefetched entry taken back)");
+    if (o)
+        pl_msg_release(&m);
+    pl_wbuf_destroy(&w);
+    k.queued_only = false;
     k.grace = PL_KILL_GRACE_MAX * 2;
     pl_kill_encode(&w, 9, &k);
     errno = 0;
@@ -596,7 +616,7 @@ static void test_usage(void)
 
 int main(void)
 {
-    plan(56 + 17);
+    plan(56 + 17 + 2);
     test_result();
     test_register();
     test_event();

@@ -242,8 +242,28 @@ int main(void)
     char *hosts[] = { (char *)"n1", (char *)"n1", (char *)"n2", NULL };
     uint64_t cores[] = { 2, 3 }, gpus[] = { 1 };
 
-    plan(23);
+    plan(23 + 3);
     test_refs();
+    /* a prefetched entry: no cores, how many it takes */
+    char *pfargv[] = { (char *)"true", NULL };
+    r = (struct pl_run){ .id = 60, .attempt = 1, .size = 1, .local_size = 1,
+                         .argv = pfargv, .out = (char *)"/d/60.out",
+                         .err = (char *)"/d/60.err", .prefetch = 2 };
+    ok(round_trip(&r, &b, &e) == 0 && same_base(&r, &b) && b.prefetch == 2
+           && b.ncores == 0,
+       "a prefetched entry: 'prefetch' 2, no cores (%s)", e.text);
+    pl_run_clear(&b);
+    r.cores = cores;
+    r.ncores = 1;
+    ok(round_trip(&r, &b, &e) == -1 && errno == EPROTO,
+       "... with cores too: refused (%s)", e.text);
+    pl_run_clear(&b);
+    r.ncores = 0;
+    r.size = 2;
+    r.local_size = 2;
+    ok(round_trip(&r, &b, &e) == -1, "... of two ranks: refused (%s)",
+       e.text);
+    pl_run_clear(&b);
     /* a Python call */
     unsigned char in[] = { 0x80, 0x05, 0x00 };
     char *pyargv[] = { (char *)"label", NULL };
