@@ -331,6 +331,7 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         return NULL;
     }
     a->devnull = -1;
+    pl_outdir_init(&a->outdir);
     a->outq_tail = &a->outq;
     a->gpu_sample = PL_AGENT_GPU_SAMPLE;
     if ((rc = uv_loop_init(&a->loop)) < 0) {
@@ -497,6 +498,7 @@ void pl_agent_free(struct pl_agent *a)
     pl_agent_link_free(a); /* lingers to deliver the last EVENTS */
     if (a->devnull >= 0)
         close(a->devnull);
+    pl_outdir_close(&a->outdir);
     pl_bind_cuda_free(a->cuda);
     pl_bind_cpu_free(a->cpu);
     pl_env_cache_free(a->envcache);

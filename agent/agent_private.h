@@ -94,6 +94,8 @@ struct pl_agent {
     struct pl_bind_cpu *cpu;
     struct pl_bind_cuda *cuda;
     int devnull;               /* the tasks' stdin */
+    struct pl_outdir outdir;   /* the last tasks' output directory, kept
+                                  open and checked (pl_task_start()) */
     struct pl_env *base_env;   /* ours without the step's (pl_env_drop_step) */
     struct pl_env_cache *envcache; /* base_env + a spec's env, per spec */
     char owner[PL_OWNER_MAX];  /* our part of the tasks' keys (leftover.h) */

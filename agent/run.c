@@ -207,7 +207,7 @@ static int spawn(struct pl_agent *a, struct pl_task *t, struct pl_env *env,
         pl_bind_cpu_leave(a->cpu);
         return -1;
     }
-    rc = pl_task_start(t, pl_env_vector(env), a->devnull, errp);
+    rc = pl_task_start(t, pl_env_vector(env), a->devnull, &a->outdir, errp);
     pl_bind_cuda_leave(a->cuda);
     pl_bind_cpu_leave(a->cpu);
     return rc;

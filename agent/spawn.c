@@ -51,6 +51,41 @@ int pl_spawn_find(const char *file, char *const *env, char *buf, size_t len)
     return err;
 }
 
+/* Make output file 'name' in 'dfd' (pl_output_open()'s flags for a
+ * file of one writer) as descriptor 'to' of the child. */
+static int child_output(int dfd, const char *name, int to)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                                   | O_NOCTTY | O_CLOEXEC,
+                    0600);
+
+    if (fd < 0)
+        return -1;
+    /* N.B. dup2() of a descriptor onto itself keeps its close-on-exec
+     * flag; the original closes at the exec */
+    return fd == to ? fcntl(to, F_SETFD, 0) : dup2(fd, to);
+}
+
+/* The child's stdout and stderr: the caller's descriptors, or files it
+ * makes; on failure *step says which. */
+static int child_outputs(const struct pl_spawn_how *h, int *step)
+{
+    if (h->out_name) {
+        *step = PL_SPAWN_STEP_OUT;
+        if (child_output(h->dfd, h->out_name, 1) < 0)
+            return -1;
+        *step = PL_SPAWN_STEP_ERR;
+        if (h->err_name ? child_output(h->dfd, h->err_name, 2) < 0
+                        : dup2(1, 2) < 0)
+            return -1;
+        return 0;
+    }
+    *step = PL_SPAWN_STEP_SETUP;
+    if (dup2(h->out, 1) < 0 || dup2(h->err, 2) < 0)
+        return -1;
+    return 0;
+}
+
 /* N.B. vfork(), as glibc's posix_spawn() does (clone(CLONE_VM |
  * CLONE_VFORK)), whose attributes cannot ask for a parent-death signal;
  * not fork(): it copies neither the agent's mappings nor its page
@@ -61,12 +96,20 @@ int pl_spawn_find(const char *file, char *const *env, char *buf, size_t len)
  * meanwhile, so that no handler of ours runs in it before it resets
  * them.  Its exit is found by the agent's SIGCHLD watcher
  * (pl_task_reap(), pl_pyw_reap()): an agent killed with SIGKILL leaves
- * no task leader running (issue 12: pilotd runs the task again). */
-int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
-             int err, int fd3, const char *cwd, pid_t *pid)
+ * no task leader running (issue 12: pilotd runs the task again).
+ *
+ * The child makes the task's output files itself, on its own CPU account
+ * (an inode allocation each: the agent's largest cost a task on ext4,
+ * issue 16).  Not its CPU mask: a child that moved itself to the task's
+ * core (the loop thread would stay put: two sched_setaffinity() a task
+ * less) waited there behind what ran, and the agent in vfork() with it:
+ * 254-479 against 575-924 tasks/s, alternating, docs/PERFORMANCE.md. */
+int pl_spawn_how(const char *prog, char **argv, char **env,
+                 const struct pl_spawn_how *h, pid_t *pid, int *stepp)
 {
     sigset_t all, old;
     volatile int child_err = 0;
+    volatile int child_step = PL_SPAWN_STEP_SETUP;
     pid_t parent = getpid();
     pid_t p;
 
@@ -76,29 +119,41 @@ int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
     if (p == 0) {
         struct sigaction dfl = { .sa_handler = SIG_DFL };
         sigset_t none;
+        int step = PL_SPAWN_STEP_SETUP;
         for (int sig = 1; sig < NSIG; sig++)
             (void)sigaction(sig, &dfl, NULL);
-        if (setsid() < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0
-            || dup2(err, 2) < 0
-            /* N.B. dup2() of a descriptor onto itself keeps its
-             * close-on-exec flag */
-            || (fd3 >= 0 && (fd3 == 3 ? fcntl(3, F_SETFD, 0)
-                                      : dup2(fd3, 3)) < 0)
-            || (cwd && chdir(cwd) < 0)
-            || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-            child_err = errno;
-            _exit(127);
-        }
+        if (setsid() < 0)
+            goto fail;
+        step = PL_SPAWN_STEP_SETUP;
+        if (dup2(h->in, 0) < 0 || child_outputs(h, &step) < 0)
+            goto fail;
+        step = PL_SPAWN_STEP_SETUP;
+        /* N.B. dup2() of a descriptor onto itself keeps its
+         * close-on-exec flag */
+        if (h->fd3 >= 0
+            && (h->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(h->fd3, 3)) < 0)
+            goto fail;
+        step = PL_SPAWN_STEP_CWD;
+        if (h->cwd && chdir(h->cwd) < 0)
+            goto fail;
+        step = PL_SPAWN_STEP_SETUP;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+            goto fail;
         if (getppid() != parent)
             _exit(127); /* we died already: no task without its agent */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         execve(prog, argv, env);
+        step = PL_SPAWN_STEP_EXEC;
+    fail:
         child_err = errno;
+        child_step = step;
         _exit(127);
     }
     int e = p < 0 ? errno : child_err;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (stepp)
+        *stepp = p < 0 ? PL_SPAWN_STEP_SETUP : child_step;
     if (p > 0 && e) {
         /* it failed before its exec: reap it here */
         while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
@@ -111,3 +166,11 @@ int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
     return 0;
 }
 
+int pl_spawn(const char *prog, char **argv, char **env, int in, int out,
+             int err, int fd3, const char *cwd, pid_t *pid)
+{
+    struct pl_spawn_how h = { .in = in, .out = out, .err = err, .fd3 = fd3,
+                              .dfd = -1, .cwd = cwd };
+
+    return pl_spawn_how(prog, argv, env, &h, pid, NULL);
+}

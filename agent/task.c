@@ -390,19 +390,73 @@ static int start_failed(struct pl_task *t, int errnum, struct pl_error *errp)
     return -1;
 }
 
+/* Whether the child can make the task's files itself: each a new file
+ * of one writer (not shared by ranks), both in one directory. */
+static bool child_makes(const char *opath, const char *epath, bool shared)
+{
+    const char *os = strrchr(opath, '/');
+    const char *es = strrchr(epath, '/');
+
+    return !shared && os && es && os - opath == es - epath
+           && !strncmp(opath, epath, (size_t)(os - opath));
+}
+
+/* What a failed spawn says, in the words a user needs: the command not
+ * found in PATH, the working directory, or the exec. */
+static void spawn_error(struct pl_task *t, bool found, int rc)
+{
+    t->exit_code = 127; /* what a shell says for a command it can't run */
+    if (!found && !strchr(t->run.argv[0], '/'))
+        pl_errprintf(&t->error, "command '%s' %s", t->run.argv[0],
+                     rc == ENOENT ? "not found in PATH"
+                                  : uv_strerror(uv_translate_sys_error(rc)));
+    else if (t->run.cwd && (rc == ENOENT || rc == EACCES || rc == ENOTDIR)
+             && access(t->run.cwd, X_OK) < 0)
+        pl_errprintf(&t->error, "cwd %s: %s", t->run.cwd,
+                     uv_strerror(uv_translate_sys_error(errno)));
+    else
+        pl_errprintf(&t->error, "spawn %s: %s", t->run.argv[0],
+                     uv_strerror(uv_translate_sys_error(rc)));
+}
+
+/* The task's environment: 'env' with the key that finds the task's
+ * processes first (has_key() finds it in the first bytes of
+ * /proc/PID/environ however large the rest: issue 12, after an
+ * environment of 64 KiB a key placed last was not read).  The strings
+ * are borrowed; free() the vector. */
+static char **key_env(struct pl_task *t, char **env)
+{
+    size_t nenv = 0;
+
+    while (env && env[nenv])
+        nenv++;
+    char **kenv = calloc(nenv + 2, sizeof(*kenv));
+    if (!kenv)
+        return NULL;
+    kenv[0] = t->key;
+    for (size_t i = 0, k = 1; i < nenv; i++)
+        if (strncmp(env[i], "PILOT_TASK_KEY=", 15))
+            kenv[k++] = env[i];
+    return kenv;
+}
+
 int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
-                  struct pl_error *errp)
+                  struct pl_outdir *outdir, struct pl_error *errp)
 {
     char prog[PATH_MAX + 256];
     struct pl_error why;
-    int out = -1;
-    int err = -1;
-    int rc;
+    struct pl_outdir own;
+    struct pl_spawn_how h = { .in = stdin_fd, .out = -1, .err = -1,
+                              .fd3 = -1, .dfd = -1, .cwd = t->run.cwd };
+    int rc, step = 0;
     pid_t pid;
 
+    pl_outdir_init(&own);
+    if (!outdir)
+        outdir = &own;
     /* the journal: pipes, no files */
     if (pl_tout_wanted(env)) {
-        if (!(t->tout = pl_tout_new(t->loop, &t->run, env, &out, &err,
+        if (!(t->tout = pl_tout_new(t->loop, &t->run, env, &h.out, &h.err,
                                     &why))) {
             pl_errprintf(&t->error, "output %s", why.text);
             return start_failed(t, EIO, errp);
@@ -419,63 +473,66 @@ int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
 
     if (t->tout)
         ; /* the pipes' ends */
-    else if ((out = open_output(opath, shared, &why)) < 0) {
+    else if (child_makes(opath, epath, shared)) {
+        /* the child makes them: the directory is checked here, kept */
+        if ((h.dfd = pl_outdir_get(outdir, opath, &h.out_name, &why)) < 0) {
+            rc = errno;
+            pl_errprintf(&t->error, "stdout %s", why.text);
+            return start_failed(t, rc, errp);
+        }
+        if (strcmp(epath, opath))
+            h.err_name = strrchr(epath, '/') + 1;
+    }
+    else if ((h.out = open_output(opath, shared, &why)) < 0) {
         rc = errno;
         pl_errprintf(&t->error, "stdout %s", why.text);
         return start_failed(t, rc, errp);
     }
-    if (t->tout)
-        ;
     else if (!strcmp(epath, opath))
-        err = out;
-    else if ((err = open_output(epath, shared, &why)) < 0) {
+        h.err = h.out;
+    else if ((h.err = open_output(epath, shared, &why)) < 0) {
         rc = errno;
-        close(out);
+        close(h.out);
         pl_errprintf(&t->error, "stderr %s", why.text);
         return start_failed(t, rc, errp);
     }
-    /* the environment, and the key that finds the task's processes */
-    size_t nenv = 0;
-    while (env && env[nenv])
-        nenv++;
-    char **kenv = calloc(nenv + 2, sizeof(*kenv));
+    char **kenv = key_env(t, env);
     if (!kenv) {
-        close_ends(t, out, err);
+        close_ends(t, h.out, h.err);
+        pl_outdir_close(&own);
         pl_errprintf(&t->error, "out of memory");
         return start_failed(t, ENOMEM, errp);
     }
-    /* the key first: has_key() finds it in the first bytes of
-     * /proc/PID/environ however large the rest (issue 12: after an
-     * environment of 64 KiB, a key placed last was not read) */
-    kenv[0] = t->key;
-    for (size_t i = 0, k = 1; i < nenv; i++)
-        if (strncmp(env[i], "PILOT_TASK_KEY=", 15))
-            kenv[k++] = env[i];
     bool found = (rc = pl_spawn_find(t->run.argv[0], kenv, prog,
                                     sizeof(prog))) == 0;
     if (found)
-        rc = pl_spawn(prog, t->run.argv, kenv, stdin_fd, out, err, -1,
-                      t->run.cwd, &pid);
-    free(kenv);
-    close_ends(t, out, err);
-    if (rc != 0) {
-        /* which of them failed, in the words a user needs: the command
-         * not found in PATH, the working directory, or the exec */
-        t->exit_code = 127; /* what a shell says for a command it can't run */
-        if (!found && !strchr(t->run.argv[0], '/'))
-            pl_errprintf(&t->error, "command '%s' %s", t->run.argv[0],
-                         rc == ENOENT ? "not found in PATH"
-                                      : uv_strerror(uv_translate_sys_error(
-                                            rc)));
-        else if (t->run.cwd && (rc == ENOENT || rc == EACCES || rc == ENOTDIR)
-                 && access(t->run.cwd, X_OK) < 0)
-            pl_errprintf(&t->error, "cwd %s: %s", t->run.cwd,
-                         uv_strerror(uv_translate_sys_error(errno)));
-        else
-            pl_errprintf(&t->error, "spawn %s: %s", t->run.argv[0],
-                         uv_strerror(uv_translate_sys_error(rc)));
-        return start_failed(t, rc, errp);
+        rc = pl_spawn_how(prog, t->run.argv, kenv, &h, &pid, &step);
+    else if (h.out_name) {
+        /* as a task whose command is missing always had: its files,
+         * empty (what the spawn would have made) */
+        int fd = pl_output_open(opath, false, &why);
+        if (fd >= 0)
+            close(fd);
+        if (fd >= 0 && h.err_name && (fd = pl_output_open(epath, false,
+                                                          &why)) >= 0)
+            close(fd);
     }
+    free(kenv);
+    if (!h.out_name)
+        close_ends(t, h.out, h.err);
+    if (rc != 0 && (step == PL_SPAWN_STEP_OUT || step == PL_SPAWN_STEP_ERR)) {
+        bool out = step == PL_SPAWN_STEP_OUT;
+        pl_output_why(h.dfd, out ? opath : epath, out ? h.out_name
+                                                      : h.err_name,
+                      rc, &why);
+        pl_errprintf(&t->error, "%s %s", out ? "stdout" : "stderr",
+                     why.text);
+    }
+    else if (rc != 0)
+        spawn_error(t, found, rc);
+    pl_outdir_close(&own);
+    if (rc != 0)
+        return start_failed(t, rc, errp);
     t->pid = (int)pid;
     t->state = PL_ST_RUNNING;
     t->t_start = uv_hrtime();

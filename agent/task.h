@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "proto/error.h"
+#include "proto/pilotdir.h"
 #include "proto/run.h"
 
 struct pl_task;
@@ -27,15 +28,17 @@ struct pl_task *pl_task_new(uv_loop_t *loop, struct pl_run *run,
  * A task still running is left running (not killed).  NULL is ok. */
 void pl_task_free(struct pl_task *t);
 
-/* Open the output files (creating their directory, 0700; truncated for a
- * task of one rank, appended to when several ranks may share them), then
- * spawn the process (posix_spawn()) with environment 'env' (borrowed)
- * and stdin from 'stdin_fd', as the leader of its own process group, and
- * start its timeout.  On failure the task's state is PL_ST_FAILED with
- * an error text (and exit code 127 when the exec failed); returns -1
- * with errno and errp set. */
+/* Spawn the process with environment 'env' (borrowed) and stdin from
+ * 'stdin_fd', as the leader of its own process group, and start its
+ * timeout.  Its output files (their directory created, 0700) are made
+ * by the child (pl_spawn_how()) in the directory 'outdir' keeps open
+ * (NULL: one opened for this call), except those several ranks share
+ * (appended to), which are opened here.  It inherits the calling
+ * thread's CPU mask (pl_bind_cpu_enter()).  On failure the task's state
+ * is PL_ST_FAILED with an error text (and exit code 127 when the exec
+ * failed); returns -1 with errno and errp set. */
 int pl_task_start(struct pl_task *t, char **env, int stdin_fd,
-                  struct pl_error *errp);
+                  struct pl_outdir *outdir, struct pl_error *errp);
 
 /* Stop a running task because of 'reason' (PL_ST_CANCELED or
  * PL_ST_TIMEOUT; the first reason given is kept): SIGTERM to its process

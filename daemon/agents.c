@@ -417,6 +417,7 @@ static void agent_events(struct pl_daemon *d, struct pl_link *l,
     /* once committed, the agent may forget these ends */
     if ((o = pl_out_agent(d, l->node))) {
         o->needs_commit = true;
+        o->ack = true;
         pl_ack_encode(&o->w, m->seq);
         pl_out_push(d, o);
     }

@@ -365,8 +365,13 @@ struct pl_auth *pl_auth_new(uv_loop_t *loop, void *zctx, const char *kdir,
         pl_errprintf(errp, "bind %s: %s", ZAP_ENDPOINT, zmq_strerror(errno));
         goto error;
     }
-    if (!(au->zw = pl_zwatch_new(loop, au->zap, ZMQ_POLLIN, zap_cb, au))
-        || pl_zwatch_start(au->zw) < 0) {
+    if (!(au->zw = pl_zwatch_new(loop, au->zap, ZMQ_POLLIN, zap_cb, au))) {
+        pl_errprintf(errp, "watch the ZAP socket: %s", strerror(errno));
+        goto error;
+    }
+    /* only zap_cb() touches it: no read of ZMQ_EVENTS a loop iteration */
+    pl_zwatch_set_exclusive(au->zw);
+    if (pl_zwatch_start(au->zw) < 0) {
         pl_errprintf(errp, "watch the ZAP socket: %s", strerror(errno));
         goto error;
     }

@@ -66,6 +66,9 @@ struct pl_out {
                                 its commit fails, an agent's is not sent
                                 and a client's becomes an error */
     bool cancel;             /* the reply to a cancel */
+    bool run;                /* a RUN: may leave before the sync of the
+                                commit that placed it (pl_outq_send_runs()) */
+    bool ack;                /* an agent's ACK: a RUN may pass it */
     char watch[PL_WATCH_TOKEN_MAX + 1]; /* a push of this watch, or "" */
 };
 
@@ -277,6 +280,14 @@ void pl_out_undo(struct pl_daemon *d, struct pl_out *o, const char *why,
  * a cancel) waits in the queue. */
 bool pl_outq_acks(const struct pl_daemon *d);
 void pl_outq_send(struct pl_daemon *d, bool stored);
+/* Send the RUNs queued now, in their order, ahead of the rest (called
+ * after a commit that stored them and before the sync that the clients'
+ * replies wait for: docs/state.md, "the RUNs a commit placed leave right
+ * after the commit").  Nothing is sent ahead if an agent has a message
+ * queued that is neither a RUN nor an ACK (a KILL, a WELCOME: the order
+ * between those and its RUNs matters); an ACK (independent of the RUNs'
+ * numbering) stays for after the sync. */
+void pl_outq_send_runs(struct pl_daemon *d);
 void pl_outq_free(struct pl_daemon *d);
 
 /* ------------------------------------------------------------ store.c */

@@ -426,6 +426,7 @@ static int send_by_node(struct pl_daemon *d, size_t m)
                 pack_rank(d, &o->w, t, w[x].r);
                 t->rank[w[x].r].run_seq = seq;
             }
+            o->run = true;
             pl_out_push(d, o);
             pl_log(LOG_DEBUG, "run %zu ranks on %s (%zu bytes at most)", cnt,
                    n->name, bytes);
@@ -478,6 +479,7 @@ void pl_dispatch_send(struct pl_daemon *d)
                         packed++;
                     }
             }
+            o->run = true;
             pl_out_push(d, o);
             pl_log(LOG_DEBUG, "run %u ranks on %s (%zu bytes at most)", cnt,
                    n->name, bytes);

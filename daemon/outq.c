@@ -97,6 +97,24 @@ bool pl_outq_acks(const struct pl_daemon *d)
     return false;
 }
 
+/* Send 'o' and free it. */
+static void send_one(struct pl_daemon *d, struct pl_out *o)
+{
+    if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
+                      o->w.sb.size) < 0) {
+        /* a client that left, or does not read its replies */
+        if (o->watch[0])
+            pl_watch_push_failed(d, o->watch); /* said once there */
+        else if (o->sock == d->csock)
+            pl_daemon_bad_log(d, LOG_WARNING, "send to client: %s "
+                              "(message dropped)", zmq_strerror(errno));
+        else
+            pl_log(LOG_WARNING, "send to agent: %s (message dropped)",
+                   zmq_strerror(errno));
+    }
+    pl_out_free(o);
+}
+
 void pl_outq_send(struct pl_daemon *d, bool stored)
 {
     struct pl_out *o, *next;
@@ -104,23 +122,32 @@ void pl_outq_send(struct pl_daemon *d, bool stored)
     for (o = d->outq; o; o = next) {
         next = o->next;
         if (!stored && o->needs_commit)
-            ; /* not stored: the agent sends it again */
-        else if (pl_zsock_send(o->sock, o->rid, o->ridlen, o->w.sb.data,
-                               o->w.sb.size) < 0) {
-            /* a client that left, or does not read its replies */
-            if (o->watch[0])
-                pl_watch_push_failed(d, o->watch); /* said once there */
-            else if (o->sock == d->csock)
-                pl_daemon_bad_log(d, LOG_WARNING, "send to client: %s "
-                                  "(message dropped)", zmq_strerror(errno));
-            else
-                pl_log(LOG_WARNING, "send to agent: %s (message dropped)",
-                       zmq_strerror(errno));
-        }
-        pl_out_free(o);
+            pl_out_free(o); /* not stored: the agent sends it again */
+        else
+            send_one(d, o);
     }
     d->outq = NULL;
     d->outtail = &d->outq;
+}
+
+void pl_outq_send_runs(struct pl_daemon *d)
+{
+    struct pl_out **pp = &d->outq;
+    struct pl_out *o;
+
+    for (o = d->outq; o; o = o->next)
+        if (o->sock == d->asock && !o->run && !o->ack)
+            return;
+    while ((o = *pp)) {
+        if (!o->run) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        if (d->outtail == &o->next)
+            d->outtail = pp;
+        send_one(d, o);
+    }
 }
 
 void pl_outq_free(struct pl_daemon *d)

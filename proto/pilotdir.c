@@ -563,14 +563,15 @@ int pl_path_task_result(const char *dir, unsigned long long id,
     return 0;
 }
 
-int pl_output_open(const char *path, bool shared, struct pl_error *errp)
+/* The O_PATH descriptor of the checked directory of output file 'path'
+ * (made 0700 if missing), and in *name the file's name in it; -1 with
+ * errp ("PATH: ...") and errno. */
+static int output_dir(const char *path, const char **name,
+                      struct pl_error *errp)
 {
     char dir[PL_PATH_MAX];
     const char *slash = strrchr(path, '/');
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY
-                | O_CLOEXEC | (shared ? O_APPEND : 0);
-    struct stat st;
-    int dfd = -1, fd, saved;
+    int dfd;
 
     if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(dir))
         return pl_errset(errp, EINVAL, "%.100s: not a file's path", path);
@@ -578,40 +579,25 @@ int pl_output_open(const char *path, bool shared, struct pl_error *errp)
     size_t dlen = slash == path ? 1 : (size_t)(slash - path);
     memcpy(dir, path, dlen);
     dir[dlen] = '\0';
-    const char *name = slash + 1;
+    *name = slash + 1;
     /* N.B. made only when missing: an mkdir() and a stat() of each
      * level per output would slow every spawn */
     if ((dfd = open_own(AT_FDCWD, dir, dir, errp)) < 0 && errno == ENOENT) {
-        if (pl_mkdirs(dir, 0700) < 0) {
-            pl_errprintf(errp, "%s: %s", path, strerror(errno));
-            goto error;
-        }
+        if (pl_mkdirs(dir, 0700) < 0)
+            return pl_errprintf(errp, "%s: %s", path, strerror(errno));
         dfd = open_own(AT_FDCWD, dir, dir, errp);
     }
-    if (dfd < 0)
-        goto error;
-    if ((fd = openat(dfd, name, flags, 0600)) >= 0) {
-        close(dfd);
-        return fd;
-    }
-    if (errno != EEXIST) {
-        pl_errprintf(errp, "%s: %s", path, strerror(errno));
-        goto error;
-    }
-    /* there already: the file of a rank of the same task (one that
-     * another agent, on another node, made first), or nothing we write.
-     * N.B. O_NONBLOCK: a FIFO must not stop the agent. */
-    if (shared
-        && (fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW
-                                       | O_NOCTTY | O_CLOEXEC | O_NONBLOCK))
-               >= 0) {
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
-            && st.st_uid == geteuid() && st.st_nlink == 1
-            && fcntl(fd, F_SETFL, O_APPEND) == 0) {
-            close(dfd);
-            return fd;
-        }
-        close(fd);
+    return dfd;
+}
+
+int pl_output_why(int dfd, const char *path, const char *name, int errnum,
+                  struct pl_error *errp)
+{
+    struct stat st;
+
+    if (errnum != EEXIST) {
+        errno = errnum;
+        return pl_errprintf(errp, "%s: %s", path, strerror(errnum));
     }
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         pl_errprintf(errp, "%s: %s", path, strerror(errno));
@@ -621,10 +607,97 @@ int pl_output_open(const char *path, bool shared, struct pl_error *errp)
         pl_errprintf(errp, "%s exists already (uid %u, mode %04o)", path,
                      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
     errno = EEXIST;
-error:
-    saved = errno;
-    if (dfd >= 0)
+    return -1;
+}
+
+int pl_output_open(const char *path, bool shared, struct pl_error *errp)
+{
+    const char *name;
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY
+                | O_CLOEXEC | (shared ? O_APPEND : 0);
+    struct stat st;
+    int dfd, fd, saved;
+
+    if ((dfd = output_dir(path, &name, errp)) < 0)
+        return -1;
+    if ((fd = openat(dfd, name, flags, 0600)) >= 0) {
         close(dfd);
+        return fd;
+    }
+    /* there already: the file of a rank of the same task (one that
+     * another agent, on another node, made first), or nothing we write.
+     * N.B. O_NONBLOCK: a FIFO must not stop the agent. */
+    if (errno == EEXIST && shared) {
+        if ((fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW
+                                        | O_NOCTTY | O_CLOEXEC | O_NONBLOCK))
+            >= 0) {
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+                && st.st_uid == geteuid() && st.st_nlink == 1
+                && fcntl(fd, F_SETFL, O_APPEND) == 0) {
+                close(dfd);
+                return fd;
+            }
+            close(fd);
+        }
+        errno = EEXIST; /* said by what is there */
+    }
+    pl_output_why(dfd, path, name, errno, errp);
+    saved = errno;
+    close(dfd);
     errno = saved;
     return -1;
+}
+
+void pl_outdir_init(struct pl_outdir *c)
+{
+    c->fd = -1;
+    c->path[0] = '\0';
+}
+
+void pl_outdir_close(struct pl_outdir *c)
+{
+    if (c && c->fd >= 0) {
+        int saved = errno;
+        close(c->fd);
+        errno = saved;
+    }
+    if (c)
+        pl_outdir_init(c);
+}
+
+int pl_outdir_get(struct pl_outdir *c, const char *path, const char **name,
+                  struct pl_error *errp)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    struct stat st;
+    int fd;
+
+    /* the one kept: what its path still names (not removed, renamed or
+     * replaced: the same inode, no link), passing the same checks; one
+     * lstat() instead of a walk and a check */
+    if (c->fd >= 0 && slash && slash[1] && dlen < sizeof(c->path)
+        && !strncmp(c->path, path, dlen) && c->path[dlen] == '\0') {
+        if (lstat(c->path, &st) == 0 && st.st_dev == c->dev
+            && st.st_ino == c->ino
+            && check_own(c->path, &st, false, NULL) == 0) {
+            *name = slash + 1;
+            return c->fd;
+        }
+    }
+    pl_outdir_close(c);
+    if ((fd = output_dir(path, name, errp)) < 0)
+        return -1;
+    if (dlen < sizeof(c->path) && dlen > 0 && fstat(fd, &st) == 0) {
+        memcpy(c->path, path, dlen);
+        c->path[dlen] = '\0';
+        c->dev = st.st_dev;
+        c->ino = st.st_ino;
+        c->fd = fd;
+        return fd;
+    }
+    /* not kept: the caller's until its next call */
+    c->fd = fd;
+    c->path[0] = '\0';
+    return fd;
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "proto/error.h"
 
@@ -145,6 +146,35 @@ int pl_path_task_result(const char *dir, unsigned long long id,
  * -1 with errp ("PATH ...") and errno: EEXIST (something is there
  * already), a refusal of the directory, or open(2)'s. */
 int pl_output_open(const char *path, bool shared, struct pl_error *errp);
+
+/* Why creating output file 'name' (the last part of 'path') in the
+ * directory open on 'dfd' failed with 'errnum': errp as
+ * pl_output_open() says it ("PATH exists already (uid U, mode M)", "PATH
+ * is a symbolic link: not followed", "PATH: " and strerror).  Returns
+ * -1 with errno 'errnum'. */
+int pl_output_why(int dfd, const char *path, const char *name, int errnum,
+                  struct pl_error *errp);
+
+/* The checked directory of the last output file asked for, kept open,
+ * so that a task's files are made with one openat() each in the spawned
+ * child (agent/spawn.h) and not a walk and a check per file. */
+struct pl_outdir {
+    char path[PL_PATH_MAX];     /* its path ("": none kept) */
+    int fd;                     /* O_PATH, or -1 */
+    dev_t dev;                  /* what it is */
+    ino_t ino;
+};
+
+void pl_outdir_init(struct pl_outdir *c);
+/* Close the directory kept, if any; 'c' may be NULL. */
+void pl_outdir_close(struct pl_outdir *c);
+/* The descriptor (borrowed: owned by 'c', valid until the next call) of
+ * the directory of output file 'path', made (0700) if missing and
+ * checked as pl_output_open() does; *name is set to the file's name in
+ * 'path'.  The one kept serves while 'path' is in it and its path still
+ * names it and passes the checks (one lstat()).  -1 with errp and errno as pl_output_open(). */
+int pl_outdir_get(struct pl_outdir *c, const char *path, const char **name,
+                  struct pl_error *errp);
 
 /* mkdir -p with 'mode' for each created level. */
 int pl_mkdirs(const char *path, unsigned mode);

@@ -33,6 +33,9 @@ struct pl_zwatch {
     int started;
     int woke;             /* the poll fd fired since the last check */
     int pending;          /* idle started: events were pending */
+    int exclusive;        /* pl_zwatch_set_exclusive() */
+    int touched;          /* exclusive: the socket was used (or may have
+                             changed) since ZMQ_EVENTS was last read */
     pl_zwatch_f cb;
     void *arg;
 };
@@ -65,6 +68,12 @@ static void prepare_cb(uv_prepare_t *h)
 {
     struct pl_zwatch *zw = h->data;
 
+    /* N.B. exclusive and untouched: the last read found nothing and
+     * nothing consumed the fd's signal since, so a new message makes
+     * the fd readable and the poll wakes the loop */
+    if (zw->exclusive && !zw->touched)
+        return;
+    zw->touched = 0;
     if (pl_zsock_events(zw->zsock) & zw->events) {
         uv_idle_start(&zw->idle, noop_idle_cb);
         zw->pending = 1;
@@ -81,8 +90,11 @@ static void check_cb(uv_check_t *h)
     zw->woke = 0;
     zw->pending = 0;
     uv_idle_stop(&zw->idle);
-    if ((revents = pl_zsock_events(zw->zsock) & zw->events))
+    zw->touched = 0;
+    if ((revents = pl_zsock_events(zw->zsock) & zw->events)) {
+        zw->touched = 1; /* before: the callback may free zw */
         zw->cb(zw, revents, zw->arg); /* may stop or free zw */
+    }
 }
 
 struct pl_zwatch *pl_zwatch_new(uv_loop_t *loop, void *zsock, int events,
@@ -127,6 +139,7 @@ int pl_zwatch_start(struct pl_zwatch *zw)
     uv_check_start(&zw->check, check_cb);
     zw->started = 1;
     zw->woke = 1; /* the first check reads ZMQ_EVENTS */
+    zw->touched = 1;
     return 0;
 }
 
@@ -143,6 +156,13 @@ void pl_zwatch_stop(struct pl_zwatch *zw)
 void pl_zwatch_set_events(struct pl_zwatch *zw, int events)
 {
     zw->events = events;
+    zw->touched = 1;
+}
+
+void pl_zwatch_set_exclusive(struct pl_zwatch *zw)
+{
+    zw->exclusive = 1;
+    zw->touched = 1;
 }
 
 static void close_cb(uv_handle_t *h)

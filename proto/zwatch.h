@@ -26,6 +26,13 @@ void pl_zwatch_stop(struct pl_zwatch *zw);
 /* Change the events wanted (e.g. add ZMQ_POLLOUT while output is queued). */
 void pl_zwatch_set_events(struct pl_zwatch *zw, int events);
 
+/* The owner promises that nothing but the watcher's callback sends,
+ * receives or reads options on the socket: then the read of ZMQ_EVENTS
+ * before a block is left out unless the callback ran (or the fd fired)
+ * since the last read, and an idle socket costs nothing a loop
+ * iteration (pilotd's ZAP socket: two system calls each). */
+void pl_zwatch_set_exclusive(struct pl_zwatch *zw);
+
 /* Close the handles; the memory is released in the last close callback,
  * so this may be called from the watcher's own callback.  NULL is ok. */
 void pl_zwatch_free(struct pl_zwatch *zw);

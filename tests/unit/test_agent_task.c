@@ -86,7 +86,7 @@ static struct pl_task *start_spec(struct fixture *f, struct pl_run *s,
     if (!t)
         abort();
     f->tasks[f->ntasks++] = t;
-    *rc = pl_task_start(t, environ, STDIN_FILENO, err);
+    *rc = pl_task_start(t, environ, STDIN_FILENO, NULL, err);
     return t;
 }
 
@@ -272,7 +272,7 @@ static void test_journal(struct fixture *f)
     struct pl_task *t = pl_task_new(&f->loop, &s, "0123456789ab/n1/1:1",
                                     exit_cb, f);
     f->tasks[f->ntasks++] = t;
-    rc = pl_task_start(t, env, STDIN_FILENO, &err);
+    rc = pl_task_start(t, env, STDIN_FILENO, NULL, &err);
     ok(rc == 0, "journal: spawned (%s)", rc ? err.text : "");
     wait_exits(f, base + 1);
     is(pl_task_state(t), PL_ST_DONE, "journal: the task is done");

@@ -702,6 +702,57 @@ static void test_output(void)
        "output: a path without a directory: EINVAL");
 }
 
+/* pl_outdir_get(): the bucket kept open, and given up when its path no
+ * longer names it; pl_output_why(). */
+static void test_outdir(void)
+{
+    char dir[128], moved[160], path[256], path2[256];
+    struct pl_outdir c;
+    struct pl_error e;
+    struct stat st1, st2;
+    const char *name = NULL;
+    int fd, fd2;
+
+    pl_outdir_init(&c);
+    snprintf(dir, sizeof(dir), "%s/od/tasks/5", tmp);
+    snprintf(path, sizeof(path), "%s/5000.out", dir);
+    snprintf(path2, sizeof(path2), "%s/5001.err", dir);
+    fd = pl_outdir_get(&c, path, &name, &e);
+    ok(fd >= 0 && name && !strcmp(name, "5000.out") && is_dir(dir)
+           && mode_of(dir) == 0700,
+       "outdir: the bucket made 0700, the name in it");
+    fd2 = pl_outdir_get(&c, path2, &name, &e);
+    ok(fd2 == fd && !strcmp(name, "5001.err"), "outdir: the same one kept");
+    int f = openat(fd, "5000.out", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ok(f >= 0, "outdir: a file made in it");
+    if (f >= 0)
+        close(f);
+    errno = 0;
+    ok(pl_output_why(fd, path, "5000.out", EEXIST, &e) == -1
+           && errno == EEXIST && strstr(e.text, path)
+           && strstr(e.text, "exists already"),
+       "outdir: why: exists already (%s)", e.text);
+    ok(pl_output_why(fd, path, "5000.out", EACCES, &e) == -1
+           && errno == EACCES && strstr(e.text, strerror(EACCES)),
+       "outdir: why: another error (%s)", e.text);
+    /* moved away and made again: the new one, not the one kept */
+    snprintf(moved, sizeof(moved), "%s.moved", dir);
+    ok(rename(dir, moved) == 0, "outdir: bucket moved away");
+    fd2 = pl_outdir_get(&c, path, &name, &e);
+    ok(fd2 >= 0 && fstat(fd2, &st1) == 0 && stat(dir, &st2) == 0
+           && st1.st_ino == st2.st_ino,
+       "outdir: a bucket moved away is not used: made again");
+    /* one open to others: refused, as pl_output_open() refuses it */
+    chmod(dir, 0777);
+    errno = 0;
+    ok(pl_outdir_get(&c, path, &name, &e) == -1 && errno == EACCES,
+       "outdir: a bucket writable by others: refused (%s)", e.text);
+    chmod(dir, 0700);
+    pl_outdir_close(&c);
+    ok(c.fd == -1, "outdir: closed");
+    pl_outdir_close(NULL);
+}
+
 static void test_rank_log(void)
 {
     char buf[128];
@@ -735,7 +786,7 @@ int main(void)
 {
     char home[128];
 
-    plan(113 + 4 + 3);
+    plan(113 + 4 + 3 + 9);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
@@ -750,6 +801,7 @@ int main(void)
     test_home_checks();
     test_dir_checks();
     test_output();
+    test_outdir();
     test_rank_log();
     t_rmtree(tmp);
     ok(!is_dir(tmp), "temporary directory removed");

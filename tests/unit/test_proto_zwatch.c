@@ -234,6 +234,43 @@ static void test_edge(uv_loop_t *loop, uv_timer_t *guard, void *ctx)
     unpair(&t);
 }
 
+/* An exclusive watcher (only its callback touches the socket) reads
+ * ZMQ_EVENTS before a block only after its callback ran: bursts larger
+ * than a batch, each after the loop slept, all arrive. */
+static void burst_cb(uv_timer_t *h)
+{
+    struct t *t = h->data;
+
+    for (int i = 0; i < 150; i++)
+        send_seq(t);
+    if (++t->ticks == 4)
+        uv_timer_stop(h);
+}
+
+static void test_exclusive(uv_loop_t *loop, uv_timer_t *guard, void *ctx)
+{
+    struct t t = { .loop = loop, .guard = guard, .want = 4 * 150 };
+    uv_timer_t tick;
+
+    pair(&t, ctx, "inproc://exclusive");
+    t.zw = pl_zwatch_new(loop, t.router, ZMQ_POLLIN, batch_cb, &t);
+    pl_zwatch_set_exclusive(t.zw);
+    ok(t.zw && pl_zwatch_start(t.zw) == 0, "exclusive: started");
+    uv_timer_init(loop, &tick);
+    tick.data = &t;
+    uv_timer_start(&tick, burst_cb, 20, 20); /* the loop sleeps between */
+    start_guard(&t, 2000);
+    uv_run(loop, UV_RUN_DEFAULT);
+    ok(!t.timed_out, "exclusive: loop ended without the guard timer");
+    is(t.n_cb, 600, "exclusive: all 600 messages of 4 bursts arrived");
+    ok(t.bad == 0 && t.calls >= 600 / PL_ZBATCH,
+       "exclusive: in order, in batches (%d calls)", t.calls);
+    pl_zwatch_free(t.zw);
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    unpair(&t);
+}
+
 /* The watcher frees itself from its callback with messages pending: no
  * use after free, and nothing keeps the loop alive or spinning. */
 static void test_free_in_cb(uv_loop_t *loop, uv_timer_t *guard, void *ctx)
@@ -568,7 +605,7 @@ int main(void)
     uv_timer_t guard;
     void *ctx = zmq_ctx_new();
 
-    plan(44);
+    plan(48);
     test_bind_addr();
     alarm(20); /* a hang is a failure, not a stuck test run */
     uv_loop_init(&loop);
@@ -584,6 +621,7 @@ int main(void)
     test_batches(&loop, &guard, ctx);
     test_edge(&loop, &guard, ctx);
     test_free_in_cb(&loop, &guard, ctx);
+    test_exclusive(&loop, &guard, ctx);
     test_quiet(&loop, &guard, ctx);
     test_pollout(&loop, &guard, ctx);
     test_frames(&loop, &guard, ctx);
