@@ -1,5 +1,5 @@
 /* tests/unit/db_fixture.h - a state database for the unit tests of
- * daemon/db*.c (test_daemon_db, test_daemon_db_batch): opened as pilotd
+ * daemon/db*.c (test_daemon_db, _batch, _first): opened as pilotd
  * opens it, filled with tasks, read back with SQL */
 #ifndef PL_TESTS_DB_FIXTURE_H
 #define PL_TESTS_DB_FIXTURE_H

@@ -16,28 +16,8 @@
 #include "proto/query.h"
 #include "proto/schema.h"
 #include "proto/state.h"
+#include "tests/unit/db_fixture.h"
 #include "tests/unit/helpers.h"
-
-/* The first column of the first row of 'sql' as text ("" if none). */
-static void scalar(sqlite3 *h, const char *sql, char *buf, size_t len)
-{
-    sqlite3_stmt *st;
-
-    buf[0] = '\0';
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
-        return;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-}
-
-static long long count(sqlite3 *h, const char *sql)
-{
-    char buf[32];
-
-    scalar(h, sql, buf, sizeof(buf));
-    return atoll(buf);
-}
 
 /* Task 'id''s events as 'pilot show' has them: "TIME STATE ATTEMPT"
  * joined by " / ". */
@@ -112,10 +92,10 @@ int main(void)
        "a queued and a waiting task stored");
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE task = "
              "%llu", (unsigned long long)q);
-    is(count(h, sql), 0, "the queued one has no events row");
+    is(t_db_count(h, sql), 0, "the queued one has no events row");
     snprintf(sql, sizeof(sql), "SELECT group_concat(state || ' ' || time) "
              "FROM events WHERE task = %llu", (unsigned long long)w);
-    scalar(h, sql, buf, sizeof(buf));
+    t_db_scalar(h, sql, buf, sizeof(buf));
     is_str(buf, "waiting 11.0", "the waiting one has its row");
     shown(h, q, buf, sizeof(buf));
     is_str(buf, "10 queued 0", "show: the queued one's event from its "
@@ -127,13 +107,13 @@ int main(void)
              "char(97,32,34,113,34,92,10,1) AND json_valid(argv) AND env "
              "= '[\"A=1\"]' FROM tasks WHERE id = %llu",
              (unsigned long long)q);
-    is(count(h, sql), 1, "argv with quotes, a backslash, a newline and a "
+    is(t_db_count(h, sql), 1, "argv with quotes, a backslash, a newline and a "
        "control character stored as valid JSON of the same strings");
     json_t *ja = json_pack("[sss]", argv[0], argv[1], argv[2]);
     char *jt = json_dumps(ja, JSON_COMPACT);
     snprintf(sql, sizeof(sql), "SELECT argv FROM tasks WHERE id = %llu",
              (unsigned long long)q);
-    scalar(h, sql, buf, sizeof(buf));
+    t_db_scalar(h, sql, buf, sizeof(buf));
     is_str(buf, jt ? jt : "", "... the text jansson's dump writes");
     free(jt);
     json_decref(ja);
@@ -147,7 +127,7 @@ int main(void)
        "assigned again");
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM events WHERE task = "
              "%llu", (unsigned long long)q);
-    is(count(h, sql), 4, "... 4 events rows, the requeue's among them");
+    is(t_db_count(h, sql), 4, "... 4 events rows, the requeue's among them");
     const char *want = "10 queued 0 / 12 assigned 1 / 13 running 1 / "
                        "14 queued 1 / 15 assigned 2";
     shown(h, q, buf, sizeof(buf));
@@ -181,30 +161,30 @@ int main(void)
              "submit_time = 20 AND env = '[\"A=1\"]'",
              (unsigned long long)ids[0], (unsigned long long)ids[149],
              (unsigned long long)ids[0]);
-    is(count(h, sql), 150, "... each row its own argv and index, as given");
-    is(count(h, "SELECT count(*) FROM events WHERE time = 20"), 0,
+    is(t_db_count(h, sql), 150, "... each row its own argv and index, as given");
+    is(t_db_count(h, "SELECT count(*) FROM events WHERE time = 20"), 0,
        "... and no events rows");
     shown(h, ids[77], buf, sizeof(buf));
     is_str(buf, "20 queued 0", "... show makes element 77's queued");
     uint64_t wid[3];
     ok(pl_db_task_insert_n(db, rows, 3, PL_ST_WAITING, 21, wid, &e) == 0
            && pl_db_commit(db, &e) == 0
-           && count(h, "SELECT count(*) FROM events WHERE time = 21 AND "
+           && t_db_count(h, "SELECT count(*) FROM events WHERE time = 21 AND "
                        "state = 'waiting'") == 3,
        "3 waiting in one insert: a row each for their first event");
 
     /* a savepoint rolled back takes a multi-row insert with it (OR FAIL
      * leaves the undoing to it) */
-    long long before = count(h, "SELECT count(*) FROM tasks");
+    long long before = t_db_count(h, "SELECT count(*) FROM tasks");
     uint64_t sid[100];
     ok(pl_db_savepoint(db, &e) == 0
            && pl_db_task_insert_n(db, rows, 100, PL_ST_QUEUED, 22, sid, &e)
                   == 0
-           && count(h, "SELECT count(*) FROM tasks") == before + 100
+           && t_db_count(h, "SELECT count(*) FROM tasks") == before + 100
            && pl_db_savepoint_end(db, false, &e) == 0
            && pl_db_commit(db, &e) == 0
-           && count(h, "SELECT count(*) FROM tasks") == before
-           && count(h, "SELECT count(*) FROM tasks WHERE submit_time = 22")
+           && t_db_count(h, "SELECT count(*) FROM tasks") == before
+           && t_db_count(h, "SELECT count(*) FROM tasks WHERE submit_time = 22")
                   == 0,
        "100 inserted in a savepoint rolled back: none stored");
     uint64_t again = 0;
@@ -241,7 +221,7 @@ int main(void)
         return 1;
     }
     h = pl_db_handle(db);
-    scalar(h, "SELECT value FROM meta WHERE key = 'schema'", buf,
+    t_db_scalar(h, "SELECT value FROM meta WHERE key = 'schema'", buf,
            sizeof(buf));
     snprintf(sql, sizeof(sql), "%d", PL_SCHEMA_VERSION);
     ok(!strcmp(buf, sql) && PL_SCHEMA_VERSION == 13, "... it opens as "
