@@ -14,7 +14,8 @@
  * which would cost every iteration N calls); the agents that received
  * something are flushed once per iteration from a zero timer, as
  * agent.c's flush timer does for one agent; one timer repeats REGISTER
- * for those not welcomed, one sends every welcomed agent's HEARTBEAT.
+ * for those not welcomed, one sends the HEARTBEAT of every welcomed
+ * agent that needs one (as agent/link.c: none while it talks).
  */
 #include <errno.h>
 #include <math.h>
@@ -44,9 +45,9 @@
  * reach pilotd once it is connected, each a registration to handle (an
  * agent of its own says it again after 2 s) */
 #define REGISTER_MS 10000
-/* pilotd PINGs every agent every second: with no word to any of them for
- * this long it is gone (killed, or down before they all registered, so
- * that some never got EXIT), and so are we */
+/* pilotd answers every HEARTBEAT with a PING: with no word to any of
+ * us for this long it is gone (killed, or down before they all
+ * registered, so that some never got EXIT), and so are we */
 #define SILENT_MS 30000
 
 struct outmsg {
@@ -67,7 +68,9 @@ struct bagent {
     struct pl_event *events; /* for the next EVENTS */
     size_t nevents, capevents;
     struct outmsg *outq, **outq_tail;
+    uint64_t heard;        /* uv_now() of pilotd's last message to us */
     bool welcomed, pulled, got_due, dirty, done, polling;
+    bool spoke;            /* sent since the last heartbeat tick */
 };
 
 struct many {
@@ -93,6 +96,7 @@ static void send_buf(struct bagent *b, struct pl_wbuf *w)
 {
     struct outmsg *o;
 
+    b->spoke = true;
     if (!b->outq
         && pl_zsock_send(b->zsock, NULL, 0, w->sb.data, w->sb.size) == 0) {
         pl_wbuf_destroy(w);
@@ -219,18 +223,24 @@ static void flush_cb(uv_timer_t *h)
 
 /* ---- pilotd's messages ---- */
 
+/* As agent/link.c: a HEARTBEAT from an agent that sent nothing else in
+ * the period, or heard nothing from pilotd in it. */
 static void heartbeat_cb(uv_timer_t *h)
 {
     struct many *m = h->data;
+    uint64_t now = uv_now(m->loop);
     struct pl_wbuf w;
 
     for (uint32_t i = 0; i < m->n; i++) {
         struct bagent *b = &m->a[i];
         if (!b->welcomed || b->done)
             continue;
-        pl_bare_encode(&w, PL_MSG_HEARTBEAT, b->seq++);
-        send_buf(b, &w);
-        mark(b);
+        if (!b->spoke || now - b->heard >= m->hb_ms) {
+            pl_bare_encode(&w, PL_MSG_HEARTBEAT, b->seq++);
+            send_buf(b, &w);
+            mark(b);
+        }
+        b->spoke = false;
     }
 }
 
@@ -335,7 +345,7 @@ static void dispatch(struct bagent *b, const void *buf, size_t len)
     struct pl_error err;
     int rc = 0;
 
-    b->m->heard = uv_now(b->m->loop);
+    b->heard = b->m->heard = uv_now(b->m->loop);
     if (pl_msg_decode(buf, len, &msg, &err) < 0) {
         pl_log(LOG_WARNING, "%s: dropped a message: %s", b->node, err.text);
         return;

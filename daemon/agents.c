@@ -4,8 +4,10 @@
  * the scheduler knows nodes by their resources only.  An agent
  * REGISTERs (again after a reconnect or a pilotd restart) with what it
  * runs and what ended meanwhile, PULLs when it has room, sends EVENTS
- * (acknowledged once committed) and HEARTBEATs; a silent one is lost
- * and its tasks' ranks there end.
+ * (acknowledged once committed) and HEARTBEATs when it has said nothing
+ * else for a while; any message is a sign of life.  A HEARTBEAT is
+ * answered with a PING, so that an idle agent hears from us.  A silent
+ * agent is lost and its tasks' ranks there end.
  */
 #include <errno.h>
 #include <math.h>
@@ -46,6 +48,42 @@ struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
     return l;
 }
 
+/* ------------------------------------------------------------ liveness */
+
+static void live_remove(struct pl_daemon *d, struct pl_link *l)
+{
+    if (!l->live)
+        return;
+    if (l->live_prev)
+        l->live_prev->live_next = l->live_next;
+    else
+        d->live_first = l->live_next;
+    if (l->live_next)
+        l->live_next->live_prev = l->live_prev;
+    else
+        d->live_last = l->live_prev;
+    l->live_prev = l->live_next = NULL;
+    l->live = false;
+}
+
+/* 'l' spoke now: to the tail of d->live, which stays in the order of
+ * 'seen' (the monotonic clock only goes forward). */
+static void live_seen(struct pl_daemon *d, struct pl_link *l)
+{
+    l->last_seen = pl_now();
+    l->seen = pl_mono();
+    if (d->live_last == l)
+        return;
+    live_remove(d, l);
+    l->live_prev = d->live_last;
+    if (d->live_last)
+        d->live_last->live_next = l;
+    else
+        d->live_first = l;
+    d->live_last = l;
+    l->live = true;
+}
+
 void pl_agents_free(struct pl_daemon *d)
 {
     for (size_t i = 0; i < d->nlinks; i++) {
@@ -55,6 +93,7 @@ void pl_agents_free(struct pl_daemon *d)
     free(d->links);
     d->links = NULL;
     d->nlinks = 0;
+    d->live_first = d->live_last = NULL;
     pl_keymap_free(d->rids);
     d->rids = NULL;
 }
@@ -185,19 +224,21 @@ void pl_agents_tick(struct pl_daemon *d)
                2 * d->cfg.heartbeat + 1);
     }
     d->tick_at = t;
-    for (size_t k = 0; k < d->nlinks; k++) {
-        struct pl_link *l = d->links[k];
-        struct pl_node *n = l->node;
-        if (n->state == PL_NODE_UP && t >= d->judge_after
-            && t - l->seen > d->cfg.lost_after) {
-            char why[64];
-            snprintf(why, sizeof(why), "silent for %.0f s", t - l->seen);
-            pl_agents_lost(d, n, why);
+    /* oldest word first: the first agent that spoke in time ends the
+     * look (N.B. no PING here: an agent's HEARTBEAT is answered, so an
+     * agent that sends us anything hears from us) */
+    struct pl_link *l;
+    while ((l = d->live_first)) {
+        char why[64];
+        if (l->node->state != PL_NODE_UP) {
+            live_remove(d, l); /* lost or gone meanwhile */
+            continue;
         }
-        /* our heartbeat: an agent that hears nothing follows the endpoint
-         * file, and at last gives up */
-        if (n->state == PL_NODE_UP)
-            send_bare(d, l->rid, l->ridlen, PL_MSG_PING);
+        if (t < d->judge_after || t - l->seen <= d->cfg.lost_after)
+            break;
+        live_remove(d, l);
+        snprintf(why, sizeof(why), "silent for %.0f s", t - l->seen);
+        pl_agents_lost(d, l->node, why);
     }
 }
 
@@ -579,8 +620,7 @@ static void agent_register(struct pl_daemon *d, const void *rid, size_t ridlen,
         pl_log(LOG_ERR, "node %s: out of memory: its messages are taken "
                "as from an agent that did not register", n->name);
     l->pid = (long)reg.pid;
-    l->last_seen = pl_now();
-    l->seen = pl_mono();
+    live_seen(d, l);
     pl_node_set_state(n, PL_NODE_UP);
     pl_agents_record(d, n, "up");
     /* what it did not read of our RUNs and KILLs goes again; a new
@@ -664,8 +704,7 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         send_bare(d, l->rid, l->ridlen, PL_MSG_REREGISTER);
         return;
     }
-    l->last_seen = pl_now();
-    l->seen = pl_mono();
+    live_seen(d, l); /* any message is a sign of life */
     switch (m->type) {
     case PL_MSG_PULL:
         if (pl_pull_decode(m->body, &p, &err) < 0)
@@ -678,6 +717,9 @@ static void agent_msg(struct pl_daemon *d, const void *rid, size_t ridlen,
         agent_events(d, l, m);
         break;
     case PL_MSG_HEARTBEAT:
+        /* the agent says it only when it has said nothing else for a
+         * heartbeat, and has heard nothing from us: it hears us now */
+        send_bare(d, l->rid, l->ridlen, PL_MSG_PING);
         break;
     case PL_MSG_POOL_READY:
         pl_poolctl_ready(d, l->node, m);

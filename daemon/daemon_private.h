@@ -97,6 +97,10 @@ struct pl_link {
     uint64_t got;            /* it read every one up to this (orders.c) */
     struct pl_order *orders; /* owned: those not acknowledged (orders.c) */
     size_t norders, caporders;
+    /* agents.c: in d->live (the links of nodes up, oldest 'seen' first)
+     * while 'live' is set */
+    struct pl_link *live_prev, *live_next;
+    bool live;
 };
 
 /* A task placed whose RUN waits for the commit of its assignment. */
@@ -179,6 +183,10 @@ struct pl_daemon {
     struct pl_link **links;
     size_t nlinks, caplinks;
     struct pl_keymap *rids;      /* the links by routing id (keymap.h) */
+    /* the links by their last word, oldest first: the tick looks at the
+     * head only (no walk of 1,000 agents a second, issue 16); a link of
+     * a node no longer up leaves it when it comes to the head */
+    struct pl_link *live_first, *live_last;
     /* store.c: a commit failed: until a retry stores the journal,
      * nothing is acknowledged and no task is started */
     double store_failed_since;   /* 0: everything is stored */
@@ -437,7 +445,8 @@ struct pl_link *pl_agents_link_by_rid(struct pl_daemon *d, const void *rid,
                                       size_t len);
 /* Stop every rank of 't' still running: one KILL per node it is on. */
 void pl_agents_kill_task(struct pl_daemon *d, struct pl_dtask *t);
-/* Every second: lose the agents silent for too long, ping the others. */
+/* Every second: lose the agents silent for too long (the oldest of
+ * d->live first; it stops at the first that spoke in time). */
 void pl_agents_tick(struct pl_daemon *d);
 /* The agent of 'n' is lost ('why'): its tasks' ranks there end; another
  * agent may start there. */
