@@ -73,8 +73,9 @@ struct pl_agent {
     size_t nunacked;
     size_t cap_unacked;
     double heard;          /* last message from pilotd (pl_agent_now()) */
-    bool spoke;            /* a message left since the last heartbeat
-                              tick: no HEARTBEAT needed (link.c) */
+    double spoke;          /* last message sent (pl_agent_now()): the
+                              HEARTBEAT is due a period after the older
+                              of it and 'heard' (link.c) */
     uint64_t last_run;     /* seq of the last RUN or KILL read from this
                               pilotd (they are numbered together) */
     bool got_due;          /* GOT last_run goes with the next flush */

@@ -69,8 +69,8 @@ struct bagent {
     size_t nevents, capevents;
     struct outmsg *outq, **outq_tail;
     uint64_t heard;        /* uv_now() of pilotd's last message to us */
+    uint64_t spoke;        /* uv_now() of our last message */
     bool welcomed, pulled, got_due, dirty, done, polling;
-    bool spoke;            /* sent since the last heartbeat tick */
 };
 
 struct many {
@@ -96,7 +96,7 @@ static void send_buf(struct bagent *b, struct pl_wbuf *w)
 {
     struct outmsg *o;
 
-    b->spoke = true;
+    b->spoke = uv_now(b->m->loop);
     if (!b->outq
         && pl_zsock_send(b->zsock, NULL, 0, w->sb.data, w->sb.size) == 0) {
         pl_wbuf_destroy(w);
@@ -223,8 +223,12 @@ static void flush_cb(uv_timer_t *h)
 
 /* ---- pilotd's messages ---- */
 
-/* As agent/link.c: a HEARTBEAT from an agent that sent nothing else in
- * the period, or heard nothing from pilotd in it. */
+/* As agent/link.c: a HEARTBEAT from an agent that sent nothing for a
+ * period, or heard nothing from pilotd for one.  The timer ticks every
+ * HB_TICKS-th of a period (one timer for all: a gap is at most a
+ * period and a tick). */
+#define HB_TICKS 16
+
 static void heartbeat_cb(uv_timer_t *h)
 {
     struct many *m = h->data;
@@ -233,14 +237,12 @@ static void heartbeat_cb(uv_timer_t *h)
 
     for (uint32_t i = 0; i < m->n; i++) {
         struct bagent *b = &m->a[i];
-        if (!b->welcomed || b->done)
+        uint64_t older = b->spoke < b->heard ? b->spoke : b->heard;
+        if (!b->welcomed || b->done || now - older < m->hb_ms)
             continue;
-        if (!b->spoke || now - b->heard >= m->hb_ms) {
-            pl_bare_encode(&w, PL_MSG_HEARTBEAT, b->seq++);
-            send_buf(b, &w);
-            mark(b);
-        }
-        b->spoke = false;
+        pl_bare_encode(&w, PL_MSG_HEARTBEAT, b->seq++);
+        send_buf(b, &w);
+        mark(b);
     }
 }
 
@@ -285,8 +287,9 @@ static int welcome(struct bagent *b, const struct pl_msg *msg,
         return -1;
     uint64_t ms = (uint64_t)ceil(wl.heartbeat * 1000.0);
     if (!m->hb_ms || ms < m->hb_ms) {
+        uint64_t tick = ms / HB_TICKS ? ms / HB_TICKS : 1;
         m->hb_ms = ms;
-        uv_timer_start(&m->heartbeat, heartbeat_cb, ms, ms);
+        uv_timer_start(&m->heartbeat, heartbeat_cb, tick, tick);
     }
     if (!b->welcomed)
         pl_log(LOG_DEBUG, "%s registered", b->node);

@@ -2,8 +2,9 @@
  *
  * One DEALER to pilotd, a CURVE client, watched by pl_zwatch on the
  * agent's loop.  REGISTER goes again every REGISTER_MS until WELCOME;
- * then HEARTBEAT at the period WELCOME gave (when nothing else left in
- * that period, or pilotd said nothing: it answers one with a PING), and
+ * then HEARTBEAT at the period WELCOME gave (a period after we last sent
+ * anything, or after pilotd last said anything: it answers with a PING),
+ * and
  * PULL when cores are
  * free and we have not pulled since the last RUN.  The events of a loop
  * iteration leave as one EVENTS message (from agent.c's flush timer);
@@ -67,8 +68,9 @@ static void send_wbuf(struct pl_agent *a, struct pl_wbuf *w, int type)
 {
     struct outmsg *m;
 
-    a->spoke = true; /* sent, queued or dropped: pilotd hears us or the
-                        socket is broken, and a HEARTBEAT would not help */
+    /* sent, queued or dropped: pilotd hears us, or the socket is
+     * broken and a HEARTBEAT would not help */
+    a->spoke = pl_agent_now(a);
     if (!a->outq
         && pl_zsock_send(a->zsock, NULL, 0, w->sb.data, w->sb.size) == 0) {
         pl_log(LOG_DEBUG, "sent %s (%zu bytes)", pl_msg_type_name(type),
@@ -382,21 +384,28 @@ static void drop_unacked(struct pl_agent *a, uint64_t seq, bool below)
 
 /* ---- registering, heartbeats ---- */
 
-/* Any message is a sign of life to pilotd: a HEARTBEAT only after a
- * period in which none left, or in which pilotd said nothing (its PING
- * answers it), so that 1,000 busy agents send none and idle ones one a
- * period (issue 16). */
+/* Any message is a sign of life to pilotd: a HEARTBEAT only when a
+ * period has passed since we last sent anything or since pilotd last
+ * said anything (its PING answers it), so that 1,000 busy agents send
+ * none and idle ones one a period (issue 16).  Else the timer waits
+ * until a period after the older of the two: no gap is longer than a
+ * period, which --lost-after may be as little as (t0850). */
 static void heartbeat_cb(uv_timer_t *h)
 {
     struct pl_agent *a = h->data;
-    double period = (double)uv_timer_get_repeat(h) / 1000.0;
+    uint64_t repeat = uv_timer_get_repeat(h);
+    double now = pl_agent_now(a), period = (double)repeat / 1000.0;
+    double older = a->spoke < a->heard ? a->spoke : a->heard;
     struct pl_wbuf w;
 
-    if (!a->spoke || pl_agent_now(a) - a->heard >= period) {
+    if (now - older < period) {
+        uint64_t ms = (uint64_t)ceil((older + period - now) * 1000.0);
+        uv_timer_start(h, heartbeat_cb, ms ? ms : 1, repeat);
+    }
+    else {
         pl_bare_encode(&w, PL_MSG_HEARTBEAT, a->seq++);
         send_wbuf(a, &w, PL_MSG_HEARTBEAT);
     }
-    a->spoke = false;
     resend_unacked(a);
 }
 
