@@ -302,16 +302,20 @@ static void check_fit(struct pl_daemon *d, bool rejoin)
     size_t up = 0;
 
     /* N.B. a look at every live task: not at each of 1,000 registrations
-     * while nothing is queued, nor at a reconnection */
-    if (rejoin || pl_sched_queued(d->sched) == 0)
+     * while nothing is queued, nor at a reconnection, nor once it was
+     * made (a task submitted since was checked at its submit, and more
+     * nodes fit more: issue 16, 1,000 agents joining a queue) */
+    if (rejoin || d->fit_checked || pl_sched_queued(d->sched) == 0)
         return;
     for (size_t k = 0; k < pl_sched_nnodes(d->sched); k++)
         if (pl_sched_node_at(d->sched, k)->state == PL_NODE_UP)
             up++;
     /* a pilot that grows itself may yet fit them: only those no node
      * like its own could ever run fail (pl_alloc_never_fits()) */
-    if ((int)up >= d->cfg.expected_agents)
+    if ((int)up >= d->cfg.expected_agents) {
         pl_sched_node_tasks(d->sched, NULL, too_big_cb, &f);
+        d->fit_checked = true;
+    }
 }
 
 /* The result a Python call's end 'e' carries, in the transaction of its

@@ -187,6 +187,8 @@ struct pl_daemon {
      * head only (no walk of 1,000 agents a second, issue 16); a link of
      * a node no longer up leaves it when it comes to the head */
     struct pl_link *live_first, *live_last;
+    bool fit_checked;            /* the queue was checked against the
+                                    nodes once all expected were up */
     /* store.c: a commit failed: until a retry stores the journal,
      * nothing is acknowledged and no task is started */
     double store_failed_since;   /* 0: everything is stored */

@@ -580,6 +580,11 @@ void pl_recover_adopt(struct pl_daemon *d, struct pl_node *n,
 {
     struct adopt a = { d, n, reg };
 
+    /* N.B. a walk of every task id: only while there are orphans, not
+     * at every registration of a pilot's life (issue 16: 1,000 agents,
+     * 10 million tasks); pl_recover_end() ended them all */
+    if (!d->recovering)
+        return;
     each_orphan(d, adopt_cb, &a);
 }
 
