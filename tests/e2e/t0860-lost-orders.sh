@@ -8,10 +8,12 @@
 #     task runs once (before: it stayed assigned for ever);
 #   - a KILL cut on its way: the cancel still stops the task;
 #   - every RUN cut (a relay that eats large frames): after --start-timeout
-#     the task is stopped there and queued again, and runs once.
+#     the task is stopped there and queued again, and runs once;
+#   - an idle agent hears a ping for each heartbeat it sends (2 s), not
+#     one a second.
 . "$(dirname "$0")/lib.sh"
 
-plan 12
+plan 14
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 
@@ -85,6 +87,15 @@ echo pass >"$CTL"
 capture pilot wait "$T" --timeout 60
 is "$RC,$(field "$T" state),$(cat "$WORK/runs.3" 2>/dev/null)" "0,done,ran" \
     "once the relay passes them again, it runs once and ends done"
+# --- an idle agent: pilotd's ping answers its heartbeat (every 2 s) -----------
+# (issue 16: pilotd pinged every agent every second, 1,000 pings a second
+# at 1,000 agents)
+n0=$(grep -c '^s2c' "$WORK/proxy.log")
+sleep 10
+n=$(($(grep -c '^s2c' "$WORK/proxy.log") - n0))
+ok "idle px heard from pilotd 4 to 7 times in 10 s, a ping each heartbeat ($n)" \
+    test "$n" -ge 4 -a "$n" -le 7
+lacks "... and pilotd marked no agent lost" "agent on .* lost" "$DIR/logs/pilotd.log"
 capture pilot cancel "$BUSY"
 capture pilot down
 kill "$PROXY" 2>/dev/null
