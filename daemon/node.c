@@ -7,6 +7,7 @@
 #include "daemon/node.h"
 #include "daemon/placeidx.h"
 #include "proto/msg.h"
+#include "proto/strv.h"
 
 struct pl_node *pl_node_new(const char *name, const uint64_t *cpu,
                             uint32_t ncpu, char *const *gpus)
@@ -228,10 +229,22 @@ void pl_node_cpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
 {
     size_t off = 0;
 
+    /* N.B. not snprintf(): this runs twice for every task (its assigned
+     * and its running rows), at 1-2k instructions a call */
     buf[0] = '\0';
-    for (uint32_t i = 0; i < k && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%llu", i ? "," : "",
-                                (unsigned long long)n->cpu[idx[i]]);
+    for (uint32_t i = 0; i < k; i++) {
+        char d[PL_UTOA_MAX + 1];
+        size_t dl = 0;
+
+        if (i)
+            d[dl++] = ',';
+        dl += pl_utoa(d + dl, (unsigned long long)n->cpu[idx[i]]);
+        if (len - off <= dl)
+            break; /* cut at a whole number, as the list's end */
+        memcpy(buf + off, d, dl);
+        off += dl;
+        buf[off] = '\0';
+    }
 }
 
 void pl_node_gpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,

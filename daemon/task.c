@@ -72,7 +72,11 @@ static void where(const struct pl_dtask *t, char *node, size_t nlen,
         return;
     if (t->ranks == 1 && t->rank[0].node) {
         const struct pl_rank *k = &t->rank[0];
-        snprintf(node, nlen, "%s", k->node->name);
+        size_t l = strlen(k->node->name);
+
+        l = l < nlen ? l : nlen - 1;
+        memcpy(node, k->node->name, l);
+        node[l] = '\0';
         pl_node_cpu_str(k->node, k->core_idx, k->ncores, cores, clen);
         pl_node_gpu_str(k->node, k->gpu_idx, k->ngpus, gpus, glen);
     }

@@ -15,6 +15,7 @@
 
 #include "proto/msg.h"
 #include "proto/pilotdir.h"
+#include "proto/strv.h"
 
 /* mkdir that accepts an existing directory, and only a directory. */
 static int mkdir1(const char *path, unsigned mode)
@@ -499,25 +500,53 @@ void pl_path_db(const char *dir, char *buf, size_t len)
     snprintf(buf, len, "%s/state.db", dir);
 }
 
+/* Append 'v' in decimal to buf[*n] if it fits in 'len' (a NUL after it);
+ * false if not. */
+static bool put_u(char *buf, size_t len, size_t *n, unsigned long long v)
+{
+    char d[PL_UTOA_MAX];
+    size_t k = pl_utoa(d, v);
+
+    if (len - *n <= k)
+        return false;
+    memcpy(buf + *n, d, k);
+    *n += k;
+    buf[*n] = '\0';
+    return true;
+}
+
+/* Append 's' (of 'sl' bytes) as put_u() does. */
+static bool put_s(char *buf, size_t len, size_t *n, const char *s, size_t sl)
+{
+    if (len - *n <= sl)
+        return false;
+    memcpy(buf + *n, s, sl);
+    *n += sl;
+    buf[*n] = '\0';
+    return true;
+}
+
+/* N.B. formatted by hand, not by snprintf(): pilotd makes two of these
+ * for every RUN entry, and the four snprintf() calls were 4% of its
+ * instructions a task (docs/PERFORMANCE.md, issue 16) */
 int pl_path_task_log(const char *dir, unsigned long long id,
                      unsigned attempt, bool err, bool mkdirs, char *buf,
                      size_t len)
 {
-    int n = snprintf(buf, len, "%s/tasks/%llu", dir, id / 1000);
+    size_t n = 0;
 
-    if (n < 0 || (size_t)n >= len) {
+    if (!len || !put_s(buf, len, &n, dir, strlen(dir))
+        || !put_s(buf, len, &n, "/tasks/", 7)
+        || !put_u(buf, len, &n, id / 1000)) {
         errno = ENAMETOOLONG;
         return -1;
     }
     if (mkdirs && pl_mkdirs(buf, 0700) < 0)
         return -1;
-    if (attempt > 1)
-        n = snprintf(buf, len, "%s/tasks/%llu/%llu.%u.%s", dir, id / 1000,
-                     id, attempt, err ? "err" : "out");
-    else
-        n = snprintf(buf, len, "%s/tasks/%llu/%llu.%s", dir, id / 1000, id,
-                     err ? "err" : "out");
-    if (n < 0 || (size_t)n >= len) {
+    if (!put_s(buf, len, &n, "/", 1) || !put_u(buf, len, &n, id)
+        || (attempt > 1 && (!put_s(buf, len, &n, ".", 1)
+                            || !put_u(buf, len, &n, attempt)))
+        || !put_s(buf, len, &n, err ? ".err" : ".out", 4)) {
         errno = ENAMETOOLONG;
         return -1;
     }

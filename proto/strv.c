@@ -218,3 +218,16 @@ int pl_b64_decode(const char *s, unsigned char **out, size_t *len)
     *len = k;
     return 0;
 }
+
+size_t pl_utoa(char *buf, unsigned long long v)
+{
+    char d[PL_UTOA_MAX];
+    size_t k = 0, n;
+
+    do
+        d[k++] = (char)('0' + v % 10);
+    while ((v /= 10));
+    for (n = 0; n < k; n++)
+        buf[n] = d[k - 1 - n];
+    return k;
+}

@@ -34,6 +34,12 @@ int pl_b64_decode(const char *s, unsigned char **out, size_t *len);
  * *v and *cap unchanged. */
 int pl_grow(void *v, size_t *cap, size_t n, size_t more, size_t size);
 
+/* Write 'v' in decimal at 'buf' (room for PL_UTOA_MAX bytes), without a
+ * NUL; the number of digits.  N.B. for paths and lists pilotd makes for
+ * every task, where snprintf() cost 1-2k instructions a call. */
+#define PL_UTOA_MAX 20
+size_t pl_utoa(char *buf, unsigned long long v);
+
 /* Seconds since the epoch (CLOCK_REALTIME), for times that are stored
  * or shown: events, last_seen.  N.B. it may jump; measure intervals
  * with pl_mono(). */

@@ -367,6 +367,11 @@ static void test_task_log(const char *home)
     pl_path_task_log(dir, 1234, 3, true, false, path, sizeof(path));
     snprintf(want, sizeof(want), "%s/tasks/1/1234.3.err", dir);
     is_str(path, want, "attempt 3's stderr: tasks/1/1234.3.err");
+    pl_path_task_log(dir, 18446744073709551615ull, 4294967295u, false, false,
+                     path, sizeof(path));
+    snprintf(want, sizeof(want), "%s/tasks/18446744073709551/"
+             "18446744073709551615.4294967295.out", dir);
+    is_str(path, want, "the largest id and attempt: every digit");
     pl_path_task_log(dir, 1234, 0, false, false, path, sizeof(path));
     snprintf(want, sizeof(want), "%s/tasks/1/1234.out", dir);
     is_str(path, want, "attempt 0 (none started yet) is the first's path");
@@ -786,7 +791,7 @@ int main(void)
 {
     char home[128];
 
-    plan(113 + 4 + 3 + 9);
+    plan(113 + 4 + 3 + 9 + 1);
     if (!t_tmpdir("pilotdir", tmp, sizeof(tmp)))
         return 1;
     umask(022);
