@@ -40,7 +40,9 @@ struct pl_agent {
     uv_signal_t sigchld;   /* reaps the tasks (pl_task_reap()) */
     uv_timer_t flush;      /* zero timeout: the iteration's events leave;
                               FLUSH_SOON_MS when only starts wait */
-    bool flush_soon;       /* 'flush' armed with FLUSH_SOON_MS */
+    bool flush_soon;       /* 'flush' armed with a delay (FLUSH_SOON_MS,
+                              or what is left of HOLD_MS): a kick runs it
+                              at once */
     uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
     uv_timer_t outcheck;   /* the tasks' output limits, every 0.25 s */
     bool sigchld_ok;       /* 'sigchld' initialised: close it */
@@ -67,6 +69,8 @@ struct pl_agent {
     struct pl_event *events; /* for the next EVENTS message */
     size_t nevents;
     size_t cap_events;
+    uint64_t events_ms;    /* uv_now() when events[0] was added: they wait
+                              HOLD_MS at most (agent.c) */
     /* Ends sent but not yet committed by pilotd (no ACK): sent again in
      * every REGISTER, and on their own after a while. */
     struct unacked *unacked;
@@ -197,9 +201,10 @@ void pl_agent_pull(struct pl_agent *a);
 
 /* ---- run.c ---- */
 
-/* Start the prefetched entries that the cores freed by this flush's ends
- * take (agent/prefetch.h), before its EVENTS leave; then those cores are
- * pilotd's again. */
+/* Start the prefetched entries that the cores freed by the ends not yet
+ * sent take (agent/prefetch.h), before their EVENTS leave; the flush
+ * forgets those cores (pl_prefetch_reset()) when the ends leave, and they
+ * are pilotd's again. */
 void pl_agent_prefetch_start(struct pl_agent *a);
 
 /* Handlers of pilotd's messages (agent.c's table; run.c has RUN and
