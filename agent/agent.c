@@ -47,7 +47,7 @@ extern char **environ;
  * of the next ends, so that one EVENTS message and one commit in pilotd
  * carry several tasks; HOLD_EVENTS of them send at once.  2 ms is what a
  * start already waits for its end (FLUSH_SOON_MS). */
-#define HOLD_MS 2
+#define HOLD_MS 2            /* the default of pl_agent_set_hold() */
 #define HOLD_EVENTS 64
 
 /* ---- the flush timer ---- */
@@ -97,10 +97,10 @@ static bool hold_events(struct pl_agent *a)
 
     if (a->nevents == 0 || a->nevents >= HOLD_EVENTS || !a->welcomed
         || a->exiting || pl_prefetch_len(a->pref) == 0
-        || now - a->events_ms >= HOLD_MS)
+        || now - a->events_ms >= a->hold_ms)
         return false;
     a->flush_soon = true;
-    uv_timer_start(&a->flush, flush_cb, a->events_ms + HOLD_MS - now, 0);
+    uv_timer_start(&a->flush, flush_cb, a->events_ms + a->hold_ms - now, 0);
     return true;
 }
 
@@ -300,6 +300,11 @@ void pl_agent_set_bench(struct pl_agent *a, bool on)
     a->bench = on;
 }
 
+void pl_agent_set_hold(struct pl_agent *a, unsigned ms)
+{
+    a->hold_ms = ms;
+}
+
 void pl_agent_set_gpu_sample(struct pl_agent *a, double secs)
 {
     a->gpu_sample = secs;
@@ -368,6 +373,7 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         return NULL;
     }
     a->devnull = -1;
+    a->hold_ms = HOLD_MS;
     pl_outdir_init(&a->outdir);
     a->outq_tail = &a->outq;
     a->gpu_sample = PL_AGENT_GPU_SAMPLE;

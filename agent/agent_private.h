@@ -49,6 +49,8 @@ struct pl_agent {
     bool exiting;
     bool finished;         /* uv_stop() called */
     bool bench;            /* run nothing: report each task done at once */
+    uint64_t hold_ms;      /* events wait this long while entries are
+                              held (HOLD_MS; pl_agent_set_hold()) */
 
     /* link.c */
     uv_timer_t reg;        /* REGISTER again until WELCOME */
