@@ -144,7 +144,8 @@ void pl_agent_kick(struct pl_agent *a);
 /* The same within FLUSH_SOON_MS, for what pilotd needs soon but not at
  * once (a start): a no-op task's end usually joins its start in one
  * EVENTS message, and pilotd stores both in one commit.  An end, or
- * anything else, kicked meanwhile sends them at once. */
+ * anything else, kicked meanwhile runs the flush at once, which sends
+ * them unless prefetched entries are still held (agent.c, HOLD_MS). */
 void pl_agent_kick_soon(struct pl_agent *a);
 
 /* Decode the message of 'len' bytes at 'buf' and hand it to its
