@@ -5,7 +5,10 @@
  * SIGCHLD watcher and the flush timer, which runs once per iteration that
  * changed something (pl_agent_kick()), or FLUSH_SOON_MS after a start
  * (pl_agent_kick_soon(): a no-op task's end joins its start): it frees
- * the tasks that exited, sends the events as one EVENTS message, then a
+ * the tasks that exited, starts the prefetched ones their cores take,
+ * and, unless it holds prefetched tasks still (then the events wait up
+ * to HOLD_MS for the next ends: hold_events()), sends the events as one
+ * EVENTS message, then a
  * PULL if one is due (so that pilotd frees the cores before it answers)
  * and no end of a one-rank task went before it (that end makes pilotd
  * schedule the cores by itself).  The link
@@ -38,6 +41,14 @@ extern char **environ;
 #define LEFTOVER_WAIT 10     /* s for a dead agent's tasks to die */
 #define OUTPUT_CHECK_MS 250  /* between two looks at the output sizes */
 #define FLUSH_SOON_MS 2      /* pl_agent_kick_soon(): a start waits this */
+/* While the agent holds prefetched entries, pilotd's answer to an end is
+ * not on any core's path (the next held entry starts on the cores the
+ * end freed, in the same flush): the events wait up to HOLD_MS for those
+ * of the next ends, so that one EVENTS message and one commit in pilotd
+ * carry several tasks; HOLD_EVENTS of them send at once.  2 ms is what a
+ * start already waits for its end (FLUSH_SOON_MS). */
+#define HOLD_MS 2            /* the default of pl_agent_set_hold() */
+#define HOLD_EVENTS 64
 
 /* ---- the flush timer ---- */
 
@@ -72,6 +83,27 @@ static void finish(struct pl_agent *a)
     pl_log(LOG_NOTICE, "stopped");
 }
 
+/* Whether this flush's events may wait for the next ones: only while
+ * entries are still held after the starts (the cores stay busy without
+ * pilotd: an idle agent, or one whose last held entry just started,
+ * sends at once, as does one exiting or not yet welcomed), until HOLD_MS
+ * after the oldest of them was added and for HOLD_EVENTS events at most.
+ * When true the flush timer is armed for what is left of the window, as
+ * a delayed one: an end kicked meanwhile runs the flush at once (its
+ * cores start the next held entry), which holds again. */
+static bool hold_events(struct pl_agent *a)
+{
+    uint64_t now = uv_now(&a->loop);
+
+    if (a->nevents == 0 || a->nevents >= HOLD_EVENTS || !a->welcomed
+        || a->exiting || pl_prefetch_len(a->pref) == 0
+        || now - a->events_ms >= a->hold_ms)
+        return false;
+    a->flush_soon = true;
+    uv_timer_start(&a->flush, flush_cb, a->events_ms + a->hold_ms - now, 0);
+    return true;
+}
+
 static void flush_cb(uv_timer_t *h)
 {
     struct pl_agent *a = h->data;
@@ -80,6 +112,11 @@ static void flush_cb(uv_timer_t *h)
     pl_agent_free_dead(a);
     pl_wpool_report(a->wpool, false);
     pl_agent_prefetch_start(a); /* its 'running' after the ends */
+    /* the GOT and a PULL go with the events (the window is far inside
+     * GOT_MS and ORDER_RESEND; the held ends free the cores a PULL names) */
+    if (hold_events(a))
+        return;
+    pl_prefetch_reset(a->pref); /* the ends leave: their cores are pilotd's */
     pl_agent_events_send(a);
     pl_agent_got_send(a);
     pl_agent_pull(a);
@@ -263,6 +300,11 @@ void pl_agent_set_bench(struct pl_agent *a, bool on)
     a->bench = on;
 }
 
+void pl_agent_set_hold(struct pl_agent *a, unsigned ms)
+{
+    a->hold_ms = ms;
+}
+
 void pl_agent_set_gpu_sample(struct pl_agent *a, double secs)
 {
     a->gpu_sample = secs;
@@ -331,6 +373,7 @@ struct pl_agent *pl_agent_new(const char *endpoint,
         return NULL;
     }
     a->devnull = -1;
+    a->hold_ms = HOLD_MS;
     pl_outdir_init(&a->outdir);
     a->outq_tail = &a->outq;
     a->gpu_sample = PL_AGENT_GPU_SAMPLE;

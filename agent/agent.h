@@ -42,6 +42,12 @@ void pl_agent_set_recovery(struct pl_agent *a, const char *dir,
  * acks, heartbeats) is unchanged.  Call before pl_agent_start(). */
 void pl_agent_set_bench(struct pl_agent *a, bool on);
 
+/* While prefetched entries are held, events wait up to 'ms' after the
+ * oldest of them for the next ones before their EVENTS message leaves
+ * (default 2; 0: at once).  For tests, which make the window long enough
+ * to see on a loaded machine. */
+void pl_agent_set_hold(struct pl_agent *a, unsigned ms);
+
 /* Sample the GPUs of the node every 'secs' seconds while tasks hold them
  * (agent/gpusample.h; 0: never; default PL_AGENT_GPU_SAMPLE).  Call
  * before pl_agent_start(). */

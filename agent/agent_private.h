@@ -40,13 +40,17 @@ struct pl_agent {
     uv_signal_t sigchld;   /* reaps the tasks (pl_task_reap()) */
     uv_timer_t flush;      /* zero timeout: the iteration's events leave;
                               FLUSH_SOON_MS when only starts wait */
-    bool flush_soon;       /* 'flush' armed with FLUSH_SOON_MS */
+    bool flush_soon;       /* 'flush' armed with a delay (FLUSH_SOON_MS,
+                              or what is left of HOLD_MS): a kick runs it
+                              at once */
     uv_timer_t deadline;   /* bounds the wait for tasks at shutdown */
     uv_timer_t outcheck;   /* the tasks' output limits, every 0.25 s */
     bool sigchld_ok;       /* 'sigchld' initialised: close it */
     bool exiting;
     bool finished;         /* uv_stop() called */
     bool bench;            /* run nothing: report each task done at once */
+    uint64_t hold_ms;      /* events wait this long while entries are
+                              held (HOLD_MS; pl_agent_set_hold()) */
 
     /* link.c */
     uv_timer_t reg;        /* REGISTER again until WELCOME */
@@ -67,6 +71,8 @@ struct pl_agent {
     struct pl_event *events; /* for the next EVENTS message */
     size_t nevents;
     size_t cap_events;
+    uint64_t events_ms;    /* uv_now() when events[0] was added: they wait
+                              HOLD_MS at most (agent.c) */
     /* Ends sent but not yet committed by pilotd (no ACK): sent again in
      * every REGISTER, and on their own after a while. */
     struct unacked *unacked;
@@ -138,7 +144,8 @@ void pl_agent_kick(struct pl_agent *a);
 /* The same within FLUSH_SOON_MS, for what pilotd needs soon but not at
  * once (a start): a no-op task's end usually joins its start in one
  * EVENTS message, and pilotd stores both in one commit.  An end, or
- * anything else, kicked meanwhile sends them at once. */
+ * anything else, kicked meanwhile runs the flush at once, which sends
+ * them unless prefetched entries are still held (agent.c, HOLD_MS). */
 void pl_agent_kick_soon(struct pl_agent *a);
 
 /* Decode the message of 'len' bytes at 'buf' and hand it to its
@@ -197,9 +204,10 @@ void pl_agent_pull(struct pl_agent *a);
 
 /* ---- run.c ---- */
 
-/* Start the prefetched entries that the cores freed by this flush's ends
- * take (agent/prefetch.h), before its EVENTS leave; then those cores are
- * pilotd's again. */
+/* Start the prefetched entries that the cores freed by the ends not yet
+ * sent take (agent/prefetch.h), before their EVENTS leave; the flush
+ * forgets those cores (pl_prefetch_reset()) when the ends leave, and they
+ * are pilotd's again. */
 void pl_agent_prefetch_start(struct pl_agent *a);
 
 /* Handlers of pilotd's messages (agent.c's table; run.c has RUN and

@@ -238,6 +238,8 @@ struct pl_event *pl_agent_event_add(struct pl_agent *a, uint64_t id,
                (unsigned long long)id, pl_state_name(state));
         return NULL;
     }
+    if (a->nevents == 0)
+        a->events_ms = uv_now(&a->loop);
     e = &a->events[a->nevents++];
     pl_event_init(e, id, attempt, rank, state, pl_now());
     /* a start may wait for the end that often follows it at once */

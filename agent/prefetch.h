@@ -2,8 +2,8 @@
  * cores (pilotd --prefetch), held in order until an end frees cores
  *
  * A prefetched entry has no cores, only how many it takes ('prefetch').
- * The agent starts the first ones on the cores that the ends of one
- * flush freed, before that flush's EVENTS leave: the ends reach pilotd
+ * The agent starts the first ones on the cores that ends freed, before
+ * the EVENTS that carry those ends leave: the ends reach pilotd
  * before the 'running' events that name the cores, so its accounting
  * never sees a core held twice (docs/protocol.md, 202).  Cores free
  * before that are pilotd's to give: a held entry waits for an end, or

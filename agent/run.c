@@ -99,7 +99,7 @@ static void task_exit_cb(struct pl_task *t, void *arg)
 
     pl_resources_release(a->res, r->cores, r->ncores, r->gpus, r->ngpus);
     /* pilotd frees a one-rank task's cores with its end: a prefetched
-     * entry may take them in this flush (pl_agent_prefetch_start()) */
+     * entry may take them before its EVENTS leave (pl_agent_prefetch_start()) */
     if (r->size <= 1 && !r->pool
         && pl_prefetch_freed(a->pref, r->cores, r->ncores) < 0)
         pl_log(LOG_WARNING, "task %llu: its cores not reused at once: out "
@@ -491,5 +491,4 @@ void pl_agent_prefetch_start(struct pl_agent *a)
         start(a, &r);
         pl_run_clear(&r);
     }
-    pl_prefetch_reset(a->pref);
 }

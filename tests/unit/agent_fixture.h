@@ -53,6 +53,8 @@ struct fixture {
     uint64_t got;          /* the last GOT */
     struct pl_event ev[EV_MAX];
     int nev;
+    int evmsg[EV_MAX];     /* the EVENTS message (1, 2, ...) of each */
+    int nevmsg;
     uint64_t cores[2];
     char dir[64];
     char log[128];
@@ -101,6 +103,7 @@ static inline void router_cb(struct pl_zwatch *zw, int revents, void *arg)
             }
             else if (m.type == PL_MSG_EVENTS
                      && pl_events_decode(m.body, &evs, &e) == 0) {
+                f->nevmsg++;
                 for (uint32_t j = 0; j < evs->via.array.size; j++) {
                     if (f->nev == EV_MAX)
                         break;
@@ -108,7 +111,7 @@ static inline void router_cb(struct pl_zwatch *zw, int revents, void *arg)
                                         &f->ev[f->nev], &e) < 0)
                         diag("bad event: %s", e.text);
                     else
-                        f->nev++;
+                        f->evmsg[f->nev++] = f->nevmsg;
                 }
             }
             pl_msg_release(&m);
