@@ -43,6 +43,10 @@ struct pl_node {
                                since the list was last empty) */
     bool pref_inv;          /* a task was held after one of a lower
                                priority (the same) */
+    uint64_t pref_taking;   /* cores of those being taken back (their
+                               'recalled' set); whoever changes npref,
+                               pref_lo, pref_inv or this calls
+                               pl_node_changed() (the index sums them) */
     uint64_t ports[PL_NODE_PORTS / 64]; /* rendezvous ports in use here */
     char *cordon;           /* NULL, or why nothing new is placed here (a
                                failed vetting, 'pilot cordon'); owned.  What

@@ -1,5 +1,6 @@
 /* daemon/placeidx.c - the nodes indexed by free capacity, for placement */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "daemon/node.h"
@@ -12,6 +13,22 @@ struct ent {
                                the question of a fit on idle nodes */
     bool idle;             /* up, not cordoned, nothing held */
     bool resv;             /* leaf: reserved; inner: all below are */
+    /* prefetch (daemon/prefetch.c): inner entries hold the least, the
+     * largest, the sum or any of the leaves below */
+    uint32_t pmin;         /* npref while up and not cordoned, else
+                              UINT32_MAX (least) */
+    bool bind;             /* up, not cordoned, holds prefetched tasks
+                              and has a free core (any) */
+    bool held;             /* holds prefetched tasks (any) */
+    bool back;             /* ... and cordoned or held out of priority
+                              order (any) */
+    bool held_resv;        /* ... and reserved (any) */
+    int32_t lo;            /* pref_lo while it holds some, else
+                              INT32_MAX (least) */
+    uint32_t spare_max;    /* free cores while up, not cordoned, not
+                              reserved and holding nothing (largest) */
+    uint64_t spare;        /* the same (sum) */
+    uint64_t taking;       /* pref_taking (sum) */
 };
 
 struct pl_placeidx {
@@ -20,6 +37,7 @@ struct pl_placeidx {
     size_t n;              /* nodes */
     bool *free_up;         /* per node: up with a free core */
     size_t nfree;          /* nodes free_up and not reserved */
+    const struct pl_node **node; /* per node: it (not owned) */
 };
 
 struct pl_placeidx *pl_placeidx_new(void)
@@ -34,6 +52,7 @@ void pl_placeidx_free(struct pl_placeidx *x)
     int saved = errno;
     free(x->t);
     free(x->free_up);
+    free(x->node);
     free(x);
     errno = saved;
 }
@@ -42,7 +61,11 @@ static bool ent_eq(const struct ent *a, const struct ent *b)
 {
     return a->cores == b->cores && a->gpus == b->gpus && a->idle == b->idle
            && a->resv == b->resv && a->tcores == b->tcores
-           && a->tgpus == b->tgpus;
+           && a->tgpus == b->tgpus && a->pmin == b->pmin
+           && a->bind == b->bind && a->held == b->held && a->back == b->back
+           && a->held_resv == b->held_resv && a->lo == b->lo
+           && a->spare_max == b->spare_max && a->spare == b->spare
+           && a->taking == b->taking;
 }
 
 /* Entry i from its two children. */
@@ -57,6 +80,42 @@ static struct ent merge(const struct ent *t, size_t i)
         .tgpus = a->tgpus > b->tgpus ? a->tgpus : b->tgpus,
         .idle = a->idle || b->idle,
         .resv = a->resv && b->resv,
+        .pmin = a->pmin < b->pmin ? a->pmin : b->pmin,
+        .bind = a->bind || b->bind,
+        .held = a->held || b->held,
+        .back = a->back || b->back,
+        .held_resv = a->held_resv || b->held_resv,
+        .lo = a->lo < b->lo ? a->lo : b->lo,
+        .spare_max = a->spare_max > b->spare_max ? a->spare_max
+                                                 : b->spare_max,
+        .spare = a->spare + b->spare,
+        .taking = a->taking + b->taking,
+    };
+}
+
+/* Node 'n''s leaf, reserved or not. */
+static struct ent leaf(const struct pl_node *n, bool resv)
+{
+    bool up = n->state == PL_NODE_UP, open = up && !n->cordon;
+    bool held = n->npref > 0, spare = open && !held && !resv;
+
+    return (struct ent){
+        .cores = open ? n->free_cores : 0,
+        .gpus = open ? n->free_gpus : 0,
+        .tcores = up ? n->ncores : 0,
+        .tgpus = up ? n->ngpus : 0,
+        .idle = open && n->free_cores == n->ncores
+                && n->free_gpus == n->ngpus,
+        .resv = resv,
+        .pmin = open ? n->npref : UINT32_MAX,
+        .bind = open && held && n->free_cores > 0,
+        .held = held,
+        .back = held && (n->cordon || n->pref_inv),
+        .held_resv = held && resv,
+        .lo = held ? n->pref_lo : INT32_MAX,
+        .spare_max = spare ? n->free_cores : 0,
+        .spare = spare ? n->free_cores : 0,
+        .taking = n->pref_taking,
     };
 }
 
@@ -76,17 +135,21 @@ static int grow(struct pl_placeidx *x)
     size_t size = x->size ? 2 * x->size : 16;
     struct ent *t = calloc(2 * size, sizeof(*t));
     bool *fu = realloc(x->free_up, size * sizeof(*fu));
+    const struct pl_node **nd = NULL;
 
-    if (!t || !fu) {
+    if (fu)
+        x->free_up = fu;
+    if (fu && (nd = realloc(x->node, size * sizeof(*nd))))
+        x->node = nd;
+    if (!t || !fu || !nd) {
         free(t);
-        if (fu)
-            x->free_up = fu;
         errno = ENOMEM;
         return -1;
     }
-    x->free_up = fu;
-    for (size_t k = 0; k < x->n; k++)
-        t[size + k] = x->t[x->size + k];
+    for (size_t k = 0; k < size; k++)
+        t[size + k] = k < x->n ? x->t[x->size + k]
+                               : (struct ent){ .pmin = UINT32_MAX,
+                                               .lo = INT32_MAX };
     for (size_t i = size; i-- > 1;)
         t[i] = merge(t, i);
     free(x->t);
@@ -102,6 +165,7 @@ int pl_placeidx_add(struct pl_placeidx *x, struct pl_node *n)
     n->pidx = x;
     n->pidx_at = (uint32_t)x->n;
     x->free_up[x->n] = false;
+    x->node[x->n] = n;
     x->n++;
     pl_placeidx_update(x, n);
     return 0;
@@ -110,8 +174,7 @@ int pl_placeidx_add(struct pl_placeidx *x, struct pl_node *n)
 void pl_placeidx_update(struct pl_placeidx *x, const struct pl_node *n)
 {
     size_t k = n->pidx_at, i = x->size + k;
-    bool up = n->state == PL_NODE_UP, open = up && !n->cordon;
-    bool fu = up && n->free_cores > 0;
+    bool fu = n->state == PL_NODE_UP && n->free_cores > 0;
     struct ent *e = &x->t[i];
 
     if (fu != x->free_up[k]) {
@@ -119,15 +182,7 @@ void pl_placeidx_update(struct pl_placeidx *x, const struct pl_node *n)
         if (!e->resv)
             x->nfree += fu ? 1 : -1;
     }
-    struct ent v = {
-        .cores = open ? n->free_cores : 0,
-        .gpus = open ? n->free_gpus : 0,
-        .tcores = up ? n->ncores : 0,
-        .tgpus = up ? n->ngpus : 0,
-        .idle = open && n->free_cores == n->ncores
-                && n->free_gpus == n->ngpus,
-        .resv = e->resv,
-    };
+    struct ent v = leaf(n, e->resv);
     if (!ent_eq(&v, e)) {
         *e = v;
         pull_up(x, i);
@@ -140,7 +195,7 @@ void pl_placeidx_set_resv(struct pl_placeidx *x, size_t k, bool on)
         return;
     struct ent *e = &x->t[x->size + k];
 
-    e->resv = on;
+    *e = leaf(x->node[k], on);
     if (x->free_up[k])
         x->nfree += on ? -1 : 1;
     pull_up(x, x->size + k);
@@ -162,10 +217,31 @@ static long find(const struct pl_placeidx *x, size_t i, size_t l, size_t r,
 
     if (r <= lo || l >= hi)
         return -1;
-    if (w->as_idle ? e->tcores < w->cores || e->tgpus < w->gpus
-                   : e->cores < w->cores || e->gpus < w->gpus
-                         || (w->idle && !e->idle))
-        return -1;
+    switch (w->pref) {
+    case PL_PIDX_CAP:
+        if (w->as_idle ? e->tcores < w->cores || e->tgpus < w->gpus
+                       : e->cores < w->cores || e->gpus < w->gpus
+                             || (w->idle && !e->idle))
+            return -1;
+        break;
+    case PL_PIDX_ROOM:
+        if (e->tcores < w->cores || e->pmin >= w->room)
+            return -1;
+        break;
+    case PL_PIDX_BIND:
+        if (!e->bind)
+            return -1;
+        break;
+    case PL_PIDX_HELD:
+        if (!e->held)
+            return -1;
+        break;
+    case PL_PIDX_BACK:
+        if (!e->back && !(w->top_set && w->top > e->lo)
+            && !(w->resv_back && e->held_resv))
+            return -1;
+        break;
+    }
     if (w->skip_resv && e->resv)
         return -1;
     if (r - l == 1)
@@ -187,4 +263,24 @@ long pl_placeidx_first(const struct pl_placeidx *x, size_t from,
     if ((k = find(x, 1, 0, x->size, from, x->n, w)) >= 0 || from == 0)
         return k;
     return find(x, 1, 0, x->size, 0, from, w);
+}
+
+void pl_placeidx_spare(const struct pl_placeidx *x, uint64_t *sum,
+                       uint32_t *widest)
+{
+    *sum = x->n ? x->t[1].spare : 0;
+    *widest = x->n ? x->t[1].spare_max : 0;
+}
+
+uint64_t pl_placeidx_taking(const struct pl_placeidx *x)
+{
+    return x->n ? x->t[1].taking : 0;
+}
+
+long pl_placeidx_next(const struct pl_placeidx *x, size_t from,
+                      const struct pl_placeidx_want *w)
+{
+    if (from >= x->n)
+        return -1;
+    return find(x, 1, 0, x->size, from, x->n, w);
 }

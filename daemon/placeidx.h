@@ -41,8 +41,26 @@ void pl_placeidx_set_resv(struct pl_placeidx *x, size_t k, bool on);
  * reserved: whether a pass can place anything but the reserved task. */
 size_t pl_placeidx_nfree(const struct pl_placeidx *x);
 
+/* What a question asks of a node (pl_placeidx_want's 'pref'). */
+enum pl_placeidx_ask {
+    PL_PIDX_CAP = 0,       /* room for a rank: cores, gpus, idle, as_idle */
+    PL_PIDX_ROOM,          /* a prefetch slot (daemon/prefetch.c): up, not
+                              cordoned, npref < room, ncores >= cores */
+    PL_PIDX_BIND,          /* up, not cordoned, holding prefetched tasks
+                              and a free core */
+    PL_PIDX_HELD,          /* holding prefetched tasks */
+    PL_PIDX_BACK,          /* holding prefetched tasks, and cordoned, or
+                              one held out of priority order, or one of
+                              a priority below 'top' (if top_set), or
+                              reserved (if resv_back) */
+};
+
 /* What a rank needs of a node. */
 struct pl_placeidx_want {
+    int pref;              /* enum pl_placeidx_ask; 0: a rank's room */
+    uint32_t room;         /* PL_PIDX_ROOM: the prefetch limit */
+    int32_t top;           /* PL_PIDX_BACK */
+    bool top_set, resv_back;
     uint32_t cores, gpus;  /* free, at least (cores >= 1) */
     bool idle;             /* the node idle (an exclusive task) */
     bool as_idle;          /* the question is of a fit if every node
@@ -58,5 +76,16 @@ struct pl_placeidx_want {
  * -1 if none. */
 long pl_placeidx_first(const struct pl_placeidx *x, size_t from,
                        const struct pl_placeidx_want *w);
+
+/* The same, but no wrapping: the first at 'from' or after; -1 if none. */
+long pl_placeidx_next(const struct pl_placeidx *x, size_t from,
+                      const struct pl_placeidx_want *w);
+
+/* The free cores on nodes up, not cordoned, not reserved and holding
+ * no prefetched task: their sum and the largest.  O(1). */
+void pl_placeidx_spare(const struct pl_placeidx *x, uint64_t *sum,
+                       uint32_t *widest);
+/* The sum of the nodes' pref_taking.  O(1). */
+uint64_t pl_placeidx_taking(const struct pl_placeidx *x);
 
 #endif /* !PL_DAEMON_PLACEIDX_H */

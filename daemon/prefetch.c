@@ -12,12 +12,19 @@
  * that freed them), a pass binds the first to free cores and its RUN
  * goes again with them (pl_sched_pref_bind()); if an end started it on
  * other cores meanwhile, its 'running' moves it there.
+ *
+ * N.B. the passes ask the placement index (daemon/placeidx.h) which
+ * nodes to look at: it follows each node's npref, pref_lo, pref_inv and
+ * pref_taking (so whoever changes them calls pl_node_changed()), and a
+ * pass costs O(log N) for each node it acts on, not O(N) for N nodes.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/node.h"
+#include "daemon/placeidx.h"
 #include "daemon/sched.h"
 #include "daemon/sched_private.h"
 
@@ -42,12 +49,15 @@ int sched_pref_place(struct pl_sched *s, struct pl_dtask *t)
 
     if (!s->prefetch || s->resv || !eligible(t) || nn == 0)
         return -1;
-    for (size_t i = 0; i < nn; i++) {
-        size_t k = (s->rr + i) % nn;
+    /* the first node from 'rr' on, wrapping, up, not cordoned, not
+     * reserved, with a slot left and cores enough */
+    struct pl_placeidx_want w = { .pref = PL_PIDX_ROOM,
+                                  .cores = t->cores_per_rank,
+                                  .room = s->prefetch, .skip_resv = true };
+    long found = pl_placeidx_first(s->idx, s->rr % nn, &w);
+    if (found >= 0) {
+        size_t k = (size_t)found;
         struct pl_node *n = s->nodes[k];
-        if (n->state != PL_NODE_UP || n->cordon || n->npref >= s->prefetch
-            || n->ncores < t->cores_per_rank || s->resv_node[k])
-            continue;
         struct pl_rank *rk;
         if (!(t->rank = calloc(1, sizeof(*t->rank)))
             || !(t->nodelist = strdup(n->name)))
@@ -67,6 +77,7 @@ int sched_pref_place(struct pl_sched *s, struct pl_dtask *t)
             n->pref_inv = true;
         TAILQ_INSERT_TAIL(&n->pref, t, prefent);
         n->npref++;
+        pl_node_changed(n); /* the placement index */
         s->rr = (k + 1) % nn;
         return 0;
     }
@@ -85,7 +96,10 @@ void sched_pref_drop(struct pl_dtask *t, uint32_t r)
     TAILQ_REMOVE(&k->node->pref, t, prefent);
     if (--k->node->npref == 0)
         k->node->pref_inv = false;
+    if (k->recalled && k->node->pref_taking >= t->cores_per_rank)
+        k->node->pref_taking -= t->cores_per_rank;
     k->pref = false;
+    pl_node_changed(k->node); /* the placement index */
 }
 
 int pl_sched_pref_started(struct pl_dtask *t, struct pl_node *n,
@@ -146,13 +160,15 @@ size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
                           void *arg)
 {
     size_t nb = 0;
+    /* nodes up, not cordoned and not reserved (not where it is being
+     * taken back from) that hold prefetched tasks and have a free core */
+    struct pl_placeidx_want w = { .pref = PL_PIDX_BIND,
+                                  .skip_resv = s->resv != 0 };
 
-    for (size_t i = 0; s->prefetch && i < s->nnodes; i++) {
+    for (long i = s->prefetch ? pl_placeidx_next(s->idx, 0, &w) : -1; i >= 0;
+         i = pl_placeidx_next(s->idx, (size_t)i + 1, &w)) {
         struct pl_node *n = s->nodes[i];
         struct pl_dtask *t;
-        /* not where it is being taken back from */
-        if (n->cordon || (s->resv && s->resv_node[i]))
-            continue;
         while (n->npref && n->free_cores && n->state == PL_NODE_UP
                && (t = first_kept(n))
                && t->cores_per_rank <= n->free_cores) {
@@ -194,26 +210,20 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
      * an end there (a stream's last tasks behind long ones): those go
      * back to the queue, the last held first, to start where cores are
      * free */
-    uint64_t spare = 0, taking = 0;
-    uint32_t widest = 0;
-    for (size_t k = 0; k < s->nnodes; k++) {
-        const struct pl_node *n = s->nodes[k];
-        if (n->state == PL_NODE_UP && !n->cordon && !n->npref
-            && !(s->resv && s->resv_node[k])) {
-            spare += n->free_cores;
-            if (n->free_cores > widest)
-                widest = n->free_cores;
-        }
-    }
+    uint64_t spare, taking;
+    uint32_t widest;
+    pl_placeidx_spare(s->idx, &spare, &widest);
     /* less what is being taken back already (its answer on its way) */
-    for (size_t k = 0; spare && k < s->nnodes; k++) {
-        const struct pl_dtask *t;
-        TAILQ_FOREACH(t, &s->nodes[k]->pref, prefent)
-            if (t->rank->recalled)
-                taking += t->cores_per_rank;
-    }
+    taking = pl_placeidx_taking(s->idx);
     spare = spare > taking ? spare - taking : 0;
-    for (size_t k = 0; k < s->nnodes; k++) {
+    /* the nodes that hold prefetched tasks: all of them while there are
+     * spare cores, else those with a reason to give some back */
+    struct pl_placeidx_want held = { .pref = PL_PIDX_HELD };
+    struct pl_placeidx_want back = { .pref = PL_PIDX_BACK, .top = top,
+                                     .top_set = top_set,
+                                     .resv_back = s->resv != 0 };
+    for (long k = pl_placeidx_next(s->idx, 0, spare ? &held : &back); k >= 0;
+         k = pl_placeidx_next(s->idx, (size_t)k + 1, spare ? &held : &back)) {
         struct pl_node *n = s->nodes[k];
         bool all = n->cordon || (s->resv && s->resv_node[k]);
         struct pl_dtask *t, *prev;
@@ -244,6 +254,8 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
                 continue;
             if (recall(t, arg)) {
                 r->recalled = true;
+                n->pref_taking += t->cores_per_rank;
+                pl_node_changed(n); /* the placement index */
                 nr++;
                 if (steal && !all && !behind
                     && !(top_set && t->priority < top))

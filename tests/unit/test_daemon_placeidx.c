@@ -11,7 +11,7 @@
 #include "proto/state.h"
 #include "tests/unit/tap.h"
 
-#define NTESTS 9
+#define NTESTS 12
 #define MAXC 32
 #define MAXG 4
 
@@ -155,6 +155,165 @@ static void test_index_random(void)
        OPS, N, wrong);
     ok(nfree_wrong == 0, "free, up, unreserved nodes counted as a scan "
        "counts them (%d differ)", nfree_wrong);
+    for (int k = 0; k < N; k++)
+        pl_node_free(node[k]);
+    pl_placeidx_free(x);
+}
+
+/* What the index promises of the prefetch questions, node by node: the
+ * scans daemon/prefetch.c made before it asked the index. */
+static bool pref_takes(const struct pl_node *n, bool resv,
+                       const struct pl_placeidx_want *w)
+{
+    bool open = n->state == PL_NODE_UP && !n->cordon;
+
+    if (w->skip_resv && resv)
+        return false;
+    switch (w->pref) {
+    case PL_PIDX_ROOM:
+        return open && n->npref < w->room && n->ncores >= w->cores;
+    case PL_PIDX_BIND:
+        return open && n->npref && n->free_cores > 0;
+    case PL_PIDX_HELD:
+        return n->npref > 0;
+    case PL_PIDX_BACK:
+        return n->npref
+               && (n->cordon || n->pref_inv || (w->resv_back && resv)
+                   || (w->top_set && w->top > n->pref_lo));
+    }
+    return false;
+}
+
+/* Random prefetch counts, priorities, marks and cores taken back beside
+ * random holds, states, cordons and reserved marks: the prefetch
+ * questions and totals answered as a scan answers them. */
+static void test_index_prefetch_random(void)
+{
+    enum { N = 200, OPS = 20000 };
+    static struct pl_node *node[N];
+    static bool resv[N];
+    struct pl_placeidx *x = pl_placeidx_new();
+    int wrong = 0, sum_wrong = 0, asked = 0, found = 0;
+    uint64_t id = 1;
+
+    for (int k = 0; k < N; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", k);
+        node[k] = mknode(name, 1 + rnd(8), 0);
+        if (pl_placeidx_add(x, node[k]) < 0)
+            exit(1);
+    }
+    for (int op = 0; op < OPS; op++) {
+        size_t k = rnd(N);
+        struct pl_node *n = node[k];
+        uint32_t r = rnd(100), ci[MAXC], gi[1];
+        if (r < 25) {
+            if (pl_node_alloc(n, id, 1, 0, ci, gi) == 0)
+                id++;
+        }
+        else if (r < 45) {
+            for (uint32_t i = 0; i < n->ncores; i++)
+                if (n->core_task[i]) {
+                    ci[0] = i;
+                    pl_node_release(n, n->core_task[i], ci, 1, gi, 0);
+                    break;
+                }
+        }
+        else if (r < 75) {
+            /* as sched_pref_place() and sched_pref_drop() change them */
+            if (n->npref && rnd(2)) {
+                if (--n->npref == 0) {
+                    n->pref_inv = false;
+                    n->pref_taking = 0;
+                }
+                else if (n->pref_taking)
+                    n->pref_taking--;
+            }
+            else {
+                int32_t prio = (int32_t)rnd(5) - 2;
+                if (!n->npref || prio < n->pref_lo)
+                    n->pref_lo = prio;
+                n->pref_inv |= n->npref && rnd(4) == 0;
+                n->npref++;
+            }
+            pl_node_changed(n);
+        }
+        else if (r < 82 && n->npref) {
+            n->pref_taking += 1 + rnd(2);
+            pl_node_changed(n);
+        }
+        else if (r < 88)
+            pl_node_set_state(n, n->state == PL_NODE_UP ? PL_NODE_LOST
+                                                        : PL_NODE_UP);
+        else if (r < 94) {
+            free(n->cordon);
+            n->cordon = n->cordon ? NULL : strdup("by hand");
+            pl_node_changed(n);
+        }
+        else {
+            resv[k] = !resv[k];
+            pl_placeidx_set_resv(x, k, resv[k]);
+        }
+        uint64_t spare = 0, taking = 0, gs, gt;
+        uint32_t widest = 0, gw;
+        for (size_t j = 0; j < N; j++) {
+            const struct pl_node *m = node[j];
+            if (m->state == PL_NODE_UP && !m->cordon && !m->npref
+                && !resv[j]) {
+                spare += m->free_cores;
+                widest = m->free_cores > widest ? m->free_cores : widest;
+            }
+            taking += m->pref_taking;
+        }
+        pl_placeidx_spare(x, &gs, &gw);
+        gt = pl_placeidx_taking(x);
+        if ((gs != spare || gw != widest || gt != taking) && sum_wrong++ < 5)
+            diag("op %d: spare %llu/%llu widest %u/%u taking %llu/%llu", op,
+                 (unsigned long long)gs, (unsigned long long)spare, gw,
+                 widest, (unsigned long long)gt,
+                 (unsigned long long)taking);
+        for (int q = 0; q < 4; q++) {
+            struct pl_placeidx_want w = {
+                .pref = PL_PIDX_ROOM + (int)rnd(4), .cores = 1 + rnd(8),
+                .room = 1 + rnd(4), .skip_resv = rnd(2),
+                .top = (int32_t)rnd(5) - 2, .top_set = rnd(2),
+                .resv_back = rnd(2),
+            };
+            size_t from = rnd(N);
+            long want = -1;
+            for (size_t j = from; j < N && want < 0; j++)
+                if (pref_takes(node[j], resv[j], &w))
+                    want = (long)j;
+            long got = pl_placeidx_next(x, from, &w);
+            asked++;
+            found += got >= 0;
+            if (got != want && wrong++ < 5)
+                diag("op %d: question %d from %zu: index %ld, scan %ld", op,
+                     w.pref, from, got, want);
+            /* and wrapping, as sched_pref_place() asks */
+            if (w.pref == PL_PIDX_ROOM) {
+                want = -1;
+                for (size_t i = 0; i < N && want < 0; i++)
+                    if (pref_takes(node[(from + i) % N], resv[(from + i) % N],
+                                   &w))
+                        want = (long)((from + i) % N);
+                got = pl_placeidx_first(x, from, &w);
+                asked++;
+                if (got != want && wrong++ < 5)
+                    diag("op %d: a slot from %zu, wrapping: index %ld, scan "
+                         "%ld", op, from, got, want);
+            }
+        }
+    }
+    ok(wrong == 0, "%d prefetch questions (%d found a node) after %d random "
+       "changes on %d nodes: the index answers as the scan (%d differ)",
+       asked, found, OPS, N, wrong);
+    ok(sum_wrong == 0, "spare cores on nodes holding nothing, the widest, "
+       "and cores being taken back summed as a scan sums them (%d differ)",
+       sum_wrong);
+    ok(pl_placeidx_next(x, N, &(struct pl_placeidx_want){
+                                  .pref = PL_PIDX_HELD }) == -1,
+       "no wrapping past the last node");
     for (int k = 0; k < N; k++)
         pl_node_free(node[k]);
     pl_placeidx_free(x);
@@ -305,6 +464,7 @@ int main(void)
     plan(NTESTS);
     test_index_random();
     test_index_edges();
+    test_index_prefetch_random();
     test_keymap();
     test_sched_first_fit();
     return done_testing();
