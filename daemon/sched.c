@@ -428,6 +428,7 @@ void sched_release(struct pl_dtask *t)
         rank_release(t, r);
     ranks_free(t);
     t->running = t->ended = 0;
+    t->ended_at = 0;
     t->fail = 0;
     t->lost = false;
     t->exit_code = t->signal = -1;

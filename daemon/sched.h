@@ -86,6 +86,8 @@ struct pl_dtask {
     uint32_t nnodes;           /* distinct nodes of the placement */
     char *nodelist;            /* owned: their names, "n1,n2" */
     uint32_t running, ended;   /* ranks that started / ended (attempt) */
+    double ended_at;           /* the latest rank end, its agent's clock
+                                * (attempt); 0: none */
     int fail;                  /* first failure of a rank: enum pl_state */
     int exit_code, signal;     /* of that failure, -1 if none */
     char reason[128];          /* of that failure */

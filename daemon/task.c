@@ -363,7 +363,11 @@ static void task_ended(struct pl_daemon *d, struct pl_dtask *t)
      * drawn from it (it read 1% for a busy 4-node prep) */
     if (t->comm == PL_COMM_MPI)
         use.has &= ~PL_USE_CPU;
+    /* its end is its last rank's, as that rank's agent stamped it (a
+     * task its agent started on the cores this one freed, before this
+     * end reached us, started after it: not our time of reading it) */
     struct pl_db_change c = {
+        .time = t->ended_at,
         .exit_code = t->exit_code, .signal = t->signal,
         .maxrss_kb = maxrss_kb, .reason = t->reason[0] ? t->reason : NULL,
         .use = use.has ? &use : NULL,
@@ -417,6 +421,8 @@ static bool rank_end(struct pl_daemon *d, struct pl_dtask *t, uint32_t r,
         return false;
     rank_event(d, t, r, st, c->time, c->reason);
     k->state = st;
+    if (c->time > t->ended_at)
+        t->ended_at = c->time;
     if (c->use)
         k->use = *c->use;
     if (c->maxrss_kb > 0)
