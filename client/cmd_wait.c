@@ -19,9 +19,10 @@ static const char help[] =
     "Wait until the tasks (or, with --all, all the pilot's tasks, those\n"
     "submitted meanwhile too) have ended.  An array's id means all its\n"
     "tasks, ID.N its element N.  On a terminal a progress bar shows how\n"
-    "many are done, failed, running, queued and waiting (for their\n"
-    "--after), with an ETA; otherwise a line is printed when the counts\n"
-    "change, at most every 2 s.\n"
+    "many are done, failed, running, queued, assigned (held by an agent\n"
+    "to start when cores free: pilot up --prefetch) and waiting (for\n"
+    "their --after), with an ETA; otherwise a line is printed when the\n"
+    "counts change, at most every 2 s.\n"
     "\n"
     "options:\n"
     "  --all           every task of the pilot\n"
@@ -56,7 +57,7 @@ enum {
 /* The counts wait cares about, from a counts object. */
 struct wait_counts {
     long long total, done, failed, canceled, timeout, running, queued;
-    long long waiting;
+    long long waiting, assigned;
 };
 
 static void get_counts(const json_t *j, struct wait_counts *w)
@@ -66,7 +67,9 @@ static void get_counts(const json_t *j, struct wait_counts *w)
     w->failed = pl_out_jint(j, "failed", 0);
     w->canceled = pl_out_jint(j, "canceled", 0);
     w->timeout = pl_out_jint(j, "timeout", 0);
-    w->running = pl_out_jint(j, "running", 0) + pl_out_jint(j, "assigned", 0);
+    w->running = pl_out_jint(j, "running", 0);
+    /* placed, not started: held by an agent (--prefetch) or on its way */
+    w->assigned = pl_out_jint(j, "assigned", 0);
     w->queued = pl_out_jint(j, "queued", 0);
     w->waiting = pl_out_jint(j, "waiting", 0);
 }
@@ -76,13 +79,16 @@ static long long ended(const struct wait_counts *w)
     return w->done + w->failed + w->canceled + w->timeout;
 }
 
-/* "done 860  failed 12  running 8  queued 120" (+ waiting, canceled,
- * timeout when there are any) */
+/* "done 860  failed 12  running 8  queued 120" (+ assigned, waiting,
+ * canceled, timeout when there are any) */
 static void counts_text(const struct wait_counts *w, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "done %lld  failed %lld  running %lld  "
                      "queued %lld", w->done, w->failed, w->running,
                      w->queued);
+    if (n > 0 && (size_t)n < len && w->assigned)
+        n += snprintf(buf + n, len - (size_t)n, "  assigned %lld",
+                      w->assigned);
     if (n > 0 && (size_t)n < len && w->waiting)
         n += snprintf(buf + n, len - (size_t)n, "  waiting %lld", w->waiting);
     if (n > 0 && (size_t)n < len && w->canceled)
@@ -165,6 +171,8 @@ static void end_cb(struct pl_sub *sub, const struct pl_end *e, void *arg)
     }
     if (w->running > 0)
         w->running--;
+    else if (w->assigned > 0)
+        w->assigned--;
     else if (w->queued > 0)
         w->queued--;
     else if (w->waiting > 0)
@@ -240,7 +248,7 @@ static int wait_loop(struct pl_cli *cli, struct pl_conn *conn,
                      json_t **countsp)
 {
     struct pl_error err;
-    struct wait_counts w, shown = { -1, 0, 0, 0, 0, 0, 0, 0 };
+    struct wait_counts w, shown = { .total = -1 };
     bool tty = isatty(STDERR_FILENO) && !cli->json;
     double t0 = pl_mono(), last_plain = -PLAIN_EVERY, counted;
     long long ended0;
