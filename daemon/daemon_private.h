@@ -404,6 +404,9 @@ void pl_deps_clear(struct pl_deps *dp);
 /* Place what fits and record it (in the open transaction); the RUNs
  * leave after the commit (pl_dispatch_send()). */
 void pl_dispatch_schedule(struct pl_daemon *d);
+/* Take back every prefetched task its agent has not started (the state
+ * directory failed: no task starts until it is written again). */
+void pl_dispatch_recall_all(struct pl_daemon *d);
 /* The assignments of the tasks placed are stored: send their RUNs. */
 void pl_dispatch_send(struct pl_daemon *d);
 /* 't', stored, has ranks whose RUN goes again (run_seq RUN_UNSENT): the

@@ -61,6 +61,15 @@ static bool recall_cb(struct pl_dtask *t, void *arg)
     return true;
 }
 
+void pl_dispatch_recall_all(struct pl_daemon *d)
+{
+    size_t n = pl_sched_pref_recall_all(d->sched, recall_cb, d);
+
+    if (n)
+        pl_log(LOG_NOTICE, "%zu prefetched tasks taken back from their "
+               "agents: nothing starts while the state cannot be stored", n);
+}
+
 void pl_dispatch_schedule(struct pl_daemon *d)
 {
     struct placed p = { 0 };

@@ -265,3 +265,24 @@ size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
     }
     return nr;
 }
+
+size_t pl_sched_pref_recall_all(struct pl_sched *s, pl_sched_recall_f recall,
+                                void *arg)
+{
+    size_t nr = 0;
+
+    for (size_t k = 0; k < s->nnodes; k++) {
+        struct pl_node *n = s->nodes[k];
+        struct pl_dtask *t;
+        TAILQ_FOREACH(t, &n->pref, prefent) {
+            struct pl_rank *r = t->rank;
+            if (r->recalled || !recall(t, arg))
+                continue;
+            r->recalled = true;
+            n->pref_taking += t->cores_per_rank;
+            pl_node_changed(n); /* the placement index */
+            nr++;
+        }
+    }
+    return nr;
+}

@@ -292,5 +292,10 @@ size_t pl_sched_pref_bind(struct pl_sched *s, pl_sched_place_f bound,
 typedef bool (*pl_sched_recall_f)(struct pl_dtask *t, void *arg);
 size_t pl_sched_pref_recall(struct pl_sched *s, pl_sched_recall_f recall,
                             void *arg);
+/* Every prefetched task not recalled yet, on every node: what pilotd
+ * cannot store (its state directory failed) must not start by its
+ * agent's choice.  As pl_sched_pref_recall(); O(nodes), a rare event. */
+size_t pl_sched_pref_recall_all(struct pl_sched *s, pl_sched_recall_f recall,
+                                void *arg);
 
 #endif /* !PL_DAEMON_SCHED_H */

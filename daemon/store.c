@@ -76,6 +76,7 @@ void pl_store_failed(struct pl_daemon *d)
     why_text(d, errnum, why, sizeof(why));
     if (!d->store_failed_since) {
         d->store_failed_since = pl_now();
+        pl_dispatch_recall_all(d);
         pl_log(LOG_ERR, "%s: %s; until it can be written again, nothing "
                "is stored, submissions and cancels are refused, no task "
                "starts, reads are served (retrying every second)", why,
