@@ -296,12 +296,59 @@ static void test_steal(void)
     pl_sched_free(s);
 }
 
+/* A larger task reserves a node: what that node holds is taken back and
+ * waits behind it, what the other node holds stays. */
+static void test_resv(void)
+{
+    struct pl_sched *s = pl_sched_new();
+    struct pl_node *n1 = addnode(s, "n1", 2, 0);
+    struct pl_node *n2 = addnode(s, "n2", 2, 0);
+    struct seen p = { 0 }, r = { 0 };
+
+    pl_sched_set_prefetch(s, 2);
+    for (uint64_t id = 1; id <= 8; id++)
+        addtask(s, id, 0, 1, 0);
+    is(pl_sched_run(s, place_cb, &p), 8, "4 cores, prefetch 2: 4 run, "
+       "4 held");
+    end(s, 1); /* n1: one core free, its held tasks not started */
+    addtask(s, 9, 0, 2, 0);
+    memset(&p, 0, sizeof(p));
+    ok(pl_sched_run(s, place_cb, &p) == 0 && pl_sched_reserved_for(s) == 9,
+       "task 9 of 2 cores does not fit the free core: n1, the freest, is "
+       "reserved for it");
+    ok(pl_sched_pref_recall(s, recall_cb, &r) == 2
+           && r.id[0] + r.id[1] == 12 && r.id[0] * r.id[1] == 35,
+       "... n1's held tasks 5 and 7 are taken back");
+    const uint64_t b[] = { 6, 8 };
+    ok(pref_are(n2, 0, b, 2) && !pl_sched_task_get(s, 6)->rank[0].recalled
+           && !pl_sched_task_get(s, 8)->rank[0].recalled,
+       "... n2 keeps its own");
+    /* what n1's agent answers: they go back to the head of the queue */
+    pl_sched_requeue(s, pl_sched_task_get(s, 7), true);
+    pl_sched_requeue(s, pl_sched_task_get(s, 5), true);
+    memset(&p, 0, sizeof(p));
+    ok(pl_sched_run(s, place_cb, &p) == 0 && n1->npref == 0
+           && n1->free_cores == 1 && pl_sched_queued(s) == 3,
+       "while n1 is reserved nothing is placed or held there: 5, 7 and 9 "
+       "wait");
+    end(s, 3); /* n1 idle */
+    memset(&p, 0, sizeof(p));
+    struct pl_dtask *t9 = pl_sched_task_get(s, 9);
+    ok(pl_sched_run(s, place_cb, &p) >= 1 && p.id[0] == 9
+           && t9->rank[0].node == n1 && t9->rank[0].ncores == 2
+           && pl_sched_reserved_for(s) == 0,
+       "n1 idle: task 9 starts there first, ahead of 5 and 7 queued before "
+       "it; the reservation ends");
+    pl_sched_free(s);
+}
+
 int main(void)
 {
-    plan(36);
+    plan(42);
     test_place();
     test_shapes();
     test_recall();
     test_steal();
+    test_resv();
     return done_testing();
 }
