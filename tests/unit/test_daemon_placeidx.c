@@ -60,6 +60,34 @@ static bool odd_ok(size_t k, void *arg)
     return k % 2 == 1;
 }
 
+/* One of the marks both random tests change on node k: its state (up,
+ * or lost or gone), its cordon, or its reserved mark in 'resv' and the
+ * index. */
+enum flip { FLIP_STATE, FLIP_CORDON, FLIP_RESV };
+
+static void flip(struct pl_placeidx *x, struct pl_node **node, bool *resv,
+                 size_t k, enum flip what)
+{
+    struct pl_node *n = node[k];
+
+    switch (what) {
+    case FLIP_STATE:
+        pl_node_set_state(n, n->state == PL_NODE_UP
+                                 ? (rnd(2) ? PL_NODE_LOST : PL_NODE_GONE)
+                                 : PL_NODE_UP);
+        break;
+    case FLIP_CORDON:
+        free(n->cordon);
+        n->cordon = n->cordon ? NULL : strdup("by hand");
+        pl_node_changed(n);
+        break;
+    case FLIP_RESV:
+        resv[k] = !resv[k];
+        pl_placeidx_set_resv(x, k, resv[k]);
+        break;
+    }
+}
+
 /* Random nodes, random holds, states, cordons and reserved marks; after
  * each change, random questions to the index and to a scan. */
 static void test_index_random(void)
@@ -106,19 +134,9 @@ static void test_index_random(void)
                     gi[ng++] = i;
             pl_node_release(n, hid, ci, nc, gi, ng);
         }
-        else if (r < 91)
-            pl_node_set_state(n, n->state == PL_NODE_UP
-                                     ? (rnd(2) ? PL_NODE_LOST : PL_NODE_GONE)
-                                     : PL_NODE_UP);
-        else if (r < 96) {
-            free(n->cordon);
-            n->cordon = n->cordon ? NULL : strdup("by hand");
-            pl_node_changed(n);
-        }
-        else {
-            resv[k] = !resv[k];
-            pl_placeidx_set_resv(x, k, resv[k]);
-        }
+        else
+            flip(x, node, resv, k, r < 91 ? FLIP_STATE : r < 96 ? FLIP_CORDON
+                                                               : FLIP_RESV);
         size_t nfree = 0;
         for (size_t j = 0; j < N; j++)
             nfree += node[j]->state == PL_NODE_UP && node[j]->free_cores > 0
@@ -242,18 +260,9 @@ static void test_index_prefetch_random(void)
             n->pref_taking += 1 + rnd(2);
             pl_node_changed(n);
         }
-        else if (r < 88)
-            pl_node_set_state(n, n->state == PL_NODE_UP ? PL_NODE_LOST
-                                                        : PL_NODE_UP);
-        else if (r < 94) {
-            free(n->cordon);
-            n->cordon = n->cordon ? NULL : strdup("by hand");
-            pl_node_changed(n);
-        }
-        else {
-            resv[k] = !resv[k];
-            pl_placeidx_set_resv(x, k, resv[k]);
-        }
+        else
+            flip(x, node, resv, k, r < 88 ? FLIP_STATE : r < 94 ? FLIP_CORDON
+                                                               : FLIP_RESV);
         uint64_t spare = 0, taking = 0, gs, gt;
         uint32_t widest = 0, gw;
         for (size_t j = 0; j < N; j++) {
