@@ -11,55 +11,8 @@
 #include "daemon/sched.h"
 #include "proto/state.h"
 #include "proto/strv.h"
+#include "tests/unit/sched_fixture.h"
 #include "tests/unit/tap.h"
-
-#define MAXC 16
-#define MAXG 4
-
-/* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
-static struct pl_node *addnode(struct pl_sched *s, const char *name,
-                               uint32_t ncores, uint32_t ngpus)
-{
-    uint64_t cpu[MAXC];
-    char gbuf[MAXG][16];
-    char *g[MAXG + 1];
-    struct pl_node *n;
-
-    for (uint32_t i = 0; i < ncores; i++)
-        cpu[i] = 100 + i;
-    for (uint32_t i = 0; i < ngpus; i++) {
-        snprintf(gbuf[i], sizeof(gbuf[i]), "g%u", i);
-        g[i] = gbuf[i];
-    }
-    g[ngpus] = NULL;
-    if (!(n = pl_node_new(name, cpu, ncores, ngpus ? g : NULL))
-        || pl_sched_node_add(s, n) < 0) {
-        diag("cannot add node %s", name);
-        exit(1);
-    }
-    return n;
-}
-
-/* A queued task of 'ranks' x ('cores', 'gpus'). */
-static struct pl_dtask *addtask(struct pl_sched *s, uint64_t id,
-                                uint32_t ranks, uint32_t cores,
-                                uint32_t gpus)
-{
-    char a0[] = "sleep";
-    char *v[] = { a0, NULL };
-    char **argv = pl_strv_dup(v), **env = NULL, *cwd = strdup("/tmp");
-    struct pl_dtask *t = pl_sched_task_add(s, id, true, 0, &argv, &env, &cwd);
-
-    if (!t) {
-        diag("cannot add task %llu", (unsigned long long)id);
-        exit(1);
-    }
-    t->state = PL_ST_QUEUED;
-    t->ranks = ranks;
-    t->cores_per_rank = cores;
-    t->gpus_per_rank = gpus;
-    return t;
-}
 
 static void place_cb(struct pl_dtask *t, void *arg)
 {
@@ -122,8 +75,8 @@ static void test_deps(void)
     struct pl_sched *s = pl_sched_new();
     json_t *o;
 
-    addnode(s, "n1", 4, 0);
-    addtask(s, 1, 1, 1, 0);
+    t_sched_node(s, "n1", 4, 0);
+    t_sched_task(s, 1, 0, 1, 1, 0);
     pl_sched_run(s, place_cb, NULL);
     pl_sched_task_get(s, 1)->state = PL_ST_RUNNING;
     char a0[] = "true";
@@ -154,7 +107,7 @@ static void test_deps(void)
     uint64_t *more = realloc(t->deps, 150 * sizeof(*t->deps));
     t->deps = more;
     for (uint64_t i = 0; i < 150; i++) {
-        addtask(s, 100 + i, 1, 1, 0);
+        t_sched_task(s, 100 + i, 0, 1, 1, 0);
         t->deps[i] = 100 + i;
     }
     t->ndeps_live = t->ndeps = 150;
@@ -171,18 +124,18 @@ static void test_cores_resv(void)
     struct pl_sched *s = pl_sched_new();
     json_t *o;
 
-    addnode(s, "n1", 8, 0);
-    addnode(s, "n2", 8, 1);
-    addtask(s, 1, 1, 6, 0);
-    addtask(s, 2, 1, 6, 0);
+    t_sched_node(s, "n1", 8, 0);
+    t_sched_node(s, "n2", 8, 1);
+    t_sched_task(s, 1, 0, 1, 6, 0);
+    t_sched_task(s, 2, 0, 1, 6, 0);
     pl_sched_run(s, place_cb, NULL);
     o = explain(s, 1);
     ok(code_is(o, "assigned") && says(o, "placed on n1"),
        "assigned: placed on n1, its agent starts it");
     json_decref(o);
     /* n1 and n2 have 2 cores free: 3 reserves n1 (the first freest) */
-    addtask(s, 3, 1, 4, 0);
-    addtask(s, 4, 1, 1, 2);
+    t_sched_task(s, 3, 0, 1, 4, 0);
+    t_sched_task(s, 4, 0, 1, 1, 2);
     pl_sched_run(s, place_cb, NULL);
     ok(pl_sched_reserved_for(s) == 3, "task 3 holds the reservation");
     o = explain(s, 3);
@@ -196,7 +149,7 @@ static void test_cores_resv(void)
        "never: 2 GPUs per rank, no node has them");
     json_decref(o);
     /* 5 fits n2 now (no pass yet) */
-    addtask(s, 5, 1, 2, 0);
+    t_sched_task(s, 5, 0, 1, 2, 0);
     o = explain(s, 5);
     ok(code_is(o, "next") && json_integer_value(json_object_get(o, "ahead"))
                                  == 2,
@@ -205,7 +158,7 @@ static void test_cores_resv(void)
     pl_sched_run(s, place_cb, NULL);
     ok(pl_sched_task_get(s, 5)->state == PL_ST_ASSIGNED, "5 placed on n2");
     /* n2 is full; 6 would fit n1, kept for 3 */
-    addtask(s, 6, 1, 2, 0);
+    t_sched_task(s, 6, 0, 1, 2, 0);
     o = explain(s, 6);
     ok(code_is(o, "reserved") && says(o, "reserved for task 3")
            && node_says(o, "n1", "reserved", "task 3")
@@ -213,14 +166,14 @@ static void test_cores_resv(void)
        "reserved: only n1 would do, kept for task 3");
     json_decref(o);
     /* a GPU: n1 has none, n2 has no core left */
-    addtask(s, 7, 1, 1, 1);
+    t_sched_task(s, 7, 0, 1, 1, 1);
     o = explain(s, 7);
     ok(code_is(o, "room") && node_says(o, "n1", "small", "0 GPUs")
            && node_says(o, "n2", "cores", NULL),
        "room: n1 has no GPU, n2 no free core");
     json_decref(o);
     /* a GPU held */
-    addtask(s, 8, 1, 1, 1);
+    t_sched_task(s, 8, 0, 1, 1, 1);
     pl_sched_task_get(s, 2)->state = PL_ST_RUNNING;
     pl_sched_task_remove(s, pl_sched_task_get(s, 2)); /* 2 ended */
     pl_sched_task_remove(s, pl_sched_task_get(s, 6));
@@ -241,15 +194,15 @@ static void test_nodes(void)
     struct pl_node *n1, *n2, *n3;
     json_t *o;
 
-    n1 = addnode(s, "n1", 4, 0);
-    n2 = addnode(s, "n2", 4, 0);
-    n3 = addnode(s, "n3", 4, 0);
-    addtask(s, 1, 1, 1, 0);
+    n1 = t_sched_node(s, "n1", 4, 0);
+    n2 = t_sched_node(s, "n2", 4, 0);
+    n3 = t_sched_node(s, "n3", 4, 0);
+    t_sched_task(s, 1, 0, 1, 1, 0);
     pl_sched_run(s, place_cb, NULL);
     n2->cordon = strdup("check cpu_speed: 41% slower than the median");
     pl_node_changed(n2);
     pl_node_set_state(n3, PL_NODE_LOST);
-    struct pl_dtask *t = addtask(s, 2, 1, 1, 0);
+    struct pl_dtask *t = t_sched_task(s, 2, 0, 1, 1, 0);
     t->exclusive = true;
     o = explain(s, 2);
     ok(code_is(o, "room") && node_says(o, "n1", "exclusive", "idle")
@@ -293,7 +246,7 @@ static void test_nodes(void)
     n2->cordon = strdup("check cpu_speed: 41% slower than the median");
     pl_node_changed(n2);
     /* a gang of 2 x 2 cores on 2 nodes: only n1 has room, for 1 */
-    t = addtask(s, 3, 2, 2, 0);
+    t = t_sched_task(s, 3, 0, 2, 2, 0);
     t->nodes_req = 2;
     o = explain(s, 3);
     ok(code_is(o, "room") && says(o, "on 2 nodes")
@@ -308,11 +261,11 @@ static void test_walltime(void)
     struct pl_sched *s = pl_sched_new();
     json_t *o;
 
-    addtask(s, 1, 1, 1, 0);
+    t_sched_task(s, 1, 0, 1, 1, 0);
     o = explain(s, 1);
     ok(code_is(o, "nodes"), "nodes: no node has joined");
     json_decref(o);
-    addnode(s, "n1", 4, 0);
+    t_sched_node(s, "n1", 4, 0);
     pl_sched_set_time_left(s, 600);
     pl_sched_task_get(s, 1)->timeout = 3600;
     o = explain(s, 1);

@@ -9,43 +9,8 @@
 #include "daemon/sched.h"
 #include "proto/state.h"
 #include "proto/strv.h"
+#include "tests/unit/sched_fixture.h"
 #include "tests/unit/tap.h"
-
-static struct pl_node *addnode(struct pl_sched *s, const char *name,
-                               uint32_t ncores, uint32_t ngpus)
-{
-    uint64_t cpu[16];
-    char g0[] = "g0", g1[] = "g1";
-    char *g[] = { g0, g1, NULL };
-
-    for (uint32_t i = 0; i < ncores; i++)
-        cpu[i] = 100 + i;
-    struct pl_node *n = pl_node_new(name, cpu, ncores, ngpus ? g : NULL);
-    if (!n || pl_sched_node_add(s, n) < 0) {
-        diag("cannot add node %s", name);
-        exit(1);
-    }
-    return n;
-}
-
-static struct pl_dtask *addtask(struct pl_sched *s, uint64_t id,
-                                int32_t prio, uint32_t cores, uint32_t gpus)
-{
-    char a0[] = "true";
-    char *v[] = { a0, NULL };
-    char **argv = pl_strv_dup(v), **env = NULL, *cwd = NULL;
-    struct pl_dtask *t = pl_sched_task_add(s, id, true, prio, &argv, &env,
-                                           &cwd);
-
-    if (!t) {
-        diag("cannot add task %llu", (unsigned long long)id);
-        exit(1);
-    }
-    t->state = PL_ST_QUEUED;
-    t->cores_per_rank = cores;
-    t->gpus_per_rank = gpus;
-    return t;
-}
 
 struct seen {
     int n, pref;
@@ -107,13 +72,13 @@ static void end(struct pl_sched *s, uint64_t id)
 static void test_place(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 2, 0);
-    struct pl_node *n2 = addnode(s, "n2", 2, 0);
+    struct pl_node *n1 = t_sched_node(s, "n1", 2, 0);
+    struct pl_node *n2 = t_sched_node(s, "n2", 2, 0);
     struct seen p = { 0 };
 
     pl_sched_set_prefetch(s, 2);
     for (uint64_t id = 1; id <= 10; id++)
-        addtask(s, id, 0, 1, 0);
+        t_sched_task(s, id, 0, 1, 1, 0);
     is(pl_sched_run(s, place_cb, &p), 8, "4 cores, prefetch 2: 8 of 10 "
        "tasks placed");
     is(p.pref, 4, "... 4 of them prefetched");
@@ -173,27 +138,27 @@ static void test_place(void)
 static void test_shapes(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 2, 2);
+    struct pl_node *n1 = t_sched_node(s, "n1", 2, 2);
     struct seen p = { 0 };
 
     pl_sched_set_prefetch(s, 4);
-    addtask(s, 1, 0, 2, 0);
-    addtask(s, 2, 0, 1, 1);  /* a GPU: not prefetched */
-    addtask(s, 3, 0, 1, 0);
+    t_sched_task(s, 1, 0, 1, 2, 0);
+    t_sched_task(s, 2, 0, 1, 1, 1);  /* a GPU: not prefetched */
+    t_sched_task(s, 3, 0, 1, 1, 0);
     is(pl_sched_run(s, place_cb, &p), 1, "a GPU task first in the queue: "
        "nothing prefetched behind it");
     ok(n1->npref == 0 && pl_sched_queued(s) == 2, "... 2 queued");
     end(s, 1);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 2, "its end: 2 and 3 placed");
-    struct pl_dtask *t = addtask(s, 4, 0, 1, 0);
+    struct pl_dtask *t = t_sched_task(s, 4, 0, 1, 1, 0);
     t->ranks = 2;
-    addtask(s, 5, 0, 1, 0);
+    t_sched_task(s, 5, 0, 1, 1, 0);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 0, "two ranks first: none");
     pl_sched_dequeue(s, t);
     pl_sched_task_remove(s, t);
-    t = addtask(s, 6, 0, 3, 0);
+    t = t_sched_task(s, 6, 0, 1, 3, 0);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 1, "task 5 prefetched");
     is(pl_sched_run(s, place_cb, &p), 0, "task 6 needs more cores than the "
@@ -202,9 +167,9 @@ static void test_shapes(void)
 
     /* --prefetch 0 */
     s = pl_sched_new();
-    n1 = addnode(s, "n1", 1, 0);
-    addtask(s, 1, 0, 1, 0);
-    addtask(s, 2, 0, 1, 0);
+    n1 = t_sched_node(s, "n1", 1, 0);
+    t_sched_task(s, 1, 0, 1, 1, 0);
+    t_sched_task(s, 2, 0, 1, 1, 0);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 1, "prefetch 0: one task on one core");
     ok(n1->npref == 0 && pl_sched_queued(s) == 1, "... none held beyond");
@@ -214,13 +179,13 @@ static void test_shapes(void)
 static void test_recall(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 1, 0);
-    struct pl_node *n2 = addnode(s, "n2", 1, 0);
+    struct pl_node *n1 = t_sched_node(s, "n1", 1, 0);
+    struct pl_node *n2 = t_sched_node(s, "n2", 1, 0);
     struct seen p = { 0 }, r = { 0 };
 
     pl_sched_set_prefetch(s, 2);
     for (uint64_t id = 1; id <= 6; id++)
-        addtask(s, id, 0, 1, 0);
+        t_sched_task(s, id, 0, 1, 1, 0);
     is(pl_sched_run(s, place_cb, &p), 6, "2 cores + 4 prefetched");
     is(pl_sched_pref_recall(s, recall_cb, &r), 0, "nothing to take back");
     n1->cordon = strdup("test");
@@ -245,7 +210,7 @@ static void test_recall(void)
 
     /* a higher priority queued: the lower ones held are taken back */
     memset(&r, 0, sizeof(r));
-    addtask(s, 7, 5, 1, 1); /* a GPU: it waits, nothing prefetched */
+    t_sched_task(s, 7, 5, 1, 1, 1); /* a GPU: it waits, nothing prefetched */
     ok(pl_sched_pref_recall(s, recall_cb, &r) == 2
            && r.id[0] + r.id[1] == 10 && r.id[0] * r.id[1] == 24,
        "a task of priority 5 queued: n2's held tasks of priority 0 are "
@@ -255,14 +220,14 @@ static void test_recall(void)
 
     /* held after a task of a lower priority: that one makes way */
     s = pl_sched_new();
-    n1 = addnode(s, "n1", 1, 0);
+    n1 = t_sched_node(s, "n1", 1, 0);
     pl_sched_set_prefetch(s, 3);
-    addtask(s, 1, 0, 1, 0);
-    addtask(s, 2, 0, 1, 0);
-    addtask(s, 3, 0, 1, 0);
+    t_sched_task(s, 1, 0, 1, 1, 0);
+    t_sched_task(s, 2, 0, 1, 1, 0);
+    t_sched_task(s, 3, 0, 1, 1, 0);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 3, "1 core + 2 held");
-    addtask(s, 4, 7, 1, 0);
+    t_sched_task(s, 4, 7, 1, 1, 0);
     memset(&p, 0, sizeof(p));
     is(pl_sched_run(s, place_cb, &p), 1, "task 4 of priority 7 is held too");
     memset(&r, 0, sizeof(r));
@@ -276,13 +241,13 @@ static void test_recall(void)
 static void test_steal(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 1, 0);
-    struct pl_node *n2 = addnode(s, "n2", 1, 0);
+    struct pl_node *n1 = t_sched_node(s, "n1", 1, 0);
+    struct pl_node *n2 = t_sched_node(s, "n2", 1, 0);
     struct seen p = { 0 }, r = { 0 };
 
     pl_sched_set_prefetch(s, 2);
     for (uint64_t id = 1; id <= 5; id++)
-        addtask(s, id, 0, 1, 0);
+        t_sched_task(s, id, 0, 1, 1, 0);
     is(pl_sched_run(s, place_cb, &p), 5, "2 cores: 2 placed, 3 held");
     end(s, 4); /* held on n2 (canceled) */
     end(s, 2);
@@ -301,17 +266,17 @@ static void test_steal(void)
 static void test_resv(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 2, 0);
-    struct pl_node *n2 = addnode(s, "n2", 2, 0);
+    struct pl_node *n1 = t_sched_node(s, "n1", 2, 0);
+    struct pl_node *n2 = t_sched_node(s, "n2", 2, 0);
     struct seen p = { 0 }, r = { 0 };
 
     pl_sched_set_prefetch(s, 2);
     for (uint64_t id = 1; id <= 8; id++)
-        addtask(s, id, 0, 1, 0);
+        t_sched_task(s, id, 0, 1, 1, 0);
     is(pl_sched_run(s, place_cb, &p), 8, "4 cores, prefetch 2: 4 run, "
        "4 held");
     end(s, 1); /* n1: one core free, its held tasks not started */
-    addtask(s, 9, 0, 2, 0);
+    t_sched_task(s, 9, 0, 1, 2, 0);
     memset(&p, 0, sizeof(p));
     ok(pl_sched_run(s, place_cb, &p) == 0 && pl_sched_reserved_for(s) == 9,
        "task 9 of 2 cores does not fit the free core: n1, the freest, is "
