@@ -221,6 +221,17 @@ static void stop_task_cb(struct pl_dtask *t, void *arg)
 
     if (t->state != PL_ST_ASSIGNED && t->state != PL_ST_RUNNING)
         return;
+    /* held by its agent beyond its free cores (--prefetch) and never
+     * started: as a queued task, it stays queued for 'pilot up
+     * --resume'.  N.B. an agent that started it sent its 'running'
+     * before it exited, unless it did not exit in time. */
+    if (t->ranks == 1 && t->rank && t->rank[0].pref && !t->cancel) {
+        pl_dtask_requeue(d, t, d->draining ? "walltime drain before it "
+                                             "started"
+                                           : "pilot down before it started",
+                         true);
+        return;
+    }
     if (d->draining && !t->cancel) {
         pl_dtask_requeue(d, t, "interrupted by the walltime drain", true);
         return;

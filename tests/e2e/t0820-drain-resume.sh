@@ -7,7 +7,7 @@
 # allocation is not started.
 . "$(dirname "$0")/lib.sh"
 
-plan 15
+plan 17
 
 RUNS=$WORK/runs
 pilot_up 2 || abort "pilot up --nodes 2 --wait failed"
@@ -30,6 +30,9 @@ capture pilot status --json
 RUNNING=$(json 'j["tasks"]["running"]' <<<"$OUT")
 diag "at the drain: $(json 'j["tasks"]' <<<"$OUT")"
 ok "some tasks run when the drain comes ($RUNNING)" test "$RUNNING" -gt 0
+HELD=$(json 'j["tasks"].get("assigned", 0)' <<<"$OUT")
+ok "... and some are held by their agents beyond the free cores (--prefetch): $HELD" \
+    test "$HELD" -gt 0
 scancel --signal=TERM --batch "$JOB"
 ok "the job ends within 60 s of the signal" wait_for 60 job_gone "$JOB"
 like "$(cat "$DIR"/logs/pilotd.log)" 'draining' "pilotd says it drains"
@@ -54,6 +57,11 @@ is "$(json 'j["states"]' <<<"$B")" '["done", "queued"]' "every task is done or q
 ok "the interrupted tasks are queued again ($(json 'j["interrupted"]' <<<"$B"))" \
     test "$(json 'j["interrupted"]' <<<"$B")" -gt 0
 is "$(json 'j["long"]' <<<"$B")" '["queued"]' "the task with --timeout 2h never started"
+HELDQ=$("$PY" -c 'import sqlite3, sys
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+print(db.execute("select count(*) from events where state = ? and detail = ?",
+                 ("queued", "walltime drain before it started")).fetchone()[0])' "$DIR/state.db")
+ok "held ones are queued again as not started ($HELDQ)" test "$HELDQ" -gt 0
 
 capture pilot up --resume "$P" --nodes 2 --time 15:00 --wait --wait-timeout 120
 is "$RC,$OUT" "0,$P" "pilot up --resume $P brings the same pilot up again"

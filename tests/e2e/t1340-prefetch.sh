@@ -4,12 +4,13 @@
 # (issue 16).  A local pilot: a stream of short tasks runs each once and
 # never two on one core at a time; a held task is canceled, taken back
 # by a cordon and by a task of a higher priority, and queued again when
-# its agent is killed with SIGKILL, not charged to --retries.  A 2-node
+# its agent is killed with SIGKILL, not charged to --retries; held at
+# 'pilot down', it stays queued.  A 2-node
 # Slurm pilot: a stream of short tasks while pilotd is killed with
 # SIGKILL twice: every task ends done, each ran once, no core twice.
 . "$(dirname "$0")/lib.sh"
 
-plan 27
+plan 31
 
 field() { pilot show "$1" --json 2>/dev/null | json "j[\"$2\"]" 2>/dev/null; }
 state_is() { [[ $(field "$1" state) == "$2" ]]; }
@@ -145,8 +146,19 @@ is "$RC,$(field "$K1" state),$(field "$K2" state)" "0,done,done" \
     "the tasks it held run again and end done (--retries 0: not charged)"
 is "$(runs_ok "$K1" "$K2")" ok "... each once"
 is "$(field "${SLEEPERS[0]}" attempts)" 2 "... the tasks it ran are lost and run again, as before"
+
+# pilot down while the agent holds tasks: they never ran, so they stay
+# queued for 'pilot up --resume' (what runs ends canceled)
+D1=$(pilot submit -- sh -c "$REC")
+D2=$(pilot submit -- sh -c "$REC")
+wait_for 10 eval 'state_is $D2 assigned && state_is $D1 assigned' || abort "D1, D2 not held"
 capture pilot down
-is "$RC" 0 "pilot down"
+is "$RC" 0 "pilot down while the agent holds 2 tasks"
+is "$(field "$D1" state),$(field "$D2" state)" "queued,queued" \
+    "... those stay queued (pilot up --resume runs them)"
+like "$(pilot show "$D1" 2>&1)" "pilot down before it started" "... their events say why"
+is "$(field "${SLEEPERS[0]}" state)" canceled "... the tasks that ran end canceled"
+lacks "... and the held ones never ran" "^$D1 |^$D2 " "$RUNS"
 
 # --- a 2-node Slurm pilot, pilotd killed twice -----------------------
 : >"$RUNS"
