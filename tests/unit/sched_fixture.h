@@ -1,5 +1,5 @@
 /* tests/unit/sched_fixture.h - nodes and queued tasks for the unit tests
- * of the scheduler's parts (test_daemon_explain, _prefetch): made as
+ * of the scheduler's parts (test_daemon_explain, _prefetch, _sched): made as
  * pilotd makes them, with no agent and no database */
 #ifndef PL_TESTS_SCHED_FIXTURE_H
 #define PL_TESTS_SCHED_FIXTURE_H
@@ -14,25 +14,21 @@
 #include "proto/strv.h"
 #include "tests/unit/tap.h"
 
-#define T_SCHED_MAXC 16
-#define T_SCHED_MAXG 4
+#define T_SCHED_MAXC 64 /* cores a node, at most */
+#define T_SCHED_MAXG 8
 
-/* A node of 's' whose CPU ids are 100 + index and GPU ids "g0", "g1",
- * ...; exits the test if it cannot be made. */
-static inline struct pl_node *t_sched_node(struct pl_sched *s,
-                                           const char *name,
-                                           uint32_t ncores, uint32_t ngpus)
+/* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ...
+ * (NULL: out of memory, or more than T_SCHED_MAXC cores or
+ * T_SCHED_MAXG GPUs). */
+static inline struct pl_node *t_node_make(const char *name, uint32_t ncores,
+                                          uint32_t ngpus)
 {
     uint64_t cpu[T_SCHED_MAXC];
     char gbuf[T_SCHED_MAXG][16];
     char *g[T_SCHED_MAXG + 1];
-    struct pl_node *n;
 
-    if (ncores > T_SCHED_MAXC || ngpus > T_SCHED_MAXG) {
-        diag("node %s: at most %d cores and %d GPUs", name, T_SCHED_MAXC,
-             T_SCHED_MAXG);
-        exit(1);
-    }
+    if (ncores > T_SCHED_MAXC || ngpus > T_SCHED_MAXG)
+        return NULL;
     for (uint32_t i = 0; i < ncores; i++)
         cpu[i] = 100 + i;
     for (uint32_t i = 0; i < ngpus; i++) {
@@ -40,8 +36,17 @@ static inline struct pl_node *t_sched_node(struct pl_sched *s,
         g[i] = gbuf[i];
     }
     g[ngpus] = NULL;
-    if (!(n = pl_node_new(name, cpu, ncores, ngpus ? g : NULL))
-        || pl_sched_node_add(s, n) < 0) {
+    return pl_node_new(name, cpu, ncores, ngpus ? g : NULL);
+}
+
+/* The same, added to 's'; exits the test if it cannot be made. */
+static inline struct pl_node *t_sched_node(struct pl_sched *s,
+                                           const char *name,
+                                           uint32_t ncores, uint32_t ngpus)
+{
+    struct pl_node *n = t_node_make(name, ncores, ngpus);
+
+    if (!n || pl_sched_node_add(s, n) < 0) {
         diag("cannot add node %s", name);
         exit(1);
     }

@@ -11,41 +11,12 @@
 #include "daemon/sched.h"
 #include "proto/msg.h"
 #include "proto/state.h"
+#include "tests/unit/sched_fixture.h"
 #include "tests/unit/tap.h"
 
-#define MAXC 64 /* cores per node in these tests, at most */
-#define MAXG 8
+#define MAXC T_SCHED_MAXC
+#define MAXG T_SCHED_MAXG
 #define NTESTS 160
-
-/* A node whose CPU ids are 100 + index and GPU ids "g0", "g1", ... */
-static struct pl_node *mknode(const char *name, uint32_t ncores,
-                              uint32_t ngpus)
-{
-    uint64_t cpu[MAXC];
-    char gbuf[MAXG][16];
-    char *g[MAXG + 1];
-
-    for (uint32_t i = 0; i < ncores; i++)
-        cpu[i] = 100 + i;
-    for (uint32_t i = 0; i < ngpus; i++) {
-        snprintf(gbuf[i], sizeof(gbuf[i]), "g%u", i);
-        g[i] = gbuf[i];
-    }
-    g[ngpus] = NULL;
-    return pl_node_new(name, cpu, ncores, ngpus ? g : NULL);
-}
-
-static struct pl_node *addnode(struct pl_sched *s, const char *name,
-                               uint32_t ncores, uint32_t ngpus)
-{
-    struct pl_node *n = mknode(name, ncores, ngpus);
-
-    if (!n || pl_sched_node_add(s, n) < 0) {
-        diag("cannot add node %s", name);
-        exit(1);
-    }
-    return n;
-}
 
 static struct pl_dtask *addtask(struct pl_sched *s, uint64_t id,
                                 uint32_t cores, uint32_t gpus)
@@ -182,7 +153,7 @@ static bool placed_are(const struct placed *p, const uint64_t *ids, int n)
 
 static void test_node(void)
 {
-    struct pl_node *n = mknode("a", 4, 2);
+    struct pl_node *n = t_node_make("a", 4, 2);
     uint32_t ci[8], gi[8], ci2[8], gi2[8];
     char buf[64];
 
@@ -245,7 +216,7 @@ static void test_node(void)
     is(ci[0], 0, "... the lowest free core, 0");
     pl_node_free(n);
 
-    n = mknode("b", 2, 0);
+    n = t_node_make("b", 2, 0);
     ok(n && n->ngpus == 0 && n->gpu && n->gpu[0] == NULL,
        "node without GPUs: empty GPU list");
     pl_node_free(n);
@@ -255,9 +226,9 @@ static void test_node(void)
 static void test_fifo_rr(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 4, 0);
-    struct pl_node *n2 = addnode(s, "n2", 4, 0);
-    struct pl_node *n3 = addnode(s, "n3", 4, 0);
+    struct pl_node *n1 = t_sched_node(s, "n1", 4, 0);
+    struct pl_node *n2 = t_sched_node(s, "n2", 4, 0);
+    struct pl_node *n3 = t_sched_node(s, "n3", 4, 0);
     struct placed p = { 0 };
 
     for (uint64_t id = 1; id <= 6; id++)
@@ -315,7 +286,7 @@ static void test_fifo_rr(void)
     uint32_t mc, mg;
     pl_sched_max(s, &mc, &mg);
     ok(mc == 4 && mg == 0, "pl_sched_max: 4 cores, 0 GPUs");
-    struct pl_node *n4 = addnode(s, "n4", 16, 2);
+    struct pl_node *n4 = t_sched_node(s, "n4", 16, 2);
     pl_node_set_state(n4, PL_NODE_LOST);
     pl_sched_max(s, &mc, &mg);
     ok(mc == 16 && mg == 2, "with n4 (lost): 16 cores, 2 GPUs");
@@ -342,8 +313,8 @@ static void requeue_cb(struct pl_dtask *t, void *arg)
 static void test_backfill(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n1 = addnode(s, "n1", 4, 0);
-    struct pl_node *n2 = addnode(s, "n2", 4, 0);
+    struct pl_node *n1 = t_sched_node(s, "n1", 4, 0);
+    struct pl_node *n2 = t_sched_node(s, "n2", 4, 0);
     struct placed p = { 0 };
 
     addtask(s, 1, 3, 0);
@@ -390,7 +361,7 @@ static void test_backfill(void)
 
     /* requeue at the tail */
     struct pl_sched *s2 = pl_sched_new();
-    addnode(s2, "one", 1, 0);
+    t_sched_node(s2, "one", 1, 0);
     for (uint64_t id = 1; id <= 3; id++)
         addtask(s2, id, 1, 0);
     memset(&p, 0, sizeof(p));
@@ -426,8 +397,8 @@ static void test_backfill(void)
 static void test_gpus(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *c = addnode(s, "cpu", 8, 0);
-    struct pl_node *g = addnode(s, "gpu", 8, 2);
+    struct pl_node *c = t_sched_node(s, "cpu", 8, 0);
+    struct pl_node *g = t_sched_node(s, "gpu", 8, 2);
     struct placed p = { 0 };
     char buf[32];
 
@@ -486,7 +457,7 @@ static void test_tasks(void)
 static void test_dequeue(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n = addnode(s, "n", 4, 0);
+    struct pl_node *n = t_sched_node(s, "n", 4, 0);
     struct placed p = { 0 };
 
     pl_node_set_state(n, PL_NODE_LOST);
@@ -794,7 +765,7 @@ static void test_random(void)
     for (int k = 0; k < NNODES; k++) {
         char name[16];
         snprintf(name, sizeof(name), "r%d", k);
-        addnode(w.s, name, 1 + rnd(16), rnd(4));
+        t_sched_node(w.s, name, 1 + rnd(16), rnd(4));
     }
     for (int op = 0; op < 10000; op++) {
         uint32_t r = rnd(100);
@@ -879,8 +850,8 @@ static void test_random(void)
 static void test_gang(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *a = addnode(s, "a", 2, 0);
-    struct pl_node *b = addnode(s, "b", 2, 0);
+    struct pl_node *a = t_sched_node(s, "a", 2, 0);
+    struct pl_node *b = t_sched_node(s, "b", 2, 0);
     struct placed p = { 0 };
     char buf[64];
 
@@ -945,9 +916,9 @@ static void test_shape(void)
     struct pl_node *n[3];
     struct placed p = { 0 };
 
-    n[0] = addnode(s, "x0", 4, 0);
-    n[1] = addnode(s, "x1", 4, 0);
-    n[2] = addnode(s, "x2", 4, 0);
+    n[0] = t_sched_node(s, "x0", 4, 0);
+    n[1] = t_sched_node(s, "x1", 4, 0);
+    n[2] = t_sched_node(s, "x2", 4, 0);
 
     /* --nodes 2 --ranks-per-node 2 */
     struct pl_dtask *t = addgang(s, 1, 4, 1, 0, 2, 2, false);
@@ -1004,9 +975,9 @@ static void test_shape(void)
 static void test_exclusive(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *e0 = addnode(s, "e0", 4, 2);
-    struct pl_node *e1 = addnode(s, "e1", 4, 2);
-    struct pl_node *e2 = addnode(s, "e2", 4, 2);
+    struct pl_node *e0 = t_sched_node(s, "e0", 4, 2);
+    struct pl_node *e1 = t_sched_node(s, "e1", 4, 2);
+    struct pl_node *e2 = t_sched_node(s, "e2", 4, 2);
     struct placed p = { 0 };
     char buf[32];
 
@@ -1066,7 +1037,7 @@ static void test_exclusive(void)
 static void test_exclusive_end(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n = addnode(s, "solo", 2, 0);
+    struct pl_node *n = t_sched_node(s, "solo", 2, 0);
     struct placed p = { 0 };
 
     struct pl_dtask *x = addgang(s, 1, 2, 1, 0, 1, 0, true);
@@ -1089,7 +1060,7 @@ static void test_exclusive_end(void)
 static void test_gpus_per_rank(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *g = addnode(s, "g", 8, 4);
+    struct pl_node *g = t_sched_node(s, "g", 8, 4);
     struct placed p = { 0 };
 
     struct pl_dtask *t = addgang(s, 1, 2, 1, 2, 0, 0, false);
@@ -1125,7 +1096,7 @@ static void test_fits(void)
     for (int k = 0; k < 4; k++) {
         char name[16];
         snprintf(name, sizeof(name), "f%d", k);
-        addnode(s, name, 2, 4);
+        t_sched_node(s, name, 2, 4);
     }
     struct pl_dtask *t = addgang(s, 1, 8, 1, 0, 0, 0, false);
     why[0] = '\0';
@@ -1184,7 +1155,7 @@ static void test_starvation(void)
     for (int k = 0; k < 4; k++) {
         char name[16];
         snprintf(name, sizeof(name), "s%d", k);
-        addnode(s, name, 2, 0);
+        t_sched_node(s, name, 2, 0);
     }
     for (uint64_t id = 1; id <= 8; id++)
         addtask(s, id, 1, 0);
@@ -1232,8 +1203,8 @@ static void test_starvation(void)
 static void test_resv_behind(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *a = addnode(s, "a", 1, 0);
-    struct pl_node *b = addnode(s, "b", 1, 0);
+    struct pl_node *a = t_sched_node(s, "a", 1, 0);
+    struct pl_node *b = t_sched_node(s, "b", 1, 0);
     struct placed p = { 0 };
 
     addtask(s, 1, 1, 0);
@@ -1260,8 +1231,8 @@ static void test_resv_behind(void)
 
     /* the same with a never-fitting task ahead */
     s = pl_sched_new();
-    a = addnode(s, "a", 1, 0);
-    b = addnode(s, "b", 1, 0);
+    a = t_sched_node(s, "a", 1, 0);
+    b = t_sched_node(s, "b", 1, 0);
     addtask(s, 1, 1, 0);
     memset(&p, 0, sizeof(p));
     pl_sched_run(s, place_cb, &p);
@@ -1288,7 +1259,7 @@ static void test_resv_behind(void)
 static void test_ports(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *n = addnode(s, "solo", 4, 0);
+    struct pl_node *n = t_sched_node(s, "solo", 4, 0);
     struct placed p = { 0 };
     uint64_t clash = 7 + PL_NODE_PORTS; /* the same first choice as 7 */
 
@@ -1353,7 +1324,7 @@ static void test_priority(void)
     uint64_t got[8] = { 0 };
     const int32_t prio[] = { 0, 0, -5, 10, 10, 0, 3 };
 
-    addnode(s, "n1", 1, 0);
+    t_sched_node(s, "n1", 1, 0);
     for (uint64_t id = 1; id <= 7; id++)
         addprio(s, id, prio[id - 1]);
     is(pl_sched_queued(s), 7, "priority: 7 queued");
@@ -1389,9 +1360,9 @@ static void test_priority(void)
 static void test_vetted(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *v0 = addnode(s, "v0", 2, 0);
-    struct pl_node *v1 = addnode(s, "v1", 2, 0);
-    struct pl_node *v2 = addnode(s, "v2", 2, 0);
+    struct pl_node *v0 = t_sched_node(s, "v0", 2, 0);
+    struct pl_node *v1 = t_sched_node(s, "v1", 2, 0);
+    struct pl_node *v2 = t_sched_node(s, "v2", 2, 0);
     struct placed p = { 0 };
 
     v0->vet_ok_time = pl_now() - 3600;  /* passed an hour ago */
@@ -1430,8 +1401,8 @@ static void test_vetted(void)
 static void test_ends(void)
 {
     struct pl_sched *s = pl_sched_new();
-    struct pl_node *b = addnode(s, "b", 2, 0); /* first in rotation */
-    struct pl_node *a = addnode(s, "a", 2, 0);
+    struct pl_node *b = t_sched_node(s, "b", 2, 0); /* first in rotation */
+    struct pl_node *a = t_sched_node(s, "a", 2, 0);
     struct placed p = { 0 };
 
     b->ends = pl_now() + 100;
