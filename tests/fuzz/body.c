@@ -227,7 +227,13 @@ static void run(const msgpack_object *body)
         check_refusal(rc, &e);
         if (rc == 0) {
             CHECK(have_id && s.argv && s.argv[0]
-                  && (s.ncores >= 1 || s.pool));
+                  && (s.ncores >= 1 || s.pool || s.prefetch >= 1));
+            /* a prefetched entry (protocol 13): no cores yet, one rank
+             * of a plain command */
+            if (s.prefetch)
+                CHECK(s.ncores == 0 && s.ngpus == 0 && s.size == 1
+                      && !s.pool && s.comm == PL_COMM_NONE
+                      && s.fn == PL_FN_NONE);
             if (s.pool)
                 CHECK(s.group && s.group[s.rank] == s.world_rank
                       && pl_pool_name_ok(s.pool) && s.comm == PL_COMM_NONE);

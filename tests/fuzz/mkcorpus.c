@@ -235,6 +235,25 @@ static void run_torch(msgpack_packer *pk)
     raw_kuint(pk, "master_port", 20001);
 }
 
+/* a prefetched entry (protocol 13): no cores or GPUs yet, the cores it
+ * takes once an end frees them */
+static void run_prefetch(msgpack_packer *pk)
+{
+    uint64_t none[] = { 0 };
+
+    msgpack_pack_map(pk, 10);
+    raw_kuint(pk, "id", 9);
+    raw_kuint(pk, "attempt", 1);
+    raw_kstrv(pk, "argv", argv3);
+    raw_kstrv(pk, "env", env2);
+    raw_kstr(pk, "cwd", "/tmp");
+    raw_kuintv(pk, "cores", none, 0);
+    raw_kuintv(pk, "gpus", none, 0);
+    raw_kuint(pk, "prefetch", 2);
+    raw_kstr(pk, "stdout", "/tmp/p1/tasks/0/9.out");
+    raw_kstr(pk, "stderr", "/tmp/p1/tasks/0/9.err");
+}
+
 /* a pool task's rank 1 of 2, in worker 3 of the pool's job 2 */
 static void run_pool(msgpack_packer *pk)
 {
@@ -1095,6 +1114,7 @@ int main(int argc, char **argv)
     put_entry("run-torch", run_torch);
     put_entry("run-mpi", run_mpi);
     put_entry("run-pool", run_pool);
+    put_entry("run-prefetch", run_prefetch);
     put_entry("run-pycall", run_pycall);
     put_entry("run-pycall-refs", run_pycall_refs);
     put_entry("spec-refs", spec_refs);

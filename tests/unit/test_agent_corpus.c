@@ -46,6 +46,7 @@ struct input {
     size_t size;
     int broken;     /* promises broken */
     int accepted[3]; /* accepted entries, by comm */
+    int prefetched;  /* ... of them prefetched (no cores yet) */
 };
 
 /* A broken promise: a diag line naming the input and the entry. */
@@ -130,9 +131,16 @@ static size_t count_lists(const char *s)
 static void check_entry(struct input *in, uint32_t i, const struct pl_run *r)
 {
     CHECK(in, i, r->argv && r->argv[0]);
-    /* a pool task's rank holds no cores: it runs in a worker */
-    CHECK(in, i, r->pool ? r->ncores == 0 || r->cores
-                         : r->cores && r->ncores >= 1);
+    /* a pool task's rank holds no cores: it runs in a worker; a
+     * prefetched entry has none yet: its agent starts it on the cores
+     * an end frees (agent/prefetch.c), one rank of a plain command */
+    if (r->prefetch)
+        CHECK(in, i, r->ncores == 0 && r->ngpus == 0 && !r->pool
+                         && r->size == 1 && r->comm == PL_COMM_NONE
+                         && r->fn == PL_FN_NONE);
+    else
+        CHECK(in, i, r->pool ? r->ncores == 0 || r->cores
+                             : r->cores && r->ncores >= 1);
     if (r->pool) {
         CHECK(in, i, pl_pool_name_ok(r->pool) && r->group
                          && r->group[r->rank] == r->world_rank
@@ -388,6 +396,8 @@ static void replay(struct input *in, bool count_only)
                                    &e);
             if (rc == 0 && r.comm >= 0 && r.comm < 3)
                 in->accepted[r.comm]++;
+            if (rc == 0 && r.prefetch)
+                in->prefetched++;
             if (count_only) {
                 pl_run_clear(&r);
                 continue;
@@ -450,7 +460,7 @@ int main(void)
 {
     char *paths[MAX_FILES];
     size_t n = 0;
-    int accepted[3] = { 0, 0, 0 };
+    int accepted[3] = { 0, 0, 0 }, prefetched = 0;
 
     for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
         DIR *dp = opendir(dirs[d]);
@@ -472,7 +482,7 @@ int main(void)
     }
     qsort(paths, n, sizeof(paths[0]), by_name);
 
-    plan((int)n + 2);
+    plan((int)n + 3);
     ok(n > 0, "found %zu inputs in %s and %s (run from the repository "
        "root)", n, dirs[0], dirs[1]);
     for (size_t k = 0; k < n; k++) {
@@ -487,6 +497,7 @@ int main(void)
         replay(&in, true);
         for (int c = 0; c < 3; c++)
             accepted[c] += in.accepted[c];
+        prefetched += in.prefetched;
         free(in.data);
     }
     ok(accepted[PL_COMM_NONE] > 0 && accepted[PL_COMM_TORCH] > 0
@@ -494,6 +505,8 @@ int main(void)
        "accepted entries of every comm: none %d, torch %d, mpi %d",
        accepted[PL_COMM_NONE], accepted[PL_COMM_TORCH],
        accepted[PL_COMM_MPI]);
+    ok(prefetched > 0, "... %d of them prefetched (no cores yet)",
+       prefetched);
     for (size_t k = 0; k < n; k++)
         free(paths[k]);
     return done_testing();
