@@ -170,7 +170,7 @@ static void lost_task_cb(struct pl_dtask *t, void *arg)
 
     /* once an attempt, if it spans several such nodes; a prefetched
      * task that never started is not charged either */
-    if ((l->spare || (t->rank && t->rank[0].pref)) && !t->lost)
+    if ((l->spare || pl_dtask_held(t)) && !t->lost)
         t->spared++;
     t->lost = true;
     for (uint32_t r = 0; r < t->ranks; r++) {
@@ -407,7 +407,7 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
         }
         /* a prefetched task its agent gave back unstarted (pilotd took
          * it back: daemon/prefetch.c): it runs again, not charged */
-        if (e->lost && !t->pool && t->ranks == 1 && t->rank[0].pref
+        if (e->lost && !t->pool && pl_dtask_held(t)
             && e->state == PL_ST_CANCELED) {
             if (!t->lost)
                 t->spared++;

@@ -225,7 +225,7 @@ static void stop_task_cb(struct pl_dtask *t, void *arg)
      * started: as a queued task, it stays queued for 'pilot up
      * --resume'.  N.B. an agent that started it sent its 'running'
      * before it exited, unless it did not exit in time. */
-    if (t->ranks == 1 && t->rank && t->rank[0].pref && !t->cancel) {
+    if (pl_dtask_held(t) && !t->cancel) {
         pl_dtask_requeue(d, t, d->draining ? "walltime drain before it "
                                              "started"
                                            : "pilot down before it started",

@@ -340,7 +340,7 @@ json_t *pl_explain_live(struct pl_sched *s, const struct pl_dtask *t)
                             json_integer((json_int_t)pl_sched_ahead(s, t)));
         queued(s, t, o, sum, sizeof(sum), &code);
     }
-    else if (t->state == PL_ST_ASSIGNED && t->rank && t->rank[0].pref) {
+    else if (t->state == PL_ST_ASSIGNED && pl_dtask_held(t)) {
         /* held beyond the busy cores (daemon/prefetch.c) */
         code = "prefetched";
         snprintf(sum, sizeof(sum), "it is held by the agent on %s, which "

@@ -269,6 +269,12 @@ size_t pl_sched_run(struct pl_sched *s, pl_sched_place_f place, void *arg);
  * 'pref' set and holds no cores, and its agent starts it on the cores
  * an end frees.  0 (the default): none. */
 void pl_sched_set_prefetch(struct pl_sched *s, uint32_t n);
+/* Whether 't' is held by its agent as a prefetch, not started as far as
+ * pilotd knows (a prefetched task has one rank). */
+static inline bool pl_dtask_held(const struct pl_dtask *t)
+{
+    return t->ranks == 1 && t->rank && t->rank[0].pref;
+}
 /* Its agent started prefetched (or bound) rank 0 of 't' on node 'n' on
  * the CPU ids 'cpu' (its 'running' says so): it holds those cores now,
  * and no others.  0, or -1 (ENOMEM; EBUSY: some of them were held by
