@@ -189,16 +189,22 @@ static void spec_torch(msgpack_packer *pk)
 
 /* ---- run entries (as pilotd sends them: proto/run.c) ---- */
 
-static void run_common(msgpack_packer *pk, uint64_t id)
+/* id, attempt, argv, env, cwd: 5 pairs */
+static void run_head(msgpack_packer *pk, uint64_t id)
 {
-    uint64_t cores[] = { 0, 1 };
-    uint64_t gpus[] = { 0 };
-
     raw_kuint(pk, "id", id);
     raw_kuint(pk, "attempt", 1);
     raw_kstrv(pk, "argv", argv3);
     raw_kstrv(pk, "env", env2);
     raw_kstr(pk, "cwd", "/tmp");
+}
+
+static void run_common(msgpack_packer *pk, uint64_t id)
+{
+    uint64_t cores[] = { 0, 1 };
+    uint64_t gpus[] = { 0 };
+
+    run_head(pk, id);
     raw_kuintv(pk, "cores", cores, 2);
     raw_kuintv(pk, "gpus", gpus, 1);
     raw_kstr(pk, "stdout", "/tmp/p1/tasks/0/7.out");
@@ -242,11 +248,7 @@ static void run_prefetch(msgpack_packer *pk)
     uint64_t none[] = { 0 };
 
     msgpack_pack_map(pk, 10);
-    raw_kuint(pk, "id", 9);
-    raw_kuint(pk, "attempt", 1);
-    raw_kstrv(pk, "argv", argv3);
-    raw_kstrv(pk, "env", env2);
-    raw_kstr(pk, "cwd", "/tmp");
+    run_head(pk, 9);
     raw_kuintv(pk, "cores", none, 0);
     raw_kuintv(pk, "gpus", none, 0);
     raw_kuint(pk, "prefetch", 2);

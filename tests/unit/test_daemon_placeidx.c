@@ -60,6 +60,20 @@ static bool odd_ok(size_t k, void *arg)
     return k % 2 == 1;
 }
 
+/* Nodes n0 .. n<count-1> of 1..maxc cores and 0..maxg GPUs, at random,
+ * in 'node' and added to 'x'. */
+static void add_nodes(struct pl_placeidx *x, struct pl_node **node,
+                      int count, uint32_t maxc, uint32_t maxg)
+{
+    for (int k = 0; k < count; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", k);
+        node[k] = mknode(name, 1 + rnd(maxc), maxg ? rnd(maxg + 1) : 0);
+        if (!node[k] || pl_placeidx_add(x, node[k]) < 0)
+            exit(1);
+    }
+}
+
 /* One of the marks both random tests change on node k: its state (up,
  * or lost or gone), its cordon, or its reserved mark in 'resv' and the
  * index. */
@@ -101,13 +115,7 @@ static void test_index_random(void)
     int wrong = 0, nfree_wrong = 0, asked = 0, found = 0;
     uint64_t id = 1;
 
-    for (int k = 0; k < N; k++) {
-        char name[16];
-        snprintf(name, sizeof(name), "n%d", k);
-        node[k] = mknode(name, 1 + rnd(MAXC), rnd(MAXG + 1));
-        if (pl_placeidx_add(x, node[k]) < 0)
-            exit(1);
-    }
+    add_nodes(x, node, N, MAXC, MAXG);
     for (int op = 0; op < OPS; op++) {
         size_t k = rnd(N);
         struct pl_node *n = node[k];
@@ -214,13 +222,7 @@ static void test_index_prefetch_random(void)
     int wrong = 0, sum_wrong = 0, asked = 0, found = 0;
     uint64_t id = 1;
 
-    for (int k = 0; k < N; k++) {
-        char name[16];
-        snprintf(name, sizeof(name), "n%d", k);
-        node[k] = mknode(name, 1 + rnd(8), 0);
-        if (pl_placeidx_add(x, node[k]) < 0)
-            exit(1);
-    }
+    add_nodes(x, node, N, 8, 0);
     for (int op = 0; op < OPS; op++) {
         size_t k = rnd(N);
         struct pl_node *n = node[k];
