@@ -210,10 +210,10 @@ static int pycall_fields(struct pl_daemon *d, const struct pl_dtask *t,
  * instructions each. */
 static void env_u64(char buf[48], const char *name, uint64_t v)
 {
-    size_t l = strlen(name);
+    size_t n = 0;
 
-    memcpy(buf, name, l);
-    buf[l + pl_utoa(buf + l, (unsigned long long)v)] = '\0';
+    pl_put_s(buf, 48, &n, name, strlen(name));
+    pl_put_u(buf, 48, &n, (unsigned long long)v);
 }
 
 /* Pack the entry of rank 'r' of 't' (docs/protocol.md, 202): a struct

@@ -233,17 +233,13 @@ void pl_node_cpu_str(const struct pl_node *n, const uint32_t *idx, uint32_t k,
      * and its running rows), at 1-2k instructions a call */
     buf[0] = '\0';
     for (uint32_t i = 0; i < k; i++) {
-        char d[PL_UTOA_MAX + 1];
-        size_t dl = 0;
+        size_t at = off;
 
-        if (i)
-            d[dl++] = ',';
-        dl += pl_utoa(d + dl, (unsigned long long)n->cpu[idx[i]]);
-        if (len - off <= dl)
-            break; /* cut at a whole number, as the list's end */
-        memcpy(buf + off, d, dl);
-        off += dl;
-        buf[off] = '\0';
+        if ((i && !pl_put_s(buf, len, &off, ",", 1))
+            || !pl_put_u(buf, len, &off, (unsigned long long)n->cpu[idx[i]])) {
+            buf[at] = '\0'; /* cut at a whole number, as the list's end */
+            break;
+        }
     }
 }
 

@@ -500,32 +500,6 @@ void pl_path_db(const char *dir, char *buf, size_t len)
     snprintf(buf, len, "%s/state.db", dir);
 }
 
-/* Append 'v' in decimal to buf[*n] if it fits in 'len' (a NUL after it);
- * false if not. */
-static bool put_u(char *buf, size_t len, size_t *n, unsigned long long v)
-{
-    char d[PL_UTOA_MAX];
-    size_t k = pl_utoa(d, v);
-
-    if (len - *n <= k)
-        return false;
-    memcpy(buf + *n, d, k);
-    *n += k;
-    buf[*n] = '\0';
-    return true;
-}
-
-/* Append 's' (of 'sl' bytes) as put_u() does. */
-static bool put_s(char *buf, size_t len, size_t *n, const char *s, size_t sl)
-{
-    if (len - *n <= sl)
-        return false;
-    memcpy(buf + *n, s, sl);
-    *n += sl;
-    buf[*n] = '\0';
-    return true;
-}
-
 /* N.B. formatted by hand, not by snprintf(): pilotd makes two of these
  * for every RUN entry, and the four snprintf() calls were 4% of its
  * instructions a task (docs/PERFORMANCE.md, issue 16) */
@@ -535,18 +509,18 @@ int pl_path_task_log(const char *dir, unsigned long long id,
 {
     size_t n = 0;
 
-    if (!len || !put_s(buf, len, &n, dir, strlen(dir))
-        || !put_s(buf, len, &n, "/tasks/", 7)
-        || !put_u(buf, len, &n, id / 1000)) {
+    if (!len || !pl_put_s(buf, len, &n, dir, strlen(dir))
+        || !pl_put_s(buf, len, &n, "/tasks/", 7)
+        || !pl_put_u(buf, len, &n, id / 1000)) {
         errno = ENAMETOOLONG;
         return -1;
     }
     if (mkdirs && pl_mkdirs(buf, 0700) < 0)
         return -1;
-    if (!put_s(buf, len, &n, "/", 1) || !put_u(buf, len, &n, id)
-        || (attempt > 1 && (!put_s(buf, len, &n, ".", 1)
-                            || !put_u(buf, len, &n, attempt)))
-        || !put_s(buf, len, &n, err ? ".err" : ".out", 4)) {
+    if (!pl_put_s(buf, len, &n, "/", 1) || !pl_put_u(buf, len, &n, id)
+        || (attempt > 1 && (!pl_put_s(buf, len, &n, ".", 1)
+                            || !pl_put_u(buf, len, &n, attempt)))
+        || !pl_put_s(buf, len, &n, err ? ".err" : ".out", 4)) {
         errno = ENAMETOOLONG;
         return -1;
     }

@@ -231,3 +231,20 @@ size_t pl_utoa(char *buf, unsigned long long v)
         buf[n] = d[k - 1 - n];
     return k;
 }
+
+bool pl_put_s(char *buf, size_t len, size_t *n, const char *s, size_t sl)
+{
+    if (*n >= len || len - *n <= sl)
+        return false;
+    memcpy(buf + *n, s, sl);
+    *n += sl;
+    buf[*n] = '\0';
+    return true;
+}
+
+bool pl_put_u(char *buf, size_t len, size_t *n, unsigned long long v)
+{
+    char d[PL_UTOA_MAX];
+
+    return pl_put_s(buf, len, n, d, pl_utoa(d, v));
+}

@@ -39,6 +39,11 @@ int pl_grow(void *v, size_t *cap, size_t n, size_t more, size_t size);
  * every task, where snprintf() cost 1-2k instructions a call. */
 #define PL_UTOA_MAX 20
 size_t pl_utoa(char *buf, unsigned long long v);
+/* Append the 'sl' bytes of 's' (pl_put_s) or 'v' in decimal (pl_put_u)
+ * at buf[*n], with a NUL after, if that fits in 'len' bytes: *n moves
+ * past it; false (buf and *n unchanged) if not. */
+bool pl_put_s(char *buf, size_t len, size_t *n, const char *s, size_t sl);
+bool pl_put_u(char *buf, size_t len, size_t *n, unsigned long long v);
 
 /* Seconds since the epoch (CLOCK_REALTIME), for times that are stored
  * or shown: events, last_seen.  N.B. it may jump; measure intervals
