@@ -201,8 +201,13 @@ t = T()
 t.feed(open(sys.argv[1]).read())
 print(json.dumps([t.lines[:2], t.bold]))
 EOP
+# its one run is its last attempt: with --prefetch an agent may have held
+# it and given it back unstarted (a new attempt, not a retry)
+HATT=$("$PY" -c 'import json, sys
+print([t["attempts"] for t in json.load(open(sys.argv[1]))
+       if t["id"] == int(sys.argv[2])][0])' "$WORK/ls.json" "$HID")
 is "$(<"$WORK/tip.json")" \
-    "[[\"task $HID </script><b>x (rank 0, attempt 1)\", \"state done\"], 0]" \
+    "[[\"task $HID </script><b>x (rank 0, attempt $HATT)\", \"state done\"], 0]" \
     "#task=$HID: the hostile task's tip, its name as text"
 
 # the screenshot: a PNG of many colours, not one blank field
