@@ -112,6 +112,41 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
     return st;
 }
 
+/* Why attempt 'want' of task 'id' never started: the detail (else the
+ * state) of the last event of that attempt when none of its events is
+ * a rank or the task running, written to 'why'; "" when it started or
+ * cannot be told.  An agent may hold a task (--prefetch) and give it
+ * back unstarted: that attempt has no output, and saying "no output
+ * file" would suggest one was lost. */
+static void attempt_fate(struct pl_conn *conn, uint64_t id, unsigned want,
+                         char *why, size_t len)
+{
+    struct pl_sel_req one = { .ids = &id, .nids = 1 };
+    struct pl_error err;
+    json_t *t = pl_conn_show(conn, &one, &err), *ev, *e;
+    const char *last = NULL;
+    size_t i;
+
+    why[0] = '\0';
+    if (!t)
+        return;
+    ev = json_object_get(t, "events");
+    json_array_foreach(ev, i, e) {
+        if (pl_out_jint(e, "attempt", 0) != (long long)want)
+            continue;
+        const char *st = pl_out_jstr(e, "state");
+        if (!st || !strcmp(st, "running")) {
+            last = NULL;
+            break;
+        }
+        const char *d = pl_out_jstr(e, "detail");
+        last = d ? d : st;
+    }
+    if (last)
+        snprintf(why, len, "%s", last);
+    json_decref(t);
+}
+
 /* pl_logsrc's sink: stdout */
 static int to_stdout(const void *p, size_t n, void *arg)
 {
@@ -137,10 +172,12 @@ static int drain(struct pl_logsrc *src, bool final)
 /* Print the output of attempt 'want' of task 'id' (0: the last one,
  * 'att' of them so far) and, with 'follow', what is added to it until
  * the task has ended, going on with the next attempt's when the task is
- * run again.  Returns an exit code. */
+ * run again.  'never': why attempt 'want' never started, or "" or NULL
+ * (attempt_fate()).  Returns an exit code. */
 static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
-                     unsigned att, unsigned want, struct shape sh,
-                     const struct pl_logopt *o, bool follow)
+                     unsigned att, unsigned want, const char *never,
+                     struct shape sh, const struct pl_logopt *o,
+                     bool follow)
 {
     unsigned long long uid = (unsigned long long)id;
     unsigned cur = want ? want : att ? att : 1;
@@ -165,7 +202,10 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
             goto done;
         if (!got && !said) {
             const char *path = pl_logsrc_path(src);
-            if (pl_state_final(st) && !ran)
+            if (never && *never)
+                pl_cli_note("task %llu: attempt %u never started (%s)", uid,
+                            cur, never);
+            else if (pl_state_final(st) && !ran)
                 pl_cli_note("task %llu never started (it is %s)", uid,
                             pl_state_name(st));
             else if (!ran && follow && conn->rpc)
@@ -373,7 +413,11 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
                      (unsigned long long)want);
         goto done;
     }
-    rc = print_log(conn, id, st, ran, att, (unsigned)want, sh, &lo, follow);
+    char never[256] = "";
+    if (want && want < att)
+        attempt_fate(conn, id, (unsigned)want, never, sizeof(never));
+    rc = print_log(conn, id, st, ran, att, (unsigned)want, never, sh, &lo,
+                   follow);
 done:
     pl_conn_free(conn);
     pl_sel_req_clear(&sel);

@@ -4,13 +4,14 @@
 # (issue 16).  A local pilot: a stream of short tasks runs each once and
 # never two on one core at a time; a held task is canceled, taken back
 # by a cordon and by a task of a higher priority, and queued again when
-# its agent is killed with SIGKILL, not charged to --retries; held at
+# its agent is killed with SIGKILL, not charged to --retries (pilot
+# logs --attempt of an attempt given back says so); held at
 # 'pilot down', it stays queued.  A 2-node
 # Slurm pilot: a stream of short tasks while pilotd is killed with
 # SIGKILL twice: every task ends done, each ran once, no core twice.
 . "$(dirname "$0")/lib.sh"
 
-plan 31
+plan 32
 
 field() { pilot show "$1" --json 2>/dev/null | json "j[\"$2\"]" 2>/dev/null; }
 state_is() { [[ $(field "$1" state) == "$2" ]]; }
@@ -126,6 +127,9 @@ ORDER=$(awk -v a="$HP" -v b="$H2" -v c="$H3" '$1 == a || $1 == b || $1 == c { pr
 is "$ORDER" "$HP" "... the one of priority 5 first"
 is "$(field "$H2" state)" done \
     "... taken back twice, still done (not charged to --retries 0)"
+like "$(pilot logs --attempt 1 "$H2" 2>&1)" \
+    "note: task $H2: attempt 1 never started \\(prefetched: taken back before it started\\)" \
+    "pilot logs --attempt 1: that attempt never started, and why"
 
 # an agent killed with SIGKILL while it holds tasks: they run again
 for s in "${SLEEPERS[@]}"; do pilot cancel "$s" >/dev/null 2>&1; done
