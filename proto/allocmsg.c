@@ -193,52 +193,79 @@ static double secs(const char *s)
 int pl_grow_conf_parse(const char *s, struct pl_grow_conf *c,
                        struct pl_error *errp)
 {
-    char buf[256], *save = NULL;
+    static const char form[] = "max=K[,idle=D][,nodes=N][,time=T]"
+                               "[,partition=P][,pending=M][,drain=D]";
+    char buf[256], nodes[64], *save = NULL;
     bool has_max = false;
+    int saved = errno;
 
     memset(c, 0, sizeof(*c));
     c->idle = PL_GROW_IDLE;
     c->pending = PL_GROW_PENDING;
     c->drain = PL_GROW_DRAIN;
+    errno = EINVAL; /* what every error below returns with */
     if (strlen(s) >= sizeof(buf))
-        goto bad;
+        return pl_errprintf(errp, "--grow: longer than %zu bytes",
+                            sizeof(buf) - 1);
     snprintf(buf, sizeof(buf), "%s", s);
+    snprintf(nodes, sizeof(nodes), "a number of nodes from 1 to %u",
+             PL_ALLOC_MAX_NODES);
     for (char *kv = strtok_r(buf, ",", &save); kv;
          kv = strtok_r(NULL, ",", &save)) {
         char *v = strchr(kv, '='), *end;
+        const char *want = NULL;
         if (!v)
-            goto bad;
+            return pl_errprintf(errp, "--grow: '%s' is not KEY=VALUE; want "
+                                "%s", kv, form);
         *v++ = '\0';
         unsigned long n = strtoul(v, &end, 10);
         bool num = *v >= '0' && *v <= '9' && !*end;
-        if (!strcmp(kv, "max") && num && n >= 1 && n <= PL_ALLOC_MAX_NODES) {
-            c->max = (uint32_t)n;
-            has_max = true;
+        if (!strcmp(kv, "max") || !strcmp(kv, "nodes")) {
+            if (!num || n < 1 || n > PL_ALLOC_MAX_NODES)
+                want = nodes;
+            else if (*kv == 'm') {
+                c->max = (uint32_t)n;
+                has_max = true;
+            }
+            else
+                c->nodes = (uint32_t)n;
         }
-        else if (!strcmp(kv, "nodes") && num && n >= 1
-                 && n <= PL_ALLOC_MAX_NODES)
-            c->nodes = (uint32_t)n;
-        else if (!strcmp(kv, "pending") && num && n >= 1 && n <= 100)
-            c->pending = (uint32_t)n;
-        else if (!strcmp(kv, "idle") && secs(v) >= 0)
-            c->idle = secs(v);
-        else if (!strcmp(kv, "drain") && secs(v) >= 0)
-            c->drain = secs(v);
-        else if (!strcmp(kv, "time") && pl_alloc_time_ok(v))
-            snprintf(c->time, sizeof(c->time), "%s", v);
-        else if (!strcmp(kv, "partition") && pl_alloc_part_ok(v))
-            snprintf(c->partition, sizeof(c->partition), "%s", v);
+        else if (!strcmp(kv, "pending")) {
+            if (!num || n < 1 || n > 100)
+                want = "a number from 1 to 100";
+            else
+                c->pending = (uint32_t)n;
+        }
+        else if (!strcmp(kv, "idle") || !strcmp(kv, "drain")) {
+            if (secs(v) < 0)
+                want = "a duration: seconds, or a number with s, m or h";
+            else
+                *(*kv == 'i' ? &c->idle : &c->drain) = secs(v);
+        }
+        else if (!strcmp(kv, "time")) {
+            if (!pl_alloc_time_ok(v))
+                want = "a Slurm time limit (M, M:S, H:M:S, D-H[:M[:S]])";
+            else
+                snprintf(c->time, sizeof(c->time), "%s", v);
+        }
+        else if (!strcmp(kv, "partition")) {
+            if (!pl_alloc_part_ok(v))
+                want = "a Slurm partition name";
+            else
+                snprintf(c->partition, sizeof(c->partition), "%s", v);
+        }
         else
-            goto bad;
+            return pl_errprintf(errp, "--grow: no key '%s'; want %s", kv,
+                                form);
+        if (want)
+            return pl_errprintf(errp, "--grow: %s='%s': want %s", kv, v,
+                                want);
     }
     if (!has_max)
-        goto bad;
+        return pl_errprintf(errp, "--grow: no max=K (the most nodes it "
+                            "adds); want %s", form);
     if (c->nodes > c->max)
         c->nodes = c->max;
+    errno = saved;
     return 0;
-bad:
-    errno = EINVAL;
-    return pl_errprintf(errp, "--grow: want max=K[,idle=D][,nodes=N]"
-                        "[,time=T][,partition=P][,pending=M][,drain=D], "
-                        "not '%s'", s);
 }

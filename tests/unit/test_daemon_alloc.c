@@ -1,6 +1,7 @@
 /* tests/unit/test_daemon_alloc.c - pilot grow's sizing of allocations
  * from the queue's shape, its back-off after failures, and the
  * settings and time limits it reads */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -139,13 +140,25 @@ static void settings(void)
        "every key");
     ok(pl_grow_conf_parse("max=2,nodes=5", &c, &err) == 0 && c.nodes == 2,
        "nodes above max: max");
-    ok(pl_grow_conf_parse("idle=5m", &c, &err) < 0, "max is required");
-    ok(pl_grow_conf_parse("max=0", &c, &err) < 0, "max=0 is refused");
-    ok(pl_grow_conf_parse("max=2,time=1;rm", &c, &err) < 0,
-       "a time a shell would read is refused");
-    ok(pl_grow_conf_parse("max=2,idle=5x", &c, &err) < 0, "idle=5x");
+    ok(pl_grow_conf_parse("idle=5m", &c, &err) < 0 && errno == EINVAL
+           && strstr(err.text, "no max=K"), "max is required, and named");
+    ok(pl_grow_conf_parse("max=0", &c, &err) < 0
+           && !strcmp(err.text, "--grow: max='0': want a number of nodes "
+                      "from 1 to 100000"), "max=0 is refused: %s", err.text);
+    ok(pl_grow_conf_parse("max=2,time=1;rm", &c, &err) < 0
+           && strstr(err.text, "time='1;rm': want a Slurm time limit"),
+       "a time a shell would read is refused, the piece named");
+    ok(pl_grow_conf_parse("max=2,idle=5x", &c, &err) < 0
+           && strstr(err.text, "idle='5x': want a duration"),
+       "idle=5x: %s", err.text);
+    ok(pl_grow_conf_parse("max=2,idle", &c, &err) < 0
+           && strstr(err.text, "'idle' is not KEY=VALUE"), "idle without =");
+    errno = 0;
+    ok(pl_grow_conf_parse("max=2", &c, &err) == 0 && errno == 0,
+       "errno untouched when it parses");
     ok(pl_grow_conf_parse("max=2,size=3", &c, &err) < 0
-           && strstr(err.text, "max=K"), "an unknown key, with the usage");
+           && strstr(err.text, "no key 'size'") && strstr(err.text, "max=K"),
+       "an unknown key, named, with the usage");
     is(pl_alloc_time_secs("30"), 1800, "time 30: minutes");
     is(pl_alloc_time_secs("1:30"), 90, "1:30: M:S");
     is(pl_alloc_time_secs("2:00:00"), 7200, "2:00:00: H:M:S");
