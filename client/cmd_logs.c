@@ -285,6 +285,15 @@ static int grep_array(struct pl_cli *cli, struct pl_conn *conn,
     json_array_foreach(tasks, i, t) {
         if (!json_is_integer(json_object_get(t, "array_index")))
             continue; /* a task, not an element */
+        long long of = pl_out_jint(t, "array_id", 0);
+        if (of > 0 && (uint64_t)of != array) {
+            /* an element's own id: its lines would be labelled as
+             * another array's */
+            pl_cli_error("%llu is element %lld of array %lld, not an array: "
+                         "try --array %lld", (unsigned long long)array,
+                         pl_out_jint(t, "array_index", 0), of, of);
+            goto done;
+        }
         long long a = pl_out_jint(t, "attempts", 0);
         long long r = pl_out_jint(t, "ranks", 1);
         const char *comm = pl_out_jstr(t, "comm");

@@ -9,7 +9,7 @@
 # A local pilot, then a 2-node Slurm pilot.
 . "$(dirname "$0")/lib.sh"
 
-plan 28
+plan 30
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 nfiles() { find "$DIR" -type f | wc -l; }
@@ -71,6 +71,10 @@ capture pilot wait "$F" --timeout 60
 capture pilot logs --array "$F" --grep 'element [37]$'
 is "$(sort -V <<<"$OUT" | tr '\n' '|')" "$F.3: file element 3|$F.7: file element 7|" \
     "--grep reads the files of an array that has them"
+capture pilot logs --array "$((F + 3))" --grep element
+is "$RC,$OUT" "1," "--array with an element's id: no lines labelled as another array's"
+like "$ERR" "^pilot: error: $((F + 3)) is element 3 of array $F, not an array: try --array $F\$" \
+    "... the error names its array"
 
 # rotation at 1M, and a task of 20 MB read back whole
 SEGS=$(ls "$DIR"/journal/*/*.pj | wc -l)
