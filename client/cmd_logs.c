@@ -191,6 +191,9 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
                      sh.ranks, sh.ranks == 1 ? "" : "s", o->rank);
         return PL_EXIT_USAGE;
     }
+    /* an earlier attempt has ended: -f has nothing to wait for */
+    if (want && want < att)
+        follow = false;
     if (!(src = pl_logsrc_new(conn->pilot.dir, id, cur, sh.ranks,
                               sh.per_rank, o, to_stdout, NULL))) {
         pl_cli_error("task %llu: %s", uid, strerror(errno));

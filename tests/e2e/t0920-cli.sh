@@ -9,7 +9,7 @@
 # fails part-way printing the ids of those that were queued.
 . "$(dirname "$0")/lib.sh"
 
-plan 40
+plan 41
 
 field() { pilot show "$1" --json | json "j[\"$2\"]"; }
 
@@ -121,6 +121,10 @@ T=$(pilot submit -- sh -c 'echo "start $$"; sleep 4; echo "end $$"')
 ok "a task runs" wait_for 20 eval '[[ $(field "$T" state) == running ]]'
 sleep 0.5
 kill -KILL "$(pilot status --json | json 'j["nodes"][0]["pid"]')"
+wait_for 30 eval '[[ $(field "$T" attempts) == 2 && $(field "$T" state) == running ]]' \
+    || abort "task $T did not run again"
+CAPTURE_TIMEOUT=3 capture pilot logs -f --attempt 1 "$T"
+like "$RC|$OUT" '^0\|start [0-9]+' "logs -f --attempt 1 while attempt 2 runs: attempt 1's output, at once"
 capture pilot wait "$T" --timeout 60
 is "$RC $(field "$T" attempts)" "0 2" "the agent killed under it: the task runs again and ends done"
 A1=$(pilot logs --attempt 1 "$T" | head -1)
