@@ -46,6 +46,9 @@ long_id = int(sys.argv[2])
 print(json.dumps({
     "states": sorted(set(x["state"] for x in t if x["id"] != long_id)),
     "done": sorted(x["id"] for x in t if x["state"] == "done"),
+    # attempts, not 1: a task its agent held (--prefetch) and gave back
+    # unstarted has a second attempt that was its first run
+    "done_att": {x["id"]: x.get("attempts") for x in t if x["state"] == "done"},
     "running": [x["id"] for x in t if x["state"] in ("assigned", "running")],
     "long": [x["state"] for x in t if x["id"] == long_id],
     "interrupted": sum(1 for x in t if x["state"] == "queued" and x.get("attempts", 0) > 0),
@@ -78,7 +81,8 @@ ids = [int(x) for x in open(sys.argv[4]).read().split()]
 print(json.dumps({
     "not_done": [i for i in ids if t[i]["state"] != "done"],
     "runs": sorted(set(runs[i] for i in ids)),
-    "done_rerun": [i for i in before["done"] if t[i].get("attempts") != 1],
+    "done_rerun": [i for i in before["done"]
+                   if t[i].get("attempts") != before["done_att"][str(i)]],
 }))
 EOF
 A=$(<"$WORK/a.json")
