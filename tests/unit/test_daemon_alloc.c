@@ -173,7 +173,7 @@ static void settings(void)
 
 int main(void)
 {
-    plan(8 + 16 + 6 + 16);
+    plan(8 + 16 + 6 + 18);
     task_nodes();
     size();
     backoff();
