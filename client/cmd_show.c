@@ -55,6 +55,29 @@ static void time_line(const char *key, double t, double since)
                                                           sizeof(d)));
 }
 
+/* attempts: N, and how many of them were given back before they started
+ * (an agent that held the task under --prefetch, pilot down, a drain):
+ * attempts, not retries, which would read as runs otherwise */
+static void print_attempts(const json_t *t)
+{
+    const json_t *e;
+    size_t i, back = 0;
+    static const char tail[] = "before it started";
+
+    json_array_foreach(json_object_get(t, "events"), i, e) {
+        const char *d = pl_out_jstr(e, "detail");
+        const char *st = pl_out_jstr(e, "state");
+        size_t n = d ? strlen(d) : 0;
+        if (st && !strcmp(st, "queued") && n >= sizeof(tail) - 1
+            && !strcmp(d + n - (sizeof(tail) - 1), tail))
+            back++;
+    }
+    printf(KEY "%lld", "attempts:", pl_out_jint(t, "attempts", 0));
+    if (back)
+        printf(" (%zu given back before it started, not retries)", back);
+    putchar('\n');
+}
+
 static void print_events(const json_t *events, double submit)
 {
     const json_t *e;
@@ -349,7 +372,7 @@ static void print_task(const struct pl_conn *conn, const json_t *t)
                                   sizeof(buf)));
     line("gpus:", pl_out_intlist(json_object_get(t, "gpus"), buf,
                                  sizeof(buf)));
-    printf(KEY "%lld\n", "attempts:", pl_out_jint(t, "attempts", 0));
+    print_attempts(t);
     if (sig > 0) {
         const char *name = sigabbrev_np((int)sig);
         printf(KEY "%lld (SIG%s)\n", "signal:", sig, name ? name : "?");

@@ -11,7 +11,7 @@
 # SIGKILL twice: every task ends done, each ran once, no core twice.
 . "$(dirname "$0")/lib.sh"
 
-plan 32
+plan 33
 
 field() { pilot show "$1" --json 2>/dev/null | json "j[\"$2\"]" 2>/dev/null; }
 state_is() { [[ $(field "$1" state) == "$2" ]]; }
@@ -127,6 +127,9 @@ ORDER=$(awk -v a="$HP" -v b="$H2" -v c="$H3" '$1 == a || $1 == b || $1 == c { pr
 is "$ORDER" "$HP" "... the one of priority 5 first"
 is "$(field "$H2" state)" done \
     "... taken back twice, still done (not charged to --retries 0)"
+H2A=$(field "$H2" attempts)
+like "$(pilot show "$H2")" "attempts: +$H2A \\($((H2A - 1)) given back before it started, not retries\\)" \
+    "pilot show: of its $H2A attempts, all but the one that ran were given back"
 like "$(pilot logs --attempt 1 "$H2" 2>&1)" \
     "note: task $H2: attempt 1 never started \\(prefetched: taken back before it started\\)" \
     "pilot logs --attempt 1: that attempt never started, and why"
