@@ -73,18 +73,18 @@ like "$OUT" $'\n  gpu +ok +- +limit - +not checked: no GPU here: NVML not found'
 is "$RC" 0 "... and every node passed"
 
 # --- pilot vet --net ---------------------------------------------------
-capture pilot vet --net
+capture_mpi pilot vet --net
 is "$RC" 0 "pilot vet --net: passed"
 like "$OUT" $'^vet net: task [0-9]+, 2 nodes\nA +B +latency us +bandwidth MB/s\nn[1-4] +n[1-4] +[0-9]+\\.[0-9]+ +[0-9]+\\.[0-9]\nmedian latency [0-9.]+ us, bandwidth [0-9.]+ MB/s$' \
      "... the pair's latency and bandwidth and the medians"
-capture pilot vet --net --json
+capture_mpi pilot vet --net --json
 is "$RC" 0 "pilot vet --net --json"
 NAMES=$(status_json "' '.join(sorted(n['name'] for n in j['nodes']))")
 is "$(json "len(j['pairs']) == 1 and j['pairs'][0]['latency_us'] > 0 and j['pairs'][0]['bandwidth_mbs'] > 0 and ' '.join(sorted(j['nodes'])) == '$NAMES' and j['status']" <<<"$OUT")" \
    "pass" "... its report: one pair of both nodes ($NAMES), figures above 0"
 
 # --- an impossible latency limit: both cordoned, uncordon ----------------
-capture pilot vet --net --vet "$WORK/impossible.yaml"
+capture_mpi pilot vet --net --vet "$WORK/impossible.yaml"
 is "$RC" 3 "pilot vet --net with max_latency_us 0.001: exit 3"
 like "$OUT" $'FAILED net.latency: n[1-4] <-> n[1-4]: [0-9.]+ us, above 0.001 us' \
      "... net.latency failed, the pair named"
@@ -105,7 +105,7 @@ capture pilot wait "$ID" --timeout 30
 is "$RC" 0 "... and the waiting task ran"
 
 # --- nccl: fake GPUs cannot run it; nothing cordoned ----------------------
-capture pilot vet --nccl
+capture_mpi pilot vet --nccl
 is "$RC" 0 "pilot vet --nccl on fake GPUs: exit 0"
 like "$OUT" 'vet nccl: cannot run here, nothing checked or cordoned: ' \
      "... says it cannot run here, and why"
@@ -116,7 +116,7 @@ is "$RC" 0 "pilot down"
 
 # --- a pilot without GPUs: nccl says so ----------------------------------
 pilot_up_local || abort "pilot up --local failed"
-capture pilot vet --nccl
+capture_mpi pilot vet --nccl
 is "$RC/$OUT" "0/vet nccl: no GPUs in this pilot (on its nodes that are up and not cordoned): nothing checked" \
    "pilot vet --nccl without GPUs: a clear answer, exit 0"
 capture pilot down

@@ -239,9 +239,16 @@ def test_mpi_task_on_the_cluster(tmp_path):
                 "w = MPI.COMM_WORLD; s = w.allreduce(w.Get_rank() + 1); "
                 "print(w.Get_rank(), w.Get_size(), s, socket.gethostname(), "
                 "flush=True)")
-        t = c.submit(["/usr/bin/python3", "-c", code], ranks=4, nodes=2,
-                     comm="mpi", name="mpi4", cwd=str(tmp_path))
-        t.wait(timeout=120)
+        for _ in range(2):
+            t = c.submit(["/usr/bin/python3", "-c", code], ranks=4, nodes=2,
+                         comm="mpi", name="mpi4", cwd=str(tmp_path))
+            t.wait(timeout=120)
+            # Open MPI 4.1.4's rare crash in MPI_Init (docs/pipeline.md),
+            # not pilot's: once more, said on the test's output
+            if t.state == "done" or \
+                    "Failing at address: (nil)" not in t.logs("stderr"):
+                break
+            print("task %d crashed in Open MPI's MPI_Init: once more" % t.id)
         out = t.logs()
         assert t.state == "done" and t.exit_code == 0, (t.info, out,
                                                          t.logs("stderr"))
