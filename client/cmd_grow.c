@@ -162,9 +162,10 @@ int pl_cmd_grow(struct pl_cli *cli, int argc, char **argv)
     if (cli->json)
         pl_out_json(res);
     else {
-        printf("allocation %lld: Slurm job %lld, %lld nodes",
-               pl_out_jint(res, "id", 0), pl_out_jint(res, "job", 0),
-               pl_out_jint(res, "nodes", 0));
+        long long nn = pl_out_jint(res, "nodes", 0);
+        printf("allocation %lld: Slurm job %lld, %lld node%s",
+               pl_out_jint(res, "id", 0), pl_out_jint(res, "job", 0), nn,
+               nn == 1 ? "" : "s");
         if (wait && joined(res))
             printf(", joined:");
         for (size_t i = 0; wait && i < (size_t)joined(res); i++)
