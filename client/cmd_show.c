@@ -10,6 +10,7 @@
 #include "client/conn.h"
 #include "client/logsrc.h"
 #include "client/output.h"
+#include "proto/state.h"
 #include "proto/strv.h"
 
 static const char help[] =
@@ -62,7 +63,7 @@ static void print_attempts(const json_t *t)
 {
     const json_t *e;
     size_t i, back = 0;
-    static const char tail[] = "before it started";
+    static const char tail[] = PL_REASON_UNSTARTED;
 
     json_array_foreach(json_object_get(t, "events"), i, e) {
         const char *d = pl_out_jstr(e, "detail");
@@ -74,7 +75,8 @@ static void print_attempts(const json_t *t)
     }
     printf(KEY "%lld", "attempts:", pl_out_jint(t, "attempts", 0));
     if (back)
-        printf(" (%zu given back before it started, not retries)", back);
+        printf(" (%zu given back " PL_REASON_UNSTARTED ", not retries)",
+               back);
     putchar('\n');
 }
 

@@ -412,7 +412,7 @@ static void agent_event(struct pl_daemon *d, struct pl_node *n,
             if (!t->lost)
                 t->spared++;
             t->lost = true;
-            c.reason = "prefetched: taken back before it started";
+            c.reason = "prefetched: taken back " PL_REASON_UNSTARTED;
             pl_dtask_rank_ended(d, t, 0, PL_ST_FAILED, &c);
             break;
         }

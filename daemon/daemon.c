@@ -226,9 +226,9 @@ static void stop_task_cb(struct pl_dtask *t, void *arg)
      * --resume'.  N.B. an agent that started it sent its 'running'
      * before it exited, unless it did not exit in time. */
     if (pl_dtask_held(t) && !t->cancel) {
-        pl_dtask_requeue(d, t, d->draining ? "walltime drain before it "
-                                             "started"
-                                           : "pilot down before it started",
+        pl_dtask_requeue(d, t, d->draining
+                                   ? "walltime drain " PL_REASON_UNSTARTED
+                                   : "pilot down " PL_REASON_UNSTARTED,
                          true);
         return;
     }

@@ -22,4 +22,10 @@ const char *pl_state_name(int st);
 int pl_state_parse(const char *s);
 bool pl_state_final(int st);
 
+/* The end of the reason of an attempt given back before it started
+ * (held under --prefetch, at 'pilot down', at a walltime drain): requeued,
+ * not charged to --retries.  pilotd writes it; pilot show counts such
+ * attempts by it. */
+#define PL_REASON_UNSTARTED "before it started"
+
 #endif /* !PL_PROTO_STATE_H */
