@@ -79,11 +79,41 @@ static uint64_t sel_id(struct pl_conn *conn, const struct pl_sel_req *sel,
     return id;
 }
 
+/* Why attempt 'want' of task 't' (pilotd's show) never started: the
+ * detail (else the state) of the last event of that attempt when none
+ * of its events is a rank or the task running, written to 'why'; ""
+ * when it started or cannot be told.  An agent may hold a task
+ * (--prefetch) and give it back unstarted: that attempt has no output,
+ * and saying "no output file" would suggest one was lost. */
+static void attempt_fate(const json_t *t, unsigned want, char *why,
+                         size_t len)
+{
+    const json_t *e;
+    const char *last = NULL;
+    size_t i;
+
+    json_array_foreach(json_object_get(t, "events"), i, e) {
+        if (pl_out_jint(e, "attempt", 0) != (long long)want)
+            continue;
+        const char *st = pl_out_jstr(e, "state");
+        if (!st || !strcmp(st, "running")) {
+            last = NULL;
+            break;
+        }
+        const char *d = pl_out_jstr(e, "detail");
+        last = d ? d : st;
+    }
+    if (last)
+        snprintf(why, len, "%s", last);
+}
+
 /* The task's state, or -1 with errp set; *ran: it has started once;
- * *attempts: how many attempts have started (0: none). */
+ * *attempts: how many attempts have started (0: none).  With 'never'
+ * (of 'len' bytes): why attempt 'want', one before the last, never
+ * started, or "" (attempt_fate()). */
 static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
-                      unsigned *attempts, struct shape *sh,
-                      struct pl_error *errp)
+                      unsigned *attempts, struct shape *sh, unsigned want,
+                      char *never, size_t len, struct pl_error *errp)
 {
     struct pl_sel_req one = { .ids = &id, .nids = 1 };
     /* show, not list: list would take an array's id for all its tasks */
@@ -98,6 +128,10 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
     *ran = json_is_number(json_object_get(t, "start_time"));
     long long a = pl_out_jint(t, "attempts", 0);
     *attempts = a > 0 && a < UINT32_MAX ? (unsigned)a : 0;
+    if (len)
+        never[0] = '\0';
+    if (len && want && want < *attempts)
+        attempt_fate(t, want, never, len);
     long long n = pl_out_jint(t, "ranks", 1);
     const char *comm = pl_out_jstr(t, "comm");
     sh->ranks = n > 0 && n < UINT32_MAX ? (unsigned)n : 1;
@@ -110,41 +144,6 @@ static int task_state(struct pl_conn *conn, uint64_t id, bool *ran,
         return pl_errprintf(errp, "no task %llu", (unsigned long long)id);
     }
     return st;
-}
-
-/* Why attempt 'want' of task 'id' never started: the detail (else the
- * state) of the last event of that attempt when none of its events is
- * a rank or the task running, written to 'why'; "" when it started or
- * cannot be told.  An agent may hold a task (--prefetch) and give it
- * back unstarted: that attempt has no output, and saying "no output
- * file" would suggest one was lost. */
-static void attempt_fate(struct pl_conn *conn, uint64_t id, unsigned want,
-                         char *why, size_t len)
-{
-    struct pl_sel_req one = { .ids = &id, .nids = 1 };
-    struct pl_error err;
-    json_t *t = pl_conn_show(conn, &one, &err), *ev, *e;
-    const char *last = NULL;
-    size_t i;
-
-    why[0] = '\0';
-    if (!t)
-        return;
-    ev = json_object_get(t, "events");
-    json_array_foreach(ev, i, e) {
-        if (pl_out_jint(e, "attempt", 0) != (long long)want)
-            continue;
-        const char *st = pl_out_jstr(e, "state");
-        if (!st || !strcmp(st, "running")) {
-            last = NULL;
-            break;
-        }
-        const char *d = pl_out_jstr(e, "detail");
-        last = d ? d : st;
-    }
-    if (last)
-        snprintf(why, len, "%s", last);
-    json_decref(t);
 }
 
 /* pl_logsrc's sink: stdout */
@@ -229,9 +228,11 @@ static int print_log(struct pl_conn *conn, uint64_t id, int st, bool ran,
         }
         pl_cli_sleep(PL_CLI_POLL);
         /* the state first: once it is final, one more drain has it all */
-        if ((st = task_state(conn, id, &ran, &att, &sh, &err)) < 0) {
+        if ((st = task_state(conn, id, &ran, &att, &sh, 0, NULL, 0,
+                             &err)) < 0) {
             if (pl_conn_recheck(conn) && conn->db
-                && (st = task_state(conn, id, &ran, &att, &sh, &err)) >= 0)
+                && (st = task_state(conn, id, &ran, &att, &sh, 0, NULL, 0,
+                                    &err)) >= 0)
                 continue;
             pl_cli_error("%s", err.text);
             goto done;
@@ -351,6 +352,7 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
     struct pl_logopt lo = { .rank = -1 };
     struct shape sh;
     uint64_t id, want = 0, rank, array = 0;
+    char never[256] = ""; /* why attempt 'want' never started */
     const char *re = NULL;
     unsigned att;
     bool ran;
@@ -415,7 +417,8 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
         goto done;
     rc = PL_EXIT_ERROR;
     if ((id = sel_id(conn, &sel, &err)) == 0
-        || (st = task_state(conn, id, &ran, &att, &sh, &err)) < 0) {
+        || (st = task_state(conn, id, &ran, &att, &sh, (unsigned)want,
+                            never, sizeof(never), &err)) < 0) {
         pl_cli_error("%s", err.text);
         goto done;
     }
@@ -425,9 +428,6 @@ int pl_cmd_logs(struct pl_cli *cli, int argc, char **argv)
                      (unsigned long long)want);
         goto done;
     }
-    char never[256] = "";
-    if (want && want < att)
-        attempt_fate(conn, id, (unsigned)want, never, sizeof(never));
     rc = print_log(conn, id, st, ran, att, (unsigned)want, never, sh, &lo,
                    follow);
 done:
