@@ -21,6 +21,7 @@
 #   capture CMD...        run CMD, set OUT, ERR (text) and RC
 #   capture_mpi CMD...    the same, once more if its MPI task crashed in
 #                         Open MPI's MPI_Init (a known bug, not pilot's)
+#   mpi_init_crashed ID   whether task ID crashed so (its stderr)
 #   run_timeout SECS CMD... timeout(1), with a KILL 5 s later
 #   wait_for SECS CMD...  retry CMD every 0.2 s until it succeeds
 #   json EXPR             evaluate a Python expression on 'j', the JSON
@@ -257,10 +258,15 @@ capture_mpi() {
     [[ $RC == 0 ]] && return 0
     id=$(pilot ls --json 2>/dev/null | json 'j[-1]["id"]' 2>/dev/null) \
         || return 0
-    pilot logs --stderr "$id" 2>/dev/null \
-        | grep -q 'Failing at address: (nil)' || return 0
+    mpi_init_crashed "$id" || return 0
     diag "task $id crashed in Open MPI's MPI_Init (docs/pipeline.md): '$*' once more"
     capture "$@"
+}
+
+# mpi_init_crashed ID: whether task ID's stderr has Open MPI's crash in
+# MPI_Init (capture_mpi)
+mpi_init_crashed() {
+    pilot logs --stderr "$1" 2>/dev/null | grep -q 'Failing at address: (nil)'
 }
 
 # wait_for SECS CMD...: run CMD until it succeeds; 1 if it never did

@@ -68,9 +68,7 @@ check_run() {
         id=$OUT
         [[ $id =~ ^[0-9]+$ ]] || break
         capture pilot wait "$id" --timeout 120
-        [[ $RC != 0 && $try == 1 ]] \
-            && pilot logs --stderr "$id" 2>/dev/null \
-                | grep -q 'Failing at address: (nil)' || break
+        [[ $RC != 0 && $try == 1 ]] && mpi_init_crashed "$id" || break
         diag "task $id crashed in Open MPI's MPI_Init (docs/pipeline.md): once more"
     done
     like "$id" '^[0-9]+$' "$launcher $what: submit prints an id ($id)"
